@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+// Entry point of every npm script that must work on a fresh clone. It has no dependencies of
+// its own: it installs node_modules when they are missing or older than package-lock.json,
+// then runs the named TypeScript task in this same process through tsx (so signals reach the
+// task directly). Everything it says goes to stderr: stdout belongs to the task (the CLI
+// prints values a script may capture).
+import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+const tasks = {
+  start: 'scripts/dev.ts',
+  test: 'scripts/test.ts',
+  services: 'scripts/services/cli.ts',
+  cli: 'scripts/with-local-services.ts',
+  migrate: 'scripts/with-local-services.ts',
+  bench: 'bench/index.ts',
+};
+
+function lockDigest() {
+  const lock = join(root, 'package-lock.json');
+  const pkg = join(root, 'package.json');
+  const h = createHash('sha256');
+  h.update(readFileSync(pkg));
+  if (existsSync(lock)) h.update(readFileSync(lock));
+  return h.digest('hex');
+}
+
+function ensureDependencies() {
+  const stamp = join(root, 'node_modules', '.registry-install-stamp');
+  const want = lockDigest();
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === want) return;
+  // `npm install` rather than `npm ci`: it installs the locked versions all the same, and
+  // npm 11's `ci` refuses this lock file, whose optional platform builds of msgpackr-extract
+  // for other systems the registry mirror here does not list.
+  process.stderr.write('[run] installing dependencies (npm install)...\n');
+  const res = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: root,
+    // npm's own output must not reach stdout, where the task's values go.
+    stdio: ['ignore', process.stderr, process.stderr],
+  });
+  if (res.status !== 0) {
+    process.stderr.write('[run] dependency installation failed\n');
+    process.exit(res.status ?? 1);
+  }
+  writeFileSync(stamp, want);
+}
+
+const [task, ...args] = process.argv.slice(2);
+if (!task || !(task in tasks)) {
+  process.stderr.write(`usage: node scripts/run.mjs <${Object.keys(tasks).join('|')}> [args...]\n`);
+  process.exit(2);
+}
+ensureDependencies();
+process.chdir(root);
+// The task sees its own arguments; `cli` and `migrate` share one wrapper that needs the name.
+process.argv = [process.argv[0], join(root, tasks[task]), ...(task === 'cli' || task === 'migrate' ? [task] : []), ...args];
+const { register } = await import('tsx/esm/api');
+register();
+await import(pathToFileURL(join(root, tasks[task])).href);

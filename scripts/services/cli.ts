@@ -1,0 +1,38 @@
+// npm run services -- up|down|status [--profile dev|test|bench] [--only mariadb,redis,clamd,s3]
+// `up` prints the environment for the application on stdout (`export NAME=value` lines).
+import { ALL, PROFILES, down, status, up, type Profile, type ServiceName } from './index.js';
+
+function parse(argv: string[]): { command: string; profile: Profile; only?: ServiceName[] } {
+  const [command = 'status', ...rest] = argv;
+  let profile: Profile = 'dev';
+  let only: ServiceName[] | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i];
+    const value = rest[i + 1];
+    if (arg === '--profile' && PROFILES.includes(value as Profile)) { profile = value as Profile; i++; }
+    else if (arg === '--only' && value) {
+      only = value.split(',') as ServiceName[];
+      const unknown = only.filter((n) => !ALL.some((s) => s.name === n));
+      if (unknown.length) throw new Error(`unknown service: ${unknown.join(', ')}`);
+      i++;
+    } else throw new Error(`unexpected argument: ${arg}`);
+  }
+  if (!['up', 'down', 'status'].includes(command)) throw new Error(`unknown command: ${command}`);
+  return { command, profile, only };
+}
+
+try {
+  const { command, profile, only } = parse(process.argv.slice(2));
+  if (command === 'up') {
+    const { env } = await up(profile, only);
+    for (const [k, v] of Object.entries(env)) process.stdout.write(`export ${k}='${v}'\n`);
+  } else if (command === 'down') {
+    await down(profile, only);
+  } else {
+    for (const [name, state] of Object.entries(await status(profile))) process.stdout.write(`${name}\t${state}\n`);
+  }
+} catch (err) {
+  process.stderr.write(`[services] ${(err as Error).message}\n`);
+  process.stderr.write('usage: npm run services -- up|down|status [--profile dev|test|bench] [--only mariadb,redis,clamd,s3]\n');
+  process.exitCode = 1;
+}

@@ -1,0 +1,66 @@
+// `npm run services`: the local MariaDB, Redis, clamd and radosgw of one profile.
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { s3 } from './ceph.js';
+import { clamd } from './clamd.js';
+import { mariadb } from './mariadb.js';
+import { log } from './process.js';
+import { redis } from './redis.js';
+import { PORTS, type LocalService, type Profile, type ServiceContext } from './types.js';
+
+export { PROFILES, type Profile } from './types.js';
+
+export const ALL: readonly LocalService[] = [mariadb, redis, clamd, s3];
+export type ServiceName = LocalService['name'];
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export function context(profile: Profile): ServiceContext {
+  return { profile, root, dataDir: join(root, '.data', profile), ports: PORTS[profile] };
+}
+
+/** The services the environment does not already point at, optionally narrowed to `only`. */
+function localServices(only?: readonly ServiceName[], env: NodeJS.ProcessEnv = process.env): LocalService[] {
+  return ALL.filter((s) => (!only || only.includes(s.name)) && !s.externalWhen.some((v) => env[v]));
+}
+
+export interface UpResult {
+  /** Environment variables for the application, for every local service of the profile. */
+  env: Record<string, string>;
+  /** The services this call started (the others were already running or are external). */
+  started: ServiceName[];
+}
+
+/** Starts what is not running (installing it first when missing); idempotent. */
+export async function up(profile: Profile, only?: readonly ServiceName[]): Promise<UpResult> {
+  const ctx = context(profile);
+  mkdirSync(ctx.dataDir, { recursive: true });
+  const services = localServices(only);
+  for (const s of services) s.install();
+  const started: ServiceName[] = [];
+  const t0 = Date.now();
+  await Promise.all(services.map(async (s) => {
+    if (await s.isUp(ctx).catch(() => false)) return;
+    log(`starting ${s.name} (${profile})`);
+    await s.start(ctx);
+    started.push(s.name);
+  }));
+  if (started.length) log(`${started.join(', ')} up in ${Date.now() - t0} ms`);
+  return { env: Object.assign({}, ...services.map((s) => s.env(ctx))) as Record<string, string>, started };
+}
+
+export async function down(profile: Profile, only?: readonly ServiceName[]): Promise<void> {
+  const ctx = context(profile);
+  // Not filtered by the environment: `down` stops what this project started, whatever points elsewhere now.
+  await Promise.all(ALL.filter((s) => !only || only.includes(s.name)).map((s) => s.stop(ctx)));
+}
+
+export async function status(profile: Profile): Promise<Record<ServiceName, 'up' | 'down' | 'external'>> {
+  const ctx = context(profile);
+  const entries = await Promise.all(ALL.map(async (s) => {
+    if (s.externalWhen.some((v) => process.env[v])) return [s.name, 'external'] as const;
+    return [s.name, (await s.isUp(ctx).catch(() => false)) ? 'up' : 'down'] as const;
+  }));
+  return Object.fromEntries(entries) as Record<ServiceName, 'up' | 'down' | 'external'>;
+}

@@ -1,0 +1,33 @@
+// What every local server of `npm run services` provides.
+export type Profile = 'dev' | 'test' | 'bench';
+export const PROFILES: readonly Profile[] = ['dev', 'test', 'bench'];
+
+export interface Ports { mariadb: number; redis: number; clamd: number; rgw: number; mon: number }
+
+/** Dev, test and bench never share ports or data. */
+export const PORTS: Record<Profile, Ports> = {
+  dev: { mariadb: 3310, redis: 6390, clamd: 3311, rgw: 7480, mon: 40000 },
+  test: { mariadb: 3320, redis: 6391, clamd: 3321, rgw: 7481, mon: 40010 },
+  bench: { mariadb: 3330, redis: 6392, clamd: 3331, rgw: 7482, mon: 40020 },
+};
+
+export interface ServiceContext {
+  profile: Profile;
+  /** `.data/<profile>` */
+  dataDir: string;
+  ports: Ports;
+  /** The project's root folder. */
+  root: string;
+}
+
+export interface LocalService {
+  name: 'mariadb' | 'redis' | 'clamd' | 's3';
+  /** The environment variables that, when set, point at a server we must use instead. */
+  externalWhen: string[];
+  install(): void;
+  isUp(ctx: ServiceContext): Promise<boolean>;
+  start(ctx: ServiceContext): Promise<void>;
+  stop(ctx: ServiceContext): Promise<void>;
+  /** The configuration the application needs to reach this local server. */
+  env(ctx: ServiceContext): Record<string, string>;
+}
