@@ -1,0 +1,110 @@
+// The service's configuration: read from the environment once, validated with zod, frozen.
+// Nothing else in the project reads process.env. A bad or missing value stops the process at
+// boot with one line per variable.
+import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { z } from 'zod';
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number)
+    .refine((n) => n >= min && n <= max, `must be between ${min} and ${max}`);
+
+const optionalString = z.string().trim().min(1).optional().catch(undefined);
+const nonEmpty = (what: string) => z.string({ error: `is required (${what})` }).trim().min(1, `is required (${what})`);
+
+function isCidr(value: string): boolean {
+  const [addr, bits, ...rest] = value.split('/');
+  if (rest.length || !addr || bits === undefined || !/^\d{1,3}$/.test(bits)) return false;
+  const family = isIP(addr);
+  return family !== 0 && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/** A 32-byte key in base64 (or hex); the first of a comma-separated list encrypts, all decrypt. */
+const encryptionKeys = z.string({ error: 'is required (32 bytes, base64): openssl rand -base64 32' }).trim().transform((value, ctx) => {
+  const keys = value.split(',').map((k) => k.trim()).filter(Boolean).map((k) =>
+    /^[0-9a-f]{64}$/i.test(k) ? Buffer.from(k, 'hex') : Buffer.from(k, 'base64'));
+  if (!keys.length || keys.some((k) => k.length !== 32)) {
+    ctx.addIssue({ code: 'custom', message: 'must be one or more comma-separated 32-byte keys in base64 or hex (openssl rand -base64 32)' });
+    return z.NEVER;
+  }
+  return keys;
+});
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('production'),
+  PORT: int(0, 65535).default(3000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Honour X-Forwarded-For (behind a router such as Heroku's). */
+  TRUST_PROXY: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
+
+  DATABASE_URL: nonEmpty('mysql://user:password@host:port/database').refine((v) => /^(mysql|mariadb):\/\/[^/]+\/\w+/.test(v), 'must look like mysql://user:password@host:port/database'),
+  DATABASE_POOL_MAX: int(1, 500).default(20),
+  REDIS_URL: nonEmpty('redis://host:port/db').refine((v) => /^rediss?:\/\//.test(v), 'must start with redis:// or rediss://'),
+
+  S3_ENDPOINT: z.url({ error: 'must be a URL' }).optional(),
+  S3_BUCKET: nonEmpty('the bucket that holds uploaded documents'),
+  S3_REGION: z.string().trim().min(1).default('us-east-1'),
+  AWS_ACCESS_KEY_ID: optionalString,
+  AWS_SECRET_ACCESS_KEY: optionalString,
+
+  CLAMD_HOST: optionalString,
+  CLAMD_PORT: int(1, 65535).optional(),
+  CLAMD_SOCKET: optionalString,
+
+  ADMIN_USER: optionalString,
+  ADMIN_PASSWORD: optionalString,
+  METRICS_TOKEN: optionalString,
+  ENCRYPTION_KEY: encryptionKeys,
+
+  WEBHOOK_ALLOWED_NETWORKS: z.string().default('').transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .refine((list) => list.every(isCidr), 'must be a comma-separated list of CIDRs such as 127.0.0.0/8,10.1.0.0/16'),
+  WEBHOOK_RETRY_SCHEDULE: z.string().default('5,300,1800,7200,18000,36000,36000')
+    .transform((v) => v.split(',').map((s) => s.trim()))
+    .refine((list) => list.length > 0 && list.every((s) => /^\d+(\.\d+)?$/.test(s)), 'must be comma-separated seconds such as 5,300,1800')
+    .transform((list) => list.map(Number)),
+  NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
+  MAX_UPLOAD_BYTES: int(1, 5 * 1024 ** 3).default(50 * 1024 * 1024),
+  SIGNATURE_TRUST_STORE: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
+  /** Requests per minute per API key; 0 turns the limit off. */
+  RATE_LIMIT_PER_MINUTE: int(0).default(3000),
+  /** Failed authentications per minute per client address before 429. */
+  AUTH_FAILURES_PER_MINUTE: int(1).default(60),
+}).superRefine((c, ctx) => {
+  if (!c.CLAMD_SOCKET && !(c.CLAMD_HOST && c.CLAMD_PORT)) {
+    ctx.addIssue({ code: 'custom', path: ['CLAMD_HOST'], message: 'set CLAMD_HOST and CLAMD_PORT, or CLAMD_SOCKET' });
+  }
+  if (!c.ADMIN_USER !== !c.ADMIN_PASSWORD) {
+    ctx.addIssue({ code: 'custom', path: ['ADMIN_PASSWORD'], message: 'ADMIN_USER and ADMIN_PASSWORD go together (both set, or both unset to turn Bull Board off)' });
+  }
+  if (!c.AWS_ACCESS_KEY_ID !== !c.AWS_SECRET_ACCESS_KEY) {
+    ctx.addIssue({ code: 'custom', path: ['AWS_SECRET_ACCESS_KEY'], message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together' });
+  }
+});
+
+export type Config = Readonly<z.output<typeof schema>>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Validates an environment; throws ConfigError naming every bad variable. */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  // An empty variable means unset (as Procfile platforms often leave them).
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = schema.safeParse(cleaned);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.') || 'environment'}: ${i.message}`));
+  }
+  return Object.freeze(result.data);
+}
+
+let loaded: Config | undefined;
+
+/** The process's configuration, read from process.env on first use. */
+export function getConfig(): Config {
+  loaded ??= parseConfig(process.env);
+  return loaded;
+}

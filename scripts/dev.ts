@@ -1,0 +1,65 @@
+// `npm start` on a fresh clone: starts the dev profile's local services that the environment
+// does not point elsewhere, migrates, makes sure a development organization and API key
+// exist, prints the key, then serves the API and runs the workers in this process.
+// Ctrl-C stops the API and workers; the local servers keep running for a fast restart
+// (`npm run services -- down` stops them).
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { applyEnv, localAppEnv } from './local-env.js';
+import { context, up } from './services/index.js';
+
+const { env } = await up('dev');
+applyEnv(env, localAppEnv('dev'));
+
+const { getConfig } = await import('../config/index.js');
+const { migrate } = await import('../src/shared/db/migrator.js');
+const { createSequelize } = await import('../src/shared/db/sequelize.js');
+const { createOrgRepository } = await import('../src/orgs/org.repository.js');
+const { createOrgService } = await import('../src/orgs/org.service.js');
+const { createLogger } = await import('../src/shared/logger.js');
+const { startServer } = await import('../src/server.js');
+const { startWorkers } = await import('../workers/index.js');
+
+const config = getConfig();
+const logger = createLogger(config.LOG_LEVEL);
+await migrate(config.DATABASE_URL, logger);
+
+/** The development key is kept in .data/dev/api-key so that every `npm start` prints a working one. */
+async function developmentKey(): Promise<string> {
+  const file = join(context('dev').dataDir, 'api-key');
+  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
+  try {
+    const orgs = createOrgService(createOrgRepository(db));
+    if (existsSync(file)) {
+      const key = readFileSync(file, 'utf8').trim();
+      if (await orgs.authenticate(key)) return key;
+    }
+    const org = await orgs.createOrganization('Development');
+    const { key } = await orgs.createApiKey(org.id);
+    writeFileSync(file, key, { mode: 0o600 });
+    return key;
+  } finally {
+    await db.close();
+  }
+}
+
+const key = await developmentKey();
+const server = await startServer();
+const workers = await startWorkers(undefined, logger);
+const base = `http://localhost:${server.port}`;
+process.stdout.write(`
+Guarantee Registry is running (development).
+  API          ${base}/api/v1/guarantees
+  Docs         ${base}/docs   (OpenAPI: ${base}/openapi.json)
+  API key      ${key}
+
+  curl -H 'X-API-Key: ${key}' ${base}/api/v2/guarantees
+
+Ctrl-C stops the API and workers; \`npm run services -- down\` stops the local servers.
+`);
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void Promise.allSettled([server.close(), workers.close()]).then(() => process.exit(0));
+  });
+}

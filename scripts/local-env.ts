@@ -1,0 +1,37 @@
+// The application settings of a local run (dev, test or bench profile): everything that is
+// not a server address. Secrets are made once per profile and kept under .data/<profile>/.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { context, type Profile } from './services/index.js';
+
+function secret(profile: Profile, name: string, make: () => string): string {
+  const dir = context(profile).dataDir;
+  const file = join(dir, name);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dir, { recursive: true });
+  const value = make();
+  writeFileSync(file, value, { mode: 0o600 });
+  return value;
+}
+
+export function localAppEnv(profile: Profile): Record<string, string> {
+  return {
+    NODE_ENV: profile === 'dev' ? 'development' : profile === 'test' ? 'test' : 'production',
+    ENCRYPTION_KEY: secret(profile, 'encryption.key', () => randomBytes(32).toString('base64')),
+    ADMIN_USER: 'admin',
+    ADMIN_PASSWORD: secret(profile, 'admin-password', () => randomBytes(12).toString('base64url')),
+    // Local webhook receivers listen on loopback.
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+  };
+}
+
+/**
+ * Fills process.env for a local run: the local servers' addresses and the settings above,
+ * without overriding anything the user set.
+ */
+export function applyEnv(...layers: Array<Record<string, string>>): void {
+  for (const layer of layers) {
+    for (const [k, v] of Object.entries(layer)) if (process.env[k] === undefined || process.env[k] === '') process.env[k] = v;
+  }
+}

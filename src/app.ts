@@ -1,0 +1,52 @@
+// Builds the Koa application without listening: server.ts listens, tests drive it in-process.
+import { Router } from '@koa/router';
+import Koa from 'koa';
+import type { Config } from '../config/index.js';
+import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
+import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
+import { createGuaranteeService } from './guarantees/guarantee.service.js';
+import { buildOpenApiDocument } from './openapi.js';
+import { authenticate, type AuthState } from './orgs/auth.middleware.js';
+import { createOrgRepository } from './orgs/org.repository.js';
+import { createOrgService } from './orgs/org.service.js';
+import type { Sequelize } from './shared/db/sequelize.js';
+import { AppError } from './shared/errors.js';
+import { errorHandler } from './shared/http/error-handler.js';
+import { createMetrics, observe, type HttpMetrics } from './shared/http/observability.js';
+import { registerOpsRoutes } from './shared/http/ops.routes.js';
+import { createIdempotencyStore } from './shared/idempotency.js';
+import type { Logger } from './shared/logger.js';
+
+export interface AppDeps {
+  config: Config;
+  logger: Logger;
+  db: Sequelize;
+  metrics?: HttpMetrics;
+}
+
+export function createApp(deps: AppDeps): Koa {
+  const { config, logger, db } = deps;
+  const metrics = deps.metrics ?? createMetrics();
+  const orgs = createOrgService(createOrgRepository(db));
+  const guarantees = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db) });
+
+  const app = new Koa({ proxy: config.TRUST_PROXY });
+  app.silent = true; // errors are logged by errorHandler, once
+  app.use(observe(logger, metrics));
+  app.use(errorHandler(logger));
+
+  const ops = new Router();
+  registerOpsRoutes(ops, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
+  app.use(ops.routes());
+  app.use(ops.allowedMethods());
+
+  // Every /api path needs a key, matched by a route or not (so that probing reveals nothing).
+  const requireKey = authenticate(orgs, { perKeyPerMinute: config.RATE_LIMIT_PER_MINUTE, failuresPerMinute: config.AUTH_FAILURES_PER_MINUTE });
+  app.use((ctx, next) => (ctx.path.startsWith('/api/') || ctx.path === '/api' ? requireKey(ctx as Parameters<typeof requireKey>[0], next) : next()));
+
+  const api = new Router<AuthState>();
+  registerGuaranteeRoutes(api, guarantees);
+  app.use(api.routes());
+  app.use(api.allowedMethods({ throw: true, methodNotAllowed: () => new AppError(405, 'method_not_allowed', 'Method not allowed on this path.') }));
+  return app;
+}

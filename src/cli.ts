@@ -1,0 +1,74 @@
+// Administration CLI (`npm run -s cli -- ...` in development, `node dist/src/cli.js ...` in
+// production). What a script needs goes alone on stdout, one value a line; messages go to stderr.
+//
+//   org create <name>      prints the new organization's id
+//   key create <orgId>     prints a new API key (shown once; only its hash is stored)
+//   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
+//   migrate                applies pending database migrations
+import { getConfig } from '../config/index.js';
+import { createOrgRepository } from './orgs/org.repository.js';
+import { createOrgService } from './orgs/org.service.js';
+import { migrate } from './shared/db/migrator.js';
+import { createSequelize } from './shared/db/sequelize.js';
+import { AppError } from './shared/errors.js';
+import { createLogger } from './shared/logger.js';
+
+const USAGE = `usage:
+  cli org create <name>
+  cli key create <orgId>
+  cli key revoke <keyPrefix>
+  cli migrate`;
+
+const say = (message: string) => process.stderr.write(`${message}\n`);
+
+export async function runCli(argv: string[]): Promise<number> {
+  const [noun, verb, arg] = argv;
+  const config = getConfig();
+  if (noun === 'migrate' && verb === undefined) {
+    const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
+    say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
+    return 0;
+  }
+  if (!arg || argv.length !== 3) {
+    say(USAGE);
+    return 2;
+  }
+  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
+  try {
+    const orgs = createOrgService(createOrgRepository(db));
+    if (noun === 'org' && verb === 'create') {
+      const org = await orgs.createOrganization(arg);
+      say(`created organization "${org.name}"`);
+      process.stdout.write(`${org.id}\n`);
+    } else if (noun === 'key' && verb === 'create') {
+      const { key, prefix } = await orgs.createApiKey(arg);
+      say(`created API key ${prefix} for organization ${arg}: store it now, it is not shown again`);
+      process.stdout.write(`${key}\n`);
+    } else if (noun === 'key' && verb === 'revoke') {
+      await orgs.revokeApiKey(arg);
+      say(`revoked API key ${arg}`);
+    } else {
+      say(USAGE);
+      return 2;
+    }
+    return 0;
+  } catch (err) {
+    if (err instanceof AppError && err.expose) {
+      say(err.message);
+      return 1;
+    }
+    throw err;
+  } finally {
+    await db.close();
+  }
+}
+
+const isMain = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/cli.js');
+if (isMain) {
+  try {
+    process.exitCode = await runCli(process.argv.slice(2));
+  } catch (err) {
+    say((err as Error).message);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,143 @@
+// Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
+// (create, get, list) are a handful of indexed statements and no per-row model work.
+import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import type { ActType, DocRecord, GuaranteeRecord, NewGuarantee, NotarizationStatus } from './guarantee.types.js';
+
+interface Row {
+  id: string; org_id: string; transaction_id: string | null;
+  policy_number: string | null; act_type: ActType | null; check_code: string | null;
+  emitted_at: Date | null; effective_at: Date | null; expires_at: Date | null; is_fixed_expiry: number | null;
+  cig: string | null; batch_code: string | null;
+  garanted_amount: string | null; contract_amount: string | null; is_automatic_renewal: number | null;
+  note_shared: string; sign_emission_at: Date | null; tx_hash: string | null;
+  notarization_status: NotarizationStatus | null; created_at: Date; request_hash: Buffer;
+  doc_position: number | null; doc_type: ActType | null; doc_key: string | null; doc_name: string | null;
+  doc_notarized_at: Date | null; doc_checksum: string | null;
+}
+
+const COLUMNS = `g.id, g.org_id, g.transaction_id, g.policy_number, g.act_type, g.check_code, g.emitted_at,
+  g.effective_at, g.expires_at, g.is_fixed_expiry, g.cig, g.batch_code, g.garanted_amount, g.contract_amount,
+  g.is_automatic_renewal, g.note_shared, g.sign_emission_at, g.tx_hash, g.notarization_status, g.created_at,
+  g.request_hash, d.position AS doc_position, d.type AS doc_type, d.file_key AS doc_key,
+  d.original_file_name AS doc_name, d.notarized_at AS doc_notarized_at, f.checksum AS doc_checksum`;
+
+const FROM = `FROM guarantees g
+  LEFT JOIN guarantee_docs d ON d.guarantee_id = g.id
+  LEFT JOIN files f ON f.object_key = d.file_key`;
+
+const bool = (v: number | null): boolean | null => (v === null ? null : v !== 0);
+const num = (v: string | null): number | null => (v === null ? null : Number(v));
+
+function recordOf(r: Row): GuaranteeRecord {
+  return {
+    id: r.id,
+    orgId: r.org_id,
+    transactionId: r.transaction_id,
+    details: {
+      policyNumber: r.policy_number, actType: r.act_type, checkCode: r.check_code, emittedAt: r.emitted_at,
+      effectiveAt: r.effective_at, expiresAt: r.expires_at, isFixedExpiry: bool(r.is_fixed_expiry),
+      cig: r.cig, batchCode: r.batch_code,
+    },
+    economics: { garantedAmount: num(r.garanted_amount), contractAmount: num(r.contract_amount), isAutomaticRenewal: bool(r.is_automatic_renewal) },
+    noteShared: r.note_shared,
+    signEmissionAt: r.sign_emission_at,
+    txHash: r.tx_hash,
+    notarizationStatus: r.notarization_status,
+    createdAt: r.created_at,
+    docs: [],
+  };
+}
+
+function docOf(r: Row): DocRecord {
+  return { type: r.doc_type, key: r.doc_key ?? '', originalFileName: r.doc_name, checksum: r.doc_checksum, notarizedAt: r.doc_notarized_at };
+}
+
+/** Folds joined rows (one per doc) into records, keeping the rows' order. */
+function fold(rows: Row[]): Array<{ record: GuaranteeRecord; requestHash: Buffer }> {
+  const out: Array<{ record: GuaranteeRecord; requestHash: Buffer }> = [];
+  let current: GuaranteeRecord | undefined;
+  for (const r of rows) {
+    if (current?.id !== r.id) {
+      current = recordOf(r);
+      out.push({ record: current, requestHash: r.request_hash });
+    }
+    if (r.doc_position !== null) current.docs.push(docOf(r));
+  }
+  return out;
+}
+
+export interface FileForDoc { key: string; status: string; originalFileName: string | null }
+
+export function createGuaranteeRepository(db: Sequelize) {
+  return {
+    transaction<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
+      return db.transaction(work);
+    },
+
+    /**
+     * Takes the organization's next sequence number. The row lock it takes serializes
+     * registrations within one organization until the transaction ends; a rollback gives
+     * the number back, so sequences have no gaps. Undefined when the organization is unknown.
+     */
+    async nextSeq(orgId: string, t: Transaction): Promise<number | undefined> {
+      const [result] = await db.query('UPDATE organizations SET guarantee_count = LAST_INSERT_ID(guarantee_count + 1) WHERE id = $1',
+        { bind: [orgId], transaction: t, raw: true });
+      const header = result as unknown as { affectedRows: number; insertId: number };
+      return header.affectedRows === 1 ? header.insertId : undefined;
+    },
+
+    async insert(g: NewGuarantee & { id: string; orgId: string; seq: number; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {
+      const d = g.details;
+      const e = g.economics;
+      await execute(db, `INSERT INTO guarantees (id, org_id, seq, transaction_id, policy_number, act_type, check_code,
+        emitted_at, effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount,
+        is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, NULL, 'PENDING', $19, $20)`,
+      [g.id, g.orgId, g.seq, g.transactionId, d.policyNumber, d.actType, d.checkCode, d.emittedAt, d.effectiveAt,
+        d.expiresAt, d.isFixedExpiry, d.cig, d.batchCode, e.garantedAmount, e.contractAmount, e.isAutomaticRenewal,
+        g.noteShared, g.signEmissionAt, g.requestHash, g.createdAt], t);
+      if (g.docs.length) {
+        const values = g.docs.map((_, i) => `($1, $${i * 3 + 2}, $${i * 3 + 3}, $${i * 3 + 4}, ${i})`).join(', ');
+        await execute(db, `INSERT INTO guarantee_docs (guarantee_id, type, file_key, original_file_name, position) VALUES ${values}`,
+          [g.id, ...g.docs.flatMap((doc) => [doc.type, doc.key, doc.originalFileName])], t);
+      }
+    },
+
+    async findById(orgId: string, id: string): Promise<GuaranteeRecord | undefined> {
+      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.id = $1 AND g.org_id = $2 ORDER BY d.position`, [id, orgId]);
+      return fold(rows)[0]?.record;
+    },
+
+    async findByTransactionId(orgId: string, transactionId: string): Promise<{ record: GuaranteeRecord; requestHash: Buffer } | undefined> {
+      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.transaction_id = $2 ORDER BY d.position`, [orgId, transactionId]);
+      return fold(rows)[0];
+    },
+
+    /** The organization's number of guarantees: one primary-key read of its counter. */
+    async count(orgId: string): Promise<number> {
+      const [row] = await select<{ n: string }>(db, 'SELECT guarantee_count AS n FROM organizations WHERE id = $1', [orgId]);
+      return row ? Number(row.n) : 0;
+    },
+
+    /**
+     * The guarantees whose sequence numbers fall in (fromSeq, toSeq], newest first: a range
+     * seek on (org_id, seq), as cheap for the millionth row as for the first.
+     */
+    async listBySeq(orgId: string, fromSeqExclusive: number, toSeqInclusive: number): Promise<GuaranteeRecord[]> {
+      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM}
+        WHERE g.org_id = $1 AND g.seq > $2 AND g.seq <= $3 ORDER BY g.seq DESC, d.position`, [orgId, fromSeqExclusive, toSeqInclusive]);
+      return fold(rows).map((r) => r.record);
+    },
+
+    /** This organization's files among `keys` (keys of other organizations are simply absent). */
+    async filesForKeys(orgId: string, keys: string[]): Promise<FileForDoc[]> {
+      if (!keys.length) return [];
+      const marks = keys.map((_, i) => `$${i + 2}`).join(', ');
+      const rows = await select<{ object_key: string; status: string; original_file_name: string | null }>(db,
+        `SELECT object_key, status, original_file_name FROM files WHERE org_id = $1 AND object_key IN (${marks})`, [orgId, ...keys]);
+      return rows.map((r) => ({ key: r.object_key, status: r.status, originalFileName: r.original_file_name }));
+    },
+  };
+}
+
+export type GuaranteeRepository = ReturnType<typeof createGuaranteeRepository>;

@@ -1,0 +1,46 @@
+// Endpoints 1–5 of the seed, plus GET /api/v2/guarantees/{ID}. Thin: parse, call the
+// service, answer.
+import type { Router } from '@koa/router';
+import type { Context } from 'koa';
+import { readJsonObject } from '../shared/http/body.js';
+import { parseIdempotencyKey, requestHash } from '../shared/idempotency.js';
+import { parseOrThrow } from '../shared/validation.js';
+import type { AuthState } from '../orgs/auth.middleware.js';
+import { serializers, type ApiVersion } from './guarantee.serializer.js';
+import { createGuaranteeV1, createGuaranteeV2, listQuery } from './guarantee.schemas.js';
+import type { GuaranteeService } from './guarantee.service.js';
+
+const createSchemas = { 1: createGuaranteeV1, 2: createGuaranteeV2 } as const;
+
+/** Query parameters, with a repeated parameter kept as an array (and so refused). */
+function query(ctx: Context): Record<string, unknown> {
+  return ctx.query as Record<string, unknown>;
+}
+
+export function registerGuaranteeRoutes(router: Router<AuthState>, service: GuaranteeService): void {
+  for (const version of [1, 2] as const satisfies readonly ApiVersion[]) {
+    const serialize = serializers[version];
+
+    router.get(`/api/v${version}/guarantees`, async (ctx) => {
+      const { page, limit } = parseOrThrow(listQuery, query(ctx), 'query');
+      const { totalItems, guarantees } = await service.list(ctx.state.principal.orgId, page, limit);
+      ctx.body = { totalItems, guarantees: guarantees.map(serialize) };
+    });
+
+    router.post(`/api/v${version}/guarantees`, async (ctx) => {
+      const raw = await readJsonObject(ctx);
+      const idempotencyKey = parseIdempotencyKey(ctx.req.headersDistinct['idempotency-key']);
+      const input = parseOrThrow(createSchemas[version], raw, 'guarantee');
+      const result = await service.create(ctx.state.principal.orgId, input, {
+        respond: serialize,
+        idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, hash: requestHash({ method: 'POST', path: ctx.path, body: raw }) },
+      });
+      ctx.status = result.status;
+      ctx.body = result.body;
+    });
+
+    router.get(`/api/v${version}/guarantees/:id`, async (ctx) => {
+      ctx.body = serialize(await service.get(ctx.state.principal.orgId, ctx.params.id ?? ''));
+    });
+  }
+}

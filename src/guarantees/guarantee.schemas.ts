@@ -1,0 +1,167 @@
+// Request and response schemas of the guarantee endpoints, v1 and v2. The same schemas
+// validate requests and generate the OpenAPI document.
+import { z } from 'zod';
+import { dateTime, ignored, money, text } from '../shared/validation.js';
+
+export const ACT_TYPES = ['BAIL_ACT', 'POST_SALE', 'OTHER'] as const;
+export const NOTARIZATION_STATUSES = ['PENDING', 'COMPLETE'] as const;
+export const MAX_DOCS = 50;
+export const MAX_NOTE = 10_000;
+
+const actType = z.enum(ACT_TYPES, { error: `must be one of ${ACT_TYPES.join(', ')}` });
+/** An uploaded file's key as the presigned-URL endpoints return it. */
+const fileKey = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(255, 'must be at most 255 characters')
+  .regex(/^[\x21-\x7e]+$/, 'must be a storage key returned by a presigned-URL endpoint');
+
+const detailsFields = {
+  policyNumber: text().optional(),
+  actType: actType.nullable().optional(),
+  checkCode: text().nullable().optional(),
+  emittedAt: dateTime.nullable().optional(),
+  effectiveAt: dateTime.nullable().optional(),
+  expiresAt: dateTime.nullable().optional(),
+  isFixedExpiry: z.boolean({ error: 'must be a boolean' }).nullable().optional(),
+  cig: text().nullable().optional().meta({ description: 'Codice Identificativo Gara of the tender.' }),
+  batchCode: text().nullable().optional(),
+};
+
+const economicsInput = z.strictObject({
+  garantedAmount: money.nullable().optional(),
+  contractAmount: money.nullable().optional(),
+  isAutomaticRenewal: z.boolean({ error: 'must be a boolean' }).nullable().optional(),
+});
+
+const noteInput = z.strictObject({
+  shared: text(MAX_NOTE).nullable().optional().meta({ description: 'Shared note; null is stored as "".' }),
+});
+
+const signInput = z.strictObject({ emissionAt: dateTime.nullable().optional() });
+
+const docV1Input = z.strictObject({
+  type: actType.optional(),
+  key: fileKey.meta({ description: 'The `key` returned by a presigned-URL endpoint to this organization.' }),
+  checksum: ignored('SHA-256 of the stored file, computed by the scan.'),
+});
+
+const docV2Input = docV1Input.extend({
+  originalFileName: text().optional().meta({ description: 'Defaults to the fileName given when the upload URL was requested.' }),
+  notarizedAt: ignored('Set when the record is notarized.'),
+});
+
+const serverFields = {
+  id: ignored('UUIDv7.'),
+  orgId: ignored('The API key\'s organization.'),
+  createdAt: ignored('The time of registration.'),
+  txHash: ignored('Notarization transaction hash.'),
+  notarizationStatus: ignored('Notarization status.'),
+};
+
+function docsOf<D extends z.ZodType<{ key: string }>>(doc: D) {
+  return z.array(doc, { error: 'must be an array' }).max(MAX_DOCS, `must hold at most ${MAX_DOCS} documents`)
+    .superRefine((docs, ctx) => {
+      const seen = new Set<string>();
+      docs.forEach((d, i) => {
+        if (seen.has(d.key)) ctx.addIssue({ code: 'custom', path: [i, 'key'], message: 'names the same file as an earlier document' });
+        seen.add(d.key);
+      });
+    })
+    .optional();
+}
+
+/** expiresAt, when given with effectiveAt, is not before it. */
+function checkPeriod(g: { details?: { effectiveAt?: Date | null; expiresAt?: Date | null } }, ctx: z.RefinementCtx): void {
+  const { effectiveAt, expiresAt } = g.details ?? {};
+  if (effectiveAt && expiresAt && expiresAt < effectiveAt) {
+    ctx.addIssue({ code: 'custom', path: ['details', 'expiresAt'], message: 'must not be before details.effectiveAt' });
+  }
+}
+
+export const createGuaranteeV1 = z.strictObject({
+  details: z.strictObject(detailsFields).optional(),
+  economics: economicsInput.optional(),
+  note: noteInput.optional(),
+  sign: signInput.optional(),
+  docs: docsOf(docV1Input),
+  ...serverFields,
+}).superRefine(checkPeriod).meta({ id: 'CreateGuaranteeV1', description: 'A guarantee to register (v1). Unknown fields are a 400.' });
+
+export const createGuaranteeV2 = z.strictObject({
+  details: z.strictObject({
+    transactionId: text().min(1, 'must not be empty').optional().meta({
+      description: 'The client\'s own identifier of the transaction, unique in the organization: a second create with the same transactionId and body returns the first record; with a different body it is a 409.',
+    }),
+    ...detailsFields,
+  }).optional(),
+  economics: economicsInput.optional(),
+  note: noteInput.optional(),
+  sign: signInput.optional(),
+  docs: docsOf(docV2Input),
+  ...serverFields,
+}).superRefine(checkPeriod).meta({ id: 'CreateGuaranteeV2', description: 'A guarantee to register (v2). Unknown fields are a 400.' });
+
+export type CreateGuaranteeV1 = z.output<typeof createGuaranteeV1>;
+export type CreateGuaranteeV2 = z.output<typeof createGuaranteeV2>;
+
+const positiveInt = (name: string, max: number) => z.string()
+  .regex(/^[1-9]\d{0,15}$/, `${name} must be a whole number >= 1`)
+  .transform(Number)
+  .refine((n) => n <= max, `${name} must be at most ${max}`);
+
+export const MAX_LIMIT = 100;
+
+export const listQuery = z.object({
+  page: positiveInt('page', Number.MAX_SAFE_INTEGER).default(1).meta({ description: 'Page number, from 1.' }),
+  limit: positiveInt('limit', MAX_LIMIT).default(10).meta({ description: `Items per page, 1 to ${MAX_LIMIT}.` }),
+});
+
+// ---- Responses -------------------------------------------------------------------------
+
+const iso = z.iso.datetime({ offset: true });
+const nullableIso = iso.nullable();
+
+const detailsOut = {
+  policyNumber: z.string().optional(),
+  actType: actType.nullable(),
+  checkCode: z.string().nullable(),
+  emittedAt: nullableIso,
+  effectiveAt: nullableIso,
+  expiresAt: nullableIso,
+  isFixedExpiry: z.boolean().nullable(),
+  cig: z.string().nullable(),
+  batchCode: z.string().nullable(),
+};
+
+const common = {
+  economics: z.object({ garantedAmount: z.number().nullable(), contractAmount: z.number().nullable(), isAutomaticRenewal: z.boolean().nullable() }),
+  note: z.object({ shared: z.string() }),
+  sign: z.object({ emissionAt: nullableIso }),
+  txHash: z.string().nullable(),
+  notarizationStatus: z.enum(NOTARIZATION_STATUSES).nullable(),
+};
+
+const docV1Out = z.object({ type: actType.optional(), key: z.string(), checksum: z.string().nullable() });
+const docV2Out = docV1Out.extend({ originalFileName: z.string().optional(), notarizedAt: iso.optional() });
+
+export const guaranteeV1 = z.object({
+  details: z.object(detailsOut),
+  ...common,
+  docs: z.array(docV1Out),
+  createdAt: iso,
+  id: z.string(),
+  orgId: z.string(),
+}).meta({ id: 'GuaranteeV1' });
+
+export const guaranteeV2 = z.object({
+  details: z.object({ transactionId: z.string().optional(), ...detailsOut }),
+  ...common,
+  docs: z.array(docV2Out),
+  createdAt: iso,
+  id: z.string(),
+  orgId: z.string(),
+}).meta({ id: 'GuaranteeV2' });
+
+export type GuaranteeV1 = z.infer<typeof guaranteeV1>;
+export type GuaranteeV2 = z.infer<typeof guaranteeV2>;
+
+export const guaranteeListV1 = z.object({ totalItems: z.number().int(), guarantees: z.array(guaranteeV1) }).meta({ id: 'GuaranteeListV1' });
+export const guaranteeListV2 = z.object({ totalItems: z.number().int(), guarantees: z.array(guaranteeV2) }).meta({ id: 'GuaranteeListV2' });

@@ -1,0 +1,160 @@
+// Registering and reading guarantees. Creation needs the database only (no Redis): one
+// transaction takes the organization's next sequence number, inserts the record and its docs,
+// and records the Idempotency-Key response when there is one.
+import { v7 as uuidv7 } from 'uuid';
+import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
+import { ConflictError, NotFoundError, ValidationError, type FieldProblem } from '../shared/errors.js';
+import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
+import type { GuaranteeRepository } from './guarantee.repository.js';
+import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
+import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Files in these states can never be attached: their content is unsafe or unknown. */
+const REJECTED_FILE_STATUSES = new Set(['Infected', 'Error']);
+
+/** Turns a validated v1 or v2 body into the domain's normalized form (absent and null alike). */
+export function normalize(input: CreateGuaranteeV1 | CreateGuaranteeV2): NewGuarantee {
+  const d = input.details ?? {};
+  const e = input.economics ?? {};
+  return {
+    transactionId: (d as { transactionId?: string }).transactionId ?? null,
+    details: {
+      policyNumber: d.policyNumber ?? null,
+      actType: d.actType ?? null,
+      checkCode: d.checkCode ?? null,
+      emittedAt: d.emittedAt ?? null,
+      effectiveAt: d.effectiveAt ?? null,
+      expiresAt: d.expiresAt ?? null,
+      isFixedExpiry: d.isFixedExpiry ?? null,
+      cig: d.cig ?? null,
+      batchCode: d.batchCode ?? null,
+    },
+    economics: {
+      garantedAmount: e.garantedAmount ?? null,
+      contractAmount: e.contractAmount ?? null,
+      isAutomaticRenewal: e.isAutomaticRenewal ?? null,
+    },
+    noteShared: input.note?.shared ?? '',
+    signEmissionAt: input.sign?.emissionAt ?? null,
+    docs: (input.docs ?? []).map((doc) => ({
+      type: doc.type ?? null,
+      key: doc.key,
+      originalFileName: (doc as { originalFileName?: string }).originalFileName ?? null,
+    })),
+  };
+}
+
+/** What a create is identified by: its normalized content (dates as ISO strings). */
+function contentHash(g: NewGuarantee): Buffer {
+  return requestHash(JSON.parse(JSON.stringify(g)));
+}
+
+export interface CreateOptions {
+  /** The Idempotency-Key header, when sent, and the hash of the whole request it guards. */
+  idempotency?: { key: string; hash: Buffer };
+  /** Turns the record into the response body that a replay must repeat (v1 or v2 shape). */
+  respond: (g: GuaranteeRecord) => unknown;
+}
+
+export interface CreateResult { status: number; body: unknown; created: boolean }
+
+export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempotency: IdempotencyStore; now?: () => Date }) {
+  const { repo, idempotency } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  /** Checks docs[].key against this organization's files; fills originalFileName from the upload. */
+  async function resolveDocs(orgId: string, g: NewGuarantee): Promise<void> {
+    const files = new Map((await repo.filesForKeys(orgId, g.docs.map((d) => d.key))).map((f) => [f.key, f]));
+    const problems: FieldProblem[] = [];
+    g.docs.forEach((doc, i) => {
+      const file = files.get(doc.key);
+      if (!file) problems.push({ pointer: `#/docs/${i}/key`, detail: 'is not a file key issued to this organization' });
+      else if (REJECTED_FILE_STATUSES.has(file.status)) problems.push({ pointer: `#/docs/${i}/key`, detail: `names a file whose status is ${file.status}` });
+      else doc.originalFileName ??= file.originalFileName;
+    });
+    if (problems.length) {
+      throw new ValidationError(`Invalid docs: ${problems.map((p) => `${p.pointer.slice(2)} ${p.detail}`).join('; ')}`, problems);
+    }
+  }
+
+  /** The existing record for a transactionId when the request repeats it exactly; 409 when it differs. */
+  async function existingForTransaction(orgId: string, transactionId: string, hash: Buffer): Promise<GuaranteeRecord | undefined> {
+    const existing = await repo.findByTransactionId(orgId, transactionId);
+    if (!existing) return undefined;
+    if (!existing.requestHash.equals(hash)) {
+      throw new ConflictError(`details.transactionId ${JSON.stringify(transactionId)} is already registered with different content.`);
+    }
+    return existing.record;
+  }
+
+  async function register(orgId: string, g: NewGuarantee, hash: Buffer, opts: CreateOptions): Promise<CreateResult> {
+    if (g.transactionId !== null) {
+      const existing = await existingForTransaction(orgId, g.transactionId, hash);
+      if (existing) return { status: 200, body: opts.respond(existing), created: false };
+    }
+    await resolveDocs(orgId, g);
+    try {
+      return await repo.transaction(async (t) => {
+        const seq = await repo.nextSeq(orgId, t);
+        if (seq === undefined) throw new NotFoundError('The organization no longer exists.');
+        // Taken after the sequence lock, so that createdAt follows registration order.
+        const record: GuaranteeRecord = {
+          ...g, id: uuidv7(), orgId, createdAt: now(), txHash: null, notarizationStatus: 'PENDING',
+          docs: g.docs.map((d) => ({ ...d, checksum: null, notarizedAt: null })),
+        };
+        await repo.insert({ ...record, seq, requestHash: hash }, t);
+        const response: StoredResponse = { status: 200, body: opts.respond(record) };
+        if (opts.idempotency) await idempotency.complete(orgId, opts.idempotency.key, response, t);
+        return { ...response, created: true };
+      });
+    } catch (err) {
+      // A concurrent create with the same transactionId won the unique index: answer as a retry.
+      if (g.transactionId !== null && mysqlErrno(err) === ER_DUP_ENTRY) {
+        const existing = await existingForTransaction(orgId, g.transactionId, hash);
+        if (existing) return { status: 200, body: opts.respond(existing), created: false };
+      }
+      throw err;
+    }
+  }
+
+  return {
+    async create(orgId: string, input: CreateGuaranteeV1 | CreateGuaranteeV2, opts: CreateOptions): Promise<CreateResult> {
+      const g = normalize(input);
+      const hash = contentHash(g);
+      const idem = opts.idempotency;
+      if (!idem) return register(orgId, g, hash, opts);
+      const claim = await idempotency.claim(orgId, idem.key, idem.hash);
+      if (claim.kind === 'replay') return { ...claim.response, created: false };
+      try {
+        const result = await register(orgId, g, hash, opts);
+        if (!result.created) await idempotency.complete(orgId, idem.key, result);
+        return result;
+      } catch (err) {
+        await idempotency.release(orgId, idem.key).catch(() => undefined);
+        throw err;
+      }
+    },
+
+    /** One guarantee of the organization; another organization's answers 404 like a missing one. */
+    async get(orgId: string, id: string): Promise<GuaranteeRecord> {
+      const record = UUID.test(id) ? await repo.findById(orgId, id) : undefined;
+      if (!record) throw new NotFoundError(`No guarantee ${id}.`);
+      return record;
+    },
+
+    /**
+     * Page `page` of the organization's guarantees, newest first. Registration numbers are
+     * dense (1..total), so the page is the range (total - page*limit, total - (page-1)*limit].
+     */
+    async list(orgId: string, page: number, limit: number): Promise<{ totalItems: number; guarantees: GuaranteeRecord[] }> {
+      const totalItems = await repo.count(orgId);
+      const top = totalItems - (page - 1) * limit;
+      if (top <= 0) return { totalItems, guarantees: [] };
+      return { totalItems, guarantees: await repo.listBySeq(orgId, Math.max(0, top - limit), top) };
+    },
+  };
+}
+
+export type GuaranteeService = ReturnType<typeof createGuaranteeService>;

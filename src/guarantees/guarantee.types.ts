@@ -1,0 +1,50 @@
+// The guarantee as the domain sees it, independent of the v1/v2 wire shapes.
+import type { ACT_TYPES, NOTARIZATION_STATUSES } from './guarantee.schemas.js';
+
+export type ActType = (typeof ACT_TYPES)[number];
+export type NotarizationStatus = (typeof NOTARIZATION_STATUSES)[number];
+
+export interface GuaranteeDetails {
+  policyNumber: string | null;
+  actType: ActType | null;
+  checkCode: string | null;
+  emittedAt: Date | null;
+  effectiveAt: Date | null;
+  expiresAt: Date | null;
+  isFixedExpiry: boolean | null;
+  cig: string | null;
+  batchCode: string | null;
+}
+
+export interface Economics {
+  garantedAmount: number | null;
+  contractAmount: number | null;
+  isAutomaticRenewal: boolean | null;
+}
+
+export interface NewDoc { type: ActType | null; key: string; originalFileName: string | null }
+
+/** What a client asks to register, normalized (absent and null alike are null). */
+export interface NewGuarantee {
+  transactionId: string | null;
+  details: GuaranteeDetails;
+  economics: Economics;
+  noteShared: string;
+  signEmissionAt: Date | null;
+  docs: NewDoc[];
+}
+
+export interface DocRecord extends NewDoc {
+  /** SHA-256 hex of the stored file, once scanned. */
+  checksum: string | null;
+  notarizedAt: Date | null;
+}
+
+export interface GuaranteeRecord extends NewGuarantee {
+  id: string;
+  orgId: string;
+  createdAt: Date;
+  txHash: string | null;
+  notarizationStatus: NotarizationStatus | null;
+  docs: DocRecord[];
+}

@@ -1,0 +1,107 @@
+// The OpenAPI 3.1 document of the whole API, generated from the zod schemas that validate
+// requests. Served at /openapi.json; the docs page at /docs renders it offline.
+import { z } from 'zod';
+import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import {
+  createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery,
+} from './guarantees/guarantee.schemas.js';
+
+const empty = (description: string) => ({ description });
+
+const problem = z.object({
+  type: z.string(), title: z.string(), status: z.number().int(), detail: z.string().optional(),
+  errors: z.array(z.object({ pointer: z.string(), detail: z.string() })).optional(),
+}).meta({ id: 'Problem', description: 'RFC 9457 problem document, sent only to a client whose Accept header includes application/problem+json; otherwise error bodies are empty.' });
+
+const errorResponse = (description: string) => ({
+  description: `${description} Empty body, or a problem document when the client accepts application/problem+json.`,
+  content: { 'application/problem+json': { schema: problem } },
+});
+
+const commonErrors = {
+  401: errorResponse('API key missing, malformed, unknown or revoked.'),
+  429: errorResponse('Rate limit exceeded; see Retry-After.'),
+  500: errorResponse('Internal server error.'),
+  503: errorResponse('Database unavailable; retry later (Retry-After).'),
+};
+
+const idempotencyHeader = z.string().min(1).max(255).optional().meta({
+  description: 'Makes a create safe to retry: same key and body within 24 h replays the first response; a different body, or a retry while the first is running, is a 409.',
+});
+
+const idParam = z.object({ id: z.string().meta({ description: 'The guarantee id (a UUID). A malformed id is a 404.' }) });
+
+function listOperation(version: 1 | 2): ZodOpenApiOperationObject {
+  return {
+    summary: `List guarantees (v${version} shape)`,
+    description: 'Newest first (registration order, which is createdAt descending). totalItems counts the organization\'s guarantees. A page past the end is 200 with an empty array. page >= 1 and 1 <= limit <= 100, else 400.',
+    tags: ['Guarantees'],
+    requestParams: { query: listQuery },
+    responses: {
+      200: { description: 'A page of guarantees.', content: { 'application/json': { schema: version === 1 ? guaranteeListV1 : guaranteeListV2 } } },
+      400: errorResponse('Invalid page or limit (not an integer, out of range, or repeated).'),
+      ...commonErrors,
+    },
+  };
+}
+
+function createOperation(version: 1 | 2): ZodOpenApiOperationObject {
+  return {
+    summary: `Register a guarantee (v${version} shape)`,
+    description: 'The service assigns id, orgId, createdAt, txHash, notarizationStatus (PENDING) and docs[].checksum/notarizedAt; values sent for them are ignored. Any other unknown field is a 400. Each docs[].key must be a key this organization obtained from a presigned-URL endpoint, not Infected or Error.',
+    tags: ['Guarantees'],
+    requestParams: { header: z.object({ 'idempotency-key': idempotencyHeader }) },
+    requestBody: { required: false, content: { 'application/json': { schema: version === 1 ? createGuaranteeV1 : createGuaranteeV2 } } },
+    responses: {
+      200: { description: 'The registered guarantee (or, for a retry, the one registered first).', content: { 'application/json': { schema: version === 1 ? guaranteeV1 : guaranteeV2 } } },
+      400: errorResponse('Invalid body: malformed JSON, not an object, unknown field, wrong type, rule broken.'),
+      409: errorResponse(version === 2
+        ? 'details.transactionId or Idempotency-Key already used with a different body, or a retry while the first request is running.'
+        : 'Idempotency-Key already used with a different body, or a retry while the first request is running.'),
+      413: errorResponse('Body over 1 MiB.'),
+      ...commonErrors,
+    },
+  };
+}
+
+function getOperation(version: 1 | 2): ZodOpenApiOperationObject {
+  return {
+    summary: `Get one guarantee (v${version} shape)`,
+    tags: ['Guarantees'],
+    requestParams: { path: idParam },
+    responses: {
+      200: { description: 'The guarantee.', content: { 'application/json': { schema: version === 1 ? guaranteeV1 : guaranteeV2 } } },
+      404: errorResponse('No such guarantee in this organization (another organization\'s answers the same).'),
+      ...commonErrors,
+    },
+  };
+}
+
+const paths: ZodOpenApiPathsObject = {
+  '/api/v1/guarantees': { get: listOperation(1), post: createOperation(1) },
+  '/api/v1/guarantees/{id}': { get: getOperation(1) },
+  '/api/v2/guarantees': { get: listOperation(2), post: createOperation(2) },
+  '/api/v2/guarantees/{id}': { get: getOperation(2) },
+  '/healthz': { get: { summary: 'Liveness', tags: ['Operations'], security: [], responses: { 200: empty('The process is up.') } } },
+  '/readyz': { get: { summary: 'Readiness: the database answers', tags: ['Operations'], security: [], responses: { 200: empty('Ready.'), 503: empty('The database does not answer.') } } },
+  '/metrics': { get: { summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)', tags: ['Operations'], security: [], responses: { 200: empty('Metrics in the Prometheus text format.'), 401: empty('Missing or wrong token.') } } },
+};
+
+export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
+  return createDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Guarantee Registry Service',
+      version: '1.0.0',
+      description: 'Registry of guarantees (fideiussioni, cauzioni) for Italian public tenders and contracts, with their signed documents. Every /api path requires an API key.',
+    },
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+        bearer: { type: 'http', scheme: 'bearer', description: 'The same API key as a Bearer token.' },
+      },
+    },
+    security: [{ apiKey: [] }, { bearer: [] }],
+    paths,
+  });
+}

@@ -1,0 +1,61 @@
+// Authentication of every /api request: the key travels in X-API-Key, or as
+// `Authorization: Bearer <key>`. Missing, malformed, unknown or revoked keys, two X-API-Key
+// headers, or two different keys are a 401. Requests are limited per key, and failed
+// authentications per client address (429 with Retry-After).
+import type { Middleware } from 'koa';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimitedError, UnauthorizedError } from '../shared/errors.js';
+import type { OrgService, Principal } from './org.service.js';
+
+export interface AuthState { principal: Principal }
+
+export interface AuthOptions {
+  /** Requests per minute per key; 0 turns the limit off. */
+  perKeyPerMinute: number;
+  /** Failed authentications per minute per client address. */
+  failuresPerMinute: number;
+}
+
+/** The single key a request presents, or undefined when it presents none or several. */
+export function presentedKey(headers: NodeJS.Dict<string[]>): string | undefined {
+  const apiKeys = headers['x-api-key'] ?? [];
+  const auth = headers.authorization ?? [];
+  if (apiKeys.length > 1 || auth.length > 1) return undefined;
+  const bearer = auth[0] !== undefined ? /^Bearer[ ]+(\S+)\s*$/i.exec(auth[0])?.[1] : undefined;
+  if (auth[0] !== undefined && bearer === undefined && apiKeys.length === 0) return undefined;
+  const direct = apiKeys[0]?.trim();
+  if (direct !== undefined && bearer !== undefined && direct !== bearer) return undefined;
+  return direct || bearer;
+}
+
+const retryAfter = (res: unknown): number =>
+  Math.max(1, Math.ceil((res instanceof RateLimiterRes ? res.msBeforeNext : 60_000) / 1000));
+
+export function authenticate(orgs: OrgService, opts: AuthOptions): Middleware<AuthState> {
+  const perKey = opts.perKeyPerMinute > 0 ? new RateLimiterMemory({ points: opts.perKeyPerMinute, duration: 60 }) : undefined;
+  const failures = new RateLimiterMemory({ points: opts.failuresPerMinute, duration: 60 });
+
+  return async (ctx, next) => {
+    const key = presentedKey(ctx.req.headersDistinct);
+    let principal = key === undefined ? undefined : orgs.authenticateCached(key);
+    if (!principal) {
+      // An address that keeps failing is refused before any database lookup.
+      const record = await failures.get(ctx.ip);
+      if (record && record.remainingPoints <= 0) throw new RateLimitedError(retryAfter(record));
+      principal = key === undefined ? undefined : await orgs.authenticate(key);
+      if (!principal) {
+        await failures.consume(ctx.ip).catch(() => undefined);
+        throw new UnauthorizedError();
+      }
+    }
+    if (perKey) {
+      try {
+        await perKey.consume(principal.keyPrefix);
+      } catch (res) {
+        throw new RateLimitedError(retryAfter(res));
+      }
+    }
+    ctx.state.principal = principal;
+    await next();
+  };
+}

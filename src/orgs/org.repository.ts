@@ -1,0 +1,38 @@
+// Organizations and API keys in the database. Returns plain objects.
+import { v7 as uuidv7 } from 'uuid';
+import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
+
+export interface Organization { id: string; name: string; createdAt: Date }
+export interface StoredApiKey { prefix: string; orgId: string; hash: Buffer; revokedAt: Date | null }
+
+export function createOrgRepository(db: Sequelize) {
+  return {
+    async createOrganization(name: string): Promise<Organization> {
+      const org = { id: uuidv7(), name, createdAt: new Date() };
+      await execute(db, 'INSERT INTO organizations (id, name, guarantee_count, created_at) VALUES ($1, $2, 0, $3)', [org.id, org.name, org.createdAt]);
+      return org;
+    },
+
+    async findOrganization(id: string): Promise<Organization | undefined> {
+      const [row] = await select<{ id: string; name: string; created_at: Date }>(db, 'SELECT id, name, created_at FROM organizations WHERE id = $1', [id]);
+      return row && { id: row.id, name: row.name, createdAt: row.created_at };
+    },
+
+    async insertApiKey(orgId: string, prefix: string, hash: Buffer): Promise<void> {
+      await execute(db, 'INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)', [uuidv7(), orgId, prefix, hash, new Date()]);
+    },
+
+    async findApiKey(prefix: string): Promise<StoredApiKey | undefined> {
+      const [row] = await select<{ prefix: string; org_id: string; key_hash: Buffer; revoked_at: Date | null }>(db,
+        'SELECT prefix, org_id, key_hash, revoked_at FROM api_keys WHERE prefix = $1', [prefix]);
+      return row && { prefix: row.prefix, orgId: row.org_id, hash: row.key_hash, revokedAt: row.revoked_at };
+    },
+
+    /** Marks a key revoked; false when no such key, or it was revoked already. */
+    async revokeApiKey(prefix: string): Promise<boolean> {
+      return (await execute(db, 'UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL', [new Date(), prefix])) === 1;
+    },
+  };
+}
+
+export type OrgRepository = ReturnType<typeof createOrgRepository>;

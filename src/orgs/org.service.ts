@@ -1,0 +1,69 @@
+// Organizations and API keys: creation, revocation, and authentication of a presented key.
+import { NotFoundError, ValidationError } from '../shared/errors.js';
+import { apiKeyMatches, apiKeyPrefix, generateApiKey } from './api-key.js';
+import type { Organization, OrgRepository, StoredApiKey } from './org.repository.js';
+
+/** Who is calling: the organization a valid key belongs to. */
+export interface Principal { orgId: string; keyPrefix: string }
+
+export interface OrgServiceOptions {
+  /** How long a looked-up key is trusted without asking the database again; revocation takes at most this long. */
+  cacheTtlMs?: number;
+  cacheMaxEntries?: number;
+  now?: () => number;
+}
+
+export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = {}) {
+  const ttl = opts.cacheTtlMs ?? 1000;
+  const maxEntries = opts.cacheMaxEntries ?? 10_000;
+  const now = opts.now ?? Date.now;
+  const cache = new Map<string, { key: StoredApiKey; until: number }>();
+
+  function principalOf(presented: string, stored: StoredApiKey): Principal | undefined {
+    if (stored.revokedAt || !apiKeyMatches(presented, stored.hash)) return undefined;
+    return { orgId: stored.orgId, keyPrefix: stored.prefix };
+  }
+
+  return {
+    async createOrganization(name: string): Promise<Organization> {
+      const trimmed = name.trim();
+      if (!trimmed || trimmed.length > 255) throw new ValidationError('An organization name has 1 to 255 characters.');
+      return repo.createOrganization(trimmed);
+    },
+
+    /** Creates a key for an organization; the returned key is shown once and never stored. */
+    async createApiKey(orgId: string): Promise<{ key: string; prefix: string }> {
+      if (!(await repo.findOrganization(orgId))) throw new NotFoundError(`No organization ${orgId}.`);
+      const { key, prefix, hash } = generateApiKey();
+      await repo.insertApiKey(orgId, prefix, hash);
+      return { key, prefix };
+    },
+
+    async revokeApiKey(prefix: string): Promise<void> {
+      if (!(await repo.revokeApiKey(prefix))) throw new NotFoundError(`No active API key ${prefix}.`);
+      cache.delete(prefix);
+    },
+
+    /** The key's principal when it is known from the last `cacheTtlMs`, without a database read. */
+    authenticateCached(presented: string): Principal | undefined {
+      const prefix = apiKeyPrefix(presented);
+      const hit = prefix === undefined ? undefined : cache.get(prefix);
+      return hit && hit.until > now() ? principalOf(presented, hit.key) : undefined;
+    },
+
+    /** The principal of a presented key, or undefined when it is malformed, unknown or revoked. */
+    async authenticate(presented: string): Promise<Principal | undefined> {
+      const prefix = apiKeyPrefix(presented);
+      if (prefix === undefined) return undefined;
+      const hit = cache.get(prefix);
+      if (hit && hit.until > now()) return principalOf(presented, hit.key);
+      const stored = await repo.findApiKey(prefix);
+      if (!stored) return undefined;
+      if (cache.size >= maxEntries) cache.clear();
+      cache.set(prefix, { key: stored, until: now() + ttl });
+      return principalOf(presented, stored);
+    },
+  };
+}
+
+export type OrgService = ReturnType<typeof createOrgService>;

@@ -1,0 +1,55 @@
+// The API process (Procfile `web`): validates its configuration, serves, and shuts down
+// gracefully on SIGTERM (stop accepting, finish in-flight requests, close the pool).
+import { createServer } from 'node:http';
+import { getConfig } from '../config/index.js';
+import { createApp } from './app.js';
+import { createSequelize } from './shared/db/sequelize.js';
+import { createLogger } from './shared/logger.js';
+
+const SHUTDOWN_GRACE_MS = 25_000;
+
+export async function startServer(): Promise<{ port: number; close: () => Promise<void> }> {
+  const config = getConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
+  const app = createApp({ config, logger, db });
+  const server = createServer(app.callback());
+  // A slow or stalled client cannot hold a connection for ever.
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 20_000;
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.PORT, resolve);
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  logger.info({ port }, 'API listening');
+
+  let closing: Promise<void> | undefined;
+  const close = () => (closing ??= (async () => {
+    logger.info('shutting down: no new connections, finishing in-flight requests');
+    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    force.unref();
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    await closed;
+    clearTimeout(force);
+    await db.close();
+    logger.info('shut down');
+  })());
+  return { port, close };
+}
+
+const isMain = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/server.js');
+if (isMain) {
+  try {
+    const { close } = await startServer();
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      process.once(signal, () => { void close().then(() => process.exit(0), () => process.exit(1)); });
+    }
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,13 @@
+// Every migration, in order. A listed module (not a glob) works the same from src/ under tsx
+// and from dist/ in production. Each must leave a schema the previous release's code can use.
+import { migration as initial } from './0001-initial.js';
+
+export type Query = (sql: string) => Promise<unknown>;
+
+export interface Migration {
+  name: string;
+  up(params: { context: Query }): Promise<void>;
+  down(params: { context: Query }): Promise<void>;
+}
+
+export const migrations: Migration[] = [initial];

@@ -1,0 +1,24 @@
+// Reads a JSON request body: at most 1 MiB (413 beyond), application/json only, a JSON object.
+// A request with no body at all reads as {}.
+import parse from 'co-body';
+import type { Context } from 'koa';
+import { AppError, PayloadTooLargeError, ValidationError } from '../errors.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export async function readJsonObject(ctx: Context, limit = MAX_BODY_BYTES): Promise<Record<string, unknown>> {
+  const kind = ctx.request.is('application/json', 'application/*+json');
+  if (kind === null || ctx.get('Content-Length') === '0') return {}; // no body
+  if (kind === false) throw new ValidationError('The body must be JSON, sent with Content-Type: application/json.');
+  let body: unknown;
+  try {
+    body = await parse.json(ctx.req, { limit, strict: false, encoding: 'utf8' });
+  } catch (err) {
+    const e = err as { status?: number; type?: string };
+    if (e.status === 413) throw new PayloadTooLargeError(`The body is larger than ${limit} bytes.`);
+    if (e.status === 415) throw new AppError(415, 'unsupported_encoding', 'Unsupported Content-Encoding or charset.', { cause: err });
+    throw new ValidationError('The body is not valid JSON.');
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ValidationError('The body must be a JSON object.');
+  return body as Record<string, unknown>;
+}

@@ -1,0 +1,69 @@
+// Mounted first: turns every error into a response. By default the body is empty, as the
+// seed says; a client that accepts application/problem+json gets an RFC 9457 document.
+// Database and queue faults are a 503, never a hang; anything unexpected is a 500 whose
+// details stay in the log.
+import type { Context, Middleware } from 'koa';
+import { AppError, RateLimitedError, UnavailableError, ValidationError } from '../errors.js';
+import type { Logger } from '../logger.js';
+
+const PROBLEM_JSON = 'application/problem+json';
+const TITLES: Record<number, string> = {
+  400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
+  413: 'Content Too Large', 415: 'Unsupported Media Type', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+};
+
+const UNAVAILABLE = new Set([
+  'SequelizeConnectionError', 'SequelizeConnectionRefusedError', 'SequelizeConnectionAcquireTimeoutError',
+  'SequelizeHostNotReachableError', 'SequelizeHostNotFoundError', 'SequelizeConnectionTimedOutError',
+  'SequelizeAccessDeniedError', 'SequelizeTimeoutError',
+]);
+
+/** Any thrown value as an AppError: ours, an http-errors error (body parsing), or an unexpected fault. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as { name?: string; status?: unknown; expose?: unknown; message?: string } | null;
+  if (e && typeof e.name === 'string' && UNAVAILABLE.has(e.name)) return new UnavailableError('The database is unavailable; retry later.', err);
+  if (e && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+    return new AppError(e.status, 'bad_request', e.expose === true && e.message ? e.message : TITLES[e.status] ?? 'Bad request', { cause: err });
+  }
+  return new AppError(500, 'internal', 'Internal server error.', { expose: false, cause: err });
+}
+
+export function wantsProblem(ctx: Context): boolean {
+  return (ctx.get('Accept') || '').toLowerCase().includes(PROBLEM_JSON);
+}
+
+/** Answers `status` with the seed's empty body, or a problem document when the client asks. */
+export function respondError(ctx: Context, err: AppError): void {
+  if (err instanceof RateLimitedError) ctx.set('Retry-After', String(err.retryAfterSeconds));
+  if (err.status === 503) ctx.set('Retry-After', '5');
+  if (wantsProblem(ctx)) {
+    ctx.status = err.status;
+    ctx.type = PROBLEM_JSON;
+    ctx.body = {
+      type: `urn:guarantee-registry:problem:${err.code}`,
+      title: TITLES[err.status] ?? 'Error',
+      status: err.status,
+      ...(err.expose && { detail: err.message }),
+      ...(err instanceof ValidationError && err.errors.length > 0 && { errors: err.errors }),
+    };
+    return;
+  }
+  ctx.body = null;
+  ctx.status = err.status;
+}
+
+export function errorHandler(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body == null) respondError(ctx, new AppError(404, 'not_found', `No route for ${ctx.method} ${ctx.path}.`));
+    } catch (err) {
+      const appError = toAppError(err);
+      const log = (ctx.state as { log?: Logger }).log ?? logger;
+      if (appError.status >= 500) log.error({ err: appError.cause ?? appError }, 'request failed');
+      else log.debug({ status: appError.status, detail: appError.message }, 'request refused');
+      respondError(ctx, appError);
+    }
+  };
+}

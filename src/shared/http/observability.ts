@@ -1,0 +1,50 @@
+// Request ids, one log line per request, and Prometheus metrics of requests by route and status.
+import { randomUUID } from 'node:crypto';
+import type { Context, Middleware } from 'koa';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Logger } from '../logger.js';
+
+export interface HttpMetrics { registry: Registry; requests: Counter<'method' | 'route' | 'status'>; duration: Histogram<'method' | 'route' | 'status'> }
+
+export function createMetrics(): HttpMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    requests: new Counter({ name: 'http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers: [registry] }),
+    duration: new Histogram({
+      name: 'http_request_duration_seconds', help: 'HTTP request latency by route and status', labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry],
+    }),
+  };
+}
+
+const REQUEST_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** The route pattern that matched (`/api/v1/guarantees/:id`), never the raw path (unbounded labels). */
+export function routeOf(ctx: Context): string {
+  return (ctx as Context & { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+}
+
+export function observe(logger: Logger, metrics: HttpMetrics): Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const incoming = ctx.get('X-Request-Id');
+    const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.set('X-Request-Id', requestId);
+    ctx.state.requestId = requestId;
+    ctx.state.log = logger.child({ reqId: requestId });
+    try {
+      await next();
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const labels = { method: ctx.method, route: routeOf(ctx), status: String(ctx.status) };
+      metrics.requests.inc(labels);
+      metrics.duration.observe(labels, seconds);
+      (ctx.state.log as Logger).info({
+        method: ctx.method, path: ctx.path, route: labels.route, status: ctx.status, ms: Math.round(seconds * 1e4) / 10,
+        orgId: (ctx.state as { principal?: { orgId: string } }).principal?.orgId,
+      }, 'request');
+    }
+  };
+}

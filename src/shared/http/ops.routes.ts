@@ -1,0 +1,80 @@
+// Operations endpoints: liveness, readiness (the database only), Prometheus metrics, the
+// OpenAPI document and a docs page served from the swagger-ui-dist package (no CDN).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { Router } from '@koa/router';
+import type { Sequelize } from 'sequelize';
+import { AppError } from '../errors.js';
+import type { HttpMetrics } from './observability.js';
+
+const require = createRequire(import.meta.url);
+const SWAGGER_DIR = dirname(require.resolve('swagger-ui-dist/package.json'));
+const ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+};
+
+const DOCS_HTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Guarantee Registry API</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
+<body><div id="ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/init.js"></script></body></html>`;
+const DOCS_INIT = "window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', deepLinking: true });\n";
+
+function sameSecret(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+export interface OpsDeps {
+  db: Sequelize;
+  metrics: HttpMetrics;
+  metricsToken?: string;
+  openApi: () => unknown;
+}
+
+export function registerOpsRoutes(router: Router, deps: OpsDeps): void {
+  let openApiJson: string | undefined;
+
+  router.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });
+
+  router.get('/readyz', async (ctx) => {
+    try {
+      await deps.db.query('SELECT 1', { raw: true });
+      ctx.body = { status: 'ready', database: 'up' };
+    } catch {
+      ctx.status = 503;
+      ctx.body = { status: 'unavailable', database: 'down' };
+    }
+  });
+
+  router.get('/metrics', async (ctx) => {
+    if (deps.metricsToken) {
+      const bearer = /^Bearer (.+)$/.exec(ctx.get('Authorization'))?.[1];
+      if (!bearer || !sameSecret(bearer, deps.metricsToken)) throw new AppError(401, 'unauthorized', 'The metrics need Authorization: Bearer <METRICS_TOKEN>.');
+    }
+    ctx.type = deps.metrics.registry.contentType;
+    ctx.body = await deps.metrics.registry.metrics();
+  });
+
+  router.get('/openapi.json', (ctx) => {
+    openApiJson ??= JSON.stringify(deps.openApi());
+    ctx.type = 'application/json';
+    ctx.body = openApiJson;
+  });
+
+  router.get('/docs', (ctx) => { ctx.type = 'html'; ctx.body = DOCS_HTML; });
+  router.get('/docs/init.js', (ctx) => { ctx.type = 'text/javascript; charset=utf-8'; ctx.body = DOCS_INIT; });
+  router.get('/docs/assets/:file', async (ctx) => {
+    const file = ctx.params.file ?? '';
+    const type = ASSETS[file];
+    if (!type) throw new AppError(404, 'not_found', 'No such asset.');
+    ctx.type = type;
+    ctx.set('Cache-Control', 'public, max-age=86400');
+    ctx.body = await readFile(join(SWAGGER_DIR, file));
+  });
+}

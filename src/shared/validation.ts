@@ -1,0 +1,67 @@
+// Reusable zod building blocks for request validation, and the mapping of zod issues to
+// RFC 9457 field problems (`#/details/actType`).
+import { z } from 'zod';
+import { ValidationError, type FieldProblem } from './errors.js';
+
+const MIN_MS = Date.UTC(1000, 0, 1);
+const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/**
+ * An RFC 3339 date-time with an offset (`Z` or `+01:00`), a real calendar date, within
+ * DATETIME's years 1000–9999 once in UTC. Parsed to a Date: millisecond precision, extra
+ * fraction digits are truncated.
+ */
+export const dateTime = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time with an offset, such as 2025-03-31T10:00:00Z' })
+  .superRefine((value, ctx) => {
+    const [, y, mo, d] = /^(\d{4})-(\d{2})-(\d{2})/.exec(value) ?? [];
+    const calendar = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));
+    if (calendar.getUTCMonth() !== Number(mo) - 1 || calendar.getUTCDate() !== Number(d)) {
+      ctx.addIssue({ code: 'custom', message: 'is not a real calendar date' });
+      return;
+    }
+    const ms = Date.parse(value);
+    if (!(ms >= MIN_MS && ms <= MAX_MS)) ctx.addIssue({ code: 'custom', message: 'must fall between the years 1000 and 9999 (UTC)' });
+  })
+  .transform((value) => new Date(value))
+  .meta({ description: 'RFC 3339 date-time with an offset; stored in UTC with millisecond precision.', example: '2025-03-31T10:00:00Z' });
+
+export const MAX_AMOUNT = 9_999_999_999_999.99;
+
+/** Money: a finite number >= 0 with at most two decimals (never rounded), as DECIMAL(15,2) holds. */
+export const money = z.number({ error: 'must be a number' })
+  .refine((n) => Number.isFinite(n) && n >= 0, 'must be a number >= 0')
+  .refine((n) => n <= MAX_AMOUNT, `must be at most ${MAX_AMOUNT}`)
+  .refine((n) => /^\d+(\.\d{1,2})?$/.test(String(n)), 'must have at most two decimals')
+  .meta({ description: 'Amount in euro: >= 0, at most two decimals.', example: 150000.5 });
+
+export const text = (max = 255) => z.string({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
+
+/** A value the service assigns itself: accepted in a request, and ignored. */
+export const ignored = (description: string) => z.unknown().optional().meta({ description: `${description} Assigned by the service: a value sent by the client is ignored.` });
+
+function pointer(path: readonly PropertyKey[]): string {
+  return `#/${path.map((p) => String(p).replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;
+}
+
+/** Flattens zod issues into one problem per field (unknown keys each get their own). */
+export function problemsOf(error: z.ZodError): FieldProblem[] {
+  const out: FieldProblem[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push({ pointer: pointer([...issue.path, key]), detail: 'is not a known field' });
+    } else if (issue.code === 'invalid_union' || issue.code === 'invalid_type') {
+      out.push({ pointer: pointer(issue.path), detail: issue.message.replace(/^Invalid input: expected (\w+), received (\w+)$/, 'must be $1, not $2') });
+    } else {
+      out.push({ pointer: pointer(issue.path), detail: issue.message });
+    }
+  }
+  return out;
+}
+
+/** Parses `input` or throws a ValidationError listing every problem. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const errors = problemsOf(result.error);
+  throw new ValidationError(`Invalid ${what}: ${errors.map((e) => `${e.pointer.slice(1) || '/'} ${e.detail}`).join('; ')}`, errors);
+}

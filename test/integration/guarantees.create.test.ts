@@ -1,0 +1,218 @@
+import { expect } from 'chai';
+import { harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
+import { select } from '../../src/shared/db/sequelize.js';
+
+const FULL_V2 = {
+  details: {
+    transactionId: 'TX-0001',
+    policyNumber: 'POL-42',
+    actType: 'BAIL_ACT',
+    checkCode: 'CHK-1',
+    emittedAt: '2025-03-01T09:30:00+01:00',
+    effectiveAt: '2025-03-02T00:00:00Z',
+    expiresAt: '2026-03-02T00:00:00.123Z',
+    isFixedExpiry: true,
+    cig: '9A1B2C3D4E',
+    batchCode: 'B-7',
+  },
+  economics: { garantedAmount: 150000.5, contractAmount: 3000000, isAutomaticRenewal: false },
+  note: { shared: 'Garanzia provvisoria' },
+  sign: { emissionAt: '2025-03-01T10:00:00Z' },
+};
+
+async function rowsOf(orgId: string) {
+  const { db } = await harness();
+  return select<{ id: string; seq: string; garanted_amount: string; emitted_at: Date }>(db, 'SELECT id, seq, garanted_amount, emitted_at FROM guarantees WHERE org_id = $1 ORDER BY seq', [orgId]);
+}
+
+describe('POST /api/v{1,2}/guarantees', () => {
+  let org: TestOrg;
+  beforeEach(async () => { org = await newOrg(); });
+
+  const post = async (version: 1 | 2, body: unknown, headers: Record<string, string> = {}) =>
+    (await harness()).http.post(`/api/v${version}/guarantees`).set('X-API-Key', org.key).set(headers).send(body as object);
+
+  it('registers a v2 guarantee, answers it in the v2 shape and stores it', async () => {
+    const res = await post(2, FULL_V2);
+    expect(res.status).to.equal(200);
+    expect(res.body).to.deep.equal({
+      details: {
+        transactionId: 'TX-0001', policyNumber: 'POL-42', actType: 'BAIL_ACT', checkCode: 'CHK-1',
+        emittedAt: '2025-03-01T08:30:00.000Z', effectiveAt: '2025-03-02T00:00:00.000Z', expiresAt: '2026-03-02T00:00:00.123Z',
+        isFixedExpiry: true, cig: '9A1B2C3D4E', batchCode: 'B-7',
+      },
+      economics: { garantedAmount: 150000.5, contractAmount: 3000000, isAutomaticRenewal: false },
+      note: { shared: 'Garanzia provvisoria' },
+      sign: { emissionAt: '2025-03-01T10:00:00.000Z' },
+      txHash: null,
+      notarizationStatus: 'PENDING',
+      docs: [],
+      createdAt: res.body.createdAt,
+      id: res.body.id,
+      orgId: org.orgId,
+    });
+    expect(res.body.id).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(Date.now() - Date.parse(res.body.createdAt)).to.be.within(0, 10_000);
+    const rows = await rowsOf(org.orgId);
+    expect(rows).to.have.length(1);
+    expect(rows[0]).to.include({ id: res.body.id, garanted_amount: '150000.50' });
+    expect(rows[0]?.emitted_at.toISOString()).to.equal('2025-03-01T08:30:00.000Z');
+  });
+
+  it('registers an empty body as a record with defaults: nullable fields null, note "", docs []', async () => {
+    const res = await (await harness()).http.post('/api/v1/guarantees').set('X-API-Key', org.key);
+    expect(res.status).to.equal(200);
+    expect(res.body.details).to.deep.equal({ actType: null, checkCode: null, emittedAt: null, effectiveAt: null, expiresAt: null, isFixedExpiry: null, cig: null, batchCode: null });
+    expect(res.body.note).to.deep.equal({ shared: '' });
+    expect(res.body.docs).to.deep.equal([]);
+    expect(res.body.economics).to.deep.equal({ garantedAmount: null, contractAmount: null, isAutomaticRenewal: null });
+  });
+
+  it('stores note.shared null as ""', async () => {
+    const res = await post(1, { note: { shared: null } });
+    expect(res.status).to.equal(200);
+    expect(res.body.note.shared).to.equal('');
+  });
+
+  it('ignores the values of server-assigned fields', async () => {
+    const res = await post(2, {
+      id: 'mine', orgId: 'someone-else', createdAt: '2000-01-01T00:00:00Z', txHash: '0xdead', notarizationStatus: 'COMPLETE',
+      details: { policyNumber: 'P' },
+    });
+    expect(res.status).to.equal(200);
+    expect(res.body.id).to.not.equal('mine');
+    expect(res.body.orgId).to.equal(org.orgId);
+    expect(res.body.createdAt).to.not.equal('2000-01-01T00:00:00.000Z');
+    expect(res.body.txHash).to.equal(null);
+    expect(res.body.notarizationStatus).to.equal('PENDING');
+  });
+
+  it('answers the v1 shape without transactionId, and refuses v2-only fields on v1', async () => {
+    const ok = await post(1, { details: { policyNumber: 'P1' } });
+    expect(ok.status).to.equal(200);
+    expect(ok.body.details).to.not.have.property('transactionId');
+    const refused = await post(1, { details: { transactionId: 'T' } }, { Accept: 'application/problem+json' });
+    expect(refused.status).to.equal(400);
+    expect(refused.body.errors).to.deep.equal([{ pointer: '#/details/transactionId', detail: 'is not a known field' }]);
+    expect(await rowsOf(org.orgId)).to.have.length(1);
+  });
+
+  describe('validation: a 400 that changes nothing', () => {
+    const cases: Array<[string, 1 | 2, unknown, string]> = [
+      ['an unknown top-level field', 2, { detials: {} }, '#/detials'],
+      ['an unknown nested field', 2, { economics: { guaranteedAmount: 1 } }, '#/economics/guaranteedAmount'],
+      ['an unknown actType', 2, { details: { actType: 'BAIL' } }, '#/details/actType'],
+      ['a date without a time', 2, { details: { emittedAt: '2025-03-31' } }, '#/details/emittedAt'],
+      ['a time without an offset', 2, { details: { emittedAt: '2025-03-31T10:00:00' } }, '#/details/emittedAt'],
+      ['an impossible calendar date', 2, { details: { effectiveAt: '2025-02-30T10:00:00Z' } }, '#/details/effectiveAt'],
+      ['a year beyond 9999 in UTC', 2, { details: { expiresAt: '9999-12-31T23:00:00-05:00' } }, '#/details/expiresAt'],
+      ['a date that is not a string', 2, { sign: { emissionAt: 1700000000 } }, '#/sign/emissionAt'],
+      ['expiresAt before effectiveAt', 2, { details: { effectiveAt: '2025-03-02T00:00:00Z', expiresAt: '2025-03-01T23:59:59Z' } }, '#/details/expiresAt'],
+      ['an amount with three decimals', 2, { economics: { garantedAmount: 10.123 } }, '#/economics/garantedAmount'],
+      ['a negative amount', 2, { economics: { contractAmount: -1 } }, '#/economics/contractAmount'],
+      ['an amount as a string', 2, { economics: { contractAmount: '100' } }, '#/economics/contractAmount'],
+      ['an amount beyond DECIMAL(15,2)', 2, { economics: { contractAmount: 1e16 } }, '#/economics/contractAmount'],
+      ['a boolean as a string', 2, { economics: { isAutomaticRenewal: 'true' } }, '#/economics/isAutomaticRenewal'],
+      ['a string over 255 characters', 2, { details: { cig: 'x'.repeat(256) } }, '#/details/cig'],
+      ['a note over 10,000 characters', 2, { note: { shared: 'x'.repeat(10_001) } }, '#/note/shared'],
+      ['null for a non-nullable string', 2, { details: { policyNumber: null } }, '#/details/policyNumber'],
+      ['null for transactionId', 2, { details: { transactionId: null } }, '#/details/transactionId'],
+      ['an empty transactionId', 2, { details: { transactionId: '' } }, '#/details/transactionId'],
+      ['null for an object', 2, { details: null }, '#/details'],
+      ['docs that is not an array', 2, { docs: {} }, '#/docs'],
+      ['a doc without key', 2, { docs: [{ type: 'OTHER' }] }, '#/docs/0/key'],
+      ['a doc with an unknown type', 2, { docs: [{ type: 'X', key: 'a.pdf' }] }, '#/docs/0/type'],
+      ['more than 50 docs', 2, { docs: Array.from({ length: 51 }, (_, i) => ({ key: `k${i}.pdf` })) }, '#/docs'],
+      ['originalFileName on a v1 doc', 1, { docs: [{ key: 'a.pdf', originalFileName: 'a.pdf' }] }, '#/docs/0/originalFileName'],
+    ];
+    for (const [what, version, body, pointer] of cases) {
+      it(`refuses ${what}`, async () => {
+        const res = await post(version, body, { Accept: 'application/problem+json' });
+        expect(res.status).to.equal(400);
+        expect(res.type).to.equal('application/problem+json');
+        expect(res.body.errors.map((e: { pointer: string }) => e.pointer)).to.include(pointer);
+        expect(await rowsOf(org.orgId)).to.have.length(0);
+      });
+    }
+
+    it('answers an empty body by default, without a problem document', async () => {
+      const res = await post(2, { details: { actType: 'NOPE' } });
+      expect(res.status).to.equal(400);
+      expect(res.text).to.equal('');
+      expect(res.headers['content-length']).to.equal('0');
+    });
+
+    it('refuses malformed JSON', async () => {
+      const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key)
+        .set('Content-Type', 'application/json').send('{"details": {');
+      expect(res.status).to.equal(400);
+      expect(await rowsOf(org.orgId)).to.have.length(0);
+    });
+
+    for (const [what, raw] of [['an array', '[]'], ['a string', '"x"'], ['null', 'null'], ['a number', '1']] as const) {
+      it(`refuses a body that is ${what}`, async () => {
+        const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key)
+          .set('Content-Type', 'application/json').send(raw);
+        expect(res.status).to.equal(400);
+      });
+    }
+
+    it('refuses a body that is not JSON', async () => {
+      const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key)
+        .set('Content-Type', 'text/plain').send('details=1');
+      expect(res.status).to.equal(400);
+    });
+
+    it('refuses a body over 1 MiB with 413', async () => {
+      const res = await post(2, { note: { shared: 'x'.repeat(1024 * 1024) } });
+      expect(res.status).to.equal(413);
+      expect(await rowsOf(org.orgId)).to.have.length(0);
+    });
+
+    it('refuses more than two decimals without rounding, and keeps two exactly', async () => {
+      expect((await post(2, { economics: { garantedAmount: 0.1 + 0.2 } })).status).to.equal(400);
+      const ok = await post(2, { economics: { garantedAmount: 0.29, contractAmount: 9_999_999_999_999.99 } });
+      expect(ok.status).to.equal(200);
+      expect(ok.body.economics).to.include({ garantedAmount: 0.29, contractAmount: 9_999_999_999_999.99 });
+    });
+  });
+
+  describe('docs', () => {
+    it('attaches this organization\'s files, with originalFileName from the upload and checksum from the scan', async () => {
+      const inProgress = await issueFile(org.orgId, { fileName: 'polizza.pdf' });
+      const clean = await issueFile(org.orgId, { status: 'Clean', checksum: 'a'.repeat(64), ext: 'pdf.p7m' });
+      const res = await post(2, { docs: [{ type: 'BAIL_ACT', key: inProgress }, { key: clean, originalFileName: 'firmato.pdf.p7m', checksum: 'ignored' }] });
+      expect(res.status).to.equal(200);
+      expect(res.body.docs).to.deep.equal([
+        { type: 'BAIL_ACT', key: inProgress, checksum: null, originalFileName: 'polizza.pdf' },
+        { key: clean, checksum: null, originalFileName: 'firmato.pdf.p7m' },
+      ]);
+      const got = await (await harness()).http.get(`/api/v1/guarantees/${res.body.id}`).set('X-API-Key', org.key);
+      expect(got.body.docs).to.deep.equal([
+        { type: 'BAIL_ACT', key: inProgress, checksum: null },
+        { key: clean, checksum: 'a'.repeat(64) },
+      ]);
+    });
+
+    it('refuses a key never issued, another organization\'s, one differing only in case, Infected or Error', async () => {
+      const other = await newOrg();
+      const foreign = await issueFile(other.orgId);
+      const mine = await issueFile(org.orgId);
+      const infected = await issueFile(org.orgId, { status: 'Infected' });
+      const failed = await issueFile(org.orgId, { status: 'Error' });
+      for (const key of ['00000000-0000-7000-8000-000000000000.pdf', foreign, mine.toUpperCase(), `${mine} `, infected, failed]) {
+        const res = await post(2, { docs: [{ key }] }, { Accept: 'application/problem+json' });
+        expect(res.status, key).to.equal(400);
+        expect(res.body.errors[0].pointer).to.equal('#/docs/0/key');
+      }
+      expect(await rowsOf(org.orgId)).to.have.length(0);
+    });
+
+    it('refuses the same file twice in one record', async () => {
+      const key = await issueFile(org.orgId);
+      const res = await post(2, { docs: [{ key }, { key }] }, { Accept: 'application/problem+json' });
+      expect(res.status).to.equal(400);
+      expect(res.body.errors[0].pointer).to.equal('#/docs/1/key');
+    });
+  });
+});
