@@ -42,7 +42,10 @@ export function createApp(deps: AppDeps): Koa {
 
   // Every /api path needs a key, matched by a route or not (so that probing reveals nothing).
   const requireKey = authenticate(orgs, { perKeyPerMinute: config.RATE_LIMIT_PER_MINUTE, failuresPerMinute: config.AUTH_FAILURES_PER_MINUTE });
-  app.use((ctx, next) => (ctx.path.startsWith('/api/') || ctx.path === '/api' ? requireKey(ctx as Parameters<typeof requireKey>[0], next) : next()));
+  app.use(async (ctx, next) => {
+    if (ctx.path.startsWith('/api/') || ctx.path === '/api') await requireKey(ctx, next);
+    else await next();
+  });
 
   const api = new Router<AuthState>();
   registerGuaranteeRoutes(api, guarantees);

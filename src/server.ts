@@ -13,7 +13,8 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   const logger = createLogger(config.LOG_LEVEL);
   const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
   const app = createApp({ config, logger, db });
-  const server = createServer(app.callback());
+  const handle = app.callback();
+  const server = createServer((req, res) => { void handle(req, res); });
   // A slow or stalled client cannot hold a connection for ever.
   server.requestTimeout = 30_000;
   server.headersTimeout = 20_000;

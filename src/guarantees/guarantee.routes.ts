@@ -1,7 +1,6 @@
 // Endpoints 1–5 of the seed, plus GET /api/v2/guarantees/{ID}. Thin: parse, call the
 // service, answer.
 import type { Router } from '@koa/router';
-import type { Context } from 'koa';
 import { readJsonObject } from '../shared/http/body.js';
 import { parseIdempotencyKey, requestHash } from '../shared/idempotency.js';
 import { parseOrThrow } from '../shared/validation.js';
@@ -12,17 +11,12 @@ import type { GuaranteeService } from './guarantee.service.js';
 
 const createSchemas = { 1: createGuaranteeV1, 2: createGuaranteeV2 } as const;
 
-/** Query parameters, with a repeated parameter kept as an array (and so refused). */
-function query(ctx: Context): Record<string, unknown> {
-  return ctx.query as Record<string, unknown>;
-}
-
 export function registerGuaranteeRoutes(router: Router<AuthState>, service: GuaranteeService): void {
   for (const version of [1, 2] as const satisfies readonly ApiVersion[]) {
     const serialize = serializers[version];
 
     router.get(`/api/v${version}/guarantees`, async (ctx) => {
-      const { page, limit } = parseOrThrow(listQuery, query(ctx), 'query');
+      const { page, limit } = parseOrThrow(listQuery, ctx.query, 'query') // a repeated parameter arrives as an array, and is refused;
       const { totalItems, guarantees } = await service.list(ctx.state.principal.orgId, page, limit);
       ctx.body = { totalItems, guarantees: guarantees.map(serialize) };
     });

@@ -3,7 +3,7 @@
 // Sequelize: the lock belongs to a connection, and every migration statement then runs on it.
 import { SequelizeStorage, Umzug } from 'umzug';
 import type { Logger } from '../logger.js';
-import { migrations } from './migrations/index.js';
+import { migrations, type Query } from './migrations/index.js';
 import { createSequelize, select } from './sequelize.js';
 
 const LOCK = 'guarantee_registry_migrations';
@@ -15,7 +15,7 @@ export async function migrate(databaseUrl: string, logger: Pick<Logger, 'info'>,
     if (row?.got !== 1) throw new Error(`could not take the migration lock within ${lockTimeoutSeconds} s`);
     try {
       const umzug = new Umzug({
-        migrations: migrations.map((m) => ({ name: m.name, up: m.up, down: m.down })),
+        migrations: migrations.map((m) => ({ name: m.name, up: (p: { context: Query }) => m.up(p), down: (p: { context: Query }) => m.down(p) })),
         // A function given as context is called once to make it: hence the double arrow.
         context: () => (sql: string) => db.query(sql, { raw: true }),
         storage: new SequelizeStorage({ sequelize: db, tableName: 'schema_migrations' }),

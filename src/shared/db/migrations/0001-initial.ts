@@ -1,10 +1,11 @@
 // Organizations, API keys, files (filled by the upload endpoints), guarantees with their docs,
 // and idempotency records. Dates are DATETIME(3) in UTC, money DECIMAL(15,2), identifiers
-// compared exactly (binary collations).
+// compared exactly: binary NO PAD collations, since MariaDB's plain _bin ones ignore
+// trailing spaces ('abc ' = 'abc').
 import type { Migration } from './index.js';
 
-const ID = 'CHAR(36) CHARACTER SET ascii COLLATE ascii_bin';
-const KEY = 'VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin';
+const ID = 'CHAR(36) CHARACTER SET ascii COLLATE ascii_nopad_bin';
+const KEY = 'VARCHAR(255) CHARACTER SET ascii COLLATE ascii_nopad_bin';
 const TEXT255 = 'VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci';
 const ACT = "ENUM('BAIL_ACT','POST_SALE','OTHER')";
 
@@ -21,7 +22,7 @@ export const migration: Migration = {
     await q(`CREATE TABLE api_keys (
       id ${ID} NOT NULL PRIMARY KEY,
       org_id ${ID} NOT NULL,
-      prefix VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      prefix VARCHAR(32) CHARACTER SET ascii COLLATE ascii_nopad_bin NOT NULL,
       key_hash BINARY(32) NOT NULL,
       created_at DATETIME(3) NOT NULL,
       revoked_at DATETIME(3) NULL,
@@ -33,12 +34,12 @@ export const migration: Migration = {
       uuid ${ID} NOT NULL PRIMARY KEY,
       object_key ${KEY} NOT NULL,
       org_id ${ID} NOT NULL,
-      file_type VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+      file_type VARCHAR(32) CHARACTER SET ascii COLLATE ascii_nopad_bin NOT NULL,
       original_file_name ${TEXT255} NULL,
       is_document_public TINYINT(1) NOT NULL DEFAULT 0,
       status ENUM('In Progress','Clean','Infected','Error','Signed') NOT NULL DEFAULT 'In Progress',
       size BIGINT UNSIGNED NULL,
-      checksum CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL,
+      checksum CHAR(64) CHARACTER SET ascii COLLATE ascii_nopad_bin NULL,
       expires_at DATETIME(3) NOT NULL,
       created_at DATETIME(3) NOT NULL,
       updated_at DATETIME(3) NOT NULL,
@@ -53,7 +54,7 @@ export const migration: Migration = {
       -- lives on the organization row and rolls back with a failed insert). The registry is
       -- append-only, so page N of the newest-first list is a seq range: an index seek.
       seq BIGINT UNSIGNED NOT NULL,
-      transaction_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+      transaction_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL,
       policy_number ${TEXT255} NULL,
       act_type ${ACT} NULL,
       check_code ${TEXT255} NULL,
@@ -68,7 +69,7 @@ export const migration: Migration = {
       is_automatic_renewal TINYINT(1) NULL,
       note_shared TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci NOT NULL,
       sign_emission_at DATETIME(3) NULL,
-      tx_hash VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NULL,
+      tx_hash VARCHAR(255) CHARACTER SET ascii COLLATE ascii_nopad_bin NULL,
       notarization_status ENUM('PENDING','COMPLETE') NULL,
       -- SHA-256 of the canonical create request: tells a retry from a conflicting reuse of transactionId.
       request_hash BINARY(32) NOT NULL,
@@ -91,11 +92,11 @@ export const migration: Migration = {
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`);
     await q(`CREATE TABLE idempotency_keys (
       org_id ${ID} NOT NULL,
-      idem_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+      idem_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,
       request_hash BINARY(32) NOT NULL,
       state ENUM('running','done') NOT NULL,
       response_status SMALLINT UNSIGNED NULL,
-      response_body MEDIUMTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+      response_body MEDIUMTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NULL,
       -- A 'running' row whose owner died is taken over after this time.
       locked_until DATETIME(3) NOT NULL,
       created_at DATETIME(3) NOT NULL,

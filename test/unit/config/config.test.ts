@@ -1,0 +1,39 @@
+import { expect } from 'chai';
+import { ConfigError, parseConfig } from '../../../config/index.js';
+
+const valid = {
+  DATABASE_URL: 'mysql://u:p@127.0.0.1:3306/db',
+  REDIS_URL: 'redis://127.0.0.1:6379/0',
+  S3_BUCKET: 'b',
+  CLAMD_HOST: '127.0.0.1',
+  CLAMD_PORT: '3310',
+  ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+};
+
+describe('configuration', () => {
+  it('applies the documented defaults', () => {
+    const c = parseConfig(valid);
+    expect(c).to.include({ PORT: 3000, NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: 3000, NOTARIZATION_INTERVAL_MS: 10_000, MAX_UPLOAD_BYTES: 50 * 1024 * 1024 });
+    expect(c.WEBHOOK_RETRY_SCHEDULE).to.deep.equal([5, 300, 1800, 7200, 18000, 36000, 36000]);
+    expect(c.WEBHOOK_ALLOWED_NETWORKS).to.deep.equal([]);
+    expect(c.ENCRYPTION_KEY[0]).to.have.length(32);
+    expect(Object.isFrozen(c)).to.equal(true);
+  });
+
+  it('names every bad variable at once', () => {
+    try {
+      parseConfig({ ...valid, PORT: 'eighty', DATABASE_URL: 'postgres://x', ENCRYPTION_KEY: 'short', WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33', CLAMD_HOST: '', ADMIN_USER: 'a' });
+      expect.fail('should have thrown');
+    } catch (err) {
+      expect(err).to.be.instanceOf(ConfigError);
+      const problems = (err as ConfigError).problems.join('\n');
+      for (const name of ['PORT', 'DATABASE_URL', 'ENCRYPTION_KEY', 'WEBHOOK_ALLOWED_NETWORKS']) expect(problems).to.include(name);
+    }
+  });
+
+  it('needs clamd by host and port or by socket, and admin user and password together', () => {
+    expect(() => parseConfig({ ...valid, CLAMD_HOST: undefined, CLAMD_PORT: undefined })).to.throw(ConfigError, /CLAMD_HOST/);
+    expect(parseConfig({ ...valid, CLAMD_HOST: undefined, CLAMD_PORT: undefined, CLAMD_SOCKET: '/run/clamd.sock' }).CLAMD_SOCKET).to.equal('/run/clamd.sock');
+    expect(() => parseConfig({ ...valid, ADMIN_USER: 'admin' })).to.throw(ConfigError, /ADMIN_PASSWORD/);
+  });
+});
