@@ -25,6 +25,22 @@ const FROM = `FROM guarantees g
   LEFT JOIN guarantee_docs d ON d.guarantee_id = g.id
   LEFT JOIN files f ON f.object_key = d.file_key`;
 
+/**
+ * The statements of the hot paths, with positional bind parameters. Exported so that the API
+ * benchmark's raw baseline runs exactly the same SQL.
+ */
+export const GUARANTEE_SQL = {
+  nextSeq: 'UPDATE organizations SET guarantee_count = LAST_INSERT_ID(guarantee_count + 1) WHERE id = $1',
+  insert: `INSERT INTO guarantees (id, org_id, seq, transaction_id, policy_number, act_type, check_code,
+    emitted_at, effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount,
+    is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, NULL, 'PENDING', $19, $20)`,
+  findById: `SELECT ${COLUMNS} ${FROM} WHERE g.id = $1 AND g.org_id = $2 ORDER BY d.position`,
+  findByTransactionId: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.transaction_id = $2 ORDER BY d.position`,
+  count: 'SELECT guarantee_count AS n FROM organizations WHERE id = $1',
+  listBySeq: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.seq > $2 AND g.seq <= $3 ORDER BY g.seq DESC, d.position`,
+} as const;
+
 const bool = (v: number | null): boolean | null => (v === null ? null : v !== 0);
 const num = (v: string | null): number | null => (v === null ? null : Number(v));
 
@@ -80,8 +96,7 @@ export function createGuaranteeRepository(db: Sequelize) {
      * the number back, so sequences have no gaps. Undefined when the organization is unknown.
      */
     async nextSeq(orgId: string, t: Transaction): Promise<number | undefined> {
-      const [result] = await db.query('UPDATE organizations SET guarantee_count = LAST_INSERT_ID(guarantee_count + 1) WHERE id = $1',
-        { bind: [orgId], transaction: t, raw: true });
+      const [result] = await db.query(GUARANTEE_SQL.nextSeq, { bind: [orgId], transaction: t, raw: true });
       const header = result as unknown as { affectedRows: number; insertId: number };
       return header.affectedRows === 1 ? header.insertId : undefined;
     },
@@ -89,10 +104,7 @@ export function createGuaranteeRepository(db: Sequelize) {
     async insert(g: NewGuarantee & { id: string; orgId: string; seq: number; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {
       const d = g.details;
       const e = g.economics;
-      await execute(db, `INSERT INTO guarantees (id, org_id, seq, transaction_id, policy_number, act_type, check_code,
-        emitted_at, effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount,
-        is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, NULL, 'PENDING', $19, $20)`,
+      await execute(db, GUARANTEE_SQL.insert,
       [g.id, g.orgId, g.seq, g.transactionId, d.policyNumber, d.actType, d.checkCode, d.emittedAt, d.effectiveAt,
         d.expiresAt, d.isFixedExpiry, d.cig, d.batchCode, e.garantedAmount, e.contractAmount, e.isAutomaticRenewal,
         g.noteShared, g.signEmissionAt, g.requestHash, g.createdAt], t);
@@ -104,18 +116,18 @@ export function createGuaranteeRepository(db: Sequelize) {
     },
 
     async findById(orgId: string, id: string): Promise<GuaranteeRecord | undefined> {
-      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.id = $1 AND g.org_id = $2 ORDER BY d.position`, [id, orgId]);
+      const rows = await select<Row>(db, GUARANTEE_SQL.findById, [id, orgId]);
       return fold(rows)[0]?.record;
     },
 
     async findByTransactionId(orgId: string, transactionId: string): Promise<{ record: GuaranteeRecord; requestHash: Buffer } | undefined> {
-      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.transaction_id = $2 ORDER BY d.position`, [orgId, transactionId]);
+      const rows = await select<Row>(db, GUARANTEE_SQL.findByTransactionId, [orgId, transactionId]);
       return fold(rows)[0];
     },
 
     /** The organization's number of guarantees: one primary-key read of its counter. */
     async count(orgId: string): Promise<number> {
-      const [row] = await select<{ n: string }>(db, 'SELECT guarantee_count AS n FROM organizations WHERE id = $1', [orgId]);
+      const [row] = await select<{ n: string }>(db, GUARANTEE_SQL.count, [orgId]);
       return row ? Number(row.n) : 0;
     },
 
@@ -124,8 +136,7 @@ export function createGuaranteeRepository(db: Sequelize) {
      * seek on (org_id, seq), as cheap for the millionth row as for the first.
      */
     async listBySeq(orgId: string, fromSeqExclusive: number, toSeqInclusive: number): Promise<GuaranteeRecord[]> {
-      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM}
-        WHERE g.org_id = $1 AND g.seq > $2 AND g.seq <= $3 ORDER BY g.seq DESC, d.position`, [orgId, fromSeqExclusive, toSeqInclusive]);
+      const rows = await select<Row>(db, GUARANTEE_SQL.listBySeq, [orgId, fromSeqExclusive, toSeqInclusive]);
       return fold(rows).map((r) => r.record);
     },
 

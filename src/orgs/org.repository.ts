@@ -5,6 +5,9 @@ import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
 export interface Organization { id: string; name: string; createdAt: Date }
 export interface StoredApiKey { prefix: string; orgId: string; hash: Buffer; revokedAt: Date | null }
 
+/** The key lookup of every request (cache miss); exported for the API benchmark's raw baseline. */
+export const FIND_API_KEY_SQL = 'SELECT prefix, org_id, key_hash, revoked_at FROM api_keys WHERE prefix = $1';
+
 export function createOrgRepository(db: Sequelize) {
   return {
     async createOrganization(name: string): Promise<Organization> {
@@ -23,8 +26,7 @@ export function createOrgRepository(db: Sequelize) {
     },
 
     async findApiKey(prefix: string): Promise<StoredApiKey | undefined> {
-      const [row] = await select<{ prefix: string; org_id: string; key_hash: Buffer; revoked_at: Date | null }>(db,
-        'SELECT prefix, org_id, key_hash, revoked_at FROM api_keys WHERE prefix = $1', [prefix]);
+      const [row] = await select<{ prefix: string; org_id: string; key_hash: Buffer; revoked_at: Date | null }>(db, FIND_API_KEY_SQL, [prefix]);
       return row && { prefix: row.prefix, orgId: row.org_id, hash: row.key_hash, revokedAt: row.revoked_at };
     },
 

@@ -1,0 +1,19 @@
+// `npm run bench -- <name> [options]`: the benchmarks, run by hand; figures go to bench/README.md.
+import { benchApi } from './api.js';
+
+const benches: Record<string, (argv: string[]) => Promise<void>> = {
+  api: benchApi,
+};
+
+const [name, ...argv] = process.argv.slice(2);
+const bench = name === undefined ? undefined : benches[name];
+if (!bench) {
+  process.stderr.write(`usage: npm run bench -- <${Object.keys(benches).join('|')}> [options]\n`);
+  process.exit(2);
+}
+try {
+  await bench(argv);
+} catch (err) {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exitCode = 1;
+}

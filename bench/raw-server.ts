@@ -1,0 +1,134 @@
+// The API benchmark's raw baseline: a bare node:http server running the same SQL as the
+// application (the very statements, imported from the repositories) through a plain mysql2
+// pool, with no framework, no validation, no logging and no metrics. Keys are cached for 1 s
+// as the application caches them, so both do the same database work per request.
+//
+//   DATABASE_URL=... PORT=... node --import tsx bench/raw-server.ts
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
+import { v7 as uuidv7 } from 'uuid';
+import { GUARANTEE_SQL } from '../src/guarantees/guarantee.repository.js';
+import { FIND_API_KEY_SQL } from '../src/orgs/org.repository.js';
+
+/** `$1, $2...` (Sequelize bind syntax) to mysql2's `?`, with the parameters in order of use. */
+function positional(sql: string): { sql: string; order: number[] } {
+  const order: number[] = [];
+  return { sql: sql.replace(/\$(\d+)/g, (_, n: string) => { order.push(Number(n) - 1); return '?'; }), order };
+}
+const stmt = (sql: string) => { const p = positional(sql); return (params: unknown[]) => [p.sql, p.order.map((i) => params[i]) as ExecuteValues[]] as const; };
+
+const Q = {
+  key: stmt(FIND_API_KEY_SQL),
+  nextSeq: stmt(GUARANTEE_SQL.nextSeq),
+  insert: stmt(GUARANTEE_SQL.insert),
+  byId: stmt(GUARANTEE_SQL.findById),
+  byTx: stmt(GUARANTEE_SQL.findByTransactionId),
+  count: stmt(GUARANTEE_SQL.count),
+  list: stmt(GUARANTEE_SQL.listBySeq),
+};
+
+const pool = mysql.createPool({ uri: process.env.DATABASE_URL, connectionLimit: Number(process.env.DATABASE_POOL_MAX ?? 20), timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true });
+const cache = new Map<string, { orgId: string; hash: Buffer; until: number }>();
+
+async function orgOf(req: IncomingMessage): Promise<string | undefined> {
+  const key = req.headers['x-api-key'];
+  if (typeof key !== 'string') return undefined;
+  const prefix = key.slice(0, 16);
+  let hit = cache.get(prefix);
+  if (!hit || hit.until <= Date.now()) {
+    const [rows] = await pool.execute<RowDataPacket[]>(...Q.key([prefix]));
+    const row = rows[0];
+    if (!row) return undefined;
+    hit = { orgId: row.org_id as string, hash: row.key_hash as Buffer, until: Date.now() + 1000 };
+    cache.set(prefix, hit);
+  }
+  const presented = createHash('sha256').update(key).digest();
+  return timingSafeEqual(presented, hit.hash) ? hit.orgId : undefined;
+}
+
+function send(res: ServerResponse, status: number, body?: unknown): void {
+  const text = body === undefined ? '' : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Rows to the v2 shape, with the same work as the app's fold + serializer, minus its abstractions. */
+function shape(rows: RowDataPacket[]): unknown[] {
+  const out: Array<Record<string, unknown> & { docs: unknown[] }> = [];
+  for (const r of rows) {
+    if (out.at(-1)?.id !== r.id) {
+      out.push({
+        details: { transactionId: r.transaction_id, policyNumber: r.policy_number, actType: r.act_type, checkCode: r.check_code, emittedAt: r.emitted_at, effectiveAt: r.effective_at, expiresAt: r.expires_at, isFixedExpiry: r.is_fixed_expiry === null ? null : r.is_fixed_expiry !== 0, cig: r.cig, batchCode: r.batch_code },
+        economics: { garantedAmount: r.garanted_amount === null ? null : Number(r.garanted_amount), contractAmount: r.contract_amount === null ? null : Number(r.contract_amount), isAutomaticRenewal: r.is_automatic_renewal === null ? null : r.is_automatic_renewal !== 0 },
+        note: { shared: r.note_shared }, sign: { emissionAt: r.sign_emission_at }, txHash: r.tx_hash, notarizationStatus: r.notarization_status,
+        docs: [], createdAt: r.created_at, id: r.id, orgId: r.org_id,
+      });
+    }
+    if (r.doc_position !== null) out.at(-1)?.docs.push({ type: r.doc_type, key: r.doc_key, checksum: r.doc_checksum });
+  }
+  return out;
+}
+
+async function readBody(req: IncomingMessage): Promise<Record<string, any>> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, any> : {};
+}
+
+async function create(orgId: string, body: Record<string, any>): Promise<unknown> {
+  const d = body.details ?? {};
+  const txId = d.transactionId ?? null;
+  const hash = createHash('sha256').update(JSON.stringify(body)).digest();
+  if (txId !== null) {
+    const [existing] = await pool.execute<RowDataPacket[]>(...Q.byTx([orgId, txId]));
+    if (existing.length) return shape(existing)[0];
+  }
+  const conn = await pool.getConnection();
+  try {
+    await conn.beginTransaction();
+    const [seq] = await conn.execute<ResultSetHeader>(...Q.nextSeq([orgId]));
+    const id = uuidv7();
+    const createdAt = new Date();
+    await conn.execute(...Q.insert([id, orgId, seq.insertId, txId, d.policyNumber ?? null, d.actType ?? null, null, null, null, null, null,
+      null, null, body.economics?.garantedAmount ?? null, null, null, '', null, hash, createdAt]));
+    await conn.commit();
+    return { details: { transactionId: txId, policyNumber: d.policyNumber, actType: d.actType }, economics: body.economics, note: { shared: '' }, txHash: null, notarizationStatus: 'PENDING', docs: [], createdAt, id, orgId };
+  } catch (err) {
+    await conn.rollback();
+    throw err;
+  } finally {
+    conn.release();
+  }
+}
+
+const server = createServer((req, res) => {
+  void (async () => {
+    const orgId = await orgOf(req);
+    if (!orgId) return send(res, 401);
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (req.method === 'POST' && url.pathname === '/api/v2/guarantees') return send(res, 200, await create(orgId, await readBody(req)));
+    if (req.method === 'GET' && url.pathname === '/api/v2/guarantees') {
+      const page = Number(url.searchParams.get('page') ?? 1);
+      const limit = Number(url.searchParams.get('limit') ?? 10);
+      const [countRows] = await pool.execute<RowDataPacket[]>(...Q.count([orgId]));
+      const total = Number(countRows[0]?.n ?? 0);
+      const top = total - (page - 1) * limit;
+      if (top <= 0) return send(res, 200, { totalItems: total, guarantees: [] });
+      const [rows] = await pool.execute<RowDataPacket[]>(...Q.list([orgId, Math.max(0, top - limit), top]));
+      return send(res, 200, { totalItems: total, guarantees: shape(rows) });
+    }
+    const m = /^\/api\/v2\/guarantees\/([0-9a-f-]{36})$/.exec(url.pathname);
+    if (req.method === 'GET' && m) {
+      const [rows] = await pool.execute<RowDataPacket[]>(...Q.byId([m[1], orgId]));
+      return rows.length ? send(res, 200, shape(rows)[0]) : send(res, 404);
+    }
+    send(res, 404);
+  })().catch((err: Error) => { send(res, 500); process.stderr.write(`${err.message}\n`); });
+});
+server.keepAliveTimeout = 5000;
+server.listen(Number(process.env.PORT ?? 0), () => {
+  const addr = server.address();
+  process.stdout.write(`${JSON.stringify({ ready: true, port: typeof addr === 'object' && addr ? addr.port : 0, id: randomUUID() })}\n`);
+});
+process.once('SIGTERM', () => { server.close(); void pool.end(); });
