@@ -5,7 +5,7 @@
 // run, the application and a raw baseline (bench/raw-server.ts: node:http + mysql2, the same
 // statements): create v2, get by id, list page 1, list page 50,000. Prints one line per figure
 // and appends them, dated, to bench/README.md. The seed is kept between runs (--fresh redoes it).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -101,8 +101,9 @@ async function sampleIds(url: string, orgId: string, n: number): Promise<string[
   return rows.map((r) => r.id as string);
 }
 
+/** Starts compiled code (dist/), as production runs it. */
 function startServer(name: string, script: string, env: NodeJS.ProcessEnv, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   return (async () => {
     for (let i = 0; i < 200; i++) {
       const ok = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees/x`).then((r) => r.status === 401, () => false);
@@ -175,9 +176,12 @@ export async function benchApi(argv: string[]): Promise<void> {
     ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '0', DATABASE_POOL_MAX: '20',
     REDIS_URL: 'redis://127.0.0.1:1/0', S3_BUCKET: 'bench', CLAMD_HOST: '127.0.0.1', CLAMD_PORT: '1',
   };
-  const app = await startServer('app', 'src/server.ts', appEnv, 3901);
-  const raw = await startServer('raw', 'bench/raw-server.ts', appEnv, 3902);
+  log('compiling (npm run build)');
+  if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
+  const app = await startServer('app', 'dist/src/server.js', appEnv, 3901);
+  const raw = await startServer('raw', 'dist/bench/raw-server.js', appEnv, 3902);
   const peakRss = watchRss(app.pid as number);
+  const rawPeakRss = watchRss(raw.pid as number);
   const lines: string[] = [];
   try {
     for (const s of scenarios(ids)) {
@@ -188,7 +192,7 @@ export async function benchApi(argv: string[]): Promise<void> {
       process.stdout.write(`${line}\n`);
       lines.push(line);
     }
-    const rss = `api peak RSS ${(peakRss() / 1024 / 1024).toFixed(0)} MB`;
+    const rss = `api peak RSS ${(peakRss() / 1024 / 1024).toFixed(0)} MB (raw baseline ${(rawPeakRss() / 1024 / 1024).toFixed(0)} MB)`;
     process.stdout.write(`${rss}\n`);
     lines.push(rss);
   } finally {

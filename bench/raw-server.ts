@@ -3,7 +3,7 @@
 // pool, with no framework, no validation, no logging and no metrics. Keys are cached for 1 s
 // as the application caches them, so both do the same database work per request.
 //
-//   DATABASE_URL=... PORT=... node --import tsx bench/raw-server.ts
+//   npm run build && DATABASE_URL=... PORT=... node dist/bench/raw-server.js
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
@@ -131,4 +131,4 @@ server.listen(Number(process.env.PORT ?? 0), () => {
   const addr = server.address();
   process.stdout.write(`${JSON.stringify({ ready: true, port: typeof addr === 'object' && addr ? addr.port : 0, id: randomUUID() })}\n`);
 });
-process.once('SIGTERM', () => { server.close(); void pool.end(); });
+process.once('SIGTERM', () => { server.close(() => { void pool.end().finally(() => process.exit(0)); }); server.closeAllConnections(); });

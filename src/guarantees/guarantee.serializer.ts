@@ -1,61 +1,59 @@
 // The v1 and v2 wire shapes of one record set. Nullable fields without a value are null;
-// fields the seed does not mark nullable are left out when they have no value.
+// fields the seed does not mark nullable are left out when they have no value. Objects are
+// built by assignment, in the seed's field order: this runs for every row of every list.
 import type { GuaranteeV1, GuaranteeV2 } from './guarantee.schemas.js';
 import type { DocRecord, GuaranteeRecord } from './guarantee.types.js';
 
-const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null);
+type Details = GuaranteeV2['details'];
+type DocV2 = GuaranteeV2['docs'][number];
 
-function details(g: GuaranteeRecord): GuaranteeV1['details'] {
+const isoOrNull = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+
+function details(g: GuaranteeRecord, withTransactionId: boolean): Details {
   const d = g.details;
-  return {
-    ...(d.policyNumber !== null && { policyNumber: d.policyNumber }),
-    actType: d.actType,
-    checkCode: d.checkCode,
-    emittedAt: isoOrNull(d.emittedAt),
-    effectiveAt: isoOrNull(d.effectiveAt),
-    expiresAt: isoOrNull(d.expiresAt),
-    isFixedExpiry: d.isFixedExpiry,
-    cig: d.cig,
-    batchCode: d.batchCode,
-  };
+  const out: Partial<Details> = {};
+  if (withTransactionId && g.transactionId !== null) out.transactionId = g.transactionId;
+  if (d.policyNumber !== null) out.policyNumber = d.policyNumber;
+  out.actType = d.actType;
+  out.checkCode = d.checkCode;
+  out.emittedAt = isoOrNull(d.emittedAt);
+  out.effectiveAt = isoOrNull(d.effectiveAt);
+  out.expiresAt = isoOrNull(d.expiresAt);
+  out.isFixedExpiry = d.isFixedExpiry;
+  out.cig = d.cig;
+  out.batchCode = d.batchCode;
+  return out as Details;
 }
 
-function docV1(doc: DocRecord): GuaranteeV1['docs'][number] {
-  return { ...(doc.type !== null && { type: doc.type }), key: doc.key, checksum: doc.checksum };
+function doc(d: DocRecord, v2: boolean): DocV2 {
+  const out: Partial<DocV2> = {};
+  if (d.type !== null) out.type = d.type;
+  out.key = d.key;
+  out.checksum = d.checksum;
+  if (v2 && d.originalFileName !== null) out.originalFileName = d.originalFileName;
+  if (v2 && d.notarizedAt !== null) out.notarizedAt = d.notarizedAt.toISOString();
+  return out as DocV2;
 }
 
-function docV2(doc: DocRecord): GuaranteeV2['docs'][number] {
+function serialize(g: GuaranteeRecord, v2: boolean): GuaranteeV2 {
+  const docs: DocV2[] = new Array<DocV2>(g.docs.length);
+  for (let i = 0; i < g.docs.length; i++) docs[i] = doc(g.docs[i] as DocRecord, v2);
   return {
-    ...docV1(doc),
-    ...(doc.originalFileName !== null && { originalFileName: doc.originalFileName }),
-    ...(doc.notarizedAt !== null && { notarizedAt: doc.notarizedAt.toISOString() }),
-  };
-}
-
-function rest(g: GuaranteeRecord) {
-  return {
-    economics: { ...g.economics },
+    details: details(g, v2),
+    economics: { garantedAmount: g.economics.garantedAmount, contractAmount: g.economics.contractAmount, isAutomaticRenewal: g.economics.isAutomaticRenewal },
     note: { shared: g.noteShared },
     sign: { emissionAt: isoOrNull(g.signEmissionAt) },
     txHash: g.txHash,
     notarizationStatus: g.notarizationStatus,
-  };
-}
-
-export function toV1(g: GuaranteeRecord): GuaranteeV1 {
-  return { details: details(g), ...rest(g), docs: g.docs.map(docV1), createdAt: g.createdAt.toISOString(), id: g.id, orgId: g.orgId };
-}
-
-export function toV2(g: GuaranteeRecord): GuaranteeV2 {
-  return {
-    details: { ...(g.transactionId !== null && { transactionId: g.transactionId }), ...details(g) },
-    ...rest(g),
-    docs: g.docs.map(docV2),
+    docs,
     createdAt: g.createdAt.toISOString(),
     id: g.id,
     orgId: g.orgId,
   };
 }
+
+export const toV1 = (g: GuaranteeRecord): GuaranteeV1 => serialize(g, false);
+export const toV2 = (g: GuaranteeRecord): GuaranteeV2 => serialize(g, true);
 
 export type ApiVersion = 1 | 2;
 export const serializers = { 1: toV1, 2: toV2 } as const;

@@ -19,6 +19,11 @@ export function createSequelize(opts: DatabaseOptions): Sequelize {
     benchmark: false,
     pool: { max: opts.poolMax, min: 0, idle: 10_000, acquire: opts.acquireTimeoutMs ?? 10_000, evict: 5_000 },
     dialectOptions: {
+      // mysql2's own compiled row parser. Sequelize installs a typeCast function, which makes
+      // mysql2 build a wrapper object per field of every row (a fifth of the CPU of a list
+      // request, measured); our queries are raw and read DATETIME in UTC, which mysql2 does
+      // itself from the timezone option.
+      typeCast: true,
       // DECIMAL arrives as a string; serializers turn it into a JSON number exactly.
       supportBigNumbers: true,
       bigNumberStrings: true,
