@@ -10,13 +10,9 @@ import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } f
 import { v7 as uuidv7 } from 'uuid';
 import { GUARANTEE_SQL } from '../src/guarantees/guarantee.repository.js';
 import { FIND_API_KEY_SQL } from '../src/orgs/org.repository.js';
+import { toPositional } from '../src/shared/db/sequelize.js';
 
-/** `$1, $2...` (Sequelize bind syntax) to mysql2's `?`, with the parameters in order of use. */
-function positional(sql: string): { sql: string; order: number[] } {
-  const order: number[] = [];
-  return { sql: sql.replace(/\$(\d+)/g, (_, n: string) => { order.push(Number(n) - 1); return '?'; }), order };
-}
-const stmt = (sql: string) => { const p = positional(sql); return (params: unknown[]) => [p.sql, p.order.map((i) => params[i]) as ExecuteValues[]] as const; };
+const stmt = (sql: string) => { const p = toPositional(sql); return (params: unknown[]) => [p.sql, p.order.map((i) => params[i]) as ExecuteValues[]] as const; };
 
 const Q = {
   key: stmt(FIND_API_KEY_SQL),

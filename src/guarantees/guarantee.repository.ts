@@ -1,6 +1,6 @@
 // Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
 // (create, get, list) are a handful of indexed statements and no per-row model work.
-import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import type { ActType, DocRecord, GuaranteeRecord, NewGuarantee, NotarizationStatus } from './guarantee.types.js';
 
 interface Row {
@@ -96,8 +96,7 @@ export function createGuaranteeRepository(db: Sequelize) {
      * the number back, so sequences have no gaps. Undefined when the organization is unknown.
      */
     async nextSeq(orgId: string, t: Transaction): Promise<number | undefined> {
-      const [result] = await db.query(GUARANTEE_SQL.nextSeq, { bind: [orgId], transaction: t, raw: true });
-      const header = result as unknown as { affectedRows: number; insertId: number };
+      const header = await write(db, GUARANTEE_SQL.nextSeq, [orgId], t);
       return header.affectedRows === 1 ? header.insertId : undefined;
     },
 

@@ -21,8 +21,10 @@ const UNAVAILABLE = new Set([
 /** Any thrown value as an AppError: ours, an http-errors error (body parsing), or an unexpected fault. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  const e = err as { name?: string; status?: unknown; expose?: unknown; message?: string } | null;
+  const e = err as { name?: string; status?: unknown; expose?: unknown; message?: string; fatal?: unknown } | null;
   if (e && typeof e.name === 'string' && UNAVAILABLE.has(e.name)) return new UnavailableError('The database is unavailable; retry later.', err);
+  // mysql2's own fatal errors (connection lost or refused mid-query) on the lean query path.
+  if (e?.fatal === true) return new UnavailableError('The database connection failed; retry later.', err);
   if (e && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
     return new AppError(e.status, 'bad_request', e.expose === true && e.message ? e.message : TITLES[e.status] ?? 'Bad request', { cause: err });
   }
