@@ -101,9 +101,15 @@ async function sampleIds(url: string, orgId: string, n: number): Promise<string[
   return rows.map((r) => r.id as string);
 }
 
+/** The node flags of the Procfile's `web` process, so that the bench runs the API as production does. */
+function procfileWebFlags(): string[] {
+  const line = readFileSync('Procfile', 'utf8').split('\n').find((l) => l.startsWith('web:')) ?? '';
+  return line.replace(/^web:\s*node\s+/, '').split(/\s+/).filter((a) => a.startsWith('--'));
+}
+
 /** Starts compiled code (dist/), as production runs it. */
-function startServer(name: string, script: string, env: NodeJS.ProcessEnv, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+function startServer(name: string, script: string, env: NodeJS.ProcessEnv, port: number, flags: string[] = []): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [...flags, script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   return (async () => {
     for (let i = 0; i < 200; i++) {
       const ok = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees/x`).then((r) => r.status === 401, () => false);
@@ -178,7 +184,9 @@ export async function benchApi(argv: string[]): Promise<void> {
   };
   log('compiling (npm run build)');
   if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
-  const app = await startServer('app', 'dist/src/server.js', appEnv, 3901);
+  const webFlags = procfileWebFlags();
+  log(`API started as the Procfile's web process: node ${[...webFlags, 'dist/src/server.js'].join(' ')}`);
+  const app = await startServer('app', 'dist/src/server.js', appEnv, 3901, webFlags);
   const raw = await startServer('raw', 'dist/bench/raw-server.js', appEnv, 3902);
   const peakRss = watchRss(app.pid as number);
   const rawPeakRss = watchRss(raw.pid as number);

@@ -62,7 +62,7 @@ export function errorHandler(logger: Logger): Middleware {
       if (ctx.status === 404 && ctx.body == null) respondError(ctx, new AppError(404, 'not_found', `No route for ${ctx.method} ${ctx.path}.`));
     } catch (err) {
       const appError = toAppError(err);
-      const log = (ctx.state as { log?: Logger }).log ?? logger;
+      const log = logger.child({ reqId: (ctx.state as { requestId?: string }).requestId });
       if (appError.status >= 500) log.error({ err: appError.cause ?? appError }, 'request failed');
       else log.debug({ status: appError.status, detail: appError.message }, 'request refused');
       respondError(ctx, appError);

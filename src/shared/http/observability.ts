@@ -33,7 +33,6 @@ export function observe(logger: Logger, metrics: HttpMetrics): Middleware {
     const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ctx.set('X-Request-Id', requestId);
     ctx.state.requestId = requestId;
-    ctx.state.log = logger.child({ reqId: requestId });
     try {
       await next();
     } finally {
@@ -41,8 +40,8 @@ export function observe(logger: Logger, metrics: HttpMetrics): Middleware {
       const labels = { method: ctx.method, route: routeOf(ctx), status: String(ctx.status) };
       metrics.requests.inc(labels);
       metrics.duration.observe(labels, seconds);
-      (ctx.state.log as Logger).info({
-        method: ctx.method, path: ctx.path, route: labels.route, status: ctx.status, ms: Math.round(seconds * 1e4) / 10,
+      logger.info({
+        reqId: requestId, method: ctx.method, path: ctx.path, route: labels.route, status: ctx.status, ms: Math.round(seconds * 1e4) / 10,
         orgId: (ctx.state as { principal?: { orgId: string } }).principal?.orgId,
       }, 'request');
     }
