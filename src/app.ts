@@ -35,11 +35,6 @@ export function createApp(deps: AppDeps): Koa {
   app.use(observe(logger, metrics));
   app.use(errorHandler(logger));
 
-  const ops = new Router();
-  registerOpsRoutes(ops, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
-  app.use(ops.routes());
-  app.use(ops.allowedMethods());
-
   // Every /api path needs a key, matched by a route or not (so that probing reveals nothing).
   const requireKey = authenticate(orgs, { perKeyPerMinute: config.RATE_LIMIT_PER_MINUTE, failuresPerMinute: config.AUTH_FAILURES_PER_MINUTE });
   app.use(async (ctx, next) => {
@@ -47,9 +42,11 @@ export function createApp(deps: AppDeps): Koa {
     else await next();
   });
 
-  const api = new Router<AuthState>();
-  registerGuaranteeRoutes(api, guarantees);
-  app.use(api.routes());
-  app.use(api.allowedMethods({ throw: true, methodNotAllowed: () => new AppError(405, 'method_not_allowed', 'Method not allowed on this path.') }));
+  // One router for everything: each request is matched once.
+  const router = new Router<AuthState>();
+  registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
+  registerGuaranteeRoutes(router, guarantees);
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: true, methodNotAllowed: () => new AppError(405, 'method_not_allowed', 'Method not allowed on this path.') }));
   return app;
 }

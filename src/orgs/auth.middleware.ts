@@ -16,8 +16,21 @@ export interface AuthOptions {
   failuresPerMinute: number;
 }
 
+/**
+ * The values of the X-API-Key and Authorization headers, each header line kept apart, read
+ * from rawHeaders (cheaper than building headersDistinct for every header of every request).
+ */
+export function credentialHeaders(rawHeaders: string[]): { 'x-api-key'?: string[]; authorization?: string[] } {
+  const out: { 'x-api-key'?: string[]; authorization?: string[] } = {};
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = (rawHeaders[i] as string).toLowerCase();
+    if (name === 'x-api-key' || name === 'authorization') (out[name] ??= []).push(rawHeaders[i + 1] as string);
+  }
+  return out;
+}
+
 /** The single key a request presents, or undefined when it presents none or several. */
-export function presentedKey(headers: NodeJS.Dict<string[]>): string | undefined {
+export function presentedKey(headers: { 'x-api-key'?: string[]; authorization?: string[] }): string | undefined {
   const apiKeys = headers['x-api-key'] ?? [];
   const auth = headers.authorization ?? [];
   if (apiKeys.length > 1 || auth.length > 1) return undefined;
@@ -36,7 +49,7 @@ export function authenticate(orgs: OrgService, opts: AuthOptions): Middleware<Au
   const failures = new RateLimiterMemory({ points: opts.failuresPerMinute, duration: 60 });
 
   return async (ctx, next) => {
-    const key = presentedKey(ctx.req.headersDistinct);
+    const key = presentedKey(credentialHeaders(ctx.req.rawHeaders));
     let principal = key === undefined ? undefined : orgs.authenticateCached(key);
     if (!principal) {
       // An address that keeps failing is refused before any database lookup.

@@ -27,6 +27,22 @@ export function routeOf(ctx: Context): string {
 }
 
 export function observe(logger: Logger, metrics: HttpMetrics): Middleware {
+  // prom-client hashes the labels on every call; the bound children are kept per label set
+  // (bounded: route patterns, methods and statuses are few).
+  const children = new Map<string, { count: () => void; time: (s: number) => void }>();
+  const record = (method: string, route: string, status: number, seconds: number) => {
+    const key = `${method} ${status} ${route}`;
+    let child = children.get(key);
+    if (!child) {
+      const labels = { method, route, status: String(status) };
+      const counter = metrics.requests.labels(labels);
+      const histogram = metrics.duration.labels(labels);
+      child = { count: () => counter.inc(), time: (s) => histogram.observe(s) };
+      if (children.size < 10_000) children.set(key, child);
+    }
+    child.count();
+    child.time(seconds);
+  };
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
@@ -37,11 +53,10 @@ export function observe(logger: Logger, metrics: HttpMetrics): Middleware {
       await next();
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const labels = { method: ctx.method, route: routeOf(ctx), status: String(ctx.status) };
-      metrics.requests.inc(labels);
-      metrics.duration.observe(labels, seconds);
+      const route = routeOf(ctx);
+      record(ctx.method, route, ctx.status, seconds);
       logger.info({
-        reqId: requestId, method: ctx.method, path: ctx.path, route: labels.route, status: ctx.status, ms: Math.round(seconds * 1e4) / 10,
+        reqId: requestId, method: ctx.method, path: ctx.path, route, status: ctx.status, ms: Math.round(seconds * 1e4) / 10,
         orgId: (ctx.state as { principal?: { orgId: string } }).principal?.orgId,
       }, 'request');
     }

@@ -37,7 +37,7 @@ export interface OpsDeps {
   openApi: () => unknown;
 }
 
-export function registerOpsRoutes(router: Router, deps: OpsDeps): void {
+export function registerOpsRoutes<S>(router: Router<S>, deps: OpsDeps): void {
   let openApiJson: string | undefined;
 
   router.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });

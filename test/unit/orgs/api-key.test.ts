@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { apiKeyMatches, apiKeyPrefix, generateApiKey, hashApiKey } from '../../../src/orgs/api-key.js';
-import { presentedKey } from '../../../src/orgs/auth.middleware.js';
+import { credentialHeaders, presentedKey } from '../../../src/orgs/auth.middleware.js';
 import { createOrgService } from '../../../src/orgs/org.service.js';
 import type { OrgRepository, StoredApiKey } from '../../../src/orgs/org.repository.js';
 
@@ -31,6 +31,11 @@ describe('presentedKey', () => {
     expect(presentedKey({ 'x-api-key': ['k', 'k'] })).to.equal(undefined);
     expect(presentedKey({ authorization: ['Basic abc'] })).to.equal(undefined);
     expect(presentedKey({})).to.equal(undefined);
+  });
+
+  it('keeps repeated header lines apart, whatever their case', () => {
+    expect(credentialHeaders(['Host', 'x', 'X-API-Key', 'a', 'x-api-key', 'b', 'AUTHORIZATION', 'Bearer c'])).to.deep.equal({ 'x-api-key': ['a', 'b'], authorization: ['Bearer c'] });
+    expect(presentedKey(credentialHeaders(['X-Api-Key', 'a', 'x-api-key', 'a']))).to.equal(undefined);
   });
 });
 
