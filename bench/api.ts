@@ -1,4 +1,4 @@
-// `npm run bench -- api [--fresh] [--duration S] [--connections N]`
+// `npm run bench -- api [--fresh] [--duration S] [--rounds N] [--connections N]`
 //
 // Seeds 1,000,000 guarantees in one organization (and a few small organizations) in the bench
 // profile's MariaDB (a 2 GB buffer pool: the data fits), then measures with autocannon, in one
@@ -25,14 +25,15 @@ const SMALL_ORGS = 4;
 const SMALL = 10_000;
 const BIG_ORG_NAME = 'bench-big';
 
-interface Options { fresh: boolean; duration: number; connections: number }
+interface Options { fresh: boolean; duration: number; connections: number; rounds: number }
 
 function options(argv: string[]): Options {
-  const o: Options = { fresh: false, duration: 10, connections: 64 };
+  const o: Options = { fresh: false, duration: 12, connections: 64, rounds: 4 };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--fresh') o.fresh = true;
     else if (argv[i] === '--duration') o.duration = Number(argv[++i]);
     else if (argv[i] === '--connections') o.connections = Number(argv[++i]);
+    else if (argv[i] === '--rounds') o.rounds = Number(argv[++i]);
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return o;
@@ -137,14 +138,31 @@ function watchRss(pid: number): () => number {
 
 interface Figure { reqs: number; p50: number; p99: number; non2xx: number; errors: number }
 
-async function measure(url: string, key: string, scenario: Scenario, opts: Options): Promise<Figure> {
-  const run = (duration: number) => autocannon({
+/**
+ * Measures the app and the raw baseline in alternating rounds (app, raw, app, raw...), so that
+ * the machine's drift during a figure falls on both alike; req/s is total requests over total
+ * time, p50 and p99 the medians of the rounds'.
+ */
+async function measurePair(urls: [string, string], key: string, scenario: Scenario, opts: Options): Promise<[Figure, Figure]> {
+  const run = (url: string, duration: number) => autocannon({
     url, connections: opts.connections, duration, headers: { 'x-api-key': key, 'content-type': 'application/json' },
     requests: [scenario.request()],
   });
-  await run(2); // warm-up: JIT, pools, buffer pool pages
-  const r = await run(opts.duration);
-  return { reqs: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+  await Promise.all(urls.map(async (u) => run(u, 2))); // warm-up, both at once: JIT, pools, buffer pool pages
+  const rounds = Math.max(1, opts.rounds);
+  const results: autocannon.Result[][] = [[], []];
+  for (let i = 0; i < rounds; i++) {
+    for (const j of [0, 1] as const) results[j]?.push(await run(urls[j], opts.duration / rounds));
+  }
+  const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+  const figure = (rs: autocannon.Result[]): Figure => ({
+    reqs: rs.reduce((n, r) => n + r.requests.total, 0) / rs.reduce((t, r) => t + r.duration, 0),
+    p50: median(rs.map((r) => r.latency.p50)),
+    p99: median(rs.map((r) => r.latency.p99)),
+    non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+    errors: rs.reduce((n, r) => n + r.errors + r.timeouts, 0),
+  });
+  return [figure(results[0] ?? []), figure(results[1] ?? [])];
 }
 
 interface Scenario { name: string; request: () => autocannon.Request }
@@ -193,8 +211,7 @@ export async function benchApi(argv: string[]): Promise<void> {
   const lines: string[] = [];
   try {
     for (const s of scenarios(ids)) {
-      const a = await measure('http://127.0.0.1:3901', key, s, opts);
-      const r = await measure('http://127.0.0.1:3902', key, s, opts);
+      const [a, r] = await measurePair(['http://127.0.0.1:3901', 'http://127.0.0.1:3902'], key, s, opts);
       const line = `${s.name.padEnd(16)} app ${a.reqs.toFixed(0).padStart(6)} req/s p50 ${a.p50} ms p99 ${a.p99} ms | raw ${r.reqs.toFixed(0).padStart(6)} req/s p50 ${r.p50} ms p99 ${r.p99} ms | app/raw ${(a.reqs / r.reqs).toFixed(2)}`
         + (a.non2xx + a.errors + r.non2xx + r.errors ? ` | non-2xx/errors app ${a.non2xx}/${a.errors} raw ${r.non2xx}/${r.errors}` : '');
       process.stdout.write(`${line}\n`);
@@ -211,7 +228,7 @@ export async function benchApi(argv: string[]): Promise<void> {
   const p50 = (l?: string) => Number(/app .*? p50 (\d+(?:\.\d+)?) ms/.exec(l ?? '')?.[1]);
   const deep = `page 50000 p50 / page 1 p50 = ${(p50(page50k) / p50(page1)).toFixed(2)}`;
   process.stdout.write(`${deep}\n`);
-  appendFileSync('bench/README.md', `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per figure after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${[...lines, deep].join('\n')}\n\`\`\`\n`);
+  appendFileSync('bench/README.md', `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per server and figure in ${opts.rounds} alternating rounds after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${[...lines, deep].join('\n')}\n\`\`\`\n`);
   // The seed stays on disk under .data/bench for the next run; the server does not stay up.
   if (started.length) await down('bench', started);
 }

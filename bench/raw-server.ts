@@ -1,3 +1,5 @@
+/* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access --
+   the baseline reads untyped rows and bodies on purpose: it has no validation layer. */
 // The API benchmark's raw baseline: a bare node:http server running the same SQL as the
 // application (the very statements, imported from the repositories) through a plain mysql2
 // pool, with no framework, no validation, no logging and no metrics. Keys are cached for 1 s
