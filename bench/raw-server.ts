@@ -1,4 +1,4 @@
-/* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access --
+/* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-explicit-any --
    the baseline reads untyped rows and bodies on purpose: it has no validation layer. */
 // The API benchmark's raw baseline: a bare node:http server running the same SQL as the
 // application (the very statements, imported from the repositories) through a plain mysql2
