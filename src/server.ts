@@ -33,8 +33,12 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
     const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     force.unref();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // A keep-alive connection whose request finishes becomes idle: close it then, rather
+    // than after its keep-alive timeout.
+    const reaper = setInterval(() => server.closeIdleConnections(), 100);
     server.closeIdleConnections();
     await closed;
+    clearInterval(reaper);
     clearTimeout(force);
     await db.close();
     logger.info('shut down');

@@ -1,0 +1,62 @@
+import { expect } from 'chai';
+import { spawn } from 'node:child_process';
+import { request } from 'node:http';
+import { once } from 'node:events';
+import { newOrg } from '../support/harness.js';
+
+describe('the API process', function () {
+  this.timeout(60_000);
+
+  it('on SIGTERM stops accepting, finishes the request in flight, then exits 0', async () => {
+    const org = await newOrg();
+    const port = 39_000 + Math.floor(Math.random() * 1000);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    for (let i = 0; i < 200 && !out.includes('API listening'); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(out).to.include('API listening');
+
+    // A create whose body is still on its way when SIGTERM arrives.
+    const body = JSON.stringify({ details: { policyNumber: 'in-flight' } });
+    const req = request({ port, method: 'POST', path: '/api/v2/guarantees', headers: { 'X-API-Key': org.key, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } });
+    const response = once(req, 'response');
+    req.write(body.slice(0, 10));
+    await new Promise((r) => setTimeout(r, 200));
+    child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    req.end(body.slice(10));
+    const [res] = (await response) as [import('node:http').IncomingMessage];
+    let text = '';
+    for await (const chunk of res) text += (chunk as Buffer).toString();
+    expect(res.statusCode).to.equal(200);
+    expect(JSON.parse(text).details.policyNumber).to.equal('in-flight');
+
+    const [code] = (await once(child, 'exit')) as [number];
+    expect(code).to.equal(0);
+    expect(out).to.include('shut down');
+    // No longer accepting.
+    const refused = await fetch(`http://127.0.0.1:${port}/healthz`).then(() => false, () => true);
+    expect(refused).to.equal(true);
+  });
+});
+
+describe('npm run services', function () {
+  this.timeout(60_000);
+
+  it('up is idempotent: with the test servers running, a second up starts nothing and gives the same addresses', async () => {
+    const { ALL, context, up } = await import('../../scripts/services/index.js');
+    const ctx = context('test');
+    // The servers this run uses locally (all four under npm test, unless the environment points elsewhere).
+    const local = ALL.filter((s) => Object.entries(s.env(ctx)).every(([k, v]) => process.env[k] === v));
+    const expected = Object.assign({}, ...local.map((s) => s.env(ctx))) as Record<string, string>;
+    const saved = { ...process.env };
+    try {
+      for (const name of Object.keys(expected)) delete process.env[name];
+      const { env, started } = await up('test', local.map((s) => s.name));
+      expect(started).to.deep.equal([]);
+      expect(env).to.deep.equal(expected);
+    } finally {
+      Object.assign(process.env, saved);
+    }
+  });
+});
