@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
-import { request } from 'node:http';
+import { request, type IncomingMessage } from 'node:http';
 import { once } from 'node:events';
 import { newOrg } from '../support/harness.js';
 
@@ -25,7 +25,7 @@ describe('the API process', function () {
     child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 300));
     req.end(body.slice(10));
-    const [res] = (await response) as [import('node:http').IncomingMessage];
+    const [res] = (await response) as [IncomingMessage];
     let text = '';
     for await (const chunk of res) text += (chunk as Buffer).toString();
     expect(res.statusCode).to.equal(200);
