@@ -10,7 +10,6 @@ import { authenticate, type AuthState } from './orgs/auth.middleware.js';
 import { createOrgRepository } from './orgs/org.repository.js';
 import { createOrgService } from './orgs/org.service.js';
 import type { Sequelize } from './shared/db/sequelize.js';
-import { AppError } from './shared/errors.js';
 import { errorHandler } from './shared/http/error-handler.js';
 import { createMetrics, observe, type HttpMetrics } from './shared/http/observability.js';
 import { registerOpsRoutes } from './shared/http/ops.routes.js';
@@ -37,16 +36,20 @@ export function createApp(deps: AppDeps): Koa {
 
   // Every /api path needs a key, matched by a route or not (so that probing reveals nothing).
   const requireKey = authenticate(orgs, { perKeyPerMinute: config.RATE_LIMIT_PER_MINUTE, failuresPerMinute: config.AUTH_FAILURES_PER_MINUTE });
+  // The prefix is compared case-insensitively: no spelling of /api gets past without a key.
   app.use(async (ctx, next) => {
-    if (ctx.path.startsWith('/api/') || ctx.path === '/api') await requireKey(ctx, next);
+    const path = ctx.path.toLowerCase();
+    if (path.startsWith('/api/') || path === '/api') await requireKey(ctx, next);
     else await next();
   });
 
-  // One router for everything: each request is matched once.
-  const router = new Router<AuthState>();
+  // One router for everything: each request is matched once, and paths match exactly
+  // (@koa/router would otherwise match /API/... too).
+  const router = new Router<AuthState>({ sensitive: true });
   registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
   registerGuaranteeRoutes(router, guarantees);
   app.use(router.routes());
-  app.use(router.allowedMethods({ throw: true, methodNotAllowed: () => new AppError(405, 'method_not_allowed', 'Method not allowed on this path.') }));
+  // 405 (with Allow) and 501 are set here and answered by errorHandler like any error.
+  app.use(router.allowedMethods());
   return app;
 }

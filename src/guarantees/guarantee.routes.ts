@@ -4,7 +4,7 @@ import type { Router } from '@koa/router';
 import { readJsonObject } from '../shared/http/body.js';
 import { parseIdempotencyKey, requestHash } from '../shared/idempotency.js';
 import { parseOrThrow } from '../shared/validation.js';
-import type { AuthState } from '../orgs/auth.middleware.js';
+import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
 import { serializers, type ApiVersion } from './guarantee.serializer.js';
 import { createGuaranteeV1, createGuaranteeV2, listQuery } from './guarantee.schemas.js';
 import type { GuaranteeService } from './guarantee.service.js';
@@ -17,7 +17,7 @@ export function registerGuaranteeRoutes(router: Router<AuthState>, service: Guar
 
     router.get(`/api/v${version}/guarantees`, async (ctx) => {
       const { page, limit } = parseOrThrow(listQuery, ctx.query, 'query') // a repeated parameter arrives as an array, and is refused;
-      const { totalItems, guarantees } = await service.list(ctx.state.principal.orgId, page, limit);
+      const { totalItems, guarantees } = await service.list(orgIdOf(ctx.state), page, limit);
       ctx.body = { totalItems, guarantees: guarantees.map(serialize) };
     });
 
@@ -25,7 +25,7 @@ export function registerGuaranteeRoutes(router: Router<AuthState>, service: Guar
       const raw = await readJsonObject(ctx);
       const idempotencyKey = parseIdempotencyKey(ctx.req.headersDistinct['idempotency-key']);
       const input = parseOrThrow(createSchemas[version], raw, 'guarantee');
-      const result = await service.create(ctx.state.principal.orgId, input, {
+      const result = await service.create(orgIdOf(ctx.state), input, {
         respond: serialize,
         idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, hash: requestHash({ method: 'POST', path: ctx.path, body: raw }) },
       });
@@ -34,7 +34,7 @@ export function registerGuaranteeRoutes(router: Router<AuthState>, service: Guar
     });
 
     router.get(`/api/v${version}/guarantees/:id`, async (ctx) => {
-      ctx.body = serialize(await service.get(ctx.state.principal.orgId, ctx.params.id ?? ''));
+      ctx.body = serialize(await service.get(orgIdOf(ctx.state), ctx.params.id ?? ''));
     });
   }
 }

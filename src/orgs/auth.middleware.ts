@@ -9,6 +9,12 @@ import type { OrgService, Principal } from './org.service.js';
 
 export interface AuthState { principal: Principal }
 
+/** The caller's organization; fails closed (401) should a route ever run without authentication. */
+export function orgIdOf(state: Partial<AuthState>): string {
+  if (!state.principal) throw new UnauthorizedError();
+  return state.principal.orgId;
+}
+
 export interface AuthOptions {
   /** Requests per minute per key; 0 turns the limit off. */
   perKeyPerMinute: number;

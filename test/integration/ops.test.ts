@@ -69,7 +69,21 @@ describe('operations endpoints', () => {
     expect(missing.text).to.equal('');
     const wrong = await http.delete('/api/v1/guarantees').set('X-API-Key', org.key);
     expect(wrong.status).to.equal(405);
+    expect(wrong.headers.allow).to.equal('HEAD, GET, POST');
     expect(wrong.text).to.equal('');
+    const unknown = await http.trace('/healthz');
+    expect(unknown.status).to.equal(501);
+    expect(unknown.text).to.equal('');
+  });
+
+  it('matches paths exactly, and wants a key on any spelling of /api', async () => {
+    const { http } = await harness();
+    const org = await newOrg();
+    for (const path of ['/API/v1/guarantees', '/Api/v2/guarantees', '/api/V1/guarantees']) {
+      expect((await http.get(path)).status, path).to.equal(401);
+      expect((await http.post(path).send({})).status, path).to.equal(401);
+      expect((await http.get(path).set('X-API-Key', org.key)).status, path).to.equal(404);
+    }
   });
 
   it('echoes a sane X-Request-Id and makes one otherwise', async () => {

@@ -9,7 +9,13 @@ import type { Logger } from '../logger.js';
 const PROBLEM_JSON = 'application/problem+json';
 const TITLES: Record<number, string> = {
   400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
-  413: 'Content Too Large', 415: 'Unsupported Media Type', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable',
+  413: 'Content Too Large', 415: 'Unsupported Media Type', 429: 'Too Many Requests', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
+};
+
+const ROUTING_STATUSES: Record<number, [string, string]> = {
+  404: ['not_found', 'No such route'],
+  405: ['method_not_allowed', 'Method not allowed on this path'],
+  501: ['not_implemented', 'Method not implemented'],
 };
 
 const UNAVAILABLE = new Set([
@@ -59,7 +65,12 @@ export function errorHandler(logger: Logger): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body == null) respondError(ctx, new AppError(404, 'not_found', `No route for ${ctx.method} ${ctx.path}.`));
+      // Statuses set without a body by the router (no route, wrong method with its Allow
+      // header, unknown method) are answered like errors.
+      if (ctx.body == null && ROUTING_STATUSES[ctx.status]) {
+        const [code, message] = ROUTING_STATUSES[ctx.status] as [string, string];
+        respondError(ctx, new AppError(ctx.status, code, `${message}: ${ctx.method} ${ctx.path}.`));
+      }
     } catch (err) {
       const appError = toAppError(err);
       const log = logger.child({ reqId: (ctx.state as { requestId?: string }).requestId });
