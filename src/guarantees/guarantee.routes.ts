@@ -2,7 +2,7 @@
 // service, answer.
 import type { Router } from '@koa/router';
 import { readJsonObject } from '../shared/http/body.js';
-import { parseIdempotencyKey, requestHash } from '../shared/idempotency.js';
+import { parseIdempotencyKey } from '../shared/idempotency.js';
 import { parseOrThrow } from '../shared/validation.js';
 import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
 import { serializers, type ApiVersion } from './guarantee.serializer.js';
@@ -27,7 +27,7 @@ export function registerGuaranteeRoutes(router: Router<AuthState>, service: Guar
       const input = parseOrThrow(createSchemas[version], raw, 'guarantee');
       const result = await service.create(orgIdOf(ctx.state), input, {
         respond: serialize,
-        idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, hash: requestHash({ method: 'POST', path: ctx.path, body: raw }) },
+        idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, scope: `POST ${ctx.path}` },
       });
       ctx.status = result.status;
       ctx.body = result.body;

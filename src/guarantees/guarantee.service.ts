@@ -51,9 +51,18 @@ function contentHash(g: NewGuarantee): Buffer {
   return requestHash(JSON.parse(JSON.stringify(g)));
 }
 
+/**
+ * What an Idempotency-Key guards: the endpoint (`POST /api/v2/guarantees`) and the validated,
+ * normalized content, so that values of ignored fields, key order or an equivalent date
+ * offset do not make a retry look different.
+ */
+export function idempotencyFingerprint(scope: string, content: Buffer): Buffer {
+  return requestHash({ scope, content: content.toString('hex') });
+}
+
 export interface CreateOptions {
-  /** The Idempotency-Key header, when sent, and the hash of the whole request it guards. */
-  idempotency?: { key: string; hash: Buffer };
+  /** The Idempotency-Key header, when sent, and the endpoint it was sent to. */
+  idempotency?: { key: string; scope: string };
   /** Turns the record into the response body that a replay must repeat (v1 or v2 shape). */
   respond: (g: GuaranteeRecord) => unknown;
 }
@@ -125,7 +134,7 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
       const hash = contentHash(g);
       const idem = opts.idempotency;
       if (!idem) return register(orgId, g, hash, opts);
-      const claim = await idempotency.claim(orgId, idem.key, idem.hash);
+      const claim = await idempotency.claim(orgId, idem.key, idempotencyFingerprint(idem.scope, hash));
       if (claim.kind === 'replay') return { ...claim.response, created: false };
       try {
         const result = await register(orgId, g, hash, opts);

@@ -34,7 +34,12 @@ export const money = z.number({ error: 'must be a number' })
   .refine((n) => /^\d+(\.\d{1,2})?$/.test(String(n)), 'must have at most two decimals')
   .meta({ description: 'Amount in euro: >= 0, at most two decimals.', example: 150000.5 });
 
-export const text = (max = 255) => z.string({ error: 'must be a string' }).max(max, `must be at most ${max} characters`);
+/** A lone UTF-16 surrogate: not Unicode text, and not storable or hashable as such. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+export const text = (max = 255) => z.string({ error: 'must be a string' })
+  .max(max, `must be at most ${max} characters`)
+  .refine((s) => !LONE_SURROGATE.test(s), 'must be well-formed Unicode text (it holds a lone surrogate)');
 
 /** A value the service assigns itself: accepted in a request, and ignored. */
 export const ignored = (description: string) => z.unknown().optional().meta({ description: `${description} Assigned by the service: a value sent by the client is ignored.` });

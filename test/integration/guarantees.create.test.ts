@@ -114,6 +114,8 @@ describe('POST /api/v{1,2}/guarantees', () => {
       ['an amount beyond DECIMAL(15,2)', 2, { economics: { contractAmount: 1e16 } }, '#/economics/contractAmount'],
       ['a boolean as a string', 2, { economics: { isAutomaticRenewal: 'true' } }, '#/economics/isAutomaticRenewal'],
       ['a string over 255 characters', 2, { details: { cig: 'x'.repeat(256) } }, '#/details/cig'],
+      ['a lone surrogate in a string', 1, { note: { shared: 'ok \ud800 not' } }, '#/note/shared'],
+      ['a lone low surrogate in transactionId', 2, { details: { transactionId: '\udc00' } }, '#/details/transactionId'],
       ['a note over 10,000 characters', 2, { note: { shared: 'x'.repeat(10_001) } }, '#/note/shared'],
       ['null for a non-nullable string', 2, { details: { policyNumber: null } }, '#/details/policyNumber'],
       ['null for transactionId', 2, { details: { transactionId: null } }, '#/details/transactionId'],

@@ -96,8 +96,11 @@ describe('safe retries of guarantee creation', () => {
 
     it('is a 409 while a request with the same key is still running, and taken over once its claim expires', async () => {
       const { db } = await harness();
+      const { idempotencyFingerprint, normalize } = await import('../../src/guarantees/guarantee.service.js');
+      const { createGuaranteeV2 } = await import('../../src/guarantees/guarantee.schemas.js');
       const { requestHash } = await import('../../src/shared/idempotency.js');
-      const hash = requestHash({ method: 'POST', path: '/api/v2/guarantees', body: { details: { policyNumber: 'P' } } });
+      const content = requestHash(JSON.parse(JSON.stringify(normalize(createGuaranteeV2.parse({ details: { policyNumber: 'P' } })))));
+      const hash = idempotencyFingerprint('POST /api/v2/guarantees', content);
       const now = new Date();
       await execute(db, `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, locked_until, created_at, expires_at)
         VALUES ($1, 'busy', $2, 'running', $3, $4, $5)`, [org.orgId, hash, new Date(now.getTime() + 60_000), now, new Date(now.getTime() + 86_400_000)]);
@@ -127,6 +130,16 @@ describe('safe retries of guarantee creation', () => {
       const res = await post(2, { note: { shared: 'new' } }, { 'Idempotency-Key': 'old' });
       expect(res.status).to.equal(200);
       expect(await count(org.orgId)).to.equal(2);
+    });
+
+    it('treats values of ignored fields as the same request, whatever they are (even ones JSON cannot hash)', async () => {
+      const first = await post(2, { details: { policyNumber: 'P' }, id: 'x' }, { 'Idempotency-Key': 'ignored' });
+      const deep = '['.repeat(50_000) + ']'.repeat(50_000);
+      const again = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).set('Idempotency-Key', 'ignored')
+        .set('Content-Type', 'application/json').send(`{"details":{"policyNumber":"P"},"id":1e400,"txHash":${deep}}`);
+      expect(again.status).to.equal(200);
+      expect(again.body).to.deep.equal(first.body);
+      expect(await count(org.orgId)).to.equal(1);
     });
 
     it('refuses a malformed or repeated header', async () => {

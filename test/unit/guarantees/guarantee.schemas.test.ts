@@ -22,6 +22,11 @@ describe('guarantee request schemas', () => {
     expect(a.noteShared).to.equal('');
   });
 
+  it('accept any well-formed Unicode, emoji (surrogate pairs) included', () => {
+    const parsed = createGuaranteeV2.parse({ note: { shared: 'Cauzione 💶 ok' }, details: { cig: 'ÀÉÌ' } });
+    expect(parsed.note?.shared).to.equal('Cauzione 💶 ok');
+  });
+
   it('accept a leap day, refuse a non-leap one', () => {
     expect(createGuaranteeV2.safeParse({ details: { emittedAt: '2024-02-29T00:00:00Z' } }).success).to.equal(true);
     expect(createGuaranteeV2.safeParse({ details: { emittedAt: '2025-02-29T00:00:00Z' } }).success).to.equal(false);
