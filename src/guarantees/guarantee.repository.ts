@@ -1,6 +1,6 @@
 // Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
 // (create, get, list) are a handful of indexed statements and no per-row model work.
-import { execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import type { ActType, DocRecord, GuaranteeRecord, NewGuarantee, NotarizationStatus } from './guarantee.types.js';
 
 interface Row {
@@ -30,7 +30,8 @@ const FROM = `FROM guarantees g
  * benchmark's raw baseline runs exactly the same SQL.
  */
 export const GUARANTEE_SQL = {
-  nextSeq: 'UPDATE organizations SET guarantee_count = LAST_INSERT_ID(guarantee_count + 1) WHERE id = $1',
+  lockOrganization: 'SELECT guarantee_count, last_created_at FROM organizations WHERE id = $1 FOR UPDATE',
+  advanceOrganization: 'UPDATE organizations SET guarantee_count = $1, last_created_at = $2 WHERE id = $3',
   insert: `INSERT INTO guarantees (id, org_id, seq, transaction_id, policy_number, act_type, check_code,
     emitted_at, effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount,
     is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at)
@@ -91,13 +92,19 @@ export function createGuaranteeRepository(db: Sequelize) {
     },
 
     /**
-     * Takes the organization's next sequence number. The row lock it takes serializes
-     * registrations within one organization until the transaction ends; a rollback gives
-     * the number back, so sequences have no gaps. Undefined when the organization is unknown.
+     * Takes the organization's next place in its registry: the sequence number and the
+     * createdAt, later than the previous guarantee's by at least a millisecond whatever the
+     * clock of the process (`now`). The row lock serializes registrations within one
+     * organization until the transaction ends; a rollback gives the place back, so sequences
+     * have no gaps. Undefined when the organization is unknown.
      */
-    async nextSeq(orgId: string, t: Transaction): Promise<number | undefined> {
-      const header = await write(db, GUARANTEE_SQL.nextSeq, [orgId], t);
-      return header.affectedRows === 1 ? header.insertId : undefined;
+    async nextPlace(orgId: string, now: Date, t: Transaction): Promise<{ seq: number; createdAt: Date } | undefined> {
+      const [org] = await select<{ guarantee_count: string; last_created_at: Date | null }>(db, GUARANTEE_SQL.lockOrganization, [orgId], t);
+      if (!org) return undefined;
+      const seq = Number(org.guarantee_count) + 1;
+      const createdAt = new Date(Math.max(now.getTime(), (org.last_created_at?.getTime() ?? 0) + 1));
+      await execute(db, GUARANTEE_SQL.advanceOrganization, [seq, createdAt, orgId], t);
+      return { seq, createdAt };
     },
 
     async insert(g: NewGuarantee & { id: string; orgId: string; seq: number; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {

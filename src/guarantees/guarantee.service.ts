@@ -98,7 +98,7 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
     return existing.record;
   }
 
-  async function register(orgId: string, g: NewGuarantee, hash: Buffer, opts: CreateOptions): Promise<CreateResult> {
+  async function register(orgId: string, g: NewGuarantee, hash: Buffer, opts: CreateOptions, claim?: { key: string; owner: string }): Promise<CreateResult> {
     if (g.transactionId !== null) {
       const existing = await existingForTransaction(orgId, g.transactionId, hash);
       if (existing) return { status: 200, body: opts.respond(existing), created: false };
@@ -106,16 +106,17 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
     await resolveDocs(orgId, g);
     try {
       return await repo.transaction(async (t) => {
-        const seq = await repo.nextSeq(orgId, t);
-        if (seq === undefined) throw new NotFoundError('The organization no longer exists.');
-        // Taken after the sequence lock, so that createdAt follows registration order.
+        // Under the organization's lock: createdAt strictly follows registration order.
+        const place = await repo.nextPlace(orgId, now(), t);
+        if (place === undefined) throw new NotFoundError('The organization no longer exists.');
+        const { seq, createdAt } = place;
         const record: GuaranteeRecord = {
-          ...g, id: uuidv7(), orgId, createdAt: now(), txHash: null, notarizationStatus: 'PENDING',
+          ...g, id: uuidv7({ msecs: createdAt.getTime() }), orgId, createdAt, txHash: null, notarizationStatus: 'PENDING',
           docs: g.docs.map((d) => ({ ...d, checksum: null, notarizedAt: null })),
         };
         await repo.insert({ ...record, seq, requestHash: hash }, t);
         const response: StoredResponse = { status: 200, body: opts.respond(record) };
-        if (opts.idempotency) await idempotency.complete(orgId, opts.idempotency.key, response, t);
+        if (claim) await idempotency.complete(orgId, claim.key, claim.owner, response, t);
         return { ...response, created: true };
       });
     } catch (err) {
@@ -136,12 +137,13 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
       if (!idem) return register(orgId, g, hash, opts);
       const claim = await idempotency.claim(orgId, idem.key, idempotencyFingerprint(idem.scope, hash));
       if (claim.kind === 'replay') return { ...claim.response, created: false };
+      const mine = { key: idem.key, owner: claim.owner };
       try {
-        const result = await register(orgId, g, hash, opts);
-        if (!result.created) await idempotency.complete(orgId, idem.key, result);
+        const result = await register(orgId, g, hash, opts, mine);
+        if (!result.created) await idempotency.complete(orgId, mine.key, mine.owner, result);
         return result;
       } catch (err) {
-        await idempotency.release(orgId, idem.key).catch(() => undefined);
+        await idempotency.release(orgId, mine.key, mine.owner).catch(() => undefined);
         throw err;
       }
     },

@@ -4,7 +4,7 @@
 // it is a 409. The response is recorded in the same transaction as the work it describes, so
 // a crash never leaves a record without its replay (or a replay without its record). Only
 // successful responses are recorded: a request that failed may be retried with the same key.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { ConflictError, ValidationError } from './errors.js';
 import { ER_DUP_ENTRY, execute, mysqlErrno, select, type Sequelize, type Transaction } from './db/sequelize.js';
@@ -31,16 +31,17 @@ export function parseIdempotencyKey(values: string[] | undefined): string | unde
   return key;
 }
 
-export type Claim = { kind: 'proceed' } | { kind: 'replay'; response: StoredResponse };
+/** `owner` identifies this request's claim: only it may record the response or release the key. */
+export type Claim = { kind: 'proceed'; owner: string } | { kind: 'replay'; response: StoredResponse };
 
 interface Row { request_hash: Buffer; state: 'running' | 'done'; response_status: number | null; response_body: string | null; locked_until: Date; expires_at: Date }
 
 export function createIdempotencyStore(db: Sequelize, now: () => Date = () => new Date()) {
-  async function insertClaim(orgId: string, key: string, hash: Buffer): Promise<boolean> {
+  async function insertClaim(orgId: string, key: string, hash: Buffer, owner: string): Promise<boolean> {
     const t = now();
     try {
-      await execute(db, `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, locked_until, created_at, expires_at)
-        VALUES ($1, $2, $3, 'running', $4, $5, $6)`, [orgId, key, hash, new Date(t.getTime() + CLAIM_TTL_MS), t, new Date(t.getTime() + IDEMPOTENCY_TTL_MS)]);
+      await execute(db, `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, owner, locked_until, created_at, expires_at)
+        VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)`, [orgId, key, hash, owner, new Date(t.getTime() + CLAIM_TTL_MS), t, new Date(t.getTime() + IDEMPOTENCY_TTL_MS)]);
       return true;
     } catch (err) {
       if (mysqlErrno(err) === ER_DUP_ENTRY) return false;
@@ -51,8 +52,9 @@ export function createIdempotencyStore(db: Sequelize, now: () => Date = () => ne
   return {
     /** Claims a key for a request, or says to replay what it answered before. */
     async claim(orgId: string, key: string, hash: Buffer): Promise<Claim> {
+      const owner = randomUUID();
       for (let attempt = 0; attempt < 3; attempt++) {
-        if (await insertClaim(orgId, key, hash)) return { kind: 'proceed' };
+        if (await insertClaim(orgId, key, hash, owner)) return { kind: 'proceed', owner };
         const [row] = await select<Row>(db, `SELECT request_hash, state, response_status, response_body, locked_until, expires_at
           FROM idempotency_keys WHERE org_id = $1 AND idem_key = $2`, [orgId, key]);
         if (!row) continue; // released meanwhile: claim again
@@ -69,23 +71,28 @@ export function createIdempotencyStore(db: Sequelize, now: () => Date = () => ne
         }
         if (row.locked_until > t) throw new ConflictError('A request with this Idempotency-Key is still in progress.');
         // Its owner died: take the claim over, unless someone else just did.
-        const took = await execute(db, `UPDATE idempotency_keys SET locked_until = $1
-          WHERE org_id = $2 AND idem_key = $3 AND state = 'running' AND locked_until <= $4`, [new Date(t.getTime() + CLAIM_TTL_MS), orgId, key, t]);
-        if (took === 1) return { kind: 'proceed' };
+        const took = await execute(db, `UPDATE idempotency_keys SET locked_until = $1, owner = $2
+          WHERE org_id = $3 AND idem_key = $4 AND state = 'running' AND locked_until <= $5`, [new Date(t.getTime() + CLAIM_TTL_MS), owner, orgId, key, t]);
+        if (took === 1) return { kind: 'proceed', owner };
         throw new ConflictError('A request with this Idempotency-Key is still in progress.');
       }
       throw new ConflictError('A request with this Idempotency-Key is still in progress.');
     },
 
-    /** Records the response; call inside the transaction that does the work. */
-    async complete(orgId: string, key: string, response: StoredResponse, transaction?: Transaction): Promise<void> {
-      await execute(db, `UPDATE idempotency_keys SET state = 'done', response_status = $1, response_body = $2
-        WHERE org_id = $3 AND idem_key = $4`, [response.status, JSON.stringify(response.body), orgId, key], transaction);
+    /**
+     * Records the response; call inside the transaction that does the work. Throws a 409, and
+     * so rolls that work back, when the claim is no longer this request's (it outlived its
+     * claim and a retry took the key over).
+     */
+    async complete(orgId: string, key: string, owner: string, response: StoredResponse, transaction?: Transaction): Promise<void> {
+      const done = await execute(db, `UPDATE idempotency_keys SET state = 'done', response_status = $1, response_body = $2
+        WHERE org_id = $3 AND idem_key = $4 AND owner = $5 AND state = 'running'`, [response.status, JSON.stringify(response.body), orgId, key, owner], transaction);
+      if (done !== 1) throw new ConflictError('This request outlived its Idempotency-Key claim, which a retry took over; nothing was recorded.');
     },
 
     /** Gives the key back after a failed request, so that the client may retry with it. */
-    async release(orgId: string, key: string): Promise<void> {
-      await execute(db, "DELETE FROM idempotency_keys WHERE org_id = $1 AND idem_key = $2 AND state = 'running'", [orgId, key]);
+    async release(orgId: string, key: string, owner: string): Promise<void> {
+      await execute(db, "DELETE FROM idempotency_keys WHERE org_id = $1 AND idem_key = $2 AND owner = $3 AND state = 'running'", [orgId, key, owner]);
     },
 
     /** Deletes expired records; returns how many. */

@@ -1,6 +1,7 @@
 // Every migration, in order. A listed module (not a glob) works the same from src/ under tsx
 // and from dist/ in production. Each must leave a schema the previous release's code can use.
 import { migration as initial } from './0001-initial.js';
+import { migration as claimOwnerAndCreatedOrder } from './0002-claim-owner-and-created-order.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -10,4 +11,4 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial];
+export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder];
