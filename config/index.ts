@@ -39,6 +39,8 @@ const schema = z.object({
 
   DATABASE_URL: nonEmpty('mysql://user:password@host:port/database').refine((v) => /^(mysql|mariadb):\/\/[^/]+\/\w+/.test(v), 'must look like mysql://user:password@host:port/database'),
   DATABASE_POOL_MAX: int(1, 500).default(20),
+  /** Longest a statement may run or wait for a lock (then 503, retryable). */
+  DATABASE_STATEMENT_TIMEOUT_MS: int(100, 600_000).default(10_000),
   REDIS_URL: nonEmpty('redis://host:port/db').refine((v) => /^rediss?:\/\//.test(v), 'must start with redis:// or rediss://'),
 
   S3_ENDPOINT: z.url({ error: 'must be a URL' }).optional(),

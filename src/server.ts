@@ -11,7 +11,7 @@ const SHUTDOWN_GRACE_MS = 25_000;
 export async function startServer(): Promise<{ port: number; close: () => Promise<void> }> {
   const config = getConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX });
+  const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const app = createApp({ config, logger, db });
   const handle = app.callback();
   const server = createServer((req, res) => { void handle(req, res); });

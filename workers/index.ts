@@ -16,7 +16,7 @@ export interface RunningWorkers { close(): Promise<void> }
 export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, logger?: Logger): Promise<RunningWorkers> {
   const config = getConfig();
   const log = logger ?? createLogger(config.LOG_LEVEL);
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 5 });
+  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 5, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const connection = workerConnection(config.REDIS_URL);
   connection.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   const closers: Array<() => Promise<unknown>> = [];

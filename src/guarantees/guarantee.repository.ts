@@ -117,7 +117,7 @@ export function createGuaranteeRepository(db: Sequelize) {
       if (g.docs.length) {
         const values = g.docs.map((_, i) => `($1, $${i * 3 + 2}, $${i * 3 + 3}, $${i * 3 + 4}, ${i})`).join(', ');
         await execute(db, `INSERT INTO guarantee_docs (guarantee_id, type, file_key, original_file_name, position) VALUES ${values}`,
-          [g.id, ...g.docs.flatMap((doc) => [doc.type, doc.key, doc.originalFileName])], t);
+          [g.id, ...g.docs.flatMap((doc) => [doc.type, doc.key, doc.originalFileName])], t, { prepared: false });
       }
     },
 
@@ -151,7 +151,7 @@ export function createGuaranteeRepository(db: Sequelize) {
       if (!keys.length) return [];
       const marks = keys.map((_, i) => `$${i + 2}`).join(', ');
       const rows = await select<{ object_key: string; status: string; original_file_name: string | null }>(db,
-        `SELECT object_key, status, original_file_name FROM files WHERE org_id = $1 AND object_key IN (${marks})`, [orgId, ...keys]);
+        `SELECT object_key, status, original_file_name FROM files WHERE org_id = $1 AND object_key IN (${marks})`, [orgId, ...keys], undefined, { prepared: false });
       return rows.map((r) => ({ key: r.object_key, status: r.status, originalFileName: r.original_file_name }));
     },
   };

@@ -33,7 +33,7 @@ export async function harness(): Promise<Harness> {
   if (!shared) {
     const config = getConfig();
     await migrate(config.DATABASE_URL, createLogger('silent'));
-    const db = createSequelize({ url: config.DATABASE_URL, poolMax: 20 });
+    const db = createSequelize({ url: config.DATABASE_URL, poolMax: 20, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
     const app = createApp({ config, logger: createLogger('silent'), db });
     shared = { config, db, app, http: supertest(app.callback()), orgs: createOrgService(createOrgRepository(db)) };
   }

@@ -9,10 +9,21 @@ export interface DatabaseOptions {
   poolMax: number;
   /** Milliseconds a query may wait for a pool connection before failing (never a hang). */
   acquireTimeoutMs?: number;
+  /**
+   * Longest a statement may run or wait for a lock, in milliseconds: set on the server for
+   * every connection (max_statement_time, lock waits) and enforced by the client on the lean
+   * path, whose connection is destroyed when the server does not answer in time. Unset for
+   * migrations, whose statements may rightly take long.
+   */
+  statementTimeoutMs?: number;
+  /** How much longer than statementTimeoutMs the client waits for an answer (default 5 s). */
+  clientGraceMs?: number;
 }
 
+const clientTimeouts = new WeakMap<Sequelize, number>();
+
 export function createSequelize(opts: DatabaseOptions): Sequelize {
-  return new Sequelize(opts.url, {
+  const db = new Sequelize(opts.url, {
     dialect: 'mysql',
     logging: false,
     timezone: '+00:00',
@@ -29,9 +40,35 @@ export function createSequelize(opts: DatabaseOptions): Sequelize {
       bigNumberStrings: true,
       connectTimeout: 5_000,
       charset: 'utf8mb4',
+      // Each pooled connection keeps its prepared statements; bounded so that processes x
+      // connections x statements stays far below the server's max_prepared_stmt_count.
+      maxPreparedStatements: 64,
     },
     define: { timestamps: false, underscored: true, freezeTableName: true },
   });
+  const timeoutMs = opts.statementTimeoutMs;
+  if (timeoutMs !== undefined) {
+    clientTimeouts.set(db, timeoutMs + (opts.clientGraceMs ?? 5_000));
+    const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
+    db.addHook('afterConnect', async (connection) => {
+      await new Promise<void>((resolve, reject) => {
+        (connection as MysqlConnection).query(
+          `SET SESSION max_statement_time = ${timeoutMs / 1000}, lock_wait_timeout = ${seconds}, innodb_lock_wait_timeout = ${seconds}`,
+          (err) => (err ? reject(err) : resolve()));
+      });
+    });
+  }
+  return db;
+}
+
+/**
+ * Errors that say "the database is busy or unreachable, retry": lock wait timeout (1205),
+ * deadlock (1213), statement time limit (1969), and the client's own timeout.
+ */
+export function isTransientDatabaseError(err: unknown): boolean {
+  const errno = mysqlErrno(err);
+  const code = (err as { code?: unknown } | null)?.code;
+  return errno === 1205 || errno === 1213 || errno === 1969 || code === 'PROTOCOL_SEQUENCE_TIMEOUT';
 }
 
 /** The MySQL error number of a driver error, if it is one (1062 is a duplicate key). */
@@ -49,7 +86,18 @@ export const ER_DUP_ENTRY = 1062;
 // statements) on the pooled connection itself.
 
 interface MysqlConnection {
-  execute(sql: string, values: unknown[], callback: (err: Error | null, result: unknown) => void): unknown;
+  destroy(): void;
+  execute(options: { sql: string }, values: unknown[], callback: (err: Error | null, result: unknown) => void): unknown;
+  query(sql: string | { sql: string }, values: unknown[] | ((err: Error | null) => void), callback?: (err: Error | null, result: unknown) => void): unknown;
+}
+
+export interface RunOptions {
+  /**
+   * false: send as text (client-side escaping) instead of a prepared statement: for
+   * statements whose shape varies (IN lists, multi-row inserts), which would otherwise fill
+   * the prepared-statement cache with one entry per arity.
+   */
+  prepared?: boolean;
 }
 
 const MAX_PREPARED_FORMS = 1000;
@@ -67,28 +115,48 @@ export function toPositional(sql: string): { sql: string; order: number[] } {
   return p;
 }
 
-async function run(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction): Promise<unknown> {
+async function run(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction, opts: RunOptions = {}): Promise<unknown> {
   const p = toPositional(sql);
   const values = p.order.map((i) => bind[i] ?? null);
+  const command = { sql: p.sql };
+  const timeoutMs = clientTimeouts.get(db);
   const own = transaction === undefined;
   const connection = (own
     ? await db.connectionManager.getConnection({ type: 'write' })
     : (transaction as unknown as { connection: object }).connection) as MysqlConnection;
+  let broken = false;
+  let timer: NodeJS.Timeout | undefined;
   try {
     return await new Promise((resolve, reject) => {
-      connection.execute(p.sql, values, (err, result) => (err ? reject(err) : resolve(result)));
+      // Our own timer, around prepare and execute alike (mysql2's covers the execute only).
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          broken = true;
+          reject(Object.assign(new Error(`The database did not answer within ${timeoutMs} ms`), { code: 'PROTOCOL_SEQUENCE_TIMEOUT' }));
+        }, timeoutMs);
+      }
+      const done = (err: Error | null, result: unknown) => (err ? reject(err) : resolve(result));
+      if (opts.prepared === false) connection.query(command, values, done);
+      else connection.execute(command, values, done);
     });
   } finally {
-    if (own) db.connectionManager.releaseConnection(connection);
+    clearTimeout(timer);
+    // A connection whose command is still running is never reused: destroyed, the pool makes another.
+    if (broken) {
+      // Close the socket now (a polite end would wait for the silent server), then let the
+      // pool forget the connection.
+      connection.destroy();
+      void (db.connectionManager as unknown as { pool: { destroy(c: object): Promise<void> } }).pool.destroy(connection).catch(() => undefined);
+    } else if (own) db.connectionManager.releaseConnection(connection);
   }
 }
 
 /** Runs a SELECT with positional bind parameters ($1, $2...) and returns plain rows. */
-export async function select<T extends object>(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction): Promise<T[]> {
-  return (await run(db, sql, bind, transaction)) as T[];
+export async function select<T extends object>(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction, opts?: RunOptions): Promise<T[]> {
+  return (await run(db, sql, bind, transaction, opts)) as T[];
 }
 
 /** Runs a statement that changes rows; resolves with the affected row count. */
-export async function execute(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction): Promise<number> {
-  return ((await run(db, sql, bind, transaction)) as { affectedRows?: number }).affectedRows ?? 0;
+export async function execute(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction, opts?: RunOptions): Promise<number> {
+  return ((await run(db, sql, bind, transaction, opts)) as { affectedRows?: number }).affectedRows ?? 0;
 }

@@ -3,6 +3,7 @@
 // Database and queue faults are a 503, never a hang; anything unexpected is a 500 whose
 // details stay in the log.
 import type { Context, Middleware } from 'koa';
+import { isTransientDatabaseError } from '../db/sequelize.js';
 import { AppError, RateLimitedError, UnavailableError, ValidationError } from '../errors.js';
 import type { Logger } from '../logger.js';
 
@@ -29,6 +30,7 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const e = err as { name?: string; status?: unknown; expose?: unknown; message?: string; fatal?: unknown } | null;
   if (e && typeof e.name === 'string' && UNAVAILABLE.has(e.name)) return new UnavailableError('The database is unavailable; retry later.', err);
+  if (isTransientDatabaseError(err)) return new UnavailableError('The database is busy; retry later.', err);
   // mysql2's own fatal errors (connection lost or refused mid-query) on the lean query path.
   if (e?.fatal === true) return new UnavailableError('The database connection failed; retry later.', err);
   if (e && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
