@@ -34,7 +34,7 @@ const schema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('production'),
   PORT: int(0, 65535).default(3000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Honour X-Forwarded-For (behind a router such as Heroku's). */
+  /** Behind a router (Heroku's): take the client's address from the last X-Forwarded-For hop. */
   TRUST_PROXY: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
 
   DATABASE_URL: nonEmpty('mysql://user:password@host:port/database').refine((v) => /^(mysql|mariadb):\/\/[^/]+\/\w+/.test(v), 'must look like mysql://user:password@host:port/database'),

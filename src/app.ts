@@ -29,7 +29,9 @@ export function createApp(deps: AppDeps): Koa {
   const orgs = createOrgService(createOrgRepository(db));
   const guarantees = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db) });
 
-  const app = new Koa({ proxy: config.TRUST_PROXY });
+  // Behind a router, the client's address is the last X-Forwarded-For hop, the one the router
+  // appended: the hops before it are whatever the client sent.
+  const app = new Koa({ proxy: config.TRUST_PROXY, maxIpsCount: 1 });
   app.silent = true; // errors are logged by errorHandler, once
   app.use(observe(logger, metrics));
   app.use(errorHandler(logger));

@@ -70,6 +70,17 @@ describe('API keys', () => {
     expect(new Set(statuses)).to.deep.equal(new Set([200]));
   });
 
+  it('behind a router, counts failures by the hop the router appended, not by what the client forged', async () => {
+    const http = await appWith({ AUTH_FAILURES_PER_MINUTE: '3', TRUST_PROXY: 'true' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      statuses.push((await http.get('/api/v1/guarantees').set('X-API-Key', 'bad').set('X-Forwarded-For', `10.9.${i}.1, 203.0.113.7`)).status);
+    }
+    expect(statuses).to.deep.equal([401, 401, 401, 429, 429]);
+    // Another client, behind the same router, keeps its own budget.
+    expect((await http.get('/api/v1/guarantees').set('X-API-Key', 'bad').set('X-Forwarded-For', '203.0.113.8')).status).to.equal(401);
+  });
+
   it('limits failed authentications per client address, while a known key keeps working', async () => {
     const http = await appWith({ AUTH_FAILURES_PER_MINUTE: '3' });
     const org = await newOrg();

@@ -44,7 +44,7 @@ describe('database time limits', function () {
       process.kill(pid, 'SIGSTOP');
       const resume = setTimeout(() => process.kill(pid, 'SIGCONT'), 3000);
       let error: unknown;
-      let elapsed = 0;
+      let elapsed: number;
       try {
         const started = Date.now();
         error = await select(db, 'SELECT 1 AS one', []).then(() => undefined, (e: unknown) => e);
