@@ -5,13 +5,14 @@
 import { spawnSync } from 'node:child_process';
 import { applyEnv, localAppEnv } from './local-env.js';
 import { databaseName, rootSql } from './services/mariadb.js';
-import { context, down, up, type ServiceName } from './services/index.js';
+import { context, down, startedByThisProcess, up } from './services/index.js';
 
 const mochaArgs = process.argv.slice(2);
-let started: ServiceName[] = [];
 let stopping = false;
 
+/** Stops what this run started, also when it is interrupted while the servers start. */
 async function stop(): Promise<void> {
+  const started = [...new Set(startedByThisProcess.test)];
   if (stopping || started.length === 0) return;
   stopping = true;
   process.stderr.write(`[test] stopping ${started.join(', ')}\n`);
@@ -32,7 +33,6 @@ function step(name: string, command: string, args: string[]): boolean {
 let ok = false;
 try {
   const result = await up('test');
-  started = result.started;
   applyEnv(result.env, localAppEnv('test'), { LOG_LEVEL: 'silent', RUN_ID: String(Date.now()) });
   // A run never depends on what an earlier run left: the local test database starts empty.
   // (An external DATABASE_URL is the user's: it is migrated, never dropped.)

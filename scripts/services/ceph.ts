@@ -2,11 +2,11 @@
 // sparse file) and radosgw, without auth between the daemons, under .data/<profile>/ceph.
 // It is the only S3 server installable here that enforces presigned POST policies.
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { ensurePackages, log, readPid, run, startDaemon, stopDaemon, waitFor } from './process.js';
-import type { LocalService, ServiceContext } from './types.js';
+import { socketPath, type LocalService, type ServiceContext } from './types.js';
 
 const ACCESS_KEY = 'registry-local-access';
 const SECRET_KEY = 'registry-local-secret-not-for-production';
@@ -46,7 +46,7 @@ ms client mode = crc
 ms service mode = crc
 ms cluster mode = crc
 run dir = ${p.dir}/run
-admin socket = ${p.dir}/run/$name.asok
+admin socket = ${dirname(socketPath(`${p.dir}/run`, 'client.rgw.a.asok'))}/$name.asok
 log file = ${p.dir}/log/$name.log
 osd pool default size = 1
 osd pool default min size = 1
@@ -111,7 +111,18 @@ async function initialize(ctx: ServiceContext): Promise<void> {
   await ceph(ctx, 'osd', 'create');
   mkdirSync(p.osd, { recursive: true });
   await run('ceph-osd', ['-c', p.conf, '-i', '0', '--mkfs'], 120_000);
-  writeFileSync(p.initialized, fsid);
+  writeFileSync(p.initialized, `${fsid} ${ctx.ports.mon}`);
+}
+
+/** True when the cluster was made for this monitor address (its monmap holds the address). */
+function initializedForThisPort(ctx: ServiceContext): boolean {
+  const p = paths(ctx);
+  if (!existsSync(p.initialized)) return false;
+  const [, port] = readFileSync(p.initialized, 'utf8').trim().split(' ');
+  if (port === String(ctx.ports.mon)) return true;
+  log(`the local Ceph cluster under ${p.dir} was made for another monitor port: making it anew (its objects are lost)`);
+  rmSync(p.dir, { recursive: true, force: true });
+  return false;
 }
 
 export function s3Client(ctx: ServiceContext): S3Client {
@@ -153,7 +164,7 @@ export const s3: LocalService = {
   },
   async start(ctx) {
     const p = paths(ctx);
-    if (!existsSync(p.initialized)) await initialize(ctx);
+    if (!initializedForThisPort(ctx)) await initialize(ctx);
     await startMon(ctx);
     await startOsd(ctx);
     if (readPid(p.pid('rgw')) === undefined) {

@@ -3,7 +3,7 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePackages, readPid, startDaemon, stopDaemon, tcpExchange, waitFor } from './process.js';
-import type { LocalService, ServiceContext } from './types.js';
+import { socketPath, type LocalService, type ServiceContext } from './types.js';
 
 const dirOf = (ctx: ServiceContext) => join(ctx.dataDir, 'clamd');
 const OFFICIAL_DB = '/var/lib/clamav';
@@ -33,7 +33,7 @@ export const clamd: LocalService = {
     // them is reported as Heuristics.Limits.Exceeded instead of passing unscanned as clean.
     writeFileSync(join(dir, 'clamd.conf'), [
       'Foreground yes',
-      `LocalSocket ${join(dir, 'clamd.sock')}`,
+      `LocalSocket ${socketPath(dir, 'clamd.sock')}`,
       `TCPSocket ${ctx.ports.clamd}`,
       'TCPAddr 127.0.0.1',
       `DatabaseDirectory ${db}`,

@@ -9,6 +9,8 @@ import { log } from './process.js';
 import { redis } from './redis.js';
 import { PORTS, type LocalService, type Profile, type ServiceContext } from './types.js';
 
+export type { LocalService } from './types.js';
+
 export { PROFILES, type Profile } from './types.js';
 
 export const ALL: readonly LocalService[] = [mariadb, redis, clamd, s3];
@@ -21,8 +23,8 @@ export function context(profile: Profile): ServiceContext {
 }
 
 /** The services the environment does not already point at, optionally narrowed to `only`. */
-function localServices(only?: readonly ServiceName[], env: NodeJS.ProcessEnv = process.env): LocalService[] {
-  return ALL.filter((s) => (!only || only.includes(s.name)) && !s.externalWhen.some((v) => env[v]));
+function localServices(all: readonly LocalService[], only?: readonly ServiceName[], env: NodeJS.ProcessEnv = process.env): LocalService[] {
+  return all.filter((s) => (!only || only.includes(s.name)) && !s.externalWhen.some((v) => env[v]));
 }
 
 export interface UpResult {
@@ -32,28 +34,44 @@ export interface UpResult {
   started: ServiceName[];
 }
 
-/** Starts what is not running (installing it first when missing); idempotent. */
-export async function up(profile: Profile, only?: readonly ServiceName[]): Promise<UpResult> {
+/**
+ * Every service this process began to start, per profile, even one still starting: what a
+ * caller interrupted mid-way (Ctrl-C) must stop.
+ */
+export const startedByThisProcess: Record<Profile, ServiceName[]> = { dev: [], test: [], bench: [] };
+
+/**
+ * Starts what is not running (installing it first when missing); idempotent. When one
+ * service fails to start, those this call started are stopped again before the error.
+ */
+export async function up(profile: Profile, only?: readonly ServiceName[], all: readonly LocalService[] = ALL): Promise<UpResult> {
   const ctx = context(profile);
   mkdirSync(ctx.dataDir, { recursive: true });
-  const services = localServices(only);
+  const services = localServices(all, only);
   for (const s of services) s.install();
   const started: ServiceName[] = [];
   const t0 = Date.now();
-  await Promise.all(services.map(async (s) => {
+  const results = await Promise.allSettled(services.map(async (s) => {
     if (await s.isUp(ctx).catch(() => false)) return;
     log(`starting ${s.name} (${profile})`);
-    await s.start(ctx);
     started.push(s.name);
+    startedByThisProcess[profile].push(s.name);
+    await s.start(ctx);
   }));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    log(`stopping ${started.join(', ') || 'nothing'} after a failed start`);
+    await down(profile, started, all);
+    throw failed.reason;
+  }
   if (started.length) log(`${started.join(', ')} up in ${Date.now() - t0} ms`);
   return { env: Object.assign({}, ...services.map((s) => s.env(ctx))) as Record<string, string>, started };
 }
 
-export async function down(profile: Profile, only?: readonly ServiceName[]): Promise<void> {
+export async function down(profile: Profile, only?: readonly ServiceName[], all: readonly LocalService[] = ALL): Promise<void> {
   const ctx = context(profile);
   // Not filtered by the environment: `down` stops what this project started, whatever points elsewhere now.
-  await Promise.all(ALL.filter((s) => !only || only.includes(s.name)).map((s) => s.stop(ctx)));
+  await Promise.all(all.filter((s) => !only || only.includes(s.name)).map((s) => s.stop(ctx)));
 }
 
 export async function status(profile: Profile): Promise<Record<ServiceName, 'up' | 'down' | 'external'>> {

@@ -2,14 +2,14 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePackages, readPid, run, startDaemon, stopDaemon, waitFor } from './process.js';
-import type { LocalService, ServiceContext } from './types.js';
+import { socketPath, type LocalService, type ServiceContext } from './types.js';
 
 const USER = 'registry';
 const PASSWORD = 'registry-local-only';
 
 const paths = (ctx: ServiceContext) => {
   const dir = join(ctx.dataDir, 'mariadb');
-  return { dir, data: join(dir, 'data'), socket: join(dir, 'mysqld.sock'), pid: join(dir, 'mysqld.pid'), log: join(dir, 'mysqld.err') };
+  return { dir, data: join(dir, 'data'), socket: socketPath(dir, 'mysqld.sock'), pid: join(dir, 'mysqld.pid'), log: join(dir, 'mysqld.err') };
 };
 
 export const databaseName = (ctx: ServiceContext) => `registry_${ctx.profile}`;

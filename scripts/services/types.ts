@@ -1,14 +1,16 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 // What every local server of `npm run services` provides.
 export type Profile = 'dev' | 'test' | 'bench';
 export const PROFILES: readonly Profile[] = ['dev', 'test', 'bench'];
 
 export interface Ports { mariadb: number; redis: number; clamd: number; rgw: number; mon: number }
 
-/** Dev, test and bench never share ports or data. */
+/** Dev, test and bench never share ports or data. All below Linux's ephemeral range (32768+). */
 export const PORTS: Record<Profile, Ports> = {
-  dev: { mariadb: 3310, redis: 6390, clamd: 3311, rgw: 7480, mon: 40000 },
-  test: { mariadb: 3320, redis: 6391, clamd: 3321, rgw: 7481, mon: 40010 },
-  bench: { mariadb: 3330, redis: 6392, clamd: 3331, rgw: 7482, mon: 40020 },
+  dev: { mariadb: 3310, redis: 6390, clamd: 3311, rgw: 7480, mon: 13300 },
+  test: { mariadb: 3320, redis: 6391, clamd: 3321, rgw: 7481, mon: 13310 },
+  bench: { mariadb: 3330, redis: 6392, clamd: 3331, rgw: 7482, mon: 13320 },
 };
 
 export interface ServiceContext {
@@ -18,6 +20,18 @@ export interface ServiceContext {
   ports: Ports;
   /** The project's root folder. */
   root: string;
+}
+
+/**
+ * A unix socket's path under `dir`, or, when that would pass the kernel's 107-byte limit
+ * (a deeply nested checkout), a short one under /tmp named after `dir`.
+ */
+export function socketPath(dir: string, name: string): string {
+  const full = `${dir}/${name}`;
+  if (full.length <= 100) return full;
+  const tag = createHash('sha256').update(dir).digest('hex').slice(0, 12);
+  mkdirSync(`/tmp/grs-${tag}`, { recursive: true });
+  return `/tmp/grs-${tag}/${name}`;
 }
 
 export interface LocalService {
