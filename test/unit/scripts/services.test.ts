@@ -7,9 +7,9 @@ function fake(name: LocalService['name'], events: string[], fails = false): Loca
     externalWhen: [`FAKE_${name.toUpperCase()}_URL`],
     install: () => undefined,
     isUp: () => Promise.resolve(false),
-    async start() {
+    start() {
       events.push(`start ${name}`);
-      if (fails) throw new Error(`${name} would not start`);
+      return fails ? Promise.reject(new Error(`${name} would not start`)) : Promise.resolve();
     },
     stop() { events.push(`stop ${name}`); return Promise.resolve(); },
     env: () => ({ [`FAKE_${name.toUpperCase()}_URL`]: `fake://${name}` }),
