@@ -8,7 +8,7 @@
 //   npm run build && DATABASE_URL=... PORT=... node dist/bench/raw-server.js
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import mysql, { type ExecuteValues, type RowDataPacket } from 'mysql2/promise';
+import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
 import { GUARANTEE_SQL } from '../src/guarantees/guarantee.repository.js';
 import { FIND_API_KEY_SQL } from '../src/orgs/org.repository.js';
@@ -18,8 +18,7 @@ const stmt = (sql: string) => { const p = toPositional(sql); return (params: unk
 
 const Q = {
   key: stmt(FIND_API_KEY_SQL),
-  lockOrg: stmt(GUARANTEE_SQL.lockOrganization),
-  advanceOrg: stmt(GUARANTEE_SQL.advanceOrganization),
+  nextPlace: stmt(GUARANTEE_SQL.nextPlace),
   insert: stmt(GUARANTEE_SQL.insert),
   byId: stmt(GUARANTEE_SQL.findById),
   byTx: stmt(GUARANTEE_SQL.findByTransactionId),
@@ -86,12 +85,10 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
   const conn = await pool.getConnection();
   try {
     await conn.beginTransaction();
-    const [orgs] = await conn.execute<RowDataPacket[]>(...Q.lockOrg([orgId]));
-    const seq = Number(orgs[0]?.guarantee_count) + 1;
-    const createdAt = new Date(Math.max(Date.now(), ((orgs[0]?.last_created_at as Date | null)?.getTime() ?? 0) + 1));
-    await conn.execute(...Q.advanceOrg([seq, createdAt, orgId]));
+    const [place] = await conn.execute<ResultSetHeader>(...Q.nextPlace([orgId, Date.now()]));
+    const createdAt = new Date(place.insertId);
     const id = uuidv7({ msecs: createdAt.getTime() });
-    await conn.execute(...Q.insert([id, orgId, seq, txId, d.policyNumber ?? null, d.actType ?? null, null, null, null, null, null,
+    await conn.execute(...Q.insert([id, orgId, txId, d.policyNumber ?? null, d.actType ?? null, null, null, null, null, null,
       null, null, body.economics?.garantedAmount ?? null, null, null, '', null, hash, createdAt]));
     await conn.commit();
     return { details: { transactionId: txId, policyNumber: d.policyNumber, actType: d.actType }, economics: body.economics, note: { shared: '' }, txHash: null, notarizationStatus: 'PENDING', docs: [], createdAt, id, orgId };

@@ -1,6 +1,6 @@
 // Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
 // (create, get, list) are a handful of indexed statements and no per-row model work.
-import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import type { ActType, DocRecord, GuaranteeRecord, NewGuarantee, NotarizationStatus } from './guarantee.types.js';
 
 interface Row {
@@ -30,12 +30,15 @@ const FROM = `FROM guarantees g
  * benchmark's raw baseline runs exactly the same SQL.
  */
 export const GUARANTEE_SQL = {
-  lockOrganization: 'SELECT guarantee_count, last_created_at FROM organizations WHERE id = $1 FOR UPDATE',
-  advanceOrganization: 'UPDATE organizations SET guarantee_count = $1, last_created_at = $2 WHERE id = $3',
+  /** Takes the organization's row lock, its next number and a createdAt (epoch ms) handed back as the insert id. */
+  nextPlace: `UPDATE organizations SET guarantee_count = guarantee_count + 1,
+    last_created_ms = LAST_INSERT_ID(GREATEST($2, COALESCE(last_created_ms, 0) + 1)) WHERE id = $1`,
+  /** The sequence number is the organization's count, just advanced under the same lock. */
   insert: `INSERT INTO guarantees (id, org_id, seq, transaction_id, policy_number, act_type, check_code,
     emitted_at, effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount,
     is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, NULL, 'PENDING', $19, $20)`,
+    SELECT $1, o.id, o.guarantee_count, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, NULL, 'PENDING', $18, $19
+    FROM organizations o WHERE o.id = $2`,
   findById: `SELECT ${COLUMNS} ${FROM} WHERE g.id = $1 AND g.org_id = $2 ORDER BY d.position`,
   findByTransactionId: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.transaction_id = $2 ORDER BY d.position`,
   count: 'SELECT guarantee_count AS n FROM organizations WHERE id = $1',
@@ -92,26 +95,24 @@ export function createGuaranteeRepository(db: Sequelize) {
     },
 
     /**
-     * Takes the organization's next place in its registry: the sequence number and the
-     * createdAt, later than the previous guarantee's by at least a millisecond whatever the
-     * clock of the process (`now`). The row lock serializes registrations within one
-     * organization until the transaction ends; a rollback gives the place back, so sequences
-     * have no gaps. Undefined when the organization is unknown.
+     * Takes the organization's next place in its registry: its count advances (the next
+     * sequence number, which insert reads) and the createdAt, later than the previous
+     * guarantee's by at least a millisecond whatever the clock of the process (`now`), comes
+     * back in one statement. The row lock serializes registrations within one organization
+     * until the transaction ends; a rollback gives the place back, so sequences have no gaps.
+     * Undefined when the organization is unknown.
      */
-    async nextPlace(orgId: string, now: Date, t: Transaction): Promise<{ seq: number; createdAt: Date } | undefined> {
-      const [org] = await select<{ guarantee_count: string; last_created_at: Date | null }>(db, GUARANTEE_SQL.lockOrganization, [orgId], t);
-      if (!org) return undefined;
-      const seq = Number(org.guarantee_count) + 1;
-      const createdAt = new Date(Math.max(now.getTime(), (org.last_created_at?.getTime() ?? 0) + 1));
-      await execute(db, GUARANTEE_SQL.advanceOrganization, [seq, createdAt, orgId], t);
-      return { seq, createdAt };
+    async nextPlace(orgId: string, now: Date, t: Transaction): Promise<{ createdAt: Date } | undefined> {
+      const { affectedRows, insertId } = await write(db, GUARANTEE_SQL.nextPlace, [orgId, now.getTime()], t);
+      return affectedRows === 1 ? { createdAt: new Date(insertId) } : undefined;
     },
 
-    async insert(g: NewGuarantee & { id: string; orgId: string; seq: number; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {
+    /** Inserts under the lock taken by nextPlace, in the same transaction. */
+    async insert(g: NewGuarantee & { id: string; orgId: string; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {
       const d = g.details;
       const e = g.economics;
       await execute(db, GUARANTEE_SQL.insert,
-      [g.id, g.orgId, g.seq, g.transactionId, d.policyNumber, d.actType, d.checkCode, d.emittedAt, d.effectiveAt,
+      [g.id, g.orgId, g.transactionId, d.policyNumber, d.actType, d.checkCode, d.emittedAt, d.effectiveAt,
         d.expiresAt, d.isFixedExpiry, d.cig, d.batchCode, e.garantedAmount, e.contractAmount, e.isAutomaticRenewal,
         g.noteShared, g.signEmissionAt, g.requestHash, g.createdAt], t);
       if (g.docs.length) {

@@ -109,12 +109,12 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
         // Under the organization's lock: createdAt strictly follows registration order.
         const place = await repo.nextPlace(orgId, now(), t);
         if (place === undefined) throw new NotFoundError('The organization no longer exists.');
-        const { seq, createdAt } = place;
+        const { createdAt } = place;
         const record: GuaranteeRecord = {
           ...g, id: uuidv7({ msecs: createdAt.getTime() }), orgId, createdAt, txHash: null, notarizationStatus: 'PENDING',
           docs: g.docs.map((d) => ({ ...d, checksum: null, notarizedAt: null })),
         };
-        await repo.insert({ ...record, seq, requestHash: hash }, t);
+        await repo.insert({ ...record, requestHash: hash }, t);
         const response: StoredResponse = { status: 200, body: opts.respond(record) };
         if (claim) await idempotency.complete(orgId, claim.key, claim.owner, response, t);
         return { ...response, created: true };

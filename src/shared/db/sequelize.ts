@@ -160,3 +160,8 @@ export async function select<T extends object>(db: Sequelize, sql: string, bind:
 export async function execute(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction, opts?: RunOptions): Promise<number> {
   return ((await run(db, sql, bind, transaction, opts)) as { affectedRows?: number }).affectedRows ?? 0;
 }
+
+/** Runs a statement that changes rows; resolves with MySQL's result header (insertId...). */
+export async function write(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction): Promise<{ affectedRows: number; insertId: number }> {
+  return (await run(db, sql, bind, transaction)) as { affectedRows: number; insertId: number };
+}

@@ -9,11 +9,14 @@ export const migration: Migration = {
   name: '0002-claim-owner-and-created-order',
   async up({ context: q }) {
     await q('ALTER TABLE idempotency_keys ADD COLUMN owner CHAR(36) CHARACTER SET ascii COLLATE ascii_nopad_bin NULL AFTER state');
-    await q('ALTER TABLE organizations ADD COLUMN last_created_at DATETIME(3) NULL AFTER guarantee_count');
-    await q(`UPDATE organizations o SET last_created_at = (SELECT MAX(g.created_at) FROM guarantees g WHERE g.org_id = o.id)`);
+    // Epoch milliseconds, so that one UPDATE can both advance it and hand it back (LAST_INSERT_ID).
+    await q('ALTER TABLE organizations ADD COLUMN last_created_ms BIGINT UNSIGNED NULL AFTER guarantee_count');
+    await q("SET time_zone = '+00:00'");
+    await q(`UPDATE organizations o SET last_created_ms =
+      (SELECT FLOOR(UNIX_TIMESTAMP(MAX(g.created_at)) * 1000) FROM guarantees g WHERE g.org_id = o.id)`);
   },
   async down({ context: q }) {
     await q('ALTER TABLE idempotency_keys DROP COLUMN owner');
-    await q('ALTER TABLE organizations DROP COLUMN last_created_at');
+    await q('ALTER TABLE organizations DROP COLUMN last_created_ms');
   },
 };
