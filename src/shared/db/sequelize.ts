@@ -1,7 +1,7 @@
 // One Sequelize instance per process, on mysql2, in UTC. Repositories receive it as an argument.
-import { QueryTypes, Sequelize, type Transaction } from 'sequelize';
+import { Sequelize, type Transaction } from 'sequelize';
 
-export { QueryTypes, Sequelize };
+export { Sequelize };
 export type { Transaction };
 
 export interface DatabaseOptions {
