@@ -66,6 +66,12 @@ const schema = z.object({
     .transform((list) => list.map(Number)),
   NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
   MAX_UPLOAD_BYTES: int(1, 5 * 1024 ** 3).default(50 * 1024 * 1024),
+  /** How long an issued upload URL (presigned POST) stays valid. */
+  UPLOAD_URL_TTL_SECONDS: int(60, 7 * 24 * 3600).default(900),
+  /** File extensions accepted as fileType (compound signed forms such as pdf.p7m included). */
+  ALLOWED_FILE_TYPES: z.string().default('pdf,p7m,pdf.p7m,p7m.p7m,pdf.p7m.p7m,xml,xml.p7m,txt,csv,jpg,jpeg,png,tif,tiff,p7s')
+    .transform((v) => v.split(',').map((s) => s.trim().toLowerCase().replace(/^\./, '')).filter(Boolean))
+    .refine((list) => list.length > 0 && list.every((t) => /^[a-z0-9]{1,10}(\.[a-z0-9]{1,10}){0,3}$/.test(t)), 'must be comma-separated extensions such as pdf,p7m,pdf.p7m'),
   SIGNATURE_TRUST_STORE: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
   /** Requests per minute per API key; 0 turns the limit off. */
   RATE_LIMIT_PER_MINUTE: int(0).default(3000),

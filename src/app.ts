@@ -2,6 +2,9 @@
 import { Router } from '@koa/router';
 import Koa from 'koa';
 import type { Config } from '../config/index.js';
+import { createFileRepository } from './files/file.repository.js';
+import { registerFileRoutes } from './files/file.routes.js';
+import { createFileService } from './files/file.service.js';
 import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
 import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { createGuaranteeService } from './guarantees/guarantee.service.js';
@@ -15,12 +18,14 @@ import { createMetrics, observe, type HttpMetrics } from './shared/http/observab
 import { registerOpsRoutes } from './shared/http/ops.routes.js';
 import { createIdempotencyStore } from './shared/idempotency.js';
 import type { Logger } from './shared/logger.js';
+import { createStorage, type Storage } from './shared/storage.js';
 
 export interface AppDeps {
   config: Config;
   logger: Logger;
   db: Sequelize;
   metrics?: HttpMetrics;
+  storage?: Storage;
 }
 
 export function createApp(deps: AppDeps): Koa {
@@ -28,6 +33,11 @@ export function createApp(deps: AppDeps): Koa {
   const metrics = deps.metrics ?? createMetrics();
   const orgs = createOrgService(createOrgRepository(db));
   const guarantees = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db) });
+  const files = createFileService({
+    repo: createFileRepository(db),
+    storage: deps.storage ?? createStorage(config),
+    policy: { allowedFileTypes: config.ALLOWED_FILE_TYPES, maxBytes: config.MAX_UPLOAD_BYTES, ttlSeconds: config.UPLOAD_URL_TTL_SECONDS },
+  });
 
   // Behind a router, the client's address is the last X-Forwarded-For hop, the one the router
   // appended: the hops before it are whatever the client sent.
@@ -50,6 +60,7 @@ export function createApp(deps: AppDeps): Koa {
   const router = new Router<AuthState>({ sensitive: true });
   registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
   registerGuaranteeRoutes(router, guarantees);
+  registerFileRoutes(router, files);
   app.use(router.routes());
   // 405 (with Allow) and 501 are set here and answered by errorHandler like any error.
   app.use(router.allowedMethods());

@@ -2,6 +2,7 @@
 // requests. Served at /openapi.json; the docs page at /docs renders it offline.
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import { presignResult, presignV1, presignV2 } from './files/file.schemas.js';
 import {
   createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery,
 } from './guarantees/guarantee.schemas.js';
@@ -77,7 +78,23 @@ function getOperation(version: 1 | 2): ZodOpenApiOperationObject {
   };
 }
 
+function presignOperation(version: 1 | 2): ZodOpenApiOperationObject {
+  return {
+    summary: version === 1 ? 'Upload URL for a document' : 'Upload URL for a document, with a .p7m signature check when public',
+    description: 'An S3 presigned POST bound to exactly `key`, 1 byte to MAX_UPLOAD_BYTES, valid UPLOAD_URL_TTL_SECONDS (15 minutes by default). Send every `fields` entry first and the file last, as the form field `file` (a browser form, or `curl -F key=... ... -F file=@doc.pdf <presignedUrl>`). Every upload is scanned; then use `key` as docs[].key.',
+    tags: ['Uploads'],
+    requestBody: { required: true, content: { 'application/json': { schema: version === 1 ? presignV1 : presignV2 } } },
+    responses: {
+      200: { description: 'The upload form.', content: { 'application/json': { schema: presignResult } } },
+      400: errorResponse('fileType missing or not accepted, or another invalid field.'),
+      ...commonErrors,
+    },
+  };
+}
+
 const paths: ZodOpenApiPathsObject = {
+  '/api/v1/presigned-url': { post: presignOperation(1) },
+  '/api/v2/presigned-url': { post: presignOperation(2) },
   '/api/v1/guarantees': { get: listOperation(1), post: createOperation(1) },
   '/api/v1/guarantees/{id}': { get: getOperation(1) },
   '/api/v2/guarantees': { get: listOperation(2), post: createOperation(2) },

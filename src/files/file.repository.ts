@@ -1,0 +1,26 @@
+// Uploaded files in MariaDB: one row per issued key, filled in by the scan.
+import { execute, type Sequelize } from '../shared/db/sequelize.js';
+
+export interface NewFile {
+  uuid: string;
+  key: string;
+  orgId: string;
+  fileType: string;
+  originalFileName: string | null;
+  isDocumentPublic: boolean;
+  /** When the upload URL stops working. */
+  expiresAt: Date;
+  createdAt: Date;
+}
+
+export function createFileRepository(db: Sequelize) {
+  return {
+    async insert(f: NewFile): Promise<void> {
+      await execute(db, `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at)
+        VALUES ($1, $2, $3, $4, $5, $6, 'In Progress', $7, $8, $8)`,
+      [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt]);
+    },
+  };
+}
+
+export type FileRepository = ReturnType<typeof createFileRepository>;

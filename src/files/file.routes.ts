@@ -1,0 +1,18 @@
+// Endpoints 6 and 7 of the seed: presigned upload URLs. Thin: parse, call the service, answer.
+import type { Router } from '@koa/router';
+import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
+import { readJsonObject } from '../shared/http/body.js';
+import { parseOrThrow } from '../shared/validation.js';
+import { presignV1, presignV2 } from './file.schemas.js';
+import type { FileService } from './file.service.js';
+
+export function registerFileRoutes(router: Router<AuthState>, service: FileService): void {
+  router.post('/api/v1/presigned-url', async (ctx) => {
+    const input = parseOrThrow(presignV1, await readJsonObject(ctx), 'upload request');
+    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), input);
+  });
+  router.post('/api/v2/presigned-url', async (ctx) => {
+    const input = parseOrThrow(presignV2, await readJsonObject(ctx), 'upload request');
+    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), input);
+  });
+}
