@@ -66,6 +66,9 @@ const schema = z.object({
     .transform((list) => list.map(Number)),
   NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
   MAX_UPLOAD_BYTES: int(1, 5 * 1024 ** 3).default(50 * 1024 * 1024),
+  /** Browser origins allowed to upload straight to the bucket (its CORS rule); empty: none. */
+  UPLOAD_CORS_ORIGINS: z.string().default('').transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)), 'must be comma-separated origins such as https://app.example.com (scheme and host, no path)'),
   /** How long an issued upload URL (presigned POST) stays valid. */
   UPLOAD_URL_TTL_SECONDS: int(60, 7 * 24 * 3600).default(900),
   /** File extensions accepted as fileType (compound signed forms such as pdf.p7m included). */

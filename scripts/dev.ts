@@ -12,7 +12,7 @@ const { env } = await up('dev');
 applyEnv(env, localAppEnv('dev'));
 
 const { getConfig } = await import('../config/index.js');
-const { migrate } = await import('../src/shared/db/migrator.js');
+const { runCli } = await import('../src/cli.js');
 const { createSequelize } = await import('../src/shared/db/sequelize.js');
 const { createOrgRepository } = await import('../src/orgs/org.repository.js');
 const { createOrgService } = await import('../src/orgs/org.service.js');
@@ -22,7 +22,8 @@ const { startWorkers } = await import('../workers/index.js');
 
 const config = getConfig();
 const logger = createLogger(config.LOG_LEVEL);
-await migrate(config.DATABASE_URL, logger);
+// Migrations and the bucket's CORS rule, as the release phase applies them.
+if ((await runCli(['migrate'])) !== 0) process.exit(1);
 
 /** The development key is kept in .data/dev/api-key so that every `npm start` prints a working one. */
 async function developmentKey(): Promise<string> {

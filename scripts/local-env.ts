@@ -23,6 +23,7 @@ export function localAppEnv(profile: Profile): Record<string, string> {
     ADMIN_PASSWORD: secret(profile, 'admin-password', () => randomBytes(12).toString('base64url')),
     // Local webhook receivers listen on loopback.
     WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+    UPLOAD_CORS_ORIGINS: 'http://localhost:3000,http://127.0.0.1:3000',
   };
 }
 

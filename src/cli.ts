@@ -4,7 +4,7 @@
 //   org create <name>      prints the new organization's id
 //   key create <orgId>     prints a new API key (shown once; only its hash is stored)
 //   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
-//   migrate                applies pending database migrations
+//   migrate                applies pending database migrations and the bucket's CORS rule
 import { getConfig } from '../config/index.js';
 import { createOrgRepository } from './orgs/org.repository.js';
 import { createOrgService } from './orgs/org.service.js';
@@ -12,6 +12,7 @@ import { migrate } from './shared/db/migrator.js';
 import { createSequelize } from './shared/db/sequelize.js';
 import { AppError } from './shared/errors.js';
 import { createLogger } from './shared/logger.js';
+import { createStorage } from './shared/storage.js';
 
 const USAGE = `usage:
   cli org create <name>
@@ -27,6 +28,14 @@ export async function runCli(argv: string[]): Promise<number> {
   if (noun === 'migrate' && verb === undefined) {
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
+    // The release phase also brings the bucket's CORS rule in line with UPLOAD_CORS_ORIGINS.
+    const storage = createStorage(config);
+    try {
+      await storage.allowBrowserUploads(config.UPLOAD_CORS_ORIGINS);
+      say(`bucket ${storage.bucket}: browser uploads allowed from ${config.UPLOAD_CORS_ORIGINS.join(', ') || 'no origin'}`);
+    } finally {
+      storage.client.destroy();
+    }
     return 0;
   }
   if (!arg || argv.length !== 3) {

@@ -104,7 +104,9 @@ describe('POST /api/v{1,2}/presigned-url', function () {
 
   it('is refused by the store for another key, an empty file, or a tampered signature', async () => {
     const res = await presign(1, { fileType: 'pdf' });
-    const otherKey = `${res.body.key.slice(0, -5)}0.pdf`;
+    const last = String(res.body.key).slice(-5, -4);
+    const otherKey = `${res.body.key.slice(0, -5)}${last === '0' ? '1' : '0'}.pdf`; // another key of the same shape
+    expect(otherKey).to.not.equal(res.body.key);
     expect((await upload(res.body.presignedUrl, { ...res.body.fields, key: otherKey }, 'data')).status).to.equal(403);
     expect(await objectSize(otherKey)).to.equal(undefined);
     expect((await upload(res.body.presignedUrl, res.body.fields, '')).status).to.equal(400);
@@ -127,5 +129,26 @@ describe('POST /api/v{1,2}/presigned-url', function () {
     } finally {
       storage.client.destroy();
     }
+  });
+});
+
+describe('browser uploads (bucket CORS)', function () {
+  this.timeout(30_000);
+
+  it('cli migrate lets the configured origins POST to the bucket, and no other', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'migrate'], {
+      encoding: 'utf8', env: { ...process.env, UPLOAD_CORS_ORIGINS: 'https://portal.example.it' },
+    });
+    expect(run.status, run.stderr).to.equal(0);
+    expect(run.stderr).to.include('browser uploads allowed from https://portal.example.it');
+    const { config } = await harness();
+    const preflight = (origin: string) => fetch(`${config.S3_ENDPOINT}/${config.S3_BUCKET}`, {
+      method: 'OPTIONS', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' },
+    });
+    const allowed = await preflight('https://portal.example.it');
+    expect(allowed.headers.get('access-control-allow-origin')).to.equal('https://portal.example.it');
+    const other = await preflight('https://evil.example.com');
+    expect(other.headers.get('access-control-allow-origin')).to.equal(null);
   });
 });
