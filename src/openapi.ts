@@ -2,6 +2,7 @@
 // requests. Served at /openapi.json; the docs page at /docs renders it offline.
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
+import { FILE_STATUSES } from './files/file.repository.js';
 import { presignResult, presignV1, presignV2 } from './files/file.schemas.js';
 import {
   createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery,
@@ -95,6 +96,20 @@ function presignOperation(version: 1 | 2): ZodOpenApiOperationObject {
 const paths: ZodOpenApiPathsObject = {
   '/api/v1/presigned-url': { post: presignOperation(1) },
   '/api/v2/presigned-url': { post: presignOperation(2) },
+  '/api/v2/file-status/{uuid}': {
+    get: {
+      summary: 'Status of an uploaded file',
+      description: 'In Progress (issued, not yet uploaded, or being processed), Clean, Signed (clean and validly signed), Infected (or beyond the scanner\'s limits), Error (the scan could not complete, or nothing arrived before the URL expired). The path takes the file\'s UUID or its whole key.',
+      tags: ['Uploads'],
+      requestParams: { path: z.object({ uuid: z.string().meta({ description: 'The file\'s UUID, or the whole key `<uuid>.<ext>`.' }) }) },
+      responses: {
+        200: { description: 'The status, as a JSON string.', content: { 'application/json': { schema: z.enum(FILE_STATUSES) } } },
+        400: errorResponse('The file key is missing.'),
+        404: errorResponse('No such file in this organization.'),
+        ...commonErrors,
+      },
+    },
+  },
   '/api/v1/guarantees': { get: listOperation(1), post: createOperation(1) },
   '/api/v1/guarantees/{id}': { get: getOperation(1) },
   '/api/v2/guarantees': { get: listOperation(2), post: createOperation(2) },

@@ -1,6 +1,7 @@
 // Endpoints 6 and 7 of the seed: presigned upload URLs. Thin: parse, call the service, answer.
 import type { Router } from '@koa/router';
 import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
+import { ValidationError } from '../shared/errors.js';
 import { readJsonObject } from '../shared/http/body.js';
 import { parseOrThrow } from '../shared/validation.js';
 import { presignV1, presignV2 } from './file.schemas.js';
@@ -14,5 +15,15 @@ export function registerFileRoutes(router: Router<AuthState>, service: FileServi
   router.post('/api/v2/presigned-url', async (ctx) => {
     const input = parseOrThrow(presignV2, await readJsonObject(ctx), 'upload request');
     ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), input);
+  });
+
+  // Endpoint 8. The body is a JSON string ("Clean"); the seed's 400 is a missing file key.
+  router.get('/api/v2/file-status', () => {
+    throw new ValidationError('The file key or UUID is missing: GET /api/v2/file-status/{uuid}.', [{ pointer: '#/path/uuid', detail: 'is missing' }]);
+  });
+  router.get('/api/v2/file-status/:uuid', async (ctx) => {
+    const status = await service.status(orgIdOf(ctx.state), ctx.params.uuid ?? '');
+    ctx.type = 'application/json';
+    ctx.body = JSON.stringify(status);
   });
 }

@@ -4,8 +4,14 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Storage } from '../shared/storage.js';
 import { allowedExtension } from './file-type.js';
-import type { FileRepository } from './file.repository.js';
+import { NotFoundError } from '../shared/errors.js';
+import type { FileRepository, FileStatus } from './file.repository.js';
 import type { PresignResult } from './file.schemas.js';
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const UUID_ONLY = new RegExp(`^${UUID}$`);
+/** An object key as issued: `<uuid>.<ext>`, the extension possibly compound (pdf.p7m). */
+const UUID_KEY = new RegExp(`^${UUID}\\.[a-z0-9]{1,10}(\\.[a-z0-9]{1,10}){0,3}$`);
 
 export interface UploadPolicy {
   allowedFileTypes: readonly string[];
@@ -23,6 +29,18 @@ export function createFileService(deps: { repo: FileRepository; storage: Storage
   const { repo, storage, policy } = deps;
   const now = deps.now ?? (() => new Date());
   return {
+    /**
+     * The status of a file by its UUID or its whole key (`<uuid>.<ext>`). Unknown, malformed
+     * and other organizations' files are all a 404.
+     */
+    async status(orgId: string, uuidOrKey: string): Promise<FileStatus> {
+      const uuid = UUID_ONLY.test(uuidOrKey);
+      const key = !uuid && UUID_KEY.test(uuidOrKey);
+      const status = uuid || key ? await repo.statusOf(orgId, uuid ? { uuid: uuidOrKey } : { key: uuidOrKey }) : undefined;
+      if (!status) throw new NotFoundError(`No file ${uuidOrKey}.`);
+      return status;
+    },
+
     async issueUploadUrl(orgId: string, req: UploadRequest): Promise<PresignResult> {
       const ext = allowedExtension(req.fileType, policy.allowedFileTypes);
       const uuid = uuidv7();
