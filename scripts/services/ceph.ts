@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
+import { createStorage } from '../../src/shared/storage.js';
 import { ensurePackages, log, readPid, run, startDaemon, stopDaemon, waitFor } from './process.js';
 import { socketPath, type LocalService, type ServiceContext } from './types.js';
 
@@ -125,26 +126,26 @@ function initializedForThisPort(ctx: ServiceContext): boolean {
   return false;
 }
 
-export function s3Client(ctx: ServiceContext): S3Client {
-  return new S3Client({
-    endpoint: `http://127.0.0.1:${ctx.ports.rgw}`,
-    region: 'us-east-1',
-    credentials: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY },
-    forcePathStyle: true,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+/** What the application needs to reach this store (its S3_* and AWS_* variables). */
+function storageSettings(ctx: ServiceContext) {
+  return {
+    S3_ENDPOINT: `http://127.0.0.1:${ctx.ports.rgw}`,
+    S3_BUCKET: bucketName(ctx),
+    S3_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: ACCESS_KEY,
+    AWS_SECRET_ACCESS_KEY: SECRET_KEY,
+  };
 }
 
+/** Creates the bucket, through the same client the application builds from the same settings. */
 async function ensureBucket(ctx: ServiceContext): Promise<void> {
-  const client = s3Client(ctx);
+  const { client, bucket } = createStorage(storageSettings(ctx));
   try {
-    const Bucket = bucketName(ctx);
     try {
-      await client.send(new HeadBucketCommand({ Bucket }));
+      await client.send(new HeadBucketCommand({ Bucket: bucket }));
     } catch {
-      await client.send(new CreateBucketCommand({ Bucket }));
-      log(`created bucket ${Bucket}`);
+      await client.send(new CreateBucketCommand({ Bucket: bucket }));
+      log(`created bucket ${bucket}`);
     }
   } finally {
     client.destroy();
@@ -185,13 +186,5 @@ export const s3: LocalService = {
     await stopDaemon('ceph-osd', p.pid('osd'));
     await stopDaemon('ceph-mon', p.pid('mon'));
   },
-  env(ctx) {
-    return {
-      S3_ENDPOINT: `http://127.0.0.1:${ctx.ports.rgw}`,
-      S3_BUCKET: bucketName(ctx),
-      S3_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: ACCESS_KEY,
-      AWS_SECRET_ACCESS_KEY: SECRET_KEY,
-    };
-  },
+  env: storageSettings,
 };

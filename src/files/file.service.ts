@@ -3,15 +3,15 @@
 // organization (status In Progress) before the URL is handed out.
 import { v7 as uuidv7 } from 'uuid';
 import type { Storage } from '../shared/storage.js';
+import { UUID_PATTERN } from '../shared/validation.js';
 import { allowedExtension } from './file-type.js';
 import { NotFoundError } from '../shared/errors.js';
 import type { FileRepository, FileStatus } from './file.repository.js';
 import type { PresignResult } from './file.schemas.js';
 
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-const UUID_ONLY = new RegExp(`^${UUID}$`);
+const UUID_ONLY = new RegExp(`^${UUID_PATTERN}$`);
 /** An object key as issued: `<uuid>.<ext>`, the extension possibly compound (pdf.p7m). */
-const UUID_KEY = new RegExp(`^${UUID}\\.[a-z0-9]{1,10}(\\.[a-z0-9]{1,10}){0,3}$`);
+const UUID_KEY = new RegExp(`^${UUID_PATTERN}\\.[a-z0-9]{1,10}(\\.[a-z0-9]{1,10}){0,3}$`);
 
 export interface UploadPolicy {
   allowedFileTypes: readonly string[];

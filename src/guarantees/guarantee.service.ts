@@ -5,11 +5,12 @@ import { v7 as uuidv7 } from 'uuid';
 import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldProblem } from '../shared/errors.js';
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
+import { UUID_PATTERN } from '../shared/validation.js';
 import type { GuaranteeRepository } from './guarantee.repository.js';
 import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
 import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UUID = new RegExp(`^${UUID_PATTERN}$`);
 
 /** Files in these states can never be attached: their content is unsafe or unknown. */
 const REJECTED_FILE_STATUSES = new Set(['Infected', 'Error']);

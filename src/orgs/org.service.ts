@@ -19,6 +19,12 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
   const now = opts.now ?? Date.now;
   const cache = new Map<string, { key: StoredApiKey; until: number }>();
 
+  /** The cached record of a key's prefix, while it is fresh. */
+  function cached(prefix: string): StoredApiKey | undefined {
+    const hit = cache.get(prefix);
+    return hit && hit.until > now() ? hit.key : undefined;
+  }
+
   function principalOf(presented: string, stored: StoredApiKey): Principal | undefined {
     if (stored.revokedAt || !apiKeyMatches(presented, stored.hash)) return undefined;
     return { orgId: stored.orgId, keyPrefix: stored.prefix };
@@ -47,16 +53,16 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
     /** The key's principal when it is known from the last `cacheTtlMs`, without a database read. */
     authenticateCached(presented: string): Principal | undefined {
       const prefix = apiKeyPrefix(presented);
-      const hit = prefix === undefined ? undefined : cache.get(prefix);
-      return hit && hit.until > now() ? principalOf(presented, hit.key) : undefined;
+      const stored = prefix === undefined ? undefined : cached(prefix);
+      return stored && principalOf(presented, stored);
     },
 
     /** The principal of a presented key, or undefined when it is malformed, unknown or revoked. */
     async authenticate(presented: string): Promise<Principal | undefined> {
       const prefix = apiKeyPrefix(presented);
       if (prefix === undefined) return undefined;
-      const hit = cache.get(prefix);
-      if (hit && hit.until > now()) return principalOf(presented, hit.key);
+      const fresh = cached(prefix);
+      if (fresh) return principalOf(presented, fresh);
       const stored = await repo.findApiKey(prefix);
       if (!stored) return undefined;
       if (cache.size >= maxEntries) cache.clear();

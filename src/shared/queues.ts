@@ -2,8 +2,6 @@
 // `maxRetriesPerRequest: null` (they wait for Redis to come back); producers fail fast.
 import { Redis, type RedisOptions } from 'ioredis';
 
-export interface QueueSettings { redisUrl: string; prefix: string }
-
 export function workerConnection(url: string): Redis {
   return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true } satisfies RedisOptions);
 }

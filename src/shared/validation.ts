@@ -3,6 +3,9 @@
 import { z } from 'zod';
 import { ValidationError, type FieldProblem } from './errors.js';
 
+/** A UUID as the service writes them (lower-case hex); ids and file keys are built on it. */
+export const UUID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+
 const MIN_MS = Date.UTC(1000, 0, 1);
 const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
