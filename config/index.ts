@@ -75,6 +75,29 @@ const schema = z.object({
   ALLOWED_FILE_TYPES: z.string().default('pdf,p7m,pdf.p7m,p7m.p7m,pdf.p7m.p7m,xml,xml.p7m,txt,csv,jpg,jpeg,png,tif,tiff,p7s')
     .transform((v) => v.split(',').map((s) => s.trim().toLowerCase().replace(/^\./, '')).filter(Boolean))
     .refine((list) => list.length > 0 && list.every((t) => /^[a-z0-9]{1,10}(\.[a-z0-9]{1,10}){0,3}$/.test(t)), 'must be comma-separated extensions such as pdf,p7m,pdf.p7m'),
+  /** After an upload URL expires, how long a started upload may still arrive and be scanned. */
+  UPLOAD_GRACE_SECONDS: int(0, 24 * 3600).default(300),
+  /** The fallback poll for an upload backs off to at most this interval. */
+  UPLOAD_POLL_MAX_INTERVAL_MS: int(100, 600_000).default(30_000),
+  /** Base URL of the web process as the object store reaches it: radosgw then posts upload
+   * events there (hints; polling works without them). Unset: no event notifications. */
+  STORAGE_EVENTS_URL: z.url({ error: 'must be a URL such as http://10.0.0.5:3000' }).optional(),
+  /** Scans run at once per worker process (clamd uses about a core per stream). */
+  SCAN_CONCURRENCY: int(1, 64).default(2),
+  /** Attempts of a scan (clamd or the store unreachable) before the file is Error. */
+  SCAN_ATTEMPTS: int(1, 50).default(8),
+  /** First retry delay of a failed scan attempt; each next one doubles. */
+  SCAN_BACKOFF_MS: int(10, 600_000).default(2000),
+  /** Longest one scan attempt may take before it is abandoned and retried. */
+  SCAN_TIMEOUT_MS: int(1000, 3_600_000).default(300_000),
+  /** Signature checks run at once per worker process, each on its own thread. */
+  SIGNATURE_CONCURRENCY: int(1, 64).default(1),
+  /** BullMQ job lock: a job whose worker stops renewing it for this long is taken over. */
+  WORKER_LOCK_DURATION_MS: int(500, 600_000).default(30_000),
+  /** How often workers look for jobs whose worker died (stalled jobs). */
+  WORKER_STALLED_INTERVAL_MS: int(500, 600_000).default(30_000),
+  /** Prefix of every Redis key the queues use (one per environment sharing a Redis). */
+  QUEUE_PREFIX: z.string().trim().regex(/^[\w-]{1,40}$/, 'must be letters, digits, - or _').default('grs'),
   SIGNATURE_TRUST_STORE: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
   /** Requests per minute per API key; 0 turns the limit off. */
   RATE_LIMIT_PER_MINUTE: int(0).default(3000),

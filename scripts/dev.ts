@@ -46,7 +46,7 @@ async function developmentKey(): Promise<string> {
 
 const key = await developmentKey();
 const server = await startServer();
-const workers = await startWorkers(undefined, logger);
+const workers = await startWorkers(undefined, { logger });
 const base = `http://localhost:${server.port}`;
 process.stdout.write(`
 Guarantee Registry is running (development).

@@ -24,6 +24,8 @@ export function localAppEnv(profile: Profile): Record<string, string> {
     // Local webhook receivers listen on loopback.
     WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
     UPLOAD_CORS_ORIGINS: 'http://localhost:3000,http://127.0.0.1:3000',
+    // npm start's radosgw pushes upload events to npm start's API (tests set up their own).
+    ...(profile === 'dev' && { STORAGE_EVENTS_URL: `http://127.0.0.1:${process.env.PORT || 3000}` }),
   };
 }
 

@@ -33,7 +33,7 @@ function step(name: string, command: string, args: string[]): boolean {
 let ok = false;
 try {
   const result = await up('test');
-  applyEnv(result.env, localAppEnv('test'), { LOG_LEVEL: 'silent', RUN_ID: String(Date.now()) });
+  applyEnv(result.env, localAppEnv('test'), { LOG_LEVEL: 'silent', RUN_ID: String(Date.now()), QUEUE_PREFIX: `test-${Date.now()}` });
   // A run never depends on what an earlier run left: the local test database starts empty.
   // (An external DATABASE_URL is the user's: it is migrated, never dropped.)
   if (result.env.DATABASE_URL) {

@@ -4,7 +4,9 @@ import Koa from 'koa';
 import type { Config } from '../config/index.js';
 import { createFileRepository } from './files/file.repository.js';
 import { registerFileRoutes } from './files/file.routes.js';
+import { createFileJobs } from './files/file.jobs.js';
 import { createFileService } from './files/file.service.js';
+import { registerStorageEventRoutes } from './files/storage-events.routes.js';
 import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
 import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { createGuaranteeService } from './guarantees/guarantee.service.js';
@@ -12,7 +14,9 @@ import { buildOpenApiDocument } from './openapi.js';
 import { authenticate, type AuthState } from './orgs/auth.middleware.js';
 import { createOrgRepository } from './orgs/org.repository.js';
 import { createOrgService } from './orgs/org.service.js';
+import type { OpenQueues } from './queues.js';
 import type { Sequelize } from './shared/db/sequelize.js';
+import { adminBoard } from './shared/http/admin.js';
 import { errorHandler } from './shared/http/error-handler.js';
 import { createMetrics, observe, type HttpMetrics } from './shared/http/observability.js';
 import { registerOpsRoutes } from './shared/http/ops.routes.js';
@@ -26,10 +30,12 @@ export interface AppDeps {
   db: Sequelize;
   metrics?: HttpMetrics;
   storage?: Storage;
+  /** The queues the API enqueues to and Bull Board shows (the caller owns their connection). */
+  queues: OpenQueues;
 }
 
 export function createApp(deps: AppDeps): Koa {
-  const { config, logger, db } = deps;
+  const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
   const orgs = createOrgService(createOrgRepository(db));
   const guarantees = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db) });
@@ -37,6 +43,8 @@ export function createApp(deps: AppDeps): Koa {
     repo: createFileRepository(db),
     storage: deps.storage ?? createStorage(config),
     policy: { allowedFileTypes: config.ALLOWED_FILE_TYPES, maxBytes: config.MAX_UPLOAD_BYTES, ttlSeconds: config.UPLOAD_URL_TTL_SECONDS },
+    jobs: createFileJobs(queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS }),
+    logger,
   });
 
   // Behind a router, the client's address is the last X-Forwarded-For hop, the one the router
@@ -45,6 +53,10 @@ export function createApp(deps: AppDeps): Koa {
   app.silent = true; // errors are logged by errorHandler, once
   app.use(observe(logger, metrics));
   app.use(errorHandler(logger));
+
+  if (config.ADMIN_USER && config.ADMIN_PASSWORD) {
+    app.use(adminBoard(queues.all, { user: config.ADMIN_USER, password: config.ADMIN_PASSWORD }, config.AUTH_FAILURES_PER_MINUTE));
+  }
 
   // Every /api path needs a key, matched by a route or not (so that probing reveals nothing).
   const requireKey = authenticate(orgs, { perKeyPerMinute: config.RATE_LIMIT_PER_MINUTE, failuresPerMinute: config.AUTH_FAILURES_PER_MINUTE });
@@ -61,6 +73,7 @@ export function createApp(deps: AppDeps): Koa {
   registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
   registerGuaranteeRoutes(router, guarantees);
   registerFileRoutes(router, files);
+  registerStorageEventRoutes(router, files, config.ENCRYPTION_KEY[0] as Buffer);
   app.use(router.routes());
   // 405 (with Allow) and 501 are set here and answered by errorHandler like any error.
   app.use(router.allowedMethods());

@@ -4,7 +4,7 @@
 //   org create <name>      prints the new organization's id
 //   key create <orgId>     prints a new API key (shown once; only its hash is stored)
 //   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
-//   migrate                applies pending database migrations and the bucket's CORS rule
+//   migrate                applies pending database migrations, the bucket's CORS rule and upload events
 import { getConfig } from '../config/index.js';
 import { createOrgRepository } from './orgs/org.repository.js';
 import { createOrgService } from './orgs/org.service.js';
@@ -12,6 +12,7 @@ import { migrate } from './shared/db/migrator.js';
 import { createSequelize } from './shared/db/sequelize.js';
 import { AppError } from './shared/errors.js';
 import { createLogger } from './shared/logger.js';
+import { configureUploadEvents } from './files/storage-events.setup.js';
 import { createStorage } from './shared/storage.js';
 
 const USAGE = `usage:
@@ -33,6 +34,9 @@ export async function runCli(argv: string[]): Promise<number> {
     try {
       await storage.allowBrowserUploads(config.UPLOAD_CORS_ORIGINS);
       say(`bucket ${storage.bucket}: browser uploads allowed from ${config.UPLOAD_CORS_ORIGINS.join(', ') || 'no origin'}`);
+      // And its upload events with STORAGE_EVENTS_URL (hints; the polling watch works without them).
+      const topic = await configureUploadEvents(storage, config, config.STORAGE_EVENTS_URL, config.ENCRYPTION_KEY[0] as Buffer);
+      say(topic ? `bucket ${storage.bucket}: upload events pushed to ${config.STORAGE_EVENTS_URL} (${topic})` : `bucket ${storage.bucket}: no upload events (polling only)`);
     } finally {
       storage.client.destroy();
     }

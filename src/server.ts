@@ -3,8 +3,11 @@
 import { createServer } from 'node:http';
 import { getConfig } from '../config/index.js';
 import { createApp } from './app.js';
+import { openQueues } from './queues.js';
 import { createSequelize } from './shared/db/sequelize.js';
+import { createMetrics } from './shared/http/observability.js';
 import { createLogger } from './shared/logger.js';
+import { producerConnection, watchRedisHealth } from './shared/queues.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
 
@@ -12,7 +15,12 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   const config = getConfig();
   const logger = createLogger(config.LOG_LEVEL);
   const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
-  const app = createApp({ config, logger, db });
+  const metrics = createMetrics();
+  // Redis serves uploads (enqueueing checks), store events and Bull Board; guarantees never need it.
+  const redis = producerConnection(config.REDIS_URL);
+  watchRedisHealth(redis, metrics.registry, logger);
+  const queues = openQueues(redis, config.QUEUE_PREFIX, logger);
+  const app = createApp({ config, logger, db, metrics, queues });
   const handle = app.callback();
   const server = createServer((req, res) => { void handle(req, res); });
   // A slow or stalled client cannot hold a connection for ever.
@@ -40,6 +48,8 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
     await closed;
     clearInterval(reaper);
     clearTimeout(force);
+    await queues.close();
+    redis.disconnect();
     await db.close();
     logger.info('shut down');
   })());

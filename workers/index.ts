@@ -1,36 +1,90 @@
 // The worker process (Procfile `worker`): runs every worker, or those named on the command line
-// (`node dist/workers/index.js maintenance`). Workers are thin adapters over domain services.
-import { Queue, Worker } from 'bullmq';
-import { getConfig } from '../config/index.js';
+// (`node dist/workers/index.js scan signature`). Workers are thin adapters over domain services.
+//   maintenance  purges expired Idempotency-Key records; restarts the watch of stalled uploads
+//   scan         watches for uploads (polling, hints) and scans them with clamd
+//   signature    checks .p7m signatures of public v2 documents, on worker threads
+import { readFileSync } from 'node:fs';
+import { DelayedError, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
+import { getConfig, type Config } from '../config/index.js';
+import { createAntivirus } from '../src/files/antivirus.js';
+import { createFileJobs, FileJob, FileQueue, isLastAttempt, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
+import { createFileRepository } from '../src/files/file.repository.js';
+import { createScanService } from '../src/files/scan.service.js';
+import { createVerifyPool } from '../src/files/signature.pool.js';
+import { createSignatureService } from '../src/files/signature.service.js';
+import { openQueues } from '../src/queues.js';
 import { createSequelize } from '../src/shared/db/sequelize.js';
 import { createIdempotencyStore } from '../src/shared/idempotency.js';
 import { createLogger, type Logger } from '../src/shared/logger.js';
 import { MAINTENANCE_QUEUE, maintenanceHandlers, scheduleMaintenance, type MaintenanceJobName, type MaintenancePayload } from '../src/shared/maintenance.jobs.js';
-import { workerConnection } from '../src/shared/queues.js';
+import { producerConnection, workerConnection } from '../src/shared/queues.js';
+import { createStorage } from '../src/shared/storage.js';
 
-export const WORKER_NAMES = ['maintenance'] as const;
+export const WORKER_NAMES = ['maintenance', 'scan', 'signature'] as const;
 export type WorkerName = (typeof WORKER_NAMES)[number];
 
 export interface RunningWorkers { close(): Promise<void> }
 
-export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, logger?: Logger): Promise<RunningWorkers> {
-  const config = getConfig();
-  const log = logger ?? createLogger(config.LOG_LEVEL);
+/** Uploads that have not moved for this long get their watch restarted by the sweeper. */
+const SWEEP_IDLE_MS = 2 * 60_000;
+
+export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, opts: { logger?: Logger; config?: Config } = {}): Promise<RunningWorkers> {
+  const config = opts.config ?? getConfig();
+  const log = opts.logger ?? createLogger(config.LOG_LEVEL);
   const db = createSequelize({ url: config.DATABASE_URL, poolMax: 5, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const connection = workerConnection(config.REDIS_URL);
   connection.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
+  // Enqueueing from inside a job uses a connection of its own that fails fast (the job retries).
+  const producer = producerConnection(config.REDIS_URL);
+  producer.on('error', (err) => log.warn({ err: err.message }, 'redis producer connection error'));
+  const queues = openQueues(producer, config.QUEUE_PREFIX, log);
+  const storage = createStorage(config);
+  const repo = createFileRepository(db);
+  const jobs = createFileJobs(queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS });
+  const scans = createScanService({
+    repo, storage, jobs, logger: log,
+    antivirus: createAntivirus({ socket: config.CLAMD_SOCKET, host: config.CLAMD_HOST, port: config.CLAMD_PORT }, { timeoutMs: config.SCAN_TIMEOUT_MS }),
+    settings: { graceMs: config.UPLOAD_GRACE_SECONDS * 1000, pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS },
+  });
   const closers: Array<() => Promise<unknown>> = [];
+
+  const base: WorkerOptions = {
+    connection, prefix: config.QUEUE_PREFIX,
+    lockDuration: config.WORKER_LOCK_DURATION_MS, stalledInterval: config.WORKER_STALLED_INTERVAL_MS, maxStalledCount: 2,
+  };
+  function run<T, N extends string>(queue: string, processor: Processor<T, unknown, N>, concurrency: number): void {
+    const worker = new Worker<T, unknown, N>(queue, processor, { ...base, concurrency });
+    worker.on('error', (err) => log.warn({ err: err.message, queue }, 'worker error'));
+    worker.on('failed', (job, err) => log.warn({ queue, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'));
+    closers.push(() => worker.close());
+  }
 
   const starters: Record<WorkerName, () => Promise<void>> = {
     maintenance: async () => {
-      const handlers = maintenanceHandlers(createIdempotencyStore(db));
-      const queue = new Queue<MaintenancePayload>(MAINTENANCE_QUEUE, { connection });
-      queue.on('error', (err) => log.warn({ err: err.message, queue: MAINTENANCE_QUEUE }, 'queue error'));
-      await scheduleMaintenance(queue);
-      const worker = new Worker<MaintenancePayload, unknown, MaintenanceJobName>(MAINTENANCE_QUEUE, (job) => handlers[job.name](), { connection, concurrency: 1 });
-      worker.on('error', (err) => log.warn({ err: err.message, queue: MAINTENANCE_QUEUE }, 'worker error'));
-      worker.on('failed', (job, err) => log.error({ job: job?.id, err: err.message }, 'maintenance job failed'));
-      closers.push(() => worker.close(), () => queue.close());
+      const handlers = maintenanceHandlers({ idempotency: createIdempotencyStore(db), sweepUploads: () => scans.sweep(SWEEP_IDLE_MS) });
+      await scheduleMaintenance(queues.maintenance);
+      run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, (job) => handlers[job.name](), 1);
+    },
+    scan: async () => {
+      run<CheckPayload, string>(FileQueue.checks, async (job: Job<CheckPayload>, token) => {
+        const outcome = await scans.advance(job.data.uuid, job.name === FileJob.watch ? 'watch' : 'hint');
+        if (outcome.state === 'waiting' && outcome.retryInMs !== undefined) {
+          // Not there yet: the same job looks again later (no attempt spent).
+          await job.moveToDelayed(Date.now() + outcome.retryInMs, token);
+          throw new DelayedError();
+        }
+        return outcome;
+      }, 8);
+      run<ScanPayload, string>(FileQueue.scans, (job) => scans.scan(job.data.uuid, job.data.etag, isLastAttempt(job)), config.SCAN_CONCURRENCY);
+    },
+    signature: async () => {
+      const pool = createVerifyPool({
+        threads: config.SIGNATURE_CONCURRENCY,
+        trustPem: config.SIGNATURE_TRUST_STORE ? readFileSync(config.SIGNATURE_TRUST_STORE, 'utf8') : undefined,
+      });
+      const signatures = createSignatureService({ repo, storage, verify: pool.verify, maxBytes: config.MAX_UPLOAD_BYTES, logger: log });
+      run<SignaturePayload, string>(FileQueue.signatures, (job) => signatures.check(job.data.uuid, isLastAttempt(job)), config.SIGNATURE_CONCURRENCY);
+      closers.push(() => pool.close());
     },
   };
 
@@ -38,8 +92,12 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   log.info({ workers: names }, 'workers started');
   return {
     async close() {
+      // Workers first (each finishes its active jobs), then what they used.
       for (const close of closers) await close();
+      await queues.close();
+      producer.disconnect();
       connection.disconnect();
+      storage.client.destroy();
       await db.close();
     },
   };

@@ -31,6 +31,10 @@ export const clamd: LocalService = {
     }
     // The limits are above the largest allowed upload (50 MiB by default), and anything over
     // them is reported as Heuristics.Limits.Exceeded instead of passing unscanned as clean.
+    // The test profile's are small, so that tests reach them with a few megabytes.
+    const limits = ctx.profile === 'test'
+      ? ['StreamMaxLength 8M', 'MaxFileSize 4M', 'MaxScanSize 16M']
+      : ['StreamMaxLength 100M', 'MaxFileSize 100M', 'MaxScanSize 400M'];
     writeFileSync(join(dir, 'clamd.conf'), [
       'Foreground yes',
       `LocalSocket ${socketPath(dir, 'clamd.sock')}`,
@@ -38,9 +42,7 @@ export const clamd: LocalService = {
       'TCPAddr 127.0.0.1',
       `DatabaseDirectory ${db}`,
       `PidFile ${join(dir, 'clamd.pid')}`,
-      'StreamMaxLength 100M',
-      'MaxFileSize 100M',
-      'MaxScanSize 400M',
+      ...limits,
       'MaxRecursion 16',
       'MaxFiles 10000',
       'AlertExceedsMax yes',

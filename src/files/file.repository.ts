@@ -1,4 +1,6 @@
-// Uploaded files in MariaDB: one row per issued key, filled in by the scan.
+// Uploaded files in MariaDB: one row per issued key, filled in by the scan and the signature
+// check. Every verdict is a conditional UPDATE, so that two workers (or a retried job) can
+// never both record one, and a file that has a verdict never gets another.
 import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
 
 export interface NewFile {
@@ -16,20 +18,127 @@ export interface NewFile {
 export const FILE_STATUSES = ['In Progress', 'Clean', 'Infected', 'Error', 'Signed'] as const;
 export type FileStatus = (typeof FILE_STATUSES)[number];
 
+/** A file as the pipeline and the extended view see it. */
+export interface FileRecord {
+  uuid: string;
+  key: string;
+  orgId: string;
+  fileType: string;
+  originalFileName: string | null;
+  isDocumentPublic: boolean;
+  status: FileStatus;
+  size: number | null;
+  checksum: string | null;
+  /** The object version judged by the scan; null until then. */
+  etag: string | null;
+  /** The service-only copy of the judged bytes: the document from then on. */
+  storedKey: string | null;
+  threat: string | null;
+  scanEngine: string | null;
+  scannedAt: Date | null;
+  statusReason: string | null;
+  /** The signature verdict (JSON), for public v2 documents once checked. */
+  signature: string | null;
+  expiresAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface FileRow {
+  uuid: string; object_key: string; org_id: string; file_type: string; original_file_name: string | null;
+  is_document_public: number; status: FileStatus; size: number | string | null; checksum: string | null; etag: string | null;
+  stored_key: string | null; threat: string | null; scan_engine: string | null; scanned_at: Date | null; status_reason: string | null;
+  signature: string | null; expires_at: Date; created_at: Date; updated_at: Date;
+}
+
+const FILE_COLUMNS = `uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, size, checksum, etag,
+  stored_key, threat, scan_engine, scanned_at, status_reason, signature, expires_at, created_at, updated_at`;
+
+function toRecord(r: FileRow): FileRecord {
+  return {
+    uuid: r.uuid, key: r.object_key, orgId: r.org_id, fileType: r.file_type, originalFileName: r.original_file_name,
+    isDocumentPublic: r.is_document_public === 1, status: r.status, size: r.size === null ? null : Number(r.size), checksum: r.checksum,
+    etag: r.etag, storedKey: r.stored_key, threat: r.threat, scanEngine: r.scan_engine, scannedAt: r.scanned_at,
+    statusReason: r.status_reason, signature: r.signature, expiresAt: r.expires_at, createdAt: r.created_at, updatedAt: r.updated_at,
+  };
+}
+
+/** What a scan found in one object version. */
+export interface ScanRecord {
+  etag: string;
+  /** Null for an Infected file: its bytes are not kept. */
+  storedKey: string | null;
+  size: number;
+  checksum: string | null;
+  threat: string | null;
+  engine: string;
+  /** Clean or Infected; In Progress while a signature check is still to come. */
+  status: 'Clean' | 'Infected' | 'In Progress';
+  at: Date;
+}
+
+const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 export function createFileRepository(db: Sequelize) {
   return {
     /** The status of this organization's file by its UUID or its whole key; another organization's is absent. */
-    async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<FileStatus | undefined> {
+    async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<{ uuid: string; status: FileStatus; etag: string | null } | undefined> {
       const [row] = 'uuid' in by
-        ? await select<{ status: FileStatus }>(db, 'SELECT status FROM files WHERE uuid = $1 AND org_id = $2', [by.uuid, orgId])
-        : await select<{ status: FileStatus }>(db, 'SELECT status FROM files WHERE object_key = $1 AND org_id = $2', [by.key, orgId]);
-      return row?.status;
+        ? await select<{ uuid: string; status: FileStatus; etag: string | null }>(db, 'SELECT uuid, status, etag FROM files WHERE uuid = $1 AND org_id = $2', [by.uuid, orgId])
+        : await select<{ uuid: string; status: FileStatus; etag: string | null }>(db, 'SELECT uuid, status, etag FROM files WHERE object_key = $1 AND org_id = $2', [by.key, orgId]);
+      return row;
+    },
+
+    /** This organization's file by UUID or whole key; another organization's is absent. */
+    async findForOrg(orgId: string, by: { uuid: string } | { key: string }): Promise<FileRecord | undefined> {
+      const [row] = 'uuid' in by
+        ? await select<FileRow>(db, `SELECT ${FILE_COLUMNS} FROM files WHERE uuid = $1 AND org_id = $2`, [by.uuid, orgId])
+        : await select<FileRow>(db, `SELECT ${FILE_COLUMNS} FROM files WHERE object_key = $1 AND org_id = $2`, [by.key, orgId]);
+      return row && toRecord(row);
+    },
+
+    async get(uuid: string): Promise<FileRecord | undefined> {
+      const [row] = await select<FileRow>(db, `SELECT ${FILE_COLUMNS} FROM files WHERE uuid = $1`, [uuid]);
+      return row && toRecord(row);
     },
 
     async insert(f: NewFile): Promise<void> {
       await execute(db, `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at)
         VALUES ($1, $2, $3, $4, $5, $6, 'In Progress', $7, $8, $8)`,
       [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt]);
+    },
+
+    /**
+     * Records a scan verdict, unless the file already has one (then false). A file in Error
+     * without a verdict (nothing had arrived, or the scan had failed) can still get one.
+     */
+    async recordScan(uuid: string, s: ScanRecord): Promise<boolean> {
+      const n = await execute(db, `UPDATE files SET status = $2, etag = $3, stored_key = $4, size = $5, checksum = $6, threat = $7,
+          scan_engine = $8, scanned_at = $9, status_reason = NULL, updated_at = $9
+        WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`,
+      [uuid, s.status, s.etag, s.storedKey, s.size, s.checksum, s.threat ? cut(s.threat, 255) : null, cut(s.engine, 255), s.at]);
+      return n === 1;
+    },
+
+    /** Error, with its reason, for a file that has no verdict yet; false when it has one. */
+    async markError(uuid: string, reason: string, at: Date): Promise<boolean> {
+      const n = await execute(db, `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3
+        WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`, [uuid, cut(reason, 500), at]);
+      return n === 1;
+    },
+
+    /** The outcome of the signature check of a scanned, clean file; false when it already has one. */
+    async recordSignature(uuid: string, status: 'Signed' | 'Clean', verdict: string, at: Date): Promise<boolean> {
+      const n = await execute(db, `UPDATE files SET status = $2, signature = $3, updated_at = $4
+        WHERE uuid = $1 AND etag IS NOT NULL AND status = 'In Progress'`, [uuid, status, verdict, at]);
+      return n === 1;
+    },
+
+    /** Files still In Progress whose row has not moved since `before`, oldest first. */
+    async stalled(before: Date, limit: number): Promise<string[]> {
+      const rows = await select<{ uuid: string }>(db,
+        `SELECT uuid FROM files WHERE status = 'In Progress' AND updated_at < $1 ORDER BY updated_at LIMIT ${Math.trunc(limit)}`, [before]);
+      return rows.map((r) => r.uuid);
     },
   };
 }

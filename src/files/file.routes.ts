@@ -1,4 +1,5 @@
-// Endpoints 6 and 7 of the seed: presigned upload URLs. Thin: parse, call the service, answer.
+// Endpoints 6, 7 and 8 of the seed (upload URLs, file status) and the extended file view.
+// Thin: parse, call the service, answer.
 import type { Router } from '@koa/router';
 import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
 import { ValidationError } from '../shared/errors.js';
@@ -25,5 +26,10 @@ export function registerFileRoutes(router: Router<AuthState>, service: FileServi
     const status = await service.status(orgIdOf(ctx.state), ctx.params.uuid ?? '');
     ctx.type = 'application/json';
     ctx.body = JSON.stringify(status);
+  });
+
+  // Beyond the seed: everything known about a file, for humans (status, checksum, threat, signature).
+  router.get('/api/v2/files/:uuid', async (ctx) => {
+    ctx.body = await service.view(orgIdOf(ctx.state), ctx.params.uuid ?? '');
   });
 }

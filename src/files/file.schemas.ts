@@ -27,3 +27,46 @@ export const presignResult = z.object({
 export type PresignV1 = z.output<typeof presignV1>;
 export type PresignV2 = z.output<typeof presignV2>;
 export type PresignResult = z.infer<typeof presignResult>;
+
+const signerView = z.object({
+  level: z.number().int().meta({ description: 'Envelope level: 1 is the outermost.' }),
+  subject: z.string().nullable(),
+  issuer: z.string().nullable(),
+  serialNumber: z.string().nullable(),
+  signingTime: z.string().nullable(),
+  digestAlgorithm: z.string().nullable(),
+  signatureAlgorithm: z.string().nullable(),
+  digestMatches: z.boolean().meta({ description: 'The messageDigest attribute equals the digest of the content.' }),
+  signatureValid: z.boolean().meta({ description: 'The signature verifies with the signer certificate\'s key.' }),
+  certificateValid: z.boolean().meta({ description: 'The certificate was valid at the signing time.' }),
+  chain: z.enum(['trusted', 'untrusted', 'not-checked']).meta({ description: 'Chain to SIGNATURE_TRUST_STORE; not-checked when none is configured.' }),
+  problems: z.array(z.string()),
+});
+
+export const signatureView = z.object({
+  outcome: z.enum(['signed', 'not-signed']),
+  reason: z.string().optional(),
+  encoding: z.enum(['der', 'pem', 'base64']).optional(),
+  levels: z.number().int().meta({ description: 'Nested envelope levels (0: not an envelope).' }),
+  chain: z.enum(['checked', 'not-checked']),
+  signers: z.array(signerView),
+}).meta({ id: 'SignatureVerdict', description: 'The .p7m check of a public v2 document. Revocation (OCSP/CRL) and PAdES signatures inside PDFs are not checked.' });
+
+export const fileView = z.object({
+  uuid: z.string(),
+  key: z.string().meta({ description: 'The object key the file was uploaded to: docs[].key.' }),
+  fileType: z.string(),
+  fileName: z.string().nullable(),
+  isDocumentPublic: z.boolean(),
+  status: z.enum(['In Progress', 'Clean', 'Infected', 'Error', 'Signed']),
+  statusReason: z.string().nullable().meta({ description: 'Why the file is Error.' }),
+  size: z.number().int().nullable().meta({ description: 'Bytes scanned.' }),
+  checksum: z.string().nullable().meta({ description: 'SHA-256 (hex) of the bytes scanned and kept.' }),
+  threat: z.string().nullable().meta({ description: 'What the antivirus found (Infected), including limits exceeded.' }),
+  scan: z.object({ engine: z.string().meta({ description: 'Antivirus engine and signature database that gave the verdict.' }), scannedAt: z.string() }).nullable(),
+  signature: signatureView.nullable(),
+  createdAt: z.string(),
+  uploadUrlExpiresAt: z.string(),
+}).meta({ id: 'FileView' });
+
+export type FileView = z.infer<typeof fileView>;

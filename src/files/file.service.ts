@@ -1,13 +1,17 @@
 // Upload URLs: each request gets a fresh object key `<fileUuid>.<ext>` and an S3 presigned POST
 // bound to exactly that key, a size range and an expiry; the key is recorded for the
-// organization (status In Progress) before the URL is handed out.
+// organization (status In Progress) before the URL is handed out, and a watch for the upload
+// starts. Reading the status of a file still waiting for its upload nudges a check.
 import { v7 as uuidv7 } from 'uuid';
 import type { Storage } from '../shared/storage.js';
 import { UUID_PATTERN } from '../shared/validation.js';
 import { allowedExtension } from './file-type.js';
 import { NotFoundError } from '../shared/errors.js';
-import type { FileRepository, FileStatus } from './file.repository.js';
-import type { PresignResult } from './file.schemas.js';
+import type { Logger } from '../shared/logger.js';
+import type { FileJobs } from './file.jobs.js';
+import type { FileRecord, FileRepository, FileStatus } from './file.repository.js';
+import type { FileView, PresignResult } from './file.schemas.js';
+import type { SignatureVerdict } from './p7m/p7m.verifier.js';
 
 const UUID_ONLY = new RegExp(`^${UUID_PATTERN}$`);
 /** An object key as issued: `<uuid>.<ext>`, the extension possibly compound (pdf.p7m). */
@@ -25,20 +29,80 @@ export interface UploadRequest {
   isDocumentPublic?: boolean;
 }
 
-export function createFileService(deps: { repo: FileRepository; storage: Storage; policy: UploadPolicy; now?: () => Date }) {
-  const { repo, storage, policy } = deps;
+/** The first look for an upload: most arrive within seconds of the URL. */
+const FIRST_CHECK_MS = 500;
+/** A status read nudges a check of the same file at most this often. */
+const NUDGE_EVERY_MS = 1000;
+
+/** `<uuid>` or `<uuid>.<ext>` as a lookup; undefined when it can be neither. */
+export function fileRef(uuidOrKey: string): { uuid: string } | { key: string } | undefined {
+  if (UUID_ONLY.test(uuidOrKey)) return { uuid: uuidOrKey };
+  if (UUID_KEY.test(uuidOrKey)) return { key: uuidOrKey };
+  return undefined;
+}
+
+export function createFileService(deps: {
+  repo: FileRepository; storage: Storage; policy: UploadPolicy; jobs: Pick<FileJobs, 'watchUpload' | 'hint'>; logger: Logger; now?: () => Date;
+}) {
+  const { repo, storage, policy, jobs, logger } = deps;
   const now = deps.now ?? (() => new Date());
+  const nudged = new Map<string, number>();
+
+  /** Best effort and not awaited: a status read never waits for, or fails because of, Redis. */
+  function nudge(uuid: string): void {
+    const at = Date.now();
+    if ((nudged.get(uuid) ?? 0) > at - NUDGE_EVERY_MS) return;
+    if (nudged.size >= 10_000) nudged.clear();
+    nudged.set(uuid, at);
+    jobs.hint(uuid).catch((err: unknown) => logger.warn({ file: uuid, err: (err as Error).message }, 'could not queue an upload check'));
+  }
+
+  async function find(orgId: string, uuidOrKey: string): Promise<FileRecord> {
+    const ref = fileRef(uuidOrKey);
+    const file = ref && await repo.findForOrg(orgId, ref);
+    if (!file) throw new NotFoundError(`No file ${uuidOrKey}.`);
+    return file;
+  }
+
   return {
     /**
      * The status of a file by its UUID or its whole key (`<uuid>.<ext>`). Unknown, malformed
      * and other organizations' files are all a 404.
      */
     async status(orgId: string, uuidOrKey: string): Promise<FileStatus> {
-      const uuid = UUID_ONLY.test(uuidOrKey);
-      const key = !uuid && UUID_KEY.test(uuidOrKey);
-      const status = uuid || key ? await repo.statusOf(orgId, uuid ? { uuid: uuidOrKey } : { key: uuidOrKey }) : undefined;
-      if (!status) throw new NotFoundError(`No file ${uuidOrKey}.`);
-      return status;
+      const ref = fileRef(uuidOrKey);
+      const row = ref && await repo.statusOf(orgId, ref);
+      if (!row) throw new NotFoundError(`No file ${uuidOrKey}.`);
+      if (row.status === 'In Progress' && !row.etag) nudge(row.uuid);
+      return row.status;
+    },
+
+    /** Everything known about one of this organization's files, for humans. */
+    async view(orgId: string, uuidOrKey: string): Promise<FileView> {
+      const f = await find(orgId, uuidOrKey);
+      if (f.status === 'In Progress' && !f.etag) nudge(f.uuid);
+      return {
+        uuid: f.uuid, key: f.key, fileType: f.fileType, fileName: f.originalFileName, isDocumentPublic: f.isDocumentPublic,
+        status: f.status, statusReason: f.statusReason, size: f.size, checksum: f.checksum, threat: f.threat,
+        scan: f.scannedAt && f.scanEngine ? { engine: f.scanEngine, scannedAt: f.scannedAt.toISOString() } : null,
+        signature: f.signature ? JSON.parse(f.signature) as SignatureVerdict : null,
+        createdAt: f.createdAt.toISOString(), uploadUrlExpiresAt: f.expiresAt.toISOString(),
+      };
+    },
+
+    /**
+     * The store says these keys were written (an unauthenticated hint: it only queues a check,
+     * which confirms with HeadObject). Keys that are not issued-key shaped are ignored.
+     */
+    uploadEvent(keys: readonly string[]): number {
+      let queued = 0;
+      for (const key of new Set(keys)) {
+        if (!UUID_KEY.test(key)) continue;
+        const uuid = key.slice(0, key.indexOf('.'));
+        queued += 1;
+        jobs.hint(uuid).catch((err: unknown) => logger.warn({ file: uuid, err: (err as Error).message }, 'could not queue an upload check'));
+      }
+      return queued;
     },
 
     async issueUploadUrl(orgId: string, req: UploadRequest): Promise<PresignResult> {
@@ -51,6 +115,9 @@ export function createFileService(deps: { repo: FileRepository; storage: Storage
         uuid, key, orgId, fileType: ext, originalFileName: req.fileName ?? null, isDocumentPublic: req.isDocumentPublic ?? false,
         expiresAt: new Date(createdAt.getTime() + policy.ttlSeconds * 1000), createdAt,
       });
+      // If Redis is down the URL still works: the sweeper starts the watch later.
+      await jobs.watchUpload(uuid, FIRST_CHECK_MS)
+        .catch((err: unknown) => logger.warn({ file: uuid, err: (err as Error).message }, 'could not start the upload watch'));
       return { presignedUrl: url, fields, fileType: req.fileType, key };
     },
   };

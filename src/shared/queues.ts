@@ -1,6 +1,8 @@
 // BullMQ plumbing shared by producers and workers. Workers use connections with
 // `maxRetriesPerRequest: null` (they wait for Redis to come back); producers fail fast.
 import { Redis, type RedisOptions } from 'ioredis';
+import { Gauge, type Registry } from 'prom-client';
+import type { Logger } from './logger.js';
 
 export function workerConnection(url: string): Redis {
   return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true } satisfies RedisOptions);
@@ -8,4 +10,23 @@ export function workerConnection(url: string): Redis {
 
 export function producerConnection(url: string): Redis {
   return new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 } satisfies RedisOptions);
+}
+
+/**
+ * Redis health as a metric (`redis_up`, 1 or 0) and a log line on each change: the API keeps
+ * serving without Redis (CONTRACT "Availability"), so this is what tells an operator.
+ */
+export function watchRedisHealth(connection: Redis, registry: Registry, logger: Logger): void {
+  const up = new Gauge({ name: 'redis_up', help: 'Whether this process is connected to Redis (1) or not (0)', registers: [registry] });
+  let last: number | undefined;
+  const set = (value: 0 | 1, why: string) => {
+    up.set(value);
+    if (value !== last) (value ? logger.info.bind(logger) : logger.warn.bind(logger))({ redis: value ? 'up' : 'down', why }, value ? 'redis reachable' : 'redis unreachable');
+    last = value;
+  };
+  set(connection.status === 'ready' ? 1 : 0, connection.status);
+  connection.on('ready', () => set(1, 'ready'));
+  connection.on('error', (err: Error) => set(0, err.message));
+  connection.on('end', () => set(0, 'connection ended'));
+  connection.on('close', () => set(0, 'connection closed'));
 }

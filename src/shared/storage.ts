@@ -1,6 +1,9 @@
 // The S3-compatible store: one client per process, configured for AWS or for a compatible
 // endpoint (radosgw here), and the presigned POST that lets a client upload one object.
-import { PutBucketCorsCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutBucketCorsCommand, S3Client, S3ServiceException,
+} from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import type { Config } from '../../config/index.js';
 
@@ -11,7 +14,30 @@ export interface Storage {
   presignUpload(key: string, maxBytes: number, ttlSeconds: number): Promise<{ url: string; fields: Record<string, string> }>;
   /** Lets browsers on `origins` POST uploads to the bucket (replaces its CORS rules; none when empty). */
   allowBrowserUploads(origins: readonly string[]): Promise<void>;
+  /** The object's current version, or undefined when there is none. */
+  head(key: string): Promise<ObjectVersion | undefined>;
+  /** Streams the object, only if it is still the version `etag` (else PreconditionFailed). */
+  read(key: string, etag?: string): Promise<Readable>;
+  /** Copies `from` to `to` only if `from` is still the version `etag`; false when it changed or vanished. */
+  copyIfUnchanged(from: string, to: string, etag: string): Promise<boolean>;
+  remove(key: string): Promise<void>;
 }
+
+export interface ObjectVersion {
+  /** Without quotes. */
+  etag: string;
+  size: number;
+}
+
+/** The store's answer for a missing object, or for a condition (If-Match) that failed. */
+export function isMissing(err: unknown): boolean {
+  return err instanceof S3ServiceException && (err.$metadata.httpStatusCode === 404 || err.name === 'NoSuchKey' || err.name === 'NotFound');
+}
+export function isChanged(err: unknown): boolean {
+  return err instanceof S3ServiceException && (err.$metadata.httpStatusCode === 412 || err.name === 'PreconditionFailed');
+}
+
+const unquote = (etag: string | undefined) => (etag ?? '').replace(/^"|"$/g, '');
 
 export function createStorage(config: Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>): Storage {
   const client = new S3Client({
@@ -46,6 +72,48 @@ export function createStorage(config: Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' |
             : [{ AllowedOrigins: ['https://no-browser-uploads.invalid'], AllowedMethods: ['POST'] }],
         },
       }));
+    },
+    async head(key) {
+      try {
+        const out = await client.send(new HeadObjectCommand({ Bucket: config.S3_BUCKET, Key: key }));
+        return { etag: unquote(out.ETag), size: out.ContentLength ?? 0 };
+      } catch (err) {
+        if (isMissing(err)) return undefined;
+        throw err;
+      }
+    },
+    async read(key, etag) {
+      const out = await client.send(new GetObjectCommand({ Bucket: config.S3_BUCKET, Key: key, ...(etag && { IfMatch: `"${etag}"` }) }));
+      return out.Body as Readable;
+    },
+    async copyIfUnchanged(from, to, etag) {
+      const command = new CopyObjectCommand({
+        Bucket: config.S3_BUCKET, Key: to, CopySource: `${config.S3_BUCKET}/${encodeURIComponent(from)}`, CopySourceIfMatch: `"${etag}"`,
+      });
+      // radosgw 16 ignores x-amz-copy-source-if-match and honours only the legacy
+      // x-amz-copy-if-match: a compatible endpoint gets both.
+      if (config.S3_ENDPOINT) {
+        command.middlewareStack.add((next) => async (args) => {
+          const request = args.request as { headers?: Record<string, string> };
+          if (request.headers) request.headers['x-amz-copy-if-match'] = `"${etag}"`;
+          return next(args);
+        }, { step: 'build', name: 'legacyCopyIfMatch' });
+      }
+      try {
+        const out = await client.send(command);
+        // And whatever the store did with the condition, the copy must be the version judged.
+        if (unquote(out.CopyObjectResult?.ETag) !== etag) {
+          await client.send(new DeleteObjectCommand({ Bucket: config.S3_BUCKET, Key: to }));
+          return false;
+        }
+        return true;
+      } catch (err) {
+        if (isChanged(err) || isMissing(err)) return false;
+        throw err;
+      }
+    },
+    async remove(key) {
+      await client.send(new DeleteObjectCommand({ Bucket: config.S3_BUCKET, Key: key }));
     },
   };
 }

@@ -1,10 +1,8 @@
 import { expect } from 'chai';
-import { Queue } from 'bullmq';
 import { harness, newOrg } from '../support/harness.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createIdempotencyStore } from '../../src/shared/idempotency.js';
-import { MAINTENANCE_QUEUE, MaintenanceJob, maintenanceHandlers } from '../../src/shared/maintenance.jobs.js';
-import { producerConnection } from '../../src/shared/queues.js';
+import { MaintenanceJob, maintenanceHandlers } from '../../src/shared/maintenance.jobs.js';
 import { startWorkers } from '../../workers/index.js';
 
 describe('maintenance worker', () => {
@@ -16,23 +14,19 @@ describe('maintenance worker', () => {
       await execute(db, `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, locked_until, created_at, expires_at)
         VALUES ($1, $2, $3, 'done', $4, $4, $5)`, [org.orgId, key, Buffer.alloc(32), new Date(now), new Date(expires)]);
     }
-    const result = await maintenanceHandlers(createIdempotencyStore(db))[MaintenanceJob.purgeIdempotency]();
+    const result = await maintenanceHandlers({ idempotency: createIdempotencyStore(db), sweepUploads: async () => 0 })[MaintenanceJob.purgeIdempotency]();
     expect((result as { purged: number }).purged).to.be.at.least(2);
     const left = await select<{ idem_key: string }>(db, 'SELECT idem_key FROM idempotency_keys WHERE org_id = $1', [org.orgId]);
     expect(left.map((r) => r.idem_key)).to.deep.equal(['live']);
   });
 
   it('starts with its schedule in Redis and closes cleanly', async () => {
-    const { config } = await harness();
+    const { queues } = await harness();
     const running = await startWorkers(['maintenance']);
-    const connection = producerConnection(config.REDIS_URL);
-    const queue = new Queue(MAINTENANCE_QUEUE, { connection });
     try {
-      const schedulers = await queue.getJobSchedulers();
-      expect(schedulers.map((s) => s.key)).to.include(MaintenanceJob.purgeIdempotency);
+      const schedulers = await queues.maintenance.getJobSchedulers();
+      expect(schedulers.map((s) => s.key)).to.include.members([MaintenanceJob.purgeIdempotency, MaintenanceJob.sweepUploads]);
     } finally {
-      await queue.close();
-      connection.disconnect();
       await running.close();
     }
   });

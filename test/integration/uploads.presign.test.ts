@@ -1,18 +1,11 @@
 import { expect } from 'chai';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { appWith, harness, newOrg, type TestOrg } from '../support/harness.js';
+import { appWith, harness, newOrg, uploadForm, type TestOrg } from '../support/harness.js';
 import { select } from '../../src/shared/db/sequelize.js';
 import { createStorage } from '../../src/shared/storage.js';
 
-/** Uploads as a browser form or `curl -F` does: every field first, the file last. */
-async function upload(url: string, fields: Record<string, unknown>, content: Buffer | string): Promise<{ status: number; text: string }> {
-  const form = new FormData();
-  for (const [k, v] of Object.entries(fields)) form.append(k, String(v));
-  form.append('file', new Blob([content]), 'document.pdf');
-  const res = await fetch(url, { method: 'POST', body: form });
-  return { status: res.status, text: await res.text() };
-}
+const upload = uploadForm;
 
 async function objectSize(key: string): Promise<number | undefined> {
   const { config } = await harness();

@@ -1,6 +1,7 @@
 // The integration tests' world: the real app, in-process, over the real MariaDB that
 // `npm test` started. Each test makes its own organizations and data.
 import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import type Koa from 'koa';
 import supertest from 'supertest';
 import { v7 as uuidv7 } from 'uuid';
@@ -9,8 +10,10 @@ import { createApp } from '../../src/app.js';
 import { createOrgRepository } from '../../src/orgs/org.repository.js';
 import { createOrgService, type OrgService } from '../../src/orgs/org.service.js';
 import { migrate } from '../../src/shared/db/migrator.js';
-import { createSequelize, execute, type Sequelize } from '../../src/shared/db/sequelize.js';
+import { createSequelize, execute, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { openQueues, type OpenQueues } from '../../src/queues.js';
+import { producerConnection } from '../../src/shared/queues.js';
 
 export interface Harness {
   config: Config;
@@ -18,6 +21,9 @@ export interface Harness {
   app: Koa;
   http: ReturnType<typeof supertest>;
   orgs: OrgService;
+  /** The run's queues (a prefix of its own), as the API enqueues to them. */
+  queues: OpenQueues;
+  redis: Redis;
 }
 
 let shared: Harness | undefined;
@@ -34,8 +40,10 @@ export async function harness(): Promise<Harness> {
     const config = getConfig();
     await migrate(config.DATABASE_URL, createLogger('silent'));
     const db = createSequelize({ url: config.DATABASE_URL, poolMax: 20, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
-    const app = createApp({ config, logger: createLogger('silent'), db });
-    shared = { config, db, app, http: supertest(app.callback()), orgs: createOrgService(createOrgRepository(db)) };
+    const redis = producerConnection(config.REDIS_URL);
+    const queues = openQueues(redis, config.QUEUE_PREFIX, createLogger('silent'));
+    const app = createApp({ config, logger: createLogger('silent'), db, queues });
+    shared = { config, db, app, http: supertest(app.callback()), orgs: createOrgService(createOrgRepository(db)), queues, redis };
   }
   return shared;
 }
@@ -45,7 +53,7 @@ export async function appWith(overrides: Record<string, string>, db?: Sequelize)
   const base = await harness();
   const config = configWith(overrides);
   const database = db ?? base.db;
-  return supertest(createApp({ config, logger: createLogger('silent'), db: database }).callback());
+  return supertest(createApp({ config, logger: createLogger('silent'), db: database, queues: base.queues }).callback());
 }
 
 /** A Sequelize of its own (closed after the run). */
@@ -82,5 +90,48 @@ export async function issueFile(orgId: string, opts: { status?: string; fileName
 export async function closeHarness(): Promise<void> {
   await Promise.all(extraDbs.splice(0).map((db) => db.close()));
   await shared?.db.close();
+  if (shared) {
+    await shared.queues.close();
+    shared.redis.disconnect();
+  }
   shared = undefined;
+}
+
+/** Uploads as a browser form or `curl -F` does: every field first, the file last. */
+export async function uploadForm(url: string, fields: Record<string, unknown>, content: Buffer | string, fileName = 'document.pdf'): Promise<{ status: number; text: string }> {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, String(v));
+  form.append('file', new Blob([content]), fileName);
+  const res = await fetch(url, { method: 'POST', body: form });
+  return { status: res.status, text: await res.text() };
+}
+
+export interface IssuedUpload { key: string; uuid: string; url: string; fields: Record<string, string> }
+
+/** POST /api/v{1,2}/presigned-url for `org`; fails the test on anything but 200. */
+export async function presign(org: TestOrg, body: Record<string, unknown> = { fileType: 'pdf' }, version: 1 | 2 = 2): Promise<IssuedUpload> {
+  const res = await (await harness()).http.post(`/api/v${version}/presigned-url`).set('X-API-Key', org.key).send(body);
+  if (res.status !== 200) throw new Error(`presigned-url answered ${res.status}`);
+  const key = res.body.key as string;
+  return { key, uuid: key.slice(0, key.indexOf('.')), url: res.body.presignedUrl as string, fields: res.body.fields as Record<string, string> };
+}
+
+export interface FileRowView { status: string; status_reason: string | null; checksum: string | null; size: number | null; threat: string | null; etag: string | null; stored_key: string | null; scan_engine: string | null; signature: string | null }
+
+export async function fileRow(uuid: string): Promise<FileRowView | undefined> {
+  const { db } = await harness();
+  const [row] = await select<FileRowView>(db, 'SELECT status, status_reason, checksum, size, threat, etag, stored_key, scan_engine, signature FROM files WHERE uuid = $1', [uuid]);
+  return row;
+}
+
+/** Waits until the file's status is one of `statuses`; fails with what it was after `timeoutMs`. */
+export async function waitForStatus(uuid: string, statuses: readonly string[], timeoutMs = 15_000): Promise<FileRowView> {
+  const until = Date.now() + timeoutMs;
+  let row = await fileRow(uuid);
+  while (!row || !statuses.includes(row.status)) {
+    if (Date.now() > until) throw new Error(`file ${uuid} is ${row?.status ?? 'absent'} (${row?.status_reason ?? ''}), not ${statuses.join('/')}, after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+    row = await fileRow(uuid);
+  }
+  return row;
 }

@@ -2,6 +2,7 @@
 // and from dist/ in production. Each must leave a schema the previous release's code can use.
 import { migration as initial } from './0001-initial.js';
 import { migration as claimOwnerAndCreatedOrder } from './0002-claim-owner-and-created-order.js';
+import { migration as fileVerdicts } from './0003-file-verdicts.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -11,4 +12,4 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder];
+export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts];

@@ -1,0 +1,33 @@
+// Signature verification off the event loop: parsing and hashing a large or hostile envelope
+// is CPU work that would otherwise stall the worker's job-lock renewals. A piscina pool of
+// worker threads runs p7m.task; a task that runs too long is aborted (its thread replaced).
+import { Piscina } from 'piscina';
+import type { SignatureVerdict } from './p7m/p7m.verifier.js';
+import type { Verify } from './signature.service.js';
+
+export interface VerifyPool {
+  verify: Verify;
+  close(): Promise<void>;
+}
+
+export function createVerifyPool(opts: { threads: number; trustPem?: string | undefined; timeoutMs?: number }): VerifyPool {
+  // Under tsx (npm start, npm test) the task is TypeScript, and its thread needs tsx too.
+  const fromSource = import.meta.url.endsWith('.ts');
+  const pool = new Piscina({
+    filename: new URL(`./p7m/p7m.task.${fromSource ? 'ts' : 'js'}`, import.meta.url).href,
+    minThreads: 1,
+    maxThreads: opts.threads,
+    idleTimeout: 60_000,
+    ...(fromSource && !process.execArgv.some((a) => a.includes('tsx')) && { execArgv: [...process.execArgv, '--import', 'tsx'] }),
+  });
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  return {
+    async verify(bytes) {
+      // Copied (not transferred) to the thread: a small Buffer may share its memory with others.
+      return await pool.run({ bytes, trustPem: opts.trustPem }, { signal: AbortSignal.timeout(timeoutMs) }) as SignatureVerdict;
+    },
+    async close() {
+      await pool.destroy();
+    },
+  };
+}

@@ -1,0 +1,29 @@
+// Every queue of the service, opened on one connection: the web process enqueues through
+// them and shows them in Bull Board; the worker process runs their workers.
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { FileQueue, type FileQueues } from './files/file.jobs.js';
+import type { Logger } from './shared/logger.js';
+import { MAINTENANCE_QUEUE, type MaintenancePayload } from './shared/maintenance.jobs.js';
+
+export interface Queues extends FileQueues {
+  maintenance: Queue<MaintenancePayload>;
+}
+
+export type OpenQueues = Queues & { all: Queue[]; close(): Promise<void> };
+
+export function openQueues(connection: Redis, prefix: string, logger: Logger): OpenQueues {
+  const open = <T>(name: string) => {
+    const queue = new Queue(name, { connection, prefix }) as T & Queue;
+    queue.on('error', (err) => logger.warn({ err: err.message, queue: name }, 'queue error'));
+    return queue;
+  };
+  const queues = {
+    maintenance: open<Queues['maintenance']>(MAINTENANCE_QUEUE),
+    checks: open<Queues['checks']>(FileQueue.checks),
+    scans: open<Queues['scans']>(FileQueue.scans),
+    signatures: open<Queues['signatures']>(FileQueue.signatures),
+  };
+  const all: Queue[] = Object.values(queues);
+  return { ...queues, all, close: async () => { await Promise.all(all.map((q) => q.close())); } };
+}
