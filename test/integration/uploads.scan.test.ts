@@ -83,17 +83,20 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
       for (let i = 0; i < 30; i += 1) writeFileSync(join(dir, `part${i}.bin`), Buffer.alloc(1024 * 1024, i));
       execFileSync('zip', ['-q', '-r', 'bomb.zip', '.'], { cwd: dir });
       const bomb = readFileSync(join(dir, 'bomb.zip'));
-      const cases: Array<[Buffer, RegExp]> = [
-        [Buffer.alloc(5 * 1024 * 1024, 'a'), /Limits\.Exceeded\.MaxFileSize/], // over MaxFileSize (4 MB)
-        [Buffer.alloc(9 * 1024 * 1024, 'a'), /Limits\.Exceeded/], // over StreamMaxLength (8 MB): refused by clamd
-        [bomb, /Limits\.Exceeded\.MaxScanSize/],
+      // Over StreamMaxLength (8 MB) clamd answers "size limit exceeded" and closes the connection;
+      // clamscan may see the closed socket (EPIPE) before that answer, so the attempt can also
+      // fail and end, after its retries, in Error. Either way, never Clean.
+      const cases: Array<[Buffer, RegExp, string[]]> = [
+        [Buffer.alloc(5 * 1024 * 1024, 'a'), /Limits\.Exceeded\.MaxFileSize/, ['Infected']], // over MaxFileSize (4 MB)
+        [Buffer.alloc(9 * 1024 * 1024, 'a'), /Limits\.Exceeded\.StreamMaxLength/, ['Infected', 'Error']],
+        [bomb, /Limits\.Exceeded\.MaxScanSize/, ['Infected']],
       ];
-      for (const [content, threat] of cases) {
+      for (const [content, threat, statuses] of cases) {
         const up = await presign(org, { fileType: 'pdf' });
         expect((await uploadForm(up.url, up.fields, content)).status).to.equal(204);
         const row = await waitForStatus(up.uuid, ['Clean', 'Infected', 'Error'], 30_000);
-        expect(row.status, `${content.length} bytes`).to.equal('Infected');
-        expect(row.threat).to.match(threat);
+        expect(row.status, `${content.length} bytes`).to.be.oneOf(statuses);
+        if (row.status === 'Infected') expect(row.threat).to.match(threat);
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

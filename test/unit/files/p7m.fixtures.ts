@@ -1,0 +1,128 @@
+// .p7m fixtures made with the openssl CLI in a temporary directory, once per test process
+// (both p7m test files share them): nothing secret or expiring is committed.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface P7mFixtures {
+  dir: string;
+  /** The signed document; `marker` is a unique run of its bytes, for tampering. */
+  doc: Buffer;
+  marker: Buffer;
+  rootPem: string;
+  unrelatedPem: string;
+  selfSignedPem: string;
+  /** DER envelopes (BER for `stream`), all carrying the intermediate unless named otherwise. */
+  der: {
+    rsa: Buffer; ec: Buffer; pss: Buffer; pssMgf1Sha512: Buffer; pssKeyRsaEncryption: Buffer; stream: Buffer;
+    nested: Buffer; nestedTamperedInner: Buffer; twoSigners: Buffer; keyid: Buffer; noattr: Buffer; cades: Buffer;
+    sha1: Buffer; expired: Buffer; ecWithoutIntermediate: Buffer; detached: Buffer; selfSigned: Buffer;
+  };
+  /** openssl's PEM output (`-----BEGIN CMS-----`) of `der.rsa`. */
+  pem: string;
+  /** Writes `bytes` into the fixture directory and returns the path (for cross-checks). */
+  file(name: string, bytes: Buffer): string;
+}
+
+let cached: P7mFixtures | undefined;
+
+/** Builds the fixtures on first use (about 1–2 s, mostly RSA key generation). */
+export function p7mFixtures(): P7mFixtures {
+  cached ??= build();
+  return cached;
+}
+
+/** Flips every bit of the byte at `offset` (a copy). */
+export function flipByte(bytes: Buffer, offset: number): Buffer {
+  const copy = Buffer.from(bytes);
+  copy[offset] = copy[offset]! ^ 0xff;
+  return copy;
+}
+
+function build(): P7mFixtures {
+  const dir = mkdtempSync(join(tmpdir(), 'p7m-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const ssl = (...args: string[]): Buffer => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const read = (name: string): Buffer => readFileSync(join(dir, name));
+  const write = (name: string, data: string | Buffer): void => writeFileSync(join(dir, name), data);
+
+  write('ca.ext', 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
+  write('leaf.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,nonRepudiation\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
+  const caAddExt = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
+  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'root.key', '-out', 'root.pem', '-days', '3650', '-subj', '/O=Test/CN=Test Root', ...caAddExt);
+  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'other.key', '-out', 'other.pem', '-days', '3650',
+    '-subj', '/CN=Unrelated Root', ...caAddExt);
+  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'self.key', '-out', 'self.pem', '-days', '365',
+    '-subj', '/CN=Self Signed Signer');
+  const issue = (name: string, keyArgs: string[], subject: string, ca: string, ext: string, serial: number): void => {
+    ssl('genpkey', ...keyArgs, '-out', `${name}.key`);
+    ssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
+    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-set_serial', String(serial), '-days', '365', '-extfile', ext, '-out', `${name}.pem`);
+  };
+  issue('int', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'], '/O=Test/CN=Test Intermediate', 'root', 'ca.ext', 2);
+  issue('rsa', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'], '/O=Test/CN=RSA Signer', 'int', 'leaf.ext', 0x1001);
+  issue('pss', ['-algorithm', 'RSA-PSS', '-pkeyopt', 'rsa_keygen_bits:2048'], '/O=Test/CN=PSS Signer', 'int', 'leaf.ext', 0x1002);
+  issue('ec', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=EC Signer', 'int', 'leaf.ext', 0x1003);
+
+  // A certificate whose validity ended long before any signing time: `openssl ca` takes explicit dates.
+  write('ca.cnf', [
+    '[ca]', 'default_ca = test', '[test]', 'database = index.txt', 'new_certs_dir = .', 'serial = serial', 'default_md = sha256',
+    'policy = any', 'unique_subject = no', '[any]', 'commonName = supplied',
+    '[leaf]', 'basicConstraints=CA:FALSE', 'keyUsage=critical,digitalSignature,nonRepudiation', 'subjectKeyIdentifier=hash', 'authorityKeyIdentifier=keyid', '',
+  ].join('\n'));
+  write('index.txt', '');
+  write('serial', '2001\n');
+  ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'expired.key');
+  ssl('req', '-new', '-key', 'expired.key', '-out', 'expired.csr', '-subj', '/CN=Expired Signer');
+  ssl('ca', '-batch', '-config', 'ca.cnf', '-cert', 'int.pem', '-keyfile', 'int.key', '-in', 'expired.csr', '-out', 'expired.pem',
+    '-startdate', '20200101000000Z', '-enddate', '20200102000000Z', '-extensions', 'leaf', '-notext');
+
+  const marker = Buffer.from('GUARANTEE-DOCUMENT-MARKER-7f3a');
+  const doc = Buffer.concat([Buffer.from('%PDF-1.7 pretend document\n'), marker, Buffer.from('\nend of the document\n')]);
+  write('doc.pdf', doc);
+  // Large enough for -stream to cut the content into several 4096-byte chunks.
+  write('big.pdf', Buffer.concat([doc, Buffer.alloc(10_000, 'x'), marker]));
+  const sign = (out: string, input: string, ...extra: string[]): Buffer => {
+    ssl('cms', '-sign', '-binary', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', out, ...extra);
+    return read(out);
+  };
+  const as = (name: string, ...more: string[]): string[] => ['-signer', `${name}.pem`, '-inkey', `${name}.key`, ...more];
+  const chain = ['-certfile', 'int.pem'];
+
+  const rsa = sign('rsa.p7m', 'doc.pdf', '-nodetach', ...as('rsa'), ...chain);
+  const tampered = flipByte(rsa, rsa.indexOf(marker) + 3);
+  write('rsa-tampered.p7m', tampered);
+  const der = {
+    rsa,
+    ec: sign('ec.p7m', 'doc.pdf', '-nodetach', ...as('ec'), ...chain),
+    pss: sign('pss.p7m', 'doc.pdf', '-nodetach', ...as('pss', '-keyopt', 'rsa_padding_mode:pss'), ...chain),
+    pssMgf1Sha512: sign('mgf.p7m', 'doc.pdf', '-nodetach',
+      ...as('rsa', '-keyopt', 'rsa_padding_mode:pss', '-keyopt', 'rsa_mgf1_md:sha512', '-keyopt', 'rsa_pss_saltlen:32'), ...chain),
+    pssKeyRsaEncryption: sign('pss-plain.p7m', 'doc.pdf', '-nodetach', ...as('pss'), ...chain),
+    stream: sign('stream.p7m', 'big.pdf', '-nodetach', '-stream', ...as('rsa'), ...chain),
+    nested: sign('nested.p7m', 'rsa.p7m', '-nodetach', ...as('ec'), ...chain),
+    nestedTamperedInner: sign('nested-bad.p7m', 'rsa-tampered.p7m', '-nodetach', ...as('ec'), ...chain),
+    twoSigners: sign('two.p7m', 'doc.pdf', '-nodetach', ...as('rsa'), ...as('ec'), ...chain),
+    keyid: sign('keyid.p7m', 'doc.pdf', '-nodetach', '-keyid', ...as('ec'), ...chain),
+    noattr: sign('noattr.p7m', 'doc.pdf', '-nodetach', '-noattr', ...as('rsa'), ...chain),
+    cades: sign('cades.p7m', 'doc.pdf', '-nodetach', '-cades', ...as('rsa'), ...chain),
+    sha1: (ssl('cms', '-sign', '-binary', '-md', 'sha1', '-nodetach', '-in', 'doc.pdf', '-outform', 'DER', '-out', 'sha1.p7m', ...as('rsa'), ...chain), read('sha1.p7m')),
+    expired: sign('expired.p7m', 'doc.pdf', '-nodetach', ...as('expired'), ...chain),
+    ecWithoutIntermediate: sign('ec-alone.p7m', 'doc.pdf', '-nodetach', ...as('ec')),
+    detached: sign('detached.p7m', 'doc.pdf', ...as('rsa'), ...chain),
+    selfSigned: sign('self.p7m', 'doc.pdf', '-nodetach', ...as('self')),
+  };
+  ssl('cms', '-sign', '-binary', '-md', 'sha256', '-nodetach', '-in', 'doc.pdf', '-outform', 'PEM', '-out', 'rsa.pem.p7m', ...as('rsa'), ...chain);
+  return {
+    dir, doc, marker, der,
+    rootPem: read('root.pem').toString(),
+    unrelatedPem: read('other.pem').toString(),
+    selfSignedPem: read('self.pem').toString(),
+    pem: read('rsa.pem.p7m').toString(),
+    file: (name, bytes) => {
+      write(name, bytes);
+      return join(dir, name);
+    },
+  };
+}

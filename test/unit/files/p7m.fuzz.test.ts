@@ -1,0 +1,144 @@
+import { expect } from 'chai';
+import type { X509Certificate } from 'node:crypto';
+import { loadTrustAnchors, verifyP7m, type SignatureVerdict } from '../../../src/files/p7m/p7m.verifier.js';
+import { p7mFixtures } from './p7m.fixtures.js';
+
+/** mulberry32: a small seeded PRNG, so that a failure replays. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SIGNED_DATA = Buffer.from('06092a864886f70d010702', 'hex');
+/** Per-input bound, lenient for a slow CI machine; real inputs take a few milliseconds. */
+const BOUND_MS = 250;
+
+function timed(input: Uint8Array, anchors: readonly X509Certificate[], options: { maxNodes?: number } = {}): { verdict: SignatureVerdict; ms: number } {
+  const start = performance.now();
+  let verdict: SignatureVerdict;
+  try {
+    verdict = verifyP7m(input, { trustAnchors: anchors, ...options });
+  } catch (err) {
+    throw new Error(`verifyP7m threw: ${(err as Error).stack}`, { cause: err });
+  }
+  return { verdict, ms: performance.now() - start };
+}
+
+function trimTrailingSpace(bytes: Buffer): Buffer {
+  let end = bytes.length;
+  while (end > 0 && [0x20, 0x09, 0x0a, 0x0d].includes(bytes[end - 1]!)) end--;
+  return bytes.subarray(0, end);
+}
+
+describe('p7m verifier under hostile input', function () {
+  this.timeout(120_000);
+  let originals: Buffer[];
+  let anchors: X509Certificate[];
+
+  before(() => {
+    const fx = p7mFixtures();
+    anchors = loadTrustAnchors(fx.rootPem);
+    const d = fx.der;
+    originals = [d.rsa, d.ec, d.pss, d.pssMgf1Sha512, d.stream, d.nested, d.twoSigners, d.keyid, d.noattr, d.cades];
+    for (const o of originals) expect(verifyP7m(o, { trustAnchors: anchors }).outcome).to.equal('signed');
+  });
+
+  it('answers 3000 mutated envelopes with a verdict, quickly, and never "signed" for changed bytes', () => {
+    const random = prng(0x9e3779b9);
+    const int = (n: number): number => Math.floor(random() * n);
+    const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
+    const mutations: ((b: Buffer) => Buffer)[] = [
+      (b) => { b[int(b.length)] = int(256); return b; },
+      (b) => { const i = int(b.length); b[i] = b[i]! ^ (1 << int(8)); return b; },
+      (b) => b.subarray(0, int(b.length)),
+      (b) => { b[int(b.length)] = pick([0x00, 0x7f, 0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x88, 0xff]); return b; },
+      (b) => { const i = int(b.length); return Buffer.concat([b.subarray(0, i), Buffer.from(Array.from({ length: 1 + int(8) }, () => int(256))), b.subarray(i)]); },
+      (b) => { const i = int(b.length); return Buffer.concat([b.subarray(0, i), b.subarray(i + 1 + int(16))]); },
+      (b) => { b[int(b.length)] = pick([0x00, 0x02, 0x04, 0x05, 0x06, 0x17, 0x18, 0x1e, 0x24, 0x30, 0x31, 0x80, 0xa0, 0xa1, 0xa3]); return b; },
+      (b) => { const i = int(b.length - 1); b[i] = pick([0x1f, 0x3f, 0x9f, 0xbf]); b[i + 1] = int(256); return b; },
+      (b) => { const i = int(b.length - 5); b.set([0x84, 0xff, 0xff, 0xff, pick([0xf0, 0xff])], i); return b; },
+      (b) => { const n = 1 + int(300); return Buffer.concat([Buffer.from('3080'.repeat(n), 'hex'), b, Buffer.alloc(2 * n)]); },
+      (b) => { const i = int(b.length); const n = 1 + int(64); return Buffer.concat([b.subarray(0, i), b.subarray(i, i + n), b.subarray(i)]); },
+    ];
+    const mutate = (original: Buffer): Buffer => {
+      let b = Buffer.from(original);
+      const rounds = random() < 0.8 ? 1 : 2 + int(3);
+      for (let r = 0; r < rounds && b.length > 8; r++) b = pick(mutations)(b);
+      return b;
+    };
+    const isOriginal = (b: Buffer): boolean => originals.some((o) => o.equals(trimTrailingSpace(b)));
+
+    let slowest = 0;
+    let signed = 0;
+    const reasons = new Map<string, number>();
+    for (let n = 0; n < 3000; n++) {
+      const original = pick(originals);
+      const input = mutate(original);
+      const { verdict, ms } = timed(input, anchors);
+      slowest = Math.max(slowest, ms);
+      expect(ms, `input ${n} took ${ms.toFixed(1)} ms`).to.be.below(BOUND_MS);
+      expect(verdict.outcome).to.be.oneOf(['signed', 'not-signed']);
+      expect(JSON.parse(JSON.stringify(verdict))).to.deep.equal(verdict);
+      if (verdict.outcome === 'signed') {
+        signed++;
+        expect(isOriginal(input), `mutation ${n} of a ${original.length}-byte envelope was judged signed: ${input.toString('hex')}`).to.equal(true);
+      } else {
+        expect(verdict.reason).to.be.a('string').and.not.equal('');
+        const kind = (verdict.reason ?? '').replace(/^(level \d+ )?signer \d+: /, '');
+        reasons.set(kind, (reasons.get(kind) ?? 0) + 1);
+      }
+    }
+    // Visible with --reporter spec when tuning; the assertions above are what count.
+    if (process.env.P7M_FUZZ_REPORT) console.log({ slowest, signed, reasons: Object.fromEntries(reasons) });
+  });
+
+  const envelopeAround = (inner: Buffer, innerLengthBytes = 4): Buffer => {
+    // ContentInfo { id-signedData, [0] inner } with 4-byte lengths, so that it announces SignedData.
+    const len = (n: number): Buffer => { const b = Buffer.alloc(1 + innerLengthBytes); b[0] = 0x80 | innerLengthBytes; b.writeUIntBE(n, 1, innerLengthBytes); return b; };
+    const wrapped = Buffer.concat([Buffer.from([0xa0]), len(inner.length), inner]);
+    const body = Buffer.concat([SIGNED_DATA, wrapped]);
+    return Buffer.concat([Buffer.from([0x30]), len(body.length), body]);
+  };
+
+  it('refuses 2 MB of 2-byte TLVs inside a SEQUENCE by the node count, before parsing', () => {
+    const tlvs = Buffer.alloc(2 * 1024 * 1024);
+    for (let i = 0; i < tlvs.length; i += 2) tlvs[i] = 0x05;
+    const seq = Buffer.concat([Buffer.from([0x30, 0x84]), Buffer.alloc(4), tlvs]);
+    seq.writeUInt32BE(tlvs.length, 2);
+    const { verdict, ms } = timed(envelopeAround(seq), anchors);
+    expect(verdict).to.include({ outcome: 'not-signed', reason: 'envelope too complex (more than 200000 ASN.1 nodes)' });
+    expect(ms).to.be.below(BOUND_MS);
+  });
+
+  it('refuses indefinite-length nesting 10,000 deep', () => {
+    const depth = 10_000;
+    const input = Buffer.concat([Buffer.from('3080', 'hex'), SIGNED_DATA, Buffer.from('a080', 'hex'), Buffer.from('3080'.repeat(depth), 'hex'), Buffer.alloc(2 * (depth + 2))]);
+    const { verdict, ms } = timed(input, anchors);
+    expect(verdict).to.include({ outcome: 'not-signed', reason: 'malformed envelope: ASN.1 nesting too deep' });
+    expect(ms).to.be.below(BOUND_MS);
+  });
+
+  it('refuses a declared length of 2^31 without allocating it', () => {
+    const input = Buffer.concat([Buffer.from('308480000000', 'hex'), SIGNED_DATA, Buffer.from('a0820100', 'hex'), Buffer.alloc(256)]);
+    const { verdict, ms } = timed(input, anchors);
+    expect(verdict).to.include({ outcome: 'not-signed', reason: 'malformed envelope: ASN.1 length exceeds the enclosing element' });
+    expect(ms).to.be.below(BOUND_MS);
+  });
+
+  it('refuses the high-tag-number form, which forge would misparse', () => {
+    const input = envelopeAround(Buffer.from('1f8101020000', 'hex'));
+    expect(timed(input, anchors).verdict.reason).to.equal('malformed envelope: unsupported ASN.1 high tag number');
+  });
+
+  it('shares the node budget across nested levels', () => {
+    const fx = p7mFixtures();
+    const { verdict } = timed(fx.der.nested, anchors, { maxNodes: 250 });
+    expect(verdict).to.include({ outcome: 'not-signed', levels: 1, reason: 'level 2: envelope too complex (more than 250 ASN.1 nodes)' });
+  });
+});

@@ -1,0 +1,262 @@
+import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import type { X509Certificate } from 'node:crypto';
+import verifyTask from '../../../src/files/p7m/p7m.task.js';
+import { loadTrustAnchors, verifyP7m, type SignatureVerdict, type SignerVerdict } from '../../../src/files/p7m/p7m.verifier.js';
+import { flipByte, p7mFixtures, type P7mFixtures } from './p7m.fixtures.js';
+
+describe('p7m verifier', function () {
+  this.timeout(60_000);
+  let fx: P7mFixtures;
+  let root: X509Certificate[];
+
+  before(() => {
+    fx = p7mFixtures();
+    root = loadTrustAnchors(fx.rootPem);
+  });
+
+  const signer = (verdict: SignatureVerdict, i = 0): SignerVerdict => {
+    const s = verdict.signers[i];
+    expect(s, `signer ${i + 1}`).to.not.equal(undefined);
+    return s!;
+  };
+
+  describe('encodings', () => {
+    it('accepts DER and reports a passing signer with its identity', () => {
+      const v = verifyP7m(fx.der.rsa);
+      expect(v).to.include({ outcome: 'signed', encoding: 'der', levels: 1, chain: 'not-checked' });
+      expect(v.reason).to.equal(undefined);
+      expect(signer(v)).to.include({
+        level: 1, subject: 'O=Test, CN=RSA Signer', issuer: 'O=Test, CN=Test Intermediate', serialNumber: '1001',
+        digestAlgorithm: 'sha256', signatureAlgorithm: 'rsa', digestMatches: true, signatureValid: true, certificateValid: true, chain: 'not-checked',
+      });
+      expect(signer(v).problems).to.deep.equal([]);
+      expect(Date.parse(signer(v).signingTime!)).to.be.closeTo(Date.now(), 10 * 60_000);
+      expect(JSON.parse(JSON.stringify(v))).to.deep.equal(v);
+    });
+
+    it('accepts PEM whatever the label: CMS, PKCS7, SIGNED MESSAGE', () => {
+      for (const label of ['CMS', 'PKCS7', 'SIGNED MESSAGE']) {
+        const pem = fx.pem.replace(/-----(BEGIN|END) CMS-----/g, `-----$1 ${label}-----`);
+        const v = verifyP7m(Buffer.from(pem));
+        expect(v, label).to.include({ outcome: 'signed', encoding: 'pem' });
+      }
+    });
+
+    it('accepts bare Base64 without armour, with CRLF line ends', () => {
+      const body = fx.pem.split('\n').filter((l) => l && !l.startsWith('-----')).join('\r\n');
+      const v = verifyP7m(Buffer.from(`${body}\r\n`));
+      expect(v).to.include({ outcome: 'signed', encoding: 'base64' });
+    });
+
+    it('refuses Base64 with junk that a lenient decoder would skip', () => {
+      const body = fx.der.rsa.toString('base64');
+      const v = verifyP7m(Buffer.from(`${body.slice(0, 100)}*${body.slice(100)}`));
+      expect(v).to.include({ outcome: 'not-signed', reason: 'not a CMS SignedData envelope', levels: 0 });
+      expect(v.encoding).to.equal(undefined);
+    });
+
+    it('tolerates a trailing CRLF after DER but not other trailing bytes', () => {
+      expect(verifyP7m(Buffer.concat([fx.der.rsa, Buffer.from('\r\n')])).outcome).to.equal('signed');
+      const v = verifyP7m(Buffer.concat([fx.der.rsa, Buffer.from('x')]));
+      expect(v).to.include({ outcome: 'not-signed', reason: 'malformed envelope: trailing bytes after the envelope' });
+    });
+
+    it('reads BER with indefinite lengths and a chunked OCTET STRING (openssl -stream)', () => {
+      expect(fx.der.stream[1]).to.equal(0x80);
+      const v = verifyP7m(fx.der.stream);
+      expect(v.outcome).to.equal('signed');
+      expect(signer(v)).to.include({ digestMatches: true, signatureValid: true });
+    });
+
+    it('says a document that is not an envelope is not signed, at level 0', () => {
+      const v = verifyP7m(fx.doc);
+      expect(v).to.deep.equal({ outcome: 'not-signed', reason: 'not a CMS SignedData envelope', levels: 0, chain: 'not-checked', signers: [] });
+      expect(verifyP7m(new Uint8Array(0)).reason).to.equal('not a CMS SignedData envelope');
+    });
+
+    it('refuses an input above maxBytes before reading it', () => {
+      const v = verifyP7m(fx.der.rsa, { maxBytes: 1000 });
+      expect(v).to.include({ outcome: 'not-signed', reason: 'envelope too large', levels: 0 });
+    });
+  });
+
+  describe('algorithms', () => {
+    it('verifies ECDSA P-256 signers, whose certificates forge cannot load', () => {
+      const v = verifyP7m(fx.der.ec);
+      expect(v.outcome).to.equal('signed');
+      expect(signer(v)).to.include({ signatureAlgorithm: 'ecdsa', subject: 'O=Test, CN=EC Signer', signatureValid: true });
+    });
+
+    it('verifies RSASSA-PSS from an rsa-pss key, with the envelope salt length', () => {
+      const v = verifyP7m(fx.der.pss);
+      expect(v.outcome).to.equal('signed');
+      expect(signer(v)).to.include({ signatureAlgorithm: 'rsa-pss', signatureValid: true });
+    });
+
+    it('verifies RSASSA-PSS whose MGF1 hash (sha512) differs from the message hash', () => {
+      const v = verifyP7m(fx.der.pssMgf1Sha512);
+      expect(v.outcome).to.equal('signed');
+      expect(signer(v)).to.include({ signatureAlgorithm: 'rsa-pss', digestAlgorithm: 'sha256', signatureValid: true });
+    });
+
+    it('rejects rsaEncryption over an rsa-pss key (Node would verify it as PSS; openssl cms rejects it)', () => {
+      const v = verifyP7m(fx.der.pssKeyRsaEncryption);
+      expect(v).to.include({ outcome: 'not-signed', reason: "signer 1: signature algorithm does not match the certificate's key type" });
+      expect(signer(v)).to.include({ signatureAlgorithm: 'rsa', signatureValid: false, digestMatches: true });
+    });
+
+    it('refuses SHA-1 as a weak digest even though the signature verifies', () => {
+      const v = verifyP7m(fx.der.sha1);
+      expect(v).to.include({ outcome: 'not-signed', reason: 'signer 1: weak digest algorithm sha1' });
+      expect(signer(v)).to.include({ digestAlgorithm: 'sha1', digestMatches: true, signatureValid: true });
+    });
+  });
+
+  describe('signers and structure', () => {
+    it('requires every signer to pass when there are two', () => {
+      const v = verifyP7m(fx.der.twoSigners);
+      expect(v.outcome).to.equal('signed');
+      expect(v.signers.map((s) => s.subject)).to.have.members(['O=Test, CN=RSA Signer', 'O=Test, CN=EC Signer']);
+      expect(v.signers.every((s) => s.signatureValid && s.problems.length === 0)).to.equal(true);
+    });
+
+    it('finds the signer certificate by subjectKeyIdentifier (-keyid)', () => {
+      const v = verifyP7m(fx.der.keyid);
+      expect(v.outcome).to.equal('signed');
+      expect(signer(v)).to.include({ subject: 'O=Test, CN=EC Signer', serialNumber: '1003', signatureValid: true });
+    });
+
+    it('verifies a signature over the content itself without signed attributes (-noattr), checking the certificate at `now`', () => {
+      const v = verifyP7m(fx.der.noattr);
+      expect(v.outcome).to.equal('signed');
+      expect(signer(v)).to.include({ signingTime: null, digestMatches: true, signatureValid: true, certificateValid: true });
+      const old = verifyP7m(fx.der.noattr, { now: new Date('2001-01-01T00:00:00Z') });
+      expect(old).to.include({ outcome: 'not-signed', reason: 'signer 1: the certificate is not valid at the time of the check' });
+      expect(signer(old)).to.include({ signatureValid: true, certificateValid: false });
+    });
+
+    it('checks the CAdES signing-certificate-v2 attribute (-cades)', () => {
+      expect(verifyP7m(fx.der.cades).outcome).to.equal('signed');
+    });
+
+    it('verifies every level of a nested envelope, outermost signer first', () => {
+      const v = verifyP7m(fx.der.nested);
+      expect(v).to.include({ outcome: 'signed', levels: 2 });
+      expect(v.signers.map((s) => [s.level, s.subject])).to.deep.equal([[1, 'O=Test, CN=EC Signer'], [2, 'O=Test, CN=RSA Signer']]);
+    });
+
+    it('fails a nested envelope whose inner level was tampered with before the outer signature', () => {
+      const v = verifyP7m(fx.der.nestedTamperedInner);
+      expect(v).to.include({ outcome: 'not-signed', levels: 2, reason: 'level 2 signer 1: the content digest does not match the messageDigest attribute' });
+      expect(signer(v, 0).problems).to.deep.equal([]);
+      expect(signer(v, 1)).to.include({ level: 2, digestMatches: false, signatureValid: true });
+    });
+
+    it('refuses nesting beyond maxNesting', () => {
+      const v = verifyP7m(fx.der.nested, { maxNesting: 1 });
+      expect(v).to.include({ outcome: 'not-signed', levels: 1, reason: 'envelope nesting exceeds 1 levels' });
+    });
+
+    it('refuses a detached signature, which carries no content to check', () => {
+      const v = verifyP7m(fx.der.detached);
+      expect(v).to.include({ outcome: 'not-signed', levels: 1, reason: 'detached signature: the envelope carries no content' });
+      expect(signer(v).problems).to.include('detached signature: no content to check');
+    });
+  });
+
+  describe('tampering and time', () => {
+    it('notices a changed content byte: the digest no longer matches', () => {
+      const v = verifyP7m(flipByte(fx.der.rsa, fx.der.rsa.indexOf(fx.marker) + 3));
+      expect(v).to.include({ outcome: 'not-signed', reason: 'signer 1: the content digest does not match the messageDigest attribute' });
+      expect(signer(v)).to.include({ digestMatches: false, signatureValid: true });
+    });
+
+    it('notices a changed content byte without signed attributes: the signature fails', () => {
+      const v = verifyP7m(flipByte(fx.der.noattr, fx.der.noattr.indexOf(fx.marker) + 3));
+      expect(v).to.include({ outcome: 'not-signed', reason: 'signer 1: the signature does not verify' });
+      expect(signer(v)).to.include({ digestMatches: false, signatureValid: false });
+    });
+
+    for (const name of ['rsa', 'ec', 'pss'] as const) {
+      it(`notices a changed signature byte (${name})`, () => {
+        const der = fx.der[name];
+        // The signature OCTET STRING ends the envelope (no unsigned attributes).
+        const v = verifyP7m(flipByte(der, der.length - 10));
+        expect(v).to.include({ outcome: 'not-signed', reason: 'signer 1: the signature does not verify' });
+        expect(signer(v)).to.include({ digestMatches: true, signatureValid: false });
+      });
+    }
+
+    it('fails a certificate that had expired at the signing time', () => {
+      const v = verifyP7m(fx.der.expired);
+      expect(v).to.include({ outcome: 'not-signed', reason: 'signer 1: the certificate was not valid at the signing time' });
+      expect(signer(v)).to.include({ subject: 'CN=Expired Signer', signatureValid: true, digestMatches: true, certificateValid: false });
+    });
+  });
+
+  describe('chain', () => {
+    it('trusts a chain through the intermediate in the envelope up to the root anchor', () => {
+      for (const name of ['rsa', 'ec', 'pss', 'stream', 'keyid', 'twoSigners', 'nested'] as const) {
+        const v = verifyP7m(fx.der[name], { trustAnchors: root });
+        expect(v, name).to.include({ outcome: 'signed', chain: 'checked' });
+        expect(v.signers.every((s) => s.chain === 'trusted'), name).to.equal(true);
+      }
+    });
+
+    it('does not trust a chain that leads to no given anchor', () => {
+      const v = verifyP7m(fx.der.rsa, { trustAnchors: loadTrustAnchors(fx.unrelatedPem) });
+      expect(v).to.include({ outcome: 'not-signed', chain: 'checked', reason: 'signer 1: chain not trusted: no path to a trust anchor' });
+      expect(signer(v)).to.include({ chain: 'untrusted', signatureValid: true, certificateValid: true });
+    });
+
+    it('does not trust a chain whose intermediate is missing from the envelope', () => {
+      const v = verifyP7m(fx.der.ecWithoutIntermediate, { trustAnchors: root });
+      expect(signer(v)).to.include({ chain: 'untrusted', signatureValid: true });
+      expect(v.outcome).to.equal('not-signed');
+      expect(verifyP7m(fx.der.ecWithoutIntermediate).outcome).to.equal('signed');
+    });
+
+    it('trusts a self-signed signer certificate that is itself an anchor', () => {
+      const v = verifyP7m(fx.der.selfSigned, { trustAnchors: [...root, ...loadTrustAnchors(fx.selfSignedPem)] });
+      expect(v.outcome).to.equal('signed');
+      expect(signer(v).chain).to.equal('trusted');
+      expect(verifyP7m(fx.der.selfSigned, { trustAnchors: root }).outcome).to.equal('not-signed');
+    });
+
+    it('agrees with openssl cms -verify -CAfile root', () => {
+      const cases: [string, Buffer][] = [
+        ['rsa', fx.der.rsa], ['ec', fx.der.ec], ['pss', fx.der.pss], ['pss-key-rsaEncryption', fx.der.pssKeyRsaEncryption],
+        ['tampered', flipByte(fx.der.rsa, fx.der.rsa.indexOf(fx.marker))], ['no-intermediate', fx.der.ecWithoutIntermediate], ['expired', fx.der.expired],
+      ];
+      const rootFile = fx.file('anchor.pem', Buffer.from(fx.rootPem));
+      for (const [name, der] of cases) {
+        const file = fx.file(`cross-${name}.p7m`, der);
+        const openssl = spawnSync('openssl', ['cms', '-verify', '-inform', 'DER', '-in', file, '-CAfile', rootFile, '-binary', '-out', '/dev/null'], { stdio: 'ignore' });
+        const ours = verifyP7m(der, { trustAnchors: root }).outcome;
+        expect(ours === 'signed', `${name}: openssl exit ${openssl.status}, ours ${ours}`).to.equal(openssl.status === 0);
+      }
+    });
+  });
+
+  describe('trust anchors and the worker task', () => {
+    it('splits a PEM bundle, ignoring text between certificates', () => {
+      const bundle = `# roots\n${fx.rootPem}\nsome comment\n${fx.unrelatedPem}`;
+      expect(loadTrustAnchors(bundle).map((c) => c.subject)).to.deep.equal(['O=Test\nCN=Test Root', 'CN=Unrelated Root']);
+    });
+
+    it('throws a clear error on a bad bundle', () => {
+      expect(() => loadTrustAnchors('nothing here')).to.throw('no PEM certificate');
+      expect(() => loadTrustAnchors(`${fx.rootPem}-----BEGIN CERTIFICATE-----\nAAAA\n`)).to.throw('not a complete certificate');
+      expect(() => loadTrustAnchors('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n')).to.throw('Trust store certificate 1 cannot be read');
+    });
+
+    it('runs in the task entry with the trust store PEM and a fixed instant', () => {
+      const trusted = verifyTask({ bytes: new Uint8Array(fx.der.rsa), trustPem: fx.rootPem });
+      expect(trusted).to.include({ outcome: 'signed', chain: 'checked' });
+      expect(verifyTask({ bytes: fx.der.rsa, trustPem: fx.unrelatedPem }).outcome).to.equal('not-signed');
+      expect(verifyTask({ bytes: fx.der.noattr, now: Date.parse('2001-01-01T00:00:00Z') }).outcome).to.equal('not-signed');
+      expect(verifyTask({ bytes: fx.der.noattr }).outcome).to.equal('signed');
+    });
+  });
+});
