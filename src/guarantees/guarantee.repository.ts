@@ -86,7 +86,7 @@ function fold(rows: Row[]): Array<{ record: GuaranteeRecord; requestHash: Buffer
   return out;
 }
 
-export interface FileForDoc { key: string; status: string; originalFileName: string | null }
+export interface FileForDoc { key: string; status: string; originalFileName: string | null; checksum: string | null }
 
 export function createGuaranteeRepository(db: Sequelize) {
   return {
@@ -151,9 +151,9 @@ export function createGuaranteeRepository(db: Sequelize) {
     async filesForKeys(orgId: string, keys: string[]): Promise<FileForDoc[]> {
       if (!keys.length) return [];
       const marks = keys.map((_, i) => `$${i + 2}`).join(', ');
-      const rows = await select<{ object_key: string; status: string; original_file_name: string | null }>(db,
-        `SELECT object_key, status, original_file_name FROM files WHERE org_id = $1 AND object_key IN (${marks})`, [orgId, ...keys], undefined, { prepared: false });
-      return rows.map((r) => ({ key: r.object_key, status: r.status, originalFileName: r.original_file_name }));
+      const rows = await select<{ object_key: string; status: string; original_file_name: string | null; checksum: string | null }>(db,
+        `SELECT object_key, status, original_file_name, checksum FROM files WHERE org_id = $1 AND object_key IN (${marks})`, [orgId, ...keys], undefined, { prepared: false });
+      return rows.map((r) => ({ key: r.object_key, status: r.status, originalFileName: r.original_file_name, checksum: r.checksum }));
     },
   };
 }

@@ -75,7 +75,8 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
   const now = deps.now ?? (() => new Date());
 
   /** Checks docs[].key against this organization's files; fills originalFileName from the upload. */
-  async function resolveDocs(orgId: string, g: NewGuarantee): Promise<void> {
+  /** Checks docs[].key and fills originalFileName; returns each key's checksum (null until scanned). */
+  async function resolveDocs(orgId: string, g: NewGuarantee): Promise<Map<string, string | null>> {
     const files = new Map((await repo.filesForKeys(orgId, g.docs.map((d) => d.key))).map((f) => [f.key, f]));
     const problems: FieldProblem[] = [];
     g.docs.forEach((doc, i) => {
@@ -87,6 +88,7 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
     if (problems.length) {
       throw new ValidationError(`Invalid docs: ${problems.map((p) => `${p.pointer.slice(2)} ${p.detail}`).join('; ')}`, problems);
     }
+    return new Map([...files.values()].map((f) => [f.key, f.checksum]));
   }
 
   /** The existing record for a transactionId when the request repeats it exactly; 409 when it differs. */
@@ -104,7 +106,7 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
       const existing = await existingForTransaction(orgId, g.transactionId, hash);
       if (existing) return { status: 200, body: opts.respond(existing), created: false };
     }
-    await resolveDocs(orgId, g);
+    const checksums = await resolveDocs(orgId, g);
     try {
       return await repo.transaction(async (t) => {
         // Under the organization's lock: createdAt strictly follows registration order.
@@ -113,7 +115,7 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
         const { createdAt } = place;
         const record: GuaranteeRecord = {
           ...g, id: uuidv7({ msecs: createdAt.getTime() }), orgId, createdAt, txHash: null, notarizationStatus: 'PENDING',
-          docs: g.docs.map((d) => ({ ...d, checksum: null, notarizedAt: null })),
+          docs: g.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null, notarizedAt: null })),
         };
         await repo.insert({ ...record, requestHash: hash }, t);
         const response: StoredResponse = { status: 200, body: opts.respond(record) };

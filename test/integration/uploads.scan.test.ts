@@ -154,4 +154,22 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     const row = await waitForStatus(up.uuid, ['Error', 'Clean', 'Infected']);
     expect(row).to.include({ status: 'Error', etag: null, scan_engine: null });
   });
+
+  it('a scanned file attached to a guarantee shows its checksum in docs; an Infected one cannot be attached', async () => {
+    const { http } = await harness();
+    const clean = await presign(org, { fileType: 'pdf', fileName: 'contratto.pdf' });
+    const infected = await presign(org);
+    await uploadForm(clean.url, clean.fields, 'the contract');
+    await uploadForm(infected.url, infected.fields, EICAR);
+    await waitForStatus(clean.uuid, ['Clean']);
+    await waitForStatus(infected.uuid, ['Infected']);
+    const created = await http.post('/api/v2/guarantees').set('X-API-Key', org.key)
+      .send({ details: { policyNumber: 'P-1' }, docs: [{ type: 'BAIL_ACT', key: clean.key }] });
+    expect(created.status).to.equal(200);
+    expect(created.body.docs[0]).to.include({ key: clean.key, checksum: sha256('the contract'), originalFileName: 'contratto.pdf' });
+    const read = await http.get(`/api/v2/guarantees/${created.body.id}`).set('X-API-Key', org.key);
+    expect(read.body.docs[0].checksum).to.equal(sha256('the contract'));
+    const refused = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: 'P-2' }, docs: [{ key: infected.key }] });
+    expect(refused.status).to.equal(400);
+  });
 });

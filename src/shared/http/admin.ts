@@ -26,12 +26,13 @@ export function basicCredentials(header: string | undefined): { user: string; pa
 export function basicAuth(user: string, password: string, failuresPerMinute: number): Middleware {
   const failures = new RateLimiterMemory({ points: failuresPerMinute, duration: 60 });
   return async (ctx, next) => {
+    // A limited address is refused before its guess is looked at: a right guess then tells nothing.
+    const record = await failures.get(ctx.ip);
+    if (record && record.remainingPoints <= 0) throw new RateLimitedError(Math.max(1, Math.ceil(record.msBeforeNext / 1000)));
     const given = basicCredentials(ctx.get('Authorization'));
     // Both compared, always: a wrong user costs as much as a wrong password.
     const ok = given !== undefined && [same(given.user, user), same(given.password, password)].every(Boolean);
     if (!ok) {
-      const record = await failures.get(ctx.ip);
-      if (record && record.remainingPoints <= 0) throw new RateLimitedError(Math.ceil(record.msBeforeNext / 1000));
       await failures.consume(ctx.ip).catch(() => undefined);
       ctx.set('WWW-Authenticate', 'Basic realm="Guarantee Registry queues", charset="UTF-8"');
       throw new UnauthorizedError('Administrator credentials are required.');
