@@ -82,7 +82,8 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         threads: config.SIGNATURE_CONCURRENCY,
         trustPem: config.SIGNATURE_TRUST_STORE ? readFileSync(config.SIGNATURE_TRUST_STORE, 'utf8') : undefined,
       });
-      const signatures = createSignatureService({ repo, storage, verify: pool.verify, maxBytes: config.MAX_UPLOAD_BYTES, logger: log });
+      // The verifier refuses envelopes over 64 MiB anyway; nothing larger is read into memory.
+      const signatures = createSignatureService({ repo, storage, verify: pool.verify, maxBytes: Math.min(config.MAX_UPLOAD_BYTES, 64 * 1024 * 1024), logger: log });
       run<SignaturePayload, string>(FileQueue.signatures, (job) => signatures.check(job.data.uuid, isLastAttempt(job)), config.SIGNATURE_CONCURRENCY);
       closers.push(() => pool.close());
     },

@@ -18,6 +18,8 @@ export interface P7mFixtures {
     rsa: Buffer; ec: Buffer; pss: Buffer; pssMgf1Sha512: Buffer; pssKeyRsaEncryption: Buffer; stream: Buffer;
     nested: Buffer; nestedTamperedInner: Buffer; twoSigners: Buffer; keyid: Buffer; noattr: Buffer; cades: Buffer;
     sha1: Buffer; expired: Buffer; ecWithoutIntermediate: Buffer; detached: Buffer; selfSigned: Buffer;
+    /** Signed by a certificate issued by an end-entity (CA:FALSE) certificate, which is in the envelope. */
+    issuedByNonCa: Buffer;
   };
   /** openssl's PEM output (`-----BEGIN CMS-----`) of `der.rsa`. */
   pem: string;
@@ -64,6 +66,11 @@ function build(): P7mFixtures {
   issue('rsa', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'], '/O=Test/CN=RSA Signer', 'int', 'leaf.ext', 0x1001);
   issue('pss', ['-algorithm', 'RSA-PSS', '-pkeyopt', 'rsa_keygen_bits:2048'], '/O=Test/CN=PSS Signer', 'int', 'leaf.ext', 0x1002);
   issue('ec', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=EC Signer', 'int', 'leaf.ext', 0x1003);
+  // An end-entity certificate without keyUsage (so that only basicConstraints stops it) used as an issuer.
+  write('noca.ext', 'basicConstraints=CA:FALSE\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
+  issue('noca', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Not A CA', 'int', 'noca.ext', 0x1004);
+  issue('victim', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Issued By Not A CA', 'noca', 'leaf.ext', 0x1005);
+  write('noca-chain.pem', Buffer.concat([read('noca.pem'), read('int.pem')]));
 
   // A certificate whose validity ended long before any signing time: `openssl ca` takes explicit dates.
   write('ca.cnf', [
@@ -112,6 +119,7 @@ function build(): P7mFixtures {
     ecWithoutIntermediate: sign('ec-alone.p7m', 'doc.pdf', '-nodetach', ...as('ec')),
     detached: sign('detached.p7m', 'doc.pdf', ...as('rsa'), ...chain),
     selfSigned: sign('self.p7m', 'doc.pdf', '-nodetach', ...as('self')),
+    issuedByNonCa: sign('noca.p7m', 'doc.pdf', '-nodetach', ...as('victim'), '-certfile', 'noca-chain.pem'),
   };
   ssl('cms', '-sign', '-binary', '-md', 'sha256', '-nodetach', '-in', 'doc.pdf', '-outform', 'PEM', '-out', 'rsa.pem.p7m', ...as('rsa'), ...chain);
   return {

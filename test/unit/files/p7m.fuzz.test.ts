@@ -67,7 +67,7 @@ describe('p7m verifier under hostile input', function () {
       (b) => { const i = int(b.length); const n = 1 + int(64); return Buffer.concat([b.subarray(0, i), b.subarray(i, i + n), b.subarray(i)]); },
     ];
     const mutate = (original: Buffer): Buffer => {
-      let b = Buffer.from(original);
+      let b: Buffer = Buffer.from(original);
       const rounds = random() < 0.8 ? 1 : 2 + int(3);
       for (let r = 0; r < rounds && b.length > 8; r++) b = pick(mutations)(b);
       return b;

@@ -217,6 +217,12 @@ describe('p7m verifier', function () {
       expect(verifyP7m(fx.der.ecWithoutIntermediate).outcome).to.equal('signed');
     });
 
+    it('does not accept an end-entity certificate as an intermediate', () => {
+      const v = verifyP7m(fx.der.issuedByNonCa, { trustAnchors: root });
+      expect(v).to.include({ outcome: 'not-signed', reason: 'signer 1: chain not trusted: no path to a trust anchor' });
+      expect(signer(v)).to.include({ subject: 'O=Test, CN=Issued By Not A CA', chain: 'untrusted', signatureValid: true, certificateValid: true });
+    });
+
     it('trusts a self-signed signer certificate that is itself an anchor', () => {
       const v = verifyP7m(fx.der.selfSigned, { trustAnchors: [...root, ...loadTrustAnchors(fx.selfSignedPem)] });
       expect(v.outcome).to.equal('signed');
@@ -228,6 +234,7 @@ describe('p7m verifier', function () {
       const cases: [string, Buffer][] = [
         ['rsa', fx.der.rsa], ['ec', fx.der.ec], ['pss', fx.der.pss], ['pss-key-rsaEncryption', fx.der.pssKeyRsaEncryption],
         ['tampered', flipByte(fx.der.rsa, fx.der.rsa.indexOf(fx.marker))], ['no-intermediate', fx.der.ecWithoutIntermediate], ['expired', fx.der.expired],
+        ['issued-by-non-ca', fx.der.issuedByNonCa], ['keyid', fx.der.keyid], ['stream', fx.der.stream], ['nested', fx.der.nested],
       ];
       const rootFile = fx.file('anchor.pem', Buffer.from(fx.rootPem));
       for (const [name, der] of cases) {

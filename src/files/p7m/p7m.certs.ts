@@ -1,0 +1,174 @@
+// Certificates of a .p7m: those the envelope carries (found by issuer and serial or by key
+// identifier), their validity, and the chain from a signer up to a configured trust anchor.
+import { X509Certificate } from 'node:crypto';
+import { CONTEXT, T, UNIVERSAL, bytes, derOf, is, kids, octets, oid, parseDer, prim, seq, walkTlv, type Node } from './p7m.asn1.js';
+
+/** A certificate from the envelope's `certificates` set, with what signer lookup needs. */
+export interface EnvelopeCert {
+  /** The certificate's DER (forge re-encodes it: a certificate that is not DER will not verify). */
+  der: Buffer;
+  issuerDer: Buffer;
+  /** The serial INTEGER's content octets, as a binary string. */
+  serial: string;
+  subjectKeyId: string | undefined;
+  /** digitalSignature or nonRepudiation allowed; undefined without a keyUsage extension. */
+  signingUsage: boolean | undefined;
+  /** The certificate as node:crypto loads it; undefined when it cannot. */
+  x509: () => X509Certificate | undefined;
+}
+
+/** More would only cost time: real envelopes carry a handful. */
+const MAX_CERTS = 32;
+const MAX_CHAIN = 8;
+const SKI = '2.5.29.14';
+const KEY_USAGE = '2.5.29.15';
+
+/** Reads the certificates set; entries that are not X.509 certificates or not readable are skipped. */
+export function readCertificates(set: Node | undefined): EnvelopeCert[] {
+  if (set === undefined) return [];
+  const entries = kids(set, CONTEXT, 0, 'certificates');
+  if (entries.length > MAX_CERTS) throw new Error(`more than ${MAX_CERTS} certificates`);
+  const certs: EnvelopeCert[] = [];
+  for (const entry of entries) {
+    // Attribute certificates and other formats ([1], [2], [3]) play no part here.
+    if (!is(entry, UNIVERSAL, T.SEQUENCE)) continue;
+    try {
+      certs.push(readCertificate(entry));
+    } catch {
+      // An unreadable certificate is as good as absent: a signer that needs it fails lookup.
+    }
+  }
+  return certs;
+}
+
+function readCertificate(node: Node): EnvelopeCert {
+  const tbs = seq(seq(node, 'certificate')[0], 'tbsCertificate');
+  let i = is(tbs[0], CONTEXT, 0) ? 1 : 0;
+  const serial = prim(tbs[i++], UNIVERSAL, T.INTEGER, 'serial number');
+  i++; // signature algorithm
+  const issuer = tbs[i++];
+  seq(issuer, 'issuer');
+  i += 3; // validity, subject, subjectPublicKeyInfo
+  let subjectKeyId: string | undefined;
+  let signingUsage: boolean | undefined;
+  for (; i < tbs.length; i++) {
+    if (!is(tbs[i], CONTEXT, 3)) continue;
+    for (const ext of seq(kids(tbs[i], CONTEXT, 3, 'extensions')[0], 'extensions')) {
+      const parts = seq(ext, 'extension');
+      const id = oid(parts[0], 'extension id');
+      if (id !== SKI && id !== KEY_USAGE) continue;
+      const value = parseSmall(octets(parts[parts.length - 1], 'extension value'));
+      if (id === SKI) subjectKeyId = prim(value, UNIVERSAL, T.OCTETSTRING, 'subject key identifier');
+      else {
+        const usage = prim(value, UNIVERSAL, T.BITSTRING, 'key usage');
+        signingUsage = bitAt(usage, 0) || bitAt(usage, 1); // digitalSignature, nonRepudiation
+      }
+    }
+  }
+  const der = derOf(node);
+  let loaded: X509Certificate | null | undefined;
+  return {
+    der, issuerDer: derOf(issuer!), serial, subjectKeyId, signingUsage,
+    x509: () => {
+      if (loaded === undefined) {
+        try {
+          loaded = new X509Certificate(der);
+        } catch {
+          loaded = null;
+        }
+      }
+      return loaded ?? undefined;
+    },
+  };
+}
+
+function parseSmall(der: Buffer): Node {
+  const end = walkTlv(der, { remaining: 1000 });
+  if (end !== der.length) throw new Error('trailing bytes in an extension');
+  return parseDer(der);
+}
+
+/** Bit `n` (0 = most significant of the first content byte) of a BIT STRING's content octets. */
+function bitAt(content: string, n: number): boolean {
+  const byte = content.charCodeAt(1 + (n >> 3));
+  return !Number.isNaN(byte) && (byte & (0x80 >> (n & 7))) !== 0;
+}
+
+/** The envelope certificate an issuerAndSerialNumber names. */
+export function byIssuerSerial(certs: readonly EnvelopeCert[], issuerDer: Buffer, serial: string): EnvelopeCert | undefined {
+  return certs.find((c) => c.serial === serial && c.issuerDer.equals(issuerDer));
+}
+
+/** The envelope certificate a subjectKeyIdentifier names. */
+export function bySubjectKeyId(certs: readonly EnvelopeCert[], keyId: string): EnvelopeCert | undefined {
+  return certs.find((c) => c.subjectKeyId === keyId);
+}
+
+export function validAt(cert: X509Certificate, at: Date): boolean {
+  const t = at.getTime();
+  return new Date(cert.validFrom).getTime() <= t && t <= new Date(cert.validTo).getTime();
+}
+
+function issuedBy(cert: X509Certificate, issuer: X509Certificate): boolean {
+  try {
+    return cert.checkIssued(issuer) && cert.verify(issuer.publicKey);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a path leads from `leaf` through the envelope's certificates to one of `anchors`,
+ * every certificate valid at `at`. Intermediates must be CAs; anchors are trusted as
+ * configured. Returns undefined when trusted, else why not.
+ */
+export function untrustedBecause(leaf: X509Certificate, pool: readonly EnvelopeCert[], anchors: readonly X509Certificate[], at: Date): string | undefined {
+  const seen = new Set<string>();
+  let current = leaf;
+  for (let step = 0; step < MAX_CHAIN; step++) {
+    if (anchors.some((a) => a.raw.equals(current.raw))) return undefined;
+    const anchor = anchors.find((a) => issuedBy(current, a));
+    if (anchor) return validAt(anchor, at) ? undefined : 'the trust anchor was not valid at the signing time';
+    seen.add(current.fingerprint256);
+    let next: X509Certificate | undefined;
+    for (const candidate of pool) {
+      const c = candidate.x509();
+      if (c && c.ca && !seen.has(c.fingerprint256) && issuedBy(current, c)) {
+        next = c;
+        break;
+      }
+    }
+    if (!next) return 'no path to a trust anchor';
+    if (!validAt(next, at)) return `intermediate ${oneLine(next.subject)} was not valid at the signing time`;
+    current = next;
+  }
+  return 'the chain is too long';
+}
+
+/** Node's multi-line distinguished name on one line. */
+export function oneLine(name: string): string {
+  return name.split('\n').join(', ');
+}
+
+/** Hex of an INTEGER's content octets, as certificates print serial numbers. */
+export function hex(binary: string): string {
+  return bytes(binary).toString('hex').toUpperCase();
+}
+
+/**
+ * Splits a PEM bundle into certificates. Text outside the blocks (bundle comments) is ignored;
+ * throws when there is no certificate or one cannot be read.
+ */
+export function loadTrustAnchors(pem: string): X509Certificate[] {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  const begins = pem.split('-----BEGIN ').length - 1;
+  if (blocks.length === 0) throw new Error('The trust store holds no PEM certificate.');
+  if (begins !== blocks.length) throw new Error('The trust store holds a PEM block that is not a complete certificate.');
+  return blocks.map((block, i) => {
+    try {
+      return new X509Certificate(block);
+    } catch (err) {
+      throw new Error(`Trust store certificate ${i + 1} cannot be read: ${(err as Error).message}`, { cause: err });
+    }
+  });
+}

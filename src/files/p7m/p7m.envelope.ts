@@ -1,0 +1,122 @@
+// The envelope of a .p7m: its encoding (DER, PEM with any label, bare Base64) and the
+// SignedData structure, shape-checked, with the content and the certificates it carries.
+import { CONTEXT, T, UNIVERSAL, algorithm, is, kids, malformed, noParams, octets, oid, parseDer, seq, smallInt, walkTlv, type Node, type NodeBudget } from './p7m.asn1.js';
+import { readCertificates, type EnvelopeCert } from './p7m.certs.js';
+
+export const ID_DATA = '1.2.840.113549.1.7.1';
+const MAX_SIGNERS = 16;
+/** A ContentInfo's first element: OBJECT IDENTIFIER id-signedData. */
+const SIGNED_DATA_OID = Buffer.from('06092a864886f70d010702', 'hex');
+
+/**
+ * DER as is; otherwise PEM with any label, or bare Base64, decoded strictly (Buffer's own
+ * decoder skips junk). Only a ContentInfo that announces id-signedData counts.
+ */
+export function decode(input: Uint8Array): { encoding: 'der' | 'pem' | 'base64'; der: Uint8Array } | undefined {
+  if (input[0] === 0x30) return announcesSignedData(input) ? { encoding: 'der', der: input } : undefined;
+  const text = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+  let start = 0;
+  let end = text.length;
+  while (start < end && isSpace(text[start]!)) start++;
+  while (end > start && isSpace(text[end - 1]!)) end--;
+  // Base64 of a SEQUENCE starts with 'M': anything else (a PDF's '%') is not worth decoding.
+  if (text[start] !== 0x4d && text[start] !== 0x2d) return undefined;
+  let encoding: 'pem' | 'base64' = 'base64';
+  if (text[start] === 0x2d) {
+    const eol = text.indexOf(0x0a, start);
+    const header = text.toString('latin1', start, eol < 0 ? Math.min(end, start + 100) : Math.min(eol, start + 100));
+    const label = /^-----BEGIN ([A-Z0-9 ]{1,64})-----\r?$/.exec(header)?.[1];
+    if (label === undefined) return undefined;
+    const footer = Buffer.from(`-----END ${label}-----`, 'latin1');
+    if (eol < 0 || end - footer.length < eol || !footer.equals(text.subarray(end - footer.length, end))) return undefined;
+    start = eol + 1;
+    end -= footer.length;
+    encoding = 'pem';
+  }
+  const der = strictBase64(text, start, end);
+  return der && announcesSignedData(der) ? { encoding, der } : undefined;
+}
+
+// 1: Base64 alphabet, 2: whitespace allowed between characters.
+const BASE64 = new Uint8Array(256);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/') BASE64[c.charCodeAt(0)] = 1;
+for (const c of ' \t\r\n') BASE64[c.charCodeAt(0)] = 2;
+
+/** Decodes Base64 only when every byte is alphabet, whitespace or final padding (Buffer's decoder skips junk). */
+function strictBase64(text: Buffer, start: number, end: number): Buffer | undefined {
+  const compact = Buffer.allocUnsafe(end - start);
+  let n = 0;
+  let padding = 0;
+  for (let i = start; i < end; i++) {
+    const c = text[i]!;
+    const kind = BASE64[c];
+    if (kind === 1 && padding === 0) compact[n++] = c;
+    else if (c === 0x3d && padding < 2) {
+      padding++;
+      compact[n++] = c;
+    } else if (kind !== 2) return undefined;
+  }
+  if (n === 0 || n % 4 !== 0) return undefined;
+  return Buffer.from(compact.toString('latin1', 0, n), 'base64');
+}
+
+function isSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+function announcesSignedData(der: Uint8Array): boolean {
+  if (der.length < 2 || der[0] !== 0x30) return false;
+  const first = der[1]!;
+  const header = first > 0x80 ? 2 + (first & 0x7f) : 2;
+  if (der.length < header + SIGNED_DATA_OID.length) return false;
+  return SIGNED_DATA_OID.equals(der.subarray(header, header + SIGNED_DATA_OID.length));
+}
+
+/** One level of SignedData, read. */
+export interface Envelope {
+  eContentType: string;
+  content: Buffer | undefined;
+  digestOids: Set<string>;
+  certs: EnvelopeCert[];
+  signerInfos: Node[];
+}
+
+/** Reads one SignedData level; throws MalformedError or LimitError. */
+export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
+  const end = walkTlv(der, budget);
+  // A CR/LF (or spaces) after a DER envelope is a transfer artefact (mail, FTP in ASCII mode),
+  // not content: tolerated. Any other trailing byte is refused.
+  for (let i = end; i < der.length; i++) if (!isSpace(der[i]!)) malformed('trailing bytes after the envelope');
+  const contentInfo = seq(parseDer(der.subarray(0, end)), 'ContentInfo');
+  const wrapper = kids(contentInfo[1], CONTEXT, 0, 'ContentInfo content');
+  if (contentInfo.length !== 2 || wrapper.length !== 1) malformed('ContentInfo is not the expected structure');
+  const sd = seq(wrapper[0], 'SignedData');
+  let i = 0;
+  const version = smallInt(sd[i++], 'SignedData version');
+  const digestAlgs = kids(sd[i++], UNIVERSAL, T.SET, 'digestAlgorithms').map((n) => algorithm(n, 'digest algorithm'));
+  if (!digestAlgs.every((a) => noParams(a.params))) malformed('unexpected digest algorithm parameters');
+  const encap = seq(sd[i++], 'encapContentInfo');
+  if (encap.length < 1 || encap.length > 2) malformed('encapContentInfo is not the expected structure');
+  const eContentType = oid(encap[0], 'eContentType');
+  let content: Buffer | undefined;
+  if (encap.length === 2) {
+    const eContent = kids(encap[1], CONTEXT, 0, 'eContent');
+    if (eContent.length !== 1) malformed('eContent is not the expected structure');
+    content = octets(eContent[0], 'eContent');
+  }
+  const certSet = is(sd[i], CONTEXT, 0) ? sd[i++] : undefined;
+  const crlSet = is(sd[i], CONTEXT, 1) ? kids(sd[i++], CONTEXT, 1, 'crls') : [];
+  const signerInfos = kids(sd[i++], UNIVERSAL, T.SET, 'signerInfos');
+  if (i !== sd.length) malformed('unexpected elements in SignedData');
+  if (signerInfos.length > MAX_SIGNERS) malformed(`more than ${MAX_SIGNERS} signers`);
+  const certChoices = certSet === undefined ? [] : kids(certSet, CONTEXT, 0, 'certificates');
+  // RFC 5652 5.1 fixes the version from the contents. openssl does not check it; we do, so
+  // that a changed version byte cannot go unnoticed in an envelope judged signed.
+  const signerVersions = signerInfos.map((s) => (Array.isArray(s.value) ? s.value[0] : undefined)).map((v) => (is(v, UNIVERSAL, T.INTEGER) ? v.value : ''));
+  const expected = certChoices.some((c) => is(c, CONTEXT, 3)) || crlSet.some((c) => is(c, CONTEXT, 1)) ? 5
+    : certChoices.some((c) => is(c, CONTEXT, 2)) ? 4
+      : certChoices.some((c) => is(c, CONTEXT, 1)) || signerVersions.includes('\x03') || eContentType !== ID_DATA ? 3 : 1;
+  if (version !== expected) malformed(`SignedData version ${version} does not match its contents (expected ${expected})`);
+  return { eContentType, content, digestOids: new Set(digestAlgs.map((a) => a.oid)), certs: readCertificates(certSet), signerInfos };
+}
+

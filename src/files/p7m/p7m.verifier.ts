@@ -1,0 +1,313 @@
+// The .p7m check: a CMS SignedData (CAdES) envelope, possibly nested, in DER, PEM or bare
+// Base64, judged signer by signer. node-forge reads the ASN.1 structure only; node:crypto does
+// the hashing, the certificates and the signature arithmetic (forge loads only RSA keys).
+// Pure and synchronous: run it off the event loop (p7m.task.ts) for large inputs.
+import { createHash, type X509Certificate } from 'node:crypto';
+import { SchemeProblem, hashOf, schemeOf, verifySignature, type HashName, type Scheme } from './p7m.algorithms.js';
+import {
+  CONTEXT, LimitError, MalformedError, T, UNIVERSAL, algorithm, bytes, derOf, is, kids, malformed, octets, oid, prim, seq, smallInt, timeOf,
+  type NodeBudget, type Node,
+} from './p7m.asn1.js';
+import { byIssuerSerial, bySubjectKeyId, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
+import { ID_DATA, decode, readEnvelope, type Envelope } from './p7m.envelope.js';
+
+export { loadTrustAnchors } from './p7m.certs.js';
+
+/** Bounds and context of one verification. */
+export interface VerifyOptions {
+  /** Trust anchors (roots); intermediates come from the envelope. Undefined or empty: chains are not checked. */
+  trustAnchors?: readonly X509Certificate[];
+  /** The instant certificates are checked at when a signer has no signingTime attribute; default: now. */
+  now?: Date;
+  /** Inputs above this many bytes are refused (a verdict, not an error); default 64 MiB. */
+  maxBytes?: number;
+  /** ASN.1 nodes allowed over all levels, counted before parsing; default 200,000. */
+  maxNodes?: number;
+  /** Nested envelope levels allowed; default 4. */
+  maxNesting?: number;
+}
+
+/** The outcome of a .p7m check, as stored with the file and shown to API clients (JSON-safe). */
+export interface SignatureVerdict {
+  /** 'signed': every signer at every level passed and, when trust anchors were given, every chain is trusted. */
+  outcome: 'signed' | 'not-signed';
+  /** Why not signed, one sentence. */
+  reason?: string;
+  /** How the outermost envelope was encoded; absent when the input is not an envelope. */
+  encoding?: 'der' | 'pem' | 'base64';
+  /** Nested envelope levels found (0 when not an envelope). */
+  levels: number;
+  chain: 'checked' | 'not-checked';
+  /** Signers of all levels, outermost first. */
+  signers: SignerVerdict[];
+}
+
+/** One SignerInfo, judged. A signer passes when `problems` is empty. */
+export interface SignerVerdict {
+  /** 1 = outermost envelope. */
+  level: number;
+  subject: string | null;
+  issuer: string | null;
+  serialNumber: string | null;
+  /** ISO 8601, from the signingTime signed attribute. */
+  signingTime: string | null;
+  /** e.g. 'sha256' (the OID when unknown). */
+  digestAlgorithm: string | null;
+  /** 'rsa' (PKCS#1 v1.5), 'rsa-pss' or 'ecdsa' (the OID when unknown). */
+  signatureAlgorithm: string | null;
+  /** The messageDigest attribute equals the content's digest (without signed attributes: same as signatureValid). */
+  digestMatches: boolean;
+  signatureValid: boolean;
+  /** The certificate was valid at the signing time (or at `now` without one). */
+  certificateValid: boolean;
+  chain: 'trusted' | 'untrusted' | 'not-checked';
+  problems: string[];
+}
+
+const ATTR = {
+  contentType: '1.2.840.113549.1.9.3',
+  messageDigest: '1.2.840.113549.1.9.4',
+  signingTime: '1.2.840.113549.1.9.5',
+  signingCertificate: '1.2.840.113549.1.9.16.2.12',
+  signingCertificateV2: '1.2.840.113549.1.9.16.2.47',
+};
+
+/**
+ * Verifies a .p7m. Never throws and never runs unbounded: whatever the bytes, the answer is a
+ * verdict, 'signed' only when every signer at every level verifies.
+ */
+export function verifyP7m(input: Uint8Array, options: VerifyOptions = {}): SignatureVerdict {
+  const anchors = options.trustAnchors ?? [];
+  const found: Found = { levels: 0, signers: [] };
+  let reason: string | undefined;
+  try {
+    reason = check(input, options, anchors, found);
+  } catch (err) {
+    reason = `malformed envelope: ${short(err)}`;
+  }
+  return {
+    outcome: reason === undefined ? 'signed' : 'not-signed',
+    ...(reason === undefined ? {} : { reason }),
+    ...(found.encoding ? { encoding: found.encoding } : {}),
+    levels: found.levels,
+    chain: anchors.length > 0 ? 'checked' : 'not-checked',
+    signers: found.signers,
+  };
+}
+
+interface Found {
+  encoding?: 'der' | 'pem' | 'base64';
+  levels: number;
+  signers: SignerVerdict[];
+}
+
+/** Fills `found` level by level; returns why the input is not signed, if it is not. */
+function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found): string | undefined {
+  if (!(input instanceof Uint8Array)) return 'not a CMS SignedData envelope';
+  if (input.length > (options.maxBytes ?? 64 * 1024 * 1024)) return 'envelope too large';
+  const top = decode(input);
+  if (!top) return 'not a CMS SignedData envelope';
+  found.encoding = top.encoding;
+  const maxNodes = options.maxNodes ?? 200_000;
+  const maxNesting = options.maxNesting ?? 4;
+  const budget: NodeBudget = { remaining: maxNodes };
+  const now = options.now ?? new Date();
+  let firstFailure: string | undefined;
+  let der = top.der;
+  for (let level = 1; ; level++) {
+    if (level > maxNesting) return firstFailure ?? `envelope nesting exceeds ${maxNesting} levels`;
+    const at = level === 1 ? '' : `level ${level}: `;
+    let envelope: Envelope;
+    try {
+      envelope = readEnvelope(der, budget);
+    } catch (err) {
+      if (err instanceof LimitError) return `${at}envelope too complex (more than ${maxNodes} ASN.1 nodes)`;
+      return `${at}malformed envelope: ${short(err)}`;
+    }
+    found.levels = level;
+    const ctx: SignerContext = { ...envelope, anchors, now, digests: new Map() };
+    const signers = envelope.signerInfos.map((node) => checkSigner(node, level, ctx));
+    found.signers.push(...signers);
+    if (signers.length === 0) return `${at}the envelope has no signers`;
+    if (envelope.content === undefined) return `${at}detached signature: the envelope carries no content`;
+    const failing = signers.findIndex((s) => s.problems.length > 0);
+    if (failing >= 0) firstFailure ??= `${level === 1 ? '' : `level ${level} `}signer ${failing + 1}: ${signers[failing]!.problems[0]}`;
+    const inner = decode(envelope.content);
+    if (!inner) return firstFailure;
+    der = inner.der;
+  }
+}
+
+interface SignerContext extends Envelope {
+  anchors: readonly X509Certificate[];
+  now: Date;
+  digests: Map<HashName, Buffer>;
+}
+
+function checkSigner(node: Node, level: number, ctx: SignerContext): SignerVerdict {
+  const v: SignerVerdict = {
+    level, subject: null, issuer: null, serialNumber: null, signingTime: null, digestAlgorithm: null, signatureAlgorithm: null,
+    digestMatches: false, signatureValid: false, certificateValid: false, chain: ctx.anchors.length > 0 ? 'untrusted' : 'not-checked', problems: [],
+  };
+  try {
+    examine(node, ctx, v);
+  } catch (err) {
+    v.problems.push(err instanceof SchemeProblem ? err.message : `malformed signer info: ${short(err)}`);
+  }
+  // Belt and braces: a failed flag always comes with a problem, so "no problems" means "passed".
+  if (v.problems.length === 0 && !(v.digestMatches && v.signatureValid && v.certificateValid && v.chain !== 'untrusted')) v.problems.push('not verified');
+  return v;
+}
+
+function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
+  const parts = seq(node, 'SignerInfo');
+  let i = 0;
+  const version = smallInt(parts[i++], 'SignerInfo version');
+  const sid = parts[i++];
+  const digestAlg = algorithm(parts[i++], 'digest algorithm');
+  const signedAttrs = is(parts[i], CONTEXT, 0) ? parts[i++] : undefined;
+  const sigAlg = algorithm(parts[i++], 'signature algorithm');
+  const signature = octets(parts[i++], 'signature');
+  if (is(parts[i], CONTEXT, 1)) kids(parts[i++], CONTEXT, 1, 'unsigned attributes');
+  if (i !== parts.length) malformed('unexpected elements in SignerInfo');
+
+  let cert: EnvelopeCert | undefined;
+  if (version === 1) {
+    const ias = seq(sid, 'issuerAndSerialNumber');
+    if (ias.length !== 2) malformed('issuerAndSerialNumber is not the expected structure');
+    const serial = prim(ias[1], UNIVERSAL, T.INTEGER, 'serial number');
+    seq(ias[0], 'issuer');
+    v.serialNumber = hex(serial);
+    cert = byIssuerSerial(ctx.certs, derOf(ias[0]!), serial);
+  } else if (version === 3) {
+    cert = bySubjectKeyId(ctx.certs, prim(sid, CONTEXT, 0, 'subjectKeyIdentifier'));
+  } else {
+    throw new SchemeProblem(`unsupported SignerInfo version ${version}`);
+  }
+
+  const hash = hashOf(digestAlg);
+  v.digestAlgorithm = hash ?? digestAlg.oid;
+  let scheme: Scheme | undefined;
+  try {
+    scheme = schemeOf(sigAlg);
+    v.signatureAlgorithm = scheme.name;
+  } catch (err) {
+    if (!(err instanceof SchemeProblem)) throw err;
+    v.signatureAlgorithm = sigAlg.oid;
+    v.problems.push(err.message);
+  }
+  if (!hash) v.problems.push(`unsupported digest algorithm ${digestAlg.oid}`);
+  // Italian rules (and every current profile) have required SHA-256 or better since 2011.
+  else if (hash === 'sha1') v.problems.push('weak digest algorithm sha1');
+  if (!ctx.digestOids.has(digestAlg.oid)) v.problems.push('digest algorithm not listed in the envelope');
+  if (scheme?.hash && hash && scheme.hash !== hash) v.problems.push("the signature algorithm's hash does not match the digest algorithm");
+
+  const x509 = cert?.x509();
+  if (!cert) v.problems.push('signer certificate not found in the envelope');
+  else if (!x509) v.problems.push('signer certificate cannot be read');
+  else {
+    v.subject = oneLine(x509.subject);
+    v.issuer = oneLine(x509.issuer);
+    v.serialNumber = hex(cert.serial);
+  }
+
+  if (ctx.content === undefined) v.problems.push('detached signature: no content to check');
+  const digest = ctx.content !== undefined && hash ? digestOf(ctx, hash) : undefined;
+  let signed: Buffer | undefined;
+  let signingTime: Date | undefined;
+  if (signedAttrs) {
+    const attrs = attributes(signedAttrs);
+    const contentType = single(attrs, ATTR.contentType);
+    if (!contentType) v.problems.push('missing contentType attribute');
+    else if (oid(contentType, 'contentType attribute') !== ctx.eContentType) v.problems.push('the contentType attribute does not match the content');
+    const messageDigest = single(attrs, ATTR.messageDigest);
+    if (!messageDigest) v.problems.push('missing messageDigest attribute');
+    else if (digest) {
+      v.digestMatches = bytes(prim(messageDigest, UNIVERSAL, T.OCTETSTRING, 'messageDigest attribute')).equals(digest);
+      if (!v.digestMatches) v.problems.push('the content digest does not match the messageDigest attribute');
+    }
+    if (attrs.has(ATTR.signingTime)) {
+      const time = single(attrs, ATTR.signingTime);
+      signingTime = time && timeOf(time);
+      if (signingTime) v.signingTime = signingTime.toISOString();
+      else v.problems.push('invalid signing time');
+    }
+    if (x509) {
+      const mismatch = signingCertificateMismatch(attrs, x509);
+      if (mismatch) v.problems.push(mismatch);
+    }
+    // The signature covers the attributes' DER as a SET OF, not as the [0] IMPLICIT field.
+    signed = derOf(signedAttrs);
+    signed[0] = 0x31;
+  } else {
+    if (ctx.eContentType !== ID_DATA) v.problems.push('signed attributes are missing');
+    signed = ctx.content;
+  }
+
+  if (scheme && hash && x509 && signed) {
+    try {
+      v.signatureValid = verifySignature(scheme, hash, signed, signature, x509.publicKey);
+      if (!v.signatureValid) v.problems.push('the signature does not verify');
+    } catch (err) {
+      v.problems.push(err instanceof SchemeProblem ? err.message : `the signature does not verify (${short(err)})`);
+    }
+  }
+  // Without signed attributes the content's digest is inside the signature.
+  if (!signedAttrs) v.digestMatches = v.signatureValid;
+
+  if (x509 && cert) {
+    const at = signingTime ?? ctx.now;
+    v.certificateValid = validAt(x509, at);
+    if (!v.certificateValid) v.problems.push(signingTime ? 'the certificate was not valid at the signing time' : 'the certificate is not valid at the time of the check');
+    if (cert.signingUsage === false) v.problems.push("the certificate's key usage does not allow signing");
+    if (ctx.anchors.length > 0) {
+      const why = untrustedBecause(x509, ctx.certs, ctx.anchors, at);
+      v.chain = why === undefined ? 'trusted' : 'untrusted';
+      if (why !== undefined) v.problems.push(`chain not trusted: ${why}`);
+    }
+  }
+}
+
+function digestOf(ctx: SignerContext, hash: HashName): Buffer {
+  let digest = ctx.digests.get(hash);
+  if (!digest) ctx.digests.set(hash, (digest = createHash(hash).update(ctx.content!).digest()));
+  return digest;
+}
+
+function attributes(signedAttrs: Node): Map<string, Node[]> {
+  const map = new Map<string, Node[]>();
+  for (const attr of kids(signedAttrs, CONTEXT, 0, 'signed attributes')) {
+    const parts = seq(attr, 'attribute');
+    if (parts.length !== 2) malformed('attribute is not the expected structure');
+    const type = oid(parts[0], 'attribute type');
+    if (map.has(type)) malformed('a signed attribute appears twice');
+    map.set(type, kids(parts[1], UNIVERSAL, T.SET, 'attribute values'));
+  }
+  return map;
+}
+
+/** The value of a single-valued attribute; undefined when absent or not single. */
+function single(attrs: Map<string, Node[]>, type: string): Node | undefined {
+  const values = attrs.get(type);
+  return values?.length === 1 ? values[0] : undefined;
+}
+
+/** CAdES signing-certificate(-v2): the first ESSCertID must hash to the signer certificate. */
+function signingCertificateMismatch(attrs: Map<string, Node[]>, x509: X509Certificate): string | undefined {
+  for (const [type, v2] of [[ATTR.signingCertificateV2, true], [ATTR.signingCertificate, false]] as const) {
+    if (!attrs.has(type)) continue;
+    const id = seq(seq(seq(single(attrs, type), 'signing certificate')[0], 'ESSCertIDs')[0], 'ESSCertID');
+    let hash: HashName | undefined = v2 ? 'sha256' : 'sha1';
+    let k = 0;
+    if (v2 && is(id[0], UNIVERSAL, T.SEQUENCE)) hash = hashOf(algorithm(id[k++], 'ESSCertIDv2 hash algorithm'));
+    if (!hash) return 'unsupported hash in the signing-certificate attribute';
+    const certHash = bytes(prim(id[k], UNIVERSAL, T.OCTETSTRING, 'ESSCertID hash'));
+    if (!createHash(hash).update(x509.raw).digest().equals(certHash)) return 'the signing-certificate attribute names another certificate';
+  }
+  return undefined;
+}
+
+function short(err: unknown): string {
+  const message = err instanceof MalformedError ? err.message : err instanceof Error ? err.message : 'unexpected value thrown';
+  return (message.split('\n')[0] ?? '').slice(0, 120);
+}
