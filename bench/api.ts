@@ -5,19 +5,18 @@
 // run, the application and a raw baseline (bench/raw-server.ts: node:http + mysql2, the same
 // statements): create v2, get by id, list page 1, list page 50,000. Prints one line per figure
 // and appends them, dated, to bench/README.md. The seed is kept between runs (--fresh redoes it).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
 import { databaseName, rootSql } from '../scripts/services/mariadb.js';
-import { generateApiKey } from '../src/orgs/api-key.js';
 import { migrate } from '../src/shared/db/migrator.js';
+import { log, newKey, procfileFlags, startServer, watchRss } from './support.js';
 import { createLogger } from '../src/shared/logger.js';
 
 const BIG = 1_000_000;
@@ -39,7 +38,6 @@ function options(argv: string[]): Options {
   return o;
 }
 
-const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 
 async function seedOrg(pool: Pool, name: string, n: number): Promise<string> {
   const orgId = uuidv7();
@@ -86,54 +84,12 @@ async function prepareDatabase(url: string, fresh: boolean): Promise<{ bigOrg: s
   }
 }
 
-async function newKey(url: string, orgId: string): Promise<string> {
-  const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
-  const { key, prefix, hash } = generateApiKey();
-  await pool.query('INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, NOW(3))', [uuidv7(), orgId, prefix, hash]);
-  await pool.end();
-  return key;
-}
-
 async function sampleIds(url: string, orgId: string, n: number): Promise<string[]> {
   const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
   const seqs = Array.from({ length: n }, () => 1 + Math.floor(Math.random() * BIG));
   const [rows] = await pool.query<RowDataPacket[]>('SELECT id FROM guarantees WHERE org_id = ? AND seq IN (?)', [orgId, seqs]);
   await pool.end();
   return rows.map((r) => r.id as string);
-}
-
-/** The node flags of the Procfile's `web` process, so that the bench runs the API as production does. */
-function procfileWebFlags(): string[] {
-  const line = readFileSync('Procfile', 'utf8').split('\n').find((l) => l.startsWith('web:')) ?? '';
-  return line.replace(/^web:\s*node\s+/, '').split(/\s+/).filter((a) => a.startsWith('--'));
-}
-
-/** Starts compiled code (dist/), as production runs it. */
-function startServer(name: string, script: string, env: NodeJS.ProcessEnv, port: number, flags: string[] = []): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...flags, script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
-  return (async () => {
-    for (let i = 0; i < 200; i++) {
-      const ok = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees/x`).then((r) => r.status === 401, () => false);
-      if (ok) return child;
-      await sleep(100);
-    }
-    child.kill();
-    throw new Error(`${name} did not start`);
-  })();
-}
-
-/** Peak resident memory of a process while it runs: sampled, and the kernel's high-water mark. */
-function watchRss(pid: number): () => number {
-  let peak = 0;
-  const read = () => {
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
-      peak = Math.max(peak, hwm);
-    } catch { /* exited */ }
-  };
-  const timer = setInterval(read, 250);
-  return () => { read(); clearInterval(timer); return peak; };
 }
 
 interface Figure { reqs: number; p50: number; p99: number; non2xx: number; errors: number }
@@ -202,7 +158,7 @@ export async function benchApi(argv: string[]): Promise<void> {
   };
   log('compiling (npm run build)');
   if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
-  const webFlags = procfileWebFlags();
+  const webFlags = procfileFlags('web');
   log(`API started as the Procfile's web process: node ${[...webFlags, 'dist/src/server.js'].join(' ')}`);
   const app = await startServer('app', 'dist/src/server.js', appEnv, 3901, webFlags);
   const raw = await startServer('raw', 'dist/bench/raw-server.js', appEnv, 3902);

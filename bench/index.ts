@@ -1,8 +1,10 @@
 // `npm run bench -- <name> [options]`: the benchmarks, run by hand; figures go to bench/README.md.
 import { benchApi } from './api.js';
+import { benchScan } from './scan.js';
 
 const benches: Record<string, (argv: string[]) => Promise<void>> = {
   api: benchApi,
+  scan: benchScan,
 };
 
 const [name, ...argv] = process.argv.slice(2);

@@ -59,13 +59,13 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     closers.push(() => worker.close());
   }
 
-  const starters: Record<WorkerName, () => Promise<void>> = {
+  const starters: Record<WorkerName, () => Promise<void> | void> = {
     maintenance: async () => {
       const handlers = maintenanceHandlers({ idempotency: createIdempotencyStore(db), sweepUploads: () => scans.sweep(SWEEP_IDLE_MS) });
       await scheduleMaintenance(queues.maintenance);
       run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, (job) => handlers[job.name](), 1);
     },
-    scan: async () => {
+    scan: () => {
       run<CheckPayload, string>(FileQueue.checks, async (job: Job<CheckPayload>, token) => {
         const outcome = await scans.advance(job.data.uuid, job.name === FileJob.watch ? 'watch' : 'hint');
         if (outcome.state === 'waiting' && outcome.retryInMs !== undefined) {
@@ -77,7 +77,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       }, 8);
       run<ScanPayload, string>(FileQueue.scans, (job) => scans.scan(job.data.uuid, job.data.etag, isLastAttempt(job)), config.SCAN_CONCURRENCY);
     },
-    signature: async () => {
+    signature: () => {
       const pool = createVerifyPool({
         threads: config.SIGNATURE_CONCURRENCY,
         trustPem: config.SIGNATURE_TRUST_STORE ? readFileSync(config.SIGNATURE_TRUST_STORE, 'utf8') : undefined,

@@ -14,7 +14,7 @@ describe('maintenance worker', () => {
       await execute(db, `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, locked_until, created_at, expires_at)
         VALUES ($1, $2, $3, 'done', $4, $4, $5)`, [org.orgId, key, Buffer.alloc(32), new Date(now), new Date(expires)]);
     }
-    const result = await maintenanceHandlers({ idempotency: createIdempotencyStore(db), sweepUploads: async () => 0 })[MaintenanceJob.purgeIdempotency]();
+    const result = await maintenanceHandlers({ idempotency: createIdempotencyStore(db), sweepUploads: () => Promise.resolve(0) })[MaintenanceJob.purgeIdempotency]();
     expect((result as { purged: number }).purged).to.be.at.least(2);
     const left = await select<{ idem_key: string }>(db, 'SELECT idem_key FROM idempotency_keys WHERE org_id = $1', [org.orgId]);
     expect(left.map((r) => r.idem_key)).to.deep.equal(['live']);

@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { fileRow, configWith, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { FAST_PIPELINE } from '../support/harness.js';
 import { tcpProxy, freePort } from '../support/tcp-proxy.js';
-import { FAST_PIPELINE } from './uploads.scan.test.js';
 import { createApp } from '../../src/app.js';
 import { createAntivirus } from '../../src/files/antivirus.js';
 import { configureUploadEvents } from '../../src/files/storage-events.setup.js';
@@ -97,7 +97,8 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
   it('radosgw pushes the upload event to the ingress, which queues a check at once', async () => {
     const { config, db, queues } = await harness();
     const app = createApp({ config, logger: silent, db, queues });
-    const server = createServer(app.callback());
+    const handle = app.callback();
+    const server = createServer((req, res) => { void handle(req, res); });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const storage = createStorage(config);
     try {

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configWith, fileRow, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { FAST_PIPELINE, configWith, fileRow, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
 import { storageEventsToken } from '../../src/files/storage-events.routes.js';
 import { execute } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -16,11 +16,6 @@ const EICAR = 'X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$
 const PROJECT_TEST_MALWARE = 'GUARANTEE-REGISTRY-TEST-MALWARE-SIGNATURE-2f9c41';
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
-/** Settings that make the pipeline quick to observe; the test clamd has small limits (4 MB a file, 8 MB a stream). */
-export const FAST_PIPELINE = {
-  WORKER_STALLED_INTERVAL_MS: '1000', WORKER_LOCK_DURATION_MS: '2000', SCAN_BACKOFF_MS: '200', SCAN_ATTEMPTS: '4',
-  UPLOAD_POLL_MAX_INTERVAL_MS: '500', UPLOAD_GRACE_SECONDS: '30',
-};
 
 async function readObject(storage: Storage, key: string): Promise<Buffer | undefined> {
   if (!(await storage.head(key))) return undefined;

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { X509Certificate } from 'node:crypto';
 import { loadTrustAnchors, verifyP7m, type SignatureVerdict } from '../../../src/files/p7m/p7m.verifier.js';
-import { p7mFixtures } from './p7m.fixtures.js';
+import { p7mFixtures } from '../../support/p7m-fixtures.js';
 
 /** mulberry32: a small seeded PRNG, so that a failure replays. */
 function prng(seed: number): () => number {

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import type { X509Certificate } from 'node:crypto';
 import verifyTask from '../../../src/files/p7m/p7m.task.js';
 import { loadTrustAnchors, verifyP7m, type SignatureVerdict, type SignerVerdict } from '../../../src/files/p7m/p7m.verifier.js';
-import { flipByte, p7mFixtures, type P7mFixtures } from './p7m.fixtures.js';
+import { flipByte, p7mFixtures, type P7mFixtures } from '../../support/p7m-fixtures.js';
 
 describe('p7m verifier', function () {
   this.timeout(60_000);

@@ -1,0 +1,53 @@
+// What the benchmarks share: logging, compiled processes started as the Procfile starts them,
+// their peak memory, and API keys made straight in the database.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import mysql from 'mysql2/promise';
+import { v7 as uuidv7 } from 'uuid';
+import { generateApiKey } from '../src/orgs/api-key.js';
+
+export const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
+
+/** The node flags of a Procfile process, so that the bench runs the API as production does. */
+export function procfileFlags(kind: 'web' | 'worker'): string[] {
+  const line = readFileSync('Procfile', 'utf8').split('\n').find((l) => l.startsWith(`${kind}:`)) ?? '';
+  return line.replace(/^\w+:\s*node\s+/, '').split(/\s+/).filter((a) => a.startsWith('--'));
+}
+
+/** Starts compiled code (dist/), as production runs it. */
+export function startServer(name: string, script: string, env: NodeJS.ProcessEnv, port: number, flags: string[] = []): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [...flags, script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return (async () => {
+    for (let i = 0; i < 200; i++) {
+      const ok = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees/x`).then((r) => r.status === 401, () => false);
+      if (ok) return child;
+      await sleep(100);
+    }
+    child.kill();
+    throw new Error(`${name} did not start`);
+  })();
+}
+
+/** Peak resident memory of a process while it runs: sampled, and the kernel's high-water mark. */
+export function watchRss(pid: number): () => number {
+  let peak = 0;
+  const read = () => {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
+      peak = Math.max(peak, hwm);
+    } catch { /* exited */ }
+  };
+  const timer = setInterval(read, 250);
+  return () => { read(); clearInterval(timer); return peak; };
+}
+
+export async function newKey(url: string, orgId: string): Promise<string> {
+  const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
+  const { key, prefix, hash } = generateApiKey();
+  await pool.query('INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, NOW(3))', [uuidv7(), orgId, prefix, hash]);
+  await pool.end();
+  return key;
+}
+
