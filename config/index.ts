@@ -82,7 +82,7 @@ const schema = z.object({
   /** Base URL of the web process as the object store reaches it: radosgw then posts upload
    * events there (hints; polling works without them). Unset: no event notifications. */
   STORAGE_EVENTS_URL: z.url({ error: 'must be a URL such as http://10.0.0.5:3000' }).optional(),
-  /** Scans run at once per worker process (clamd uses about a core per stream). */
+  /** Streams sent to clamd at once per worker process (clamd uses about a core per stream); four times as many scan jobs run, so that their other steps overlap. */
   SCAN_CONCURRENCY: int(1, 64).default(2),
   /** Attempts of a scan (clamd or the store unreachable) before the file is Error. */
   SCAN_ATTEMPTS: int(1, 50).default(8),

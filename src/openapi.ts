@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { FILE_STATUSES } from './files/file.repository.js';
-import { presignResult, presignV1, presignV2 } from './files/file.schemas.js';
+import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
 import {
   createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery,
 } from './guarantees/guarantee.schemas.js';
@@ -105,6 +105,19 @@ const paths: ZodOpenApiPathsObject = {
       responses: {
         200: { description: 'The status, as a JSON string.', content: { 'application/json': { schema: z.enum(FILE_STATUSES) } } },
         400: errorResponse('The file key is missing.'),
+        404: errorResponse('No such file in this organization.'),
+        ...commonErrors,
+      },
+    },
+  },
+  '/api/v2/files/{uuid}': {
+    get: {
+      summary: 'Everything known about an uploaded file (beyond the seed)',
+      description: 'Status and why it is Error; size and SHA-256 of the bytes scanned and kept; the threat found; the antivirus engine and database that judged it; and, for public v2 documents, the .p7m signature verdict with each signer\'s checks (digest, signature, certificate validity at signing time, chain to SIGNATURE_TRUST_STORE). Revocation (OCSP/CRL) and PAdES signatures inside PDFs are not checked.',
+      tags: ['Uploads'],
+      requestParams: { path: z.object({ uuid: z.string().meta({ description: 'The file\'s UUID, or the whole key `<uuid>.<ext>`.' }) }) },
+      responses: {
+        200: { description: 'The file.', content: { 'application/json': { schema: fileView } } },
         404: errorResponse('No such file in this organization.'),
         ...commonErrors,
       },

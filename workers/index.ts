@@ -44,7 +44,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const scans = createScanService({
     repo, storage, jobs, logger: log,
     antivirus: createAntivirus({ socket: config.CLAMD_SOCKET, host: config.CLAMD_HOST, port: config.CLAMD_PORT }, { timeoutMs: config.SCAN_TIMEOUT_MS }),
-    settings: { graceMs: config.UPLOAD_GRACE_SECONDS * 1000, pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS },
+    settings: { graceMs: config.UPLOAD_GRACE_SECONDS * 1000, pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS, clamdStreams: config.SCAN_CONCURRENCY },
   });
   const closers: Array<() => Promise<unknown>> = [];
 
@@ -75,7 +75,8 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         }
         return outcome;
       }, 8);
-      run<ScanPayload, string>(FileQueue.scans, (job) => scans.scan(job.data.uuid, job.data.etag, isLastAttempt(job)), config.SCAN_CONCURRENCY);
+      // Four jobs per clamd stream: the copy, the database and the store's latency of some files overlap the scans of others.
+      run<ScanPayload, string>(FileQueue.scans, (job) => scans.scan(job.data.uuid, job.data.etag, isLastAttempt(job)), 4 * config.SCAN_CONCURRENCY);
     },
     signature: () => {
       const pool = createVerifyPool({

@@ -4,6 +4,7 @@
 // judged version (on condition that its ETag is unchanged) to a place only the service writes,
 // and records the verdict; the upload location is then emptied, and anything uploaded there
 // later is discarded without changing the verdict.
+import pLimit from 'p-limit';
 import type { Logger } from '../shared/logger.js';
 import { isChanged, isMissing, type Storage } from '../shared/storage.js';
 import type { Antivirus } from './antivirus.js';
@@ -15,6 +16,12 @@ export interface ScanSettings {
   graceMs: number;
   /** The polling watch backs off up to this interval. */
   pollMaxMs: number;
+  /**
+   * Streams sent to clamd at once by this process (clamd spends about a core on each). Scan
+   * jobs can outnumber them: the copy, the database and the store's latency then overlap
+   * with other files' streams, and clamd is never left idle.
+   */
+  clamdStreams?: number;
 }
 
 /** Where the judged copy of an upload lives: a prefix no presigned POST can write (those bind flat `<uuid>.<ext>` keys). */
@@ -40,6 +47,7 @@ export function createScanService(deps: {
 }) {
   const { repo, storage, antivirus, jobs, settings, logger } = deps;
   const now = deps.now ?? (() => new Date());
+  const clamdSlot = pLimit(settings.clamdStreams ?? 2);
 
   /** Empties the upload location of a file that has its verdict: a replayed upload changes nothing. */
   async function discardLateUpload(file: FileRecord): Promise<void> {
@@ -103,7 +111,7 @@ export function createScanService(deps: {
 
       try {
         const engine = await antivirus.version();
-        const verdict = await antivirus.scan(await storage.read(file.key, etag));
+        const verdict = await clamdSlot(async () => antivirus.scan(await storage.read(file.key, etag)));
         let storedKey: string | null = null;
         if (!verdict.infected) {
           storedKey = storedKeyOf(file, etag);
