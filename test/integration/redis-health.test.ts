@@ -29,7 +29,7 @@ describe('Redis health as a metric', () => {
       watchRedisHealth(healthy, ok, createLogger('silent'));
       watchRedisHealth(broken, ko, createLogger('silent'));
       await eventually(async () => (await redisUp(ok)) === 1);
-      await eventually(async () => broken.status !== 'connecting' && broken.status !== 'wait');
+      await eventually(() => Promise.resolve(broken.status !== 'connecting' && broken.status !== 'wait'));
       expect(await redisUp(ko)).to.equal(0);
     } finally {
       healthy.disconnect();
