@@ -1,10 +1,12 @@
 // `npm run bench -- <name> [options]`: the benchmarks, run by hand; figures go to bench/README.md.
 import { benchApi } from './api.js';
+import { benchP7m } from './p7m.js';
 import { benchScan } from './scan.js';
 
 const benches: Record<string, (argv: string[]) => Promise<void>> = {
   api: benchApi,
   scan: benchScan,
+  p7m: benchP7m,
 };
 
 const [name, ...argv] = process.argv.slice(2);
