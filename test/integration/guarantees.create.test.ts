@@ -187,7 +187,7 @@ describe('POST /api/v{1,2}/guarantees', () => {
       expect(res.status).to.equal(200);
       expect(res.body.docs).to.deep.equal([
         { type: 'BAIL_ACT', key: inProgress, checksum: null, originalFileName: 'polizza.pdf' },
-        { key: clean, checksum: null, originalFileName: 'firmato.pdf.p7m' },
+        { key: clean, checksum: 'a'.repeat(64), originalFileName: 'firmato.pdf.p7m' },
       ]);
       const got = await (await harness()).http.get(`/api/v1/guarantees/${res.body.id}`).set('X-API-Key', org.key);
       expect(got.body.docs).to.deep.equal([

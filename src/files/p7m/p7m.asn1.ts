@@ -103,6 +103,47 @@ export function walkTlv(buf: Uint8Array, budget: NodeBudget): number {
   }
 }
 
+/** Where one element lies in bytes that {@link walkTlv} has accepted. */
+export interface Span {
+  tag: number;
+  start: number;
+  /** First content byte. */
+  body: number;
+  /** Just past the content (before the `00 00` of an indefinite element). */
+  bodyEnd: number;
+  /** Just past the element. */
+  end: number;
+}
+
+// Re-walks cover bytes walkTlv has already counted against the real budget.
+const UNCOUNTED: NodeBudget = { remaining: Infinity };
+
+/** The element at `pos` of bytes already accepted by {@link walkTlv}. */
+export function spanAt(buf: Uint8Array, pos: number): Span {
+  const first = buf[pos + 1]!;
+  if (first === 0x80) {
+    const end = pos + walkTlv(buf.subarray(pos), UNCOUNTED);
+    return { tag: buf[pos]!, start: pos, body: pos + 2, bodyEnd: end - 2, end };
+  }
+  const n = first & 0x80 ? first & 0x7f : 0;
+  let length = n === 0 ? first : 0;
+  for (let i = 0; i < n; i++) length = length * 256 + buf[pos + 2 + i]!;
+  const body = pos + 2 + n;
+  return { tag: buf[pos]!, start: pos, body, bodyEnd: body + length, end: body + length };
+}
+
+/** The elements inside a constructed span of bytes already accepted by {@link walkTlv}. */
+export function childSpans(buf: Uint8Array, span: Span): Span[] {
+  const out: Span[] = [];
+  for (let pos = span.body; pos < span.bodyEnd; ) {
+    const child = spanAt(buf, pos);
+    if (child.end <= pos || child.end > span.bodyEnd) malformed('inconsistent ASN.1 element');
+    out.push(child);
+    pos = child.end;
+  }
+  return out;
+}
+
 type FromDer = (bytes: string, options: { strict: boolean; parseAllBytes: boolean; decodeBitStrings: boolean; maxDepth: number }) => Node;
 
 /** Parses one element that {@link walkTlv} accepted and that fills `der` exactly. */

@@ -66,20 +66,30 @@ function readCertificate(node: Node): EnvelopeCert {
     }
   }
   const der = derOf(node);
-  let loaded: X509Certificate | null | undefined;
-  return {
-    der, issuerDer: derOf(issuer!), serial, subjectKeyId, signingUsage,
-    x509: () => {
-      if (loaded === undefined) {
-        try {
-          loaded = new X509Certificate(der);
-        } catch {
-          loaded = null;
-        }
-      }
-      return loaded ?? undefined;
-    },
-  };
+  return { der, issuerDer: derOf(issuer!), serial, subjectKeyId, signingUsage, x509: () => x509Of(der) };
+}
+
+// The same signer and CA certificates recur across documents, and loading one costs more than
+// forge's whole parse: loaded certificates (immutable) are kept by their DER, a few at a time.
+const CACHE_SIZE = 64;
+const loaded = new Map<string, X509Certificate | null>();
+
+/** The certificate as node:crypto loads it (null cached too: unreadable stays unreadable). */
+function x509Of(der: Buffer): X509Certificate | undefined {
+  const key = der.toString('latin1');
+  let cert = loaded.get(key);
+  if (cert === undefined) {
+    try {
+      cert = new X509Certificate(der);
+    } catch {
+      cert = null;
+    }
+    if (loaded.size >= CACHE_SIZE) loaded.delete(loaded.keys().next().value!);
+  } else {
+    loaded.delete(key); // refreshed below: least recently used goes first
+  }
+  loaded.set(key, cert);
+  return cert ?? undefined;
 }
 
 function parseSmall(der: Buffer): Node {

@@ -1,6 +1,10 @@
 // The envelope of a .p7m: its encoding (DER, PEM with any label, bare Base64) and the
 // SignedData structure, shape-checked, with the content and the certificates it carries.
-import { CONTEXT, T, UNIVERSAL, algorithm, is, kids, malformed, noParams, octets, oid, parseDer, seq, smallInt, walkTlv, type Node, type NodeBudget } from './p7m.asn1.js';
+import forge from 'node-forge';
+import {
+  CONTEXT, T, UNIVERSAL, algorithm, childSpans, is, kids, malformed, noParams, octets, oid, parseDer, seq, smallInt, spanAt, walkTlv,
+  type Node, type NodeBudget, type Span,
+} from './p7m.asn1.js';
 import { readCertificates, type EnvelopeCert } from './p7m.certs.js';
 
 export const ID_DATA = '1.2.840.113549.1.7.1';
@@ -75,7 +79,7 @@ function announcesSignedData(der: Uint8Array): boolean {
 /** One level of SignedData, read. */
 export interface Envelope {
   eContentType: string;
-  content: Buffer | undefined;
+  content: Content | undefined;
   digestOids: Set<string>;
   certs: EnvelopeCert[];
   signerInfos: Node[];
@@ -87,7 +91,9 @@ export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
   // A CR/LF (or spaces) after a DER envelope is a transfer artefact (mail, FTP in ASCII mode),
   // not content: tolerated. Any other trailing byte is refused.
   for (let i = end; i < der.length; i++) if (!isSpace(der[i]!)) malformed('trailing bytes after the envelope');
-  const contentInfo = seq(parseDer(der.subarray(0, end)), 'ContentInfo');
+  const whole = der.subarray(0, end);
+  const split = splitContent(whole);
+  const contentInfo = seq(split ? split.root : parseDer(whole), 'ContentInfo');
   const wrapper = kids(contentInfo[1], CONTEXT, 0, 'ContentInfo content');
   if (contentInfo.length !== 2 || wrapper.length !== 1) malformed('ContentInfo is not the expected structure');
   const sd = seq(wrapper[0], 'SignedData');
@@ -98,11 +104,11 @@ export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
   const encap = seq(sd[i++], 'encapContentInfo');
   if (encap.length < 1 || encap.length > 2) malformed('encapContentInfo is not the expected structure');
   const eContentType = oid(encap[0], 'eContentType');
-  let content: Buffer | undefined;
+  let content: Content | undefined;
   if (encap.length === 2) {
     const eContent = kids(encap[1], CONTEXT, 0, 'eContent');
     if (eContent.length !== 1) malformed('eContent is not the expected structure');
-    content = octets(eContent[0], 'eContent');
+    content = split ? split.content : contentOf([octets(eContent[0], 'eContent')]);
   }
   const certSet = is(sd[i], CONTEXT, 0) ? sd[i++] : undefined;
   const crlSet = is(sd[i], CONTEXT, 1) ? kids(sd[i++], CONTEXT, 1, 'crls') : [];
@@ -120,3 +126,59 @@ export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
   return { eContentType, content, digestOids: new Set(digestAlgs.map((a) => a.oid)), certs: readCertificates(certSet), signerInfos };
 }
 
+
+/** The encapsulated content, as the byte ranges of its OCTET STRING chunks, in order. */
+export interface Content {
+  parts: readonly Buffer[];
+  /** The parts as one Buffer (a copy only when there are several). */
+  whole: () => Buffer;
+}
+
+function contentOf(parts: Buffer[]): Content {
+  let joined: Buffer | undefined;
+  return { parts, whole: () => (joined ??= parts.length === 1 ? parts[0]! : Buffer.concat(parts)) };
+}
+
+const OCTETS_PRIMITIVE = 0x04;
+const OCTETS_CONSTRUCTED = 0x24;
+
+/**
+ * The usual SignedData shape, read without handing the content to forge: forge parses every
+ * other part from its own byte range, the tree is rebuilt around them with a placeholder for
+ * the content, and the content stays ranges of the input (no copies into and out of forge's
+ * binary strings, which cost more than forge's parse). Undefined for any other shape, which
+ * then takes the full forge parse, so errors and verdicts are the same either way.
+ */
+function splitContent(der: Uint8Array): { root: Node; content: Content } | undefined {
+  if (der[0] !== 0x30) return undefined;
+  const ci = childSpans(der, spanAt(der, 0));
+  if (ci.length !== 2 || ci[1]!.tag !== 0xa0) return undefined;
+  const wrapped = childSpans(der, ci[1]!);
+  if (wrapped.length !== 1 || wrapped[0]!.tag !== 0x30) return undefined;
+  const sd = childSpans(der, wrapped[0]!);
+  if (sd.length < 3 || sd[2]!.tag !== 0x30) return undefined;
+  const encap = childSpans(der, sd[2]!);
+  if (encap.length !== 2 || encap[1]!.tag !== 0xa0) return undefined;
+  const eContent = childSpans(der, encap[1]!);
+  if (eContent.length !== 1) return undefined;
+  const parts: Buffer[] = [];
+  if (!chunks(der, eContent[0]!, parts, 0)) return undefined;
+
+  const { create, Class, Type } = forge.asn1;
+  const part = (s: Span): Node => parseDer(der.subarray(s.start, s.end));
+  const placeholder = create(Class.UNIVERSAL, Type.OCTETSTRING, false, '');
+  const encapNode = create(Class.UNIVERSAL, Type.SEQUENCE, true, [part(encap[0]!), create(Class.CONTEXT_SPECIFIC, 0, true, [placeholder])]);
+  const sdNode = create(Class.UNIVERSAL, Type.SEQUENCE, true, sd.map((s, i) => (i === 2 ? encapNode : part(s))));
+  const root = create(Class.UNIVERSAL, Type.SEQUENCE, true, [part(ci[0]!), create(Class.CONTEXT_SPECIFIC, 0, true, [sdNode])]);
+  return { root, content: contentOf(parts) };
+}
+
+/** Collects an OCTET STRING's chunk ranges; false when something in it is not an OCTET STRING. */
+function chunks(der: Uint8Array, span: Span, out: Buffer[], depth: number): boolean {
+  if (span.tag === OCTETS_PRIMITIVE) {
+    out.push(Buffer.from(der.buffer, der.byteOffset + span.body, span.bodyEnd - span.body));
+    return true;
+  }
+  if (span.tag !== OCTETS_CONSTRUCTED || depth >= 64) return false;
+  return childSpans(der, span).every((child) => chunks(der, child, out, depth + 1));
+}

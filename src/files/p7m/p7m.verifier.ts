@@ -132,7 +132,7 @@ function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509
     if (envelope.content === undefined) return `${at}detached signature: the envelope carries no content`;
     const failing = signers.findIndex((s) => s.problems.length > 0);
     if (failing >= 0) firstFailure ??= `${level === 1 ? '' : `level ${level} `}signer ${failing + 1}: ${signers[failing]!.problems[0]}`;
-    const inner = decode(envelope.content);
+    const inner = decode(envelope.content.whole());
     if (!inner) return firstFailure;
     der = inner.der;
   }
@@ -241,7 +241,7 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
     signed[0] = 0x31;
   } else {
     if (ctx.eContentType !== ID_DATA) v.problems.push('signed attributes are missing');
-    signed = ctx.content;
+    signed = ctx.content?.whole();
   }
 
   if (scheme && hash && x509 && signed) {
@@ -270,7 +270,12 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
 
 function digestOf(ctx: SignerContext, hash: HashName): Buffer {
   let digest = ctx.digests.get(hash);
-  if (!digest) ctx.digests.set(hash, (digest = createHash(hash).update(ctx.content!).digest()));
+  if (!digest) {
+    // Chunk by chunk, straight from the input's bytes: no copy of the content is ever made.
+    const h = createHash(hash);
+    for (const part of ctx.content!.parts) h.update(part);
+    ctx.digests.set(hash, (digest = h.digest()));
+  }
   return digest;
 }
 
