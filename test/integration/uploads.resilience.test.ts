@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
+import { Writable } from 'node:stream';
+import supertest from 'supertest';
 import { fileRow, configWith, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
 import { FAST_PIPELINE } from '../support/harness.js';
 import { tcpProxy, freePort } from '../support/tcp-proxy.js';
@@ -162,5 +164,22 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
     const own = await http.get(`/api/v2/files/${up.key}`).set('X-API-Key', org.key);
     expect(own.status).to.equal(200);
     expect(own.body).to.include({ status: 'In Progress', checksum: null, scan: null });
+  });
+});
+
+describe('the store-events ingress in the access log', () => {
+  it('logs its route pattern, never the token in the path', async () => {
+    const { config, db, queues } = await harness();
+    const lines: string[] = [];
+    const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(chunk.toString()); done(); } });
+    const app = createApp({ config, logger: createLogger('info', sink), db, queues });
+    const { storageEventsToken } = await import('../../src/files/storage-events.routes.js');
+    const token = storageEventsToken(config.ENCRYPTION_KEY[0] as Buffer);
+    const res = await supertest(app.callback()).post(`/internal/storage-events/${token}`).send({ Records: [] });
+    expect(res.status).to.equal(204);
+    await new Promise((r) => setTimeout(r, 50));
+    const entry = lines.map((l) => JSON.parse(l) as { msg: string; path?: string }).find((l) => l.msg === 'request');
+    expect(entry?.path).to.equal('/internal/storage-events/:token');
+    expect(lines.join('')).to.not.include(token);
   });
 });

@@ -1,6 +1,6 @@
 // Certificates of a .p7m: those the envelope carries (found by issuer and serial or by key
 // identifier), their validity, and the chain from a signer up to a configured trust anchor.
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, createHash } from 'node:crypto';
 import { CONTEXT, T, UNIVERSAL, bytes, derOf, is, kids, octets, oid, parseDer, prim, seq, walkTlv, type Node } from './p7m.asn1.js';
 
 /** A certificate from the envelope's `certificates` set, with what signer lookup needs. */
@@ -70,13 +70,14 @@ function readCertificate(node: Node): EnvelopeCert {
 }
 
 // The same signer and CA certificates recur across documents, and loading one costs more than
-// forge's whole parse: loaded certificates (immutable) are kept by their DER, a few at a time.
+// forge's whole parse: loaded certificates (immutable) are kept by their DER's SHA-256 (a
+// bounded key, whatever the size of a hostile certificate), a few at a time.
 const CACHE_SIZE = 64;
 const loaded = new Map<string, X509Certificate | null>();
 
 /** The certificate as node:crypto loads it (null cached too: unreadable stays unreadable). */
 function x509Of(der: Buffer): X509Certificate | undefined {
-  const key = der.toString('latin1');
+  const key = createHash('sha256').update(der).digest('base64');
   let cert = loaded.get(key);
   if (cert === undefined) {
     try {

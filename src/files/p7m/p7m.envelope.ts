@@ -141,6 +141,7 @@ function contentOf(parts: Buffer[]): Content {
 
 const OCTETS_PRIMITIVE = 0x04;
 const OCTETS_CONSTRUCTED = 0x24;
+const MAX_CHUNK_NESTING = 4;
 
 /**
  * The usual SignedData shape, read without handing the content to forge: forge parses every
@@ -179,6 +180,8 @@ function chunks(der: Uint8Array, span: Span, out: Buffer[], depth: number): bool
     out.push(Buffer.from(der.buffer, der.byteOffset + span.body, span.bodyEnd - span.body));
     return true;
   }
-  if (span.tag !== OCTETS_CONSTRUCTED || depth >= 64) return false;
+  // Each constructed level re-walks what it holds: deeper (never seen in practice) goes to forge,
+  // so that hostile nesting cannot make this quadratic.
+  if (span.tag !== OCTETS_CONSTRUCTED || depth >= MAX_CHUNK_NESTING) return false;
   return childSpans(der, span).every((child) => chunks(der, child, out, depth + 1));
 }
