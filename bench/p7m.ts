@@ -74,18 +74,19 @@ export async function benchP7m(argv: string[]): Promise<void> {
     raw();
     const pool = createVerifyPool({ threads: 1 });
     try {
-      await pool.verify(envelope); // start the thread
+      await pool.verify(Buffer.from(envelope)); // start the thread
       const figures = { app: 0, raw: 0, pool: 0 };
       for (let r = 0; r < opts.rounds; r++) {
         figures.app += await rate(opts.seconds, () => verifyP7m(envelope));
         figures.raw += await rate(opts.seconds, raw);
-        figures.pool += await rate(opts.seconds, () => pool.verify(envelope));
+        // A fresh buffer each time, as the signature worker has one fresh from the store; it is moved to the thread.
+        figures.pool += await rate(opts.seconds, () => pool.verify(Buffer.from(envelope)));
         log(`round ${r + 1}/${opts.rounds} done`);
       }
       const [app, base, viaPool] = [figures.app / opts.rounds, figures.raw / opts.rounds, figures.pool / opts.rounds];
       const lines = [
         `1 MB envelope (${envelope.length} bytes, RSA 2048, SHA-256): verifier ${app.toFixed(0)} verifications/s | raw hash + verify ${base.toFixed(0)}/s | verifier/raw ${(app / base).toFixed(2)}`,
-        `through the worker-thread pool (1 thread, one at a time, envelope copied to the thread): ${viaPool.toFixed(0)} verifications/s (${(viaPool / base).toFixed(2)} of raw)`,
+        `through the worker-thread pool (1 thread, one at a time, a fresh buffer moved to the thread): ${viaPool.toFixed(0)} verifications/s (${(viaPool / base).toFixed(2)} of raw)`,
       ];
       for (const l of lines) process.stdout.write(`${l}\n`);
       appendFileSync('bench/README.md', `\n### p7m, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.rounds} alternating rounds of ${opts.seconds} s.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);

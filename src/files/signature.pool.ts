@@ -6,6 +6,7 @@ import type { SignatureVerdict } from './p7m/p7m.verifier.js';
 import type { Verify } from './signature.service.js';
 
 export interface VerifyPool {
+  /** Verifies on a worker thread; a Uint8Array that owns its whole ArrayBuffer is moved there (unusable afterwards). */
   verify: Verify;
   close(): Promise<void>;
 }
@@ -23,8 +24,13 @@ export function createVerifyPool(opts: { threads: number; trustPem?: string | un
   const timeoutMs = opts.timeoutMs ?? 60_000;
   return {
     async verify(bytes) {
-      // Copied (not transferred) to the thread: a small Buffer may share its memory with others.
-      return await pool.run({ bytes, trustPem: opts.trustPem }, { signal: AbortSignal.timeout(timeoutMs) }) as SignatureVerdict;
+      // Moved, not copied, to the thread when the bytes own their whole ArrayBuffer (the caller
+      // gives them up); a small Buffer may share a pooled ArrayBuffer with others, so it is copied.
+      const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && !(bytes.buffer instanceof SharedArrayBuffer);
+      return await pool.run({ bytes, trustPem: opts.trustPem }, {
+        signal: AbortSignal.timeout(timeoutMs),
+        ...(owned && { transferList: [bytes.buffer as ArrayBuffer] }),
+      }) as SignatureVerdict;
     },
     async close() {
       await pool.destroy();

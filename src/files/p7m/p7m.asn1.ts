@@ -36,9 +36,13 @@ export interface NodeBudget {
 }
 
 interface Frame {
+  start: number;
   bound: number;
   indefinite: boolean;
 }
+
+/** Where each indefinite-length element (by its offset) ends, as {@link walkTlv} found it. */
+export type IndefiniteEnds = Map<number, number>;
 
 /**
  * Validates the TLV headers of the first element of `buf` without building anything, with the
@@ -46,8 +50,9 @@ interface Frame {
  * the offset just past it. Iterative, so no input can exhaust the stack.
  * Refuses what forge would misparse: the high-tag-number form, odd-length BMPStrings, lengths
  * over four bytes; and refuses more nodes than the budget or more depth than {@link MAX_DEPTH}.
+ * Records in `ends`, when given, where each indefinite-length element ends (see {@link spanAt}).
  */
-export function walkTlv(buf: Uint8Array, budget: NodeBudget): number {
+export function walkTlv(buf: Uint8Array, budget: NodeBudget, ends?: IndefiniteEnds): number {
   const stack: Frame[] = [];
   let pos = 0;
   for (;;) {
@@ -76,7 +81,7 @@ export function walkTlv(buf: Uint8Array, budget: NodeBudget): number {
     if (--budget.remaining < 0) throw new LimitError('too many ASN.1 nodes');
     if (constructed) {
       if (stack.length >= MAX_DEPTH) malformed('ASN.1 nesting too deep');
-      stack.push(length === undefined ? { bound, indefinite: true } : { bound: pos + header + length, indefinite: false });
+      stack.push(length === undefined ? { start: pos, bound, indefinite: true } : { start: pos, bound: pos + header + length, indefinite: false });
       pos += header;
     } else {
       if (tag === T.BMPSTRING && length! % 2 !== 0) malformed('odd-length BMPString');
@@ -89,6 +94,7 @@ export function walkTlv(buf: Uint8Array, budget: NodeBudget): number {
       if (top.indefinite) {
         if (top.bound - pos >= 2 && buf[pos] === 0 && buf[pos + 1] === 0) {
           pos += 2;
+          ends?.set(top.start, pos);
           stack.pop();
           continue;
         }
@@ -115,14 +121,12 @@ export interface Span {
   end: number;
 }
 
-// Re-walks cover bytes walkTlv has already counted against the real budget.
-const UNCOUNTED: NodeBudget = { remaining: Infinity };
-
-/** The element at `pos` of bytes already accepted by {@link walkTlv}. */
-export function spanAt(buf: Uint8Array, pos: number): Span {
+/** The element at `pos` of bytes accepted by {@link walkTlv}, with the `ends` it recorded. */
+export function spanAt(buf: Uint8Array, ends: IndefiniteEnds, pos: number): Span {
   const first = buf[pos + 1]!;
   if (first === 0x80) {
-    const end = pos + walkTlv(buf.subarray(pos), UNCOUNTED);
+    const end = ends.get(pos);
+    if (end === undefined) malformed('inconsistent ASN.1 element');
     return { tag: buf[pos]!, start: pos, body: pos + 2, bodyEnd: end - 2, end };
   }
   const n = first & 0x80 ? first & 0x7f : 0;
@@ -133,10 +137,10 @@ export function spanAt(buf: Uint8Array, pos: number): Span {
 }
 
 /** The elements inside a constructed span of bytes already accepted by {@link walkTlv}. */
-export function childSpans(buf: Uint8Array, span: Span): Span[] {
+export function childSpans(buf: Uint8Array, ends: IndefiniteEnds, span: Span): Span[] {
   const out: Span[] = [];
   for (let pos = span.body; pos < span.bodyEnd; ) {
-    const child = spanAt(buf, pos);
+    const child = spanAt(buf, ends, pos);
     if (child.end <= pos || child.end > span.bodyEnd) malformed('inconsistent ASN.1 element');
     out.push(child);
     pos = child.end;

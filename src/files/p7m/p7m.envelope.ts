@@ -2,8 +2,8 @@
 // SignedData structure, shape-checked, with the content and the certificates it carries.
 import forge from 'node-forge';
 import {
-  CONTEXT, T, UNIVERSAL, algorithm, childSpans, is, kids, malformed, noParams, octets, oid, parseDer, seq, smallInt, spanAt, walkTlv,
-  type Node, type NodeBudget, type Span,
+  CONTEXT, MAX_DEPTH, T, UNIVERSAL, algorithm, childSpans, is, kids, malformed, noParams, octets, oid, parseDer, seq, smallInt, spanAt, walkTlv,
+  type IndefiniteEnds, type Node, type NodeBudget, type Span,
 } from './p7m.asn1.js';
 import { readCertificates, type EnvelopeCert } from './p7m.certs.js';
 
@@ -87,12 +87,13 @@ export interface Envelope {
 
 /** Reads one SignedData level; throws MalformedError or LimitError. */
 export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
-  const end = walkTlv(der, budget);
+  const ends: IndefiniteEnds = new Map();
+  const end = walkTlv(der, budget, ends);
   // A CR/LF (or spaces) after a DER envelope is a transfer artefact (mail, FTP in ASCII mode),
   // not content: tolerated. Any other trailing byte is refused.
   for (let i = end; i < der.length; i++) if (!isSpace(der[i]!)) malformed('trailing bytes after the envelope');
   const whole = der.subarray(0, end);
-  const split = splitContent(whole);
+  const split = splitContent(whole, ends);
   const contentInfo = seq(split ? split.root : parseDer(whole), 'ContentInfo');
   const wrapper = kids(contentInfo[1], CONTEXT, 0, 'ContentInfo content');
   if (contentInfo.length !== 2 || wrapper.length !== 1) malformed('ContentInfo is not the expected structure');
@@ -126,7 +127,6 @@ export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
   return { eContentType, content, digestOids: new Set(digestAlgs.map((a) => a.oid)), certs: readCertificates(certSet), signerInfos };
 }
 
-
 /** The encapsulated content, as the byte ranges of its OCTET STRING chunks, in order. */
 export interface Content {
   parts: readonly Buffer[];
@@ -141,7 +141,6 @@ function contentOf(parts: Buffer[]): Content {
 
 const OCTETS_PRIMITIVE = 0x04;
 const OCTETS_CONSTRUCTED = 0x24;
-const MAX_CHUNK_NESTING = 4;
 
 /**
  * The usual SignedData shape, read without handing the content to forge: forge parses every
@@ -150,20 +149,20 @@ const MAX_CHUNK_NESTING = 4;
  * binary strings, which cost more than forge's parse). Undefined for any other shape, which
  * then takes the full forge parse, so errors and verdicts are the same either way.
  */
-function splitContent(der: Uint8Array): { root: Node; content: Content } | undefined {
+function splitContent(der: Uint8Array, ends: IndefiniteEnds): { root: Node; content: Content } | undefined {
   if (der[0] !== 0x30) return undefined;
-  const ci = childSpans(der, spanAt(der, 0));
+  const ci = childSpans(der, ends, spanAt(der, ends, 0));
   if (ci.length !== 2 || ci[1]!.tag !== 0xa0) return undefined;
-  const wrapped = childSpans(der, ci[1]!);
+  const wrapped = childSpans(der, ends, ci[1]!);
   if (wrapped.length !== 1 || wrapped[0]!.tag !== 0x30) return undefined;
-  const sd = childSpans(der, wrapped[0]!);
+  const sd = childSpans(der, ends, wrapped[0]!);
   if (sd.length < 3 || sd[2]!.tag !== 0x30) return undefined;
-  const encap = childSpans(der, sd[2]!);
+  const encap = childSpans(der, ends, sd[2]!);
   if (encap.length !== 2 || encap[1]!.tag !== 0xa0) return undefined;
-  const eContent = childSpans(der, encap[1]!);
+  const eContent = childSpans(der, ends, encap[1]!);
   if (eContent.length !== 1) return undefined;
   const parts: Buffer[] = [];
-  if (!chunks(der, eContent[0]!, parts, 0)) return undefined;
+  if (!chunks(der, ends, eContent[0]!, parts, 0)) return undefined;
 
   const { create, Class, Type } = forge.asn1;
   const part = (s: Span): Node => parseDer(der.subarray(s.start, s.end));
@@ -175,13 +174,11 @@ function splitContent(der: Uint8Array): { root: Node; content: Content } | undef
 }
 
 /** Collects an OCTET STRING's chunk ranges; false when something in it is not an OCTET STRING. */
-function chunks(der: Uint8Array, span: Span, out: Buffer[], depth: number): boolean {
+function chunks(der: Uint8Array, ends: IndefiniteEnds, span: Span, out: Buffer[], depth: number): boolean {
   if (span.tag === OCTETS_PRIMITIVE) {
     out.push(Buffer.from(der.buffer, der.byteOffset + span.body, span.bodyEnd - span.body));
     return true;
   }
-  // Each constructed level re-walks what it holds: deeper (never seen in practice) goes to forge,
-  // so that hostile nesting cannot make this quadratic.
-  if (span.tag !== OCTETS_CONSTRUCTED || depth >= MAX_CHUNK_NESTING) return false;
-  return childSpans(der, span).every((child) => chunks(der, child, out, depth + 1));
+  if (span.tag !== OCTETS_CONSTRUCTED || depth >= MAX_DEPTH) return false;
+  return childSpans(der, ends, span).every((child) => chunks(der, ends, child, out, depth + 1));
 }
