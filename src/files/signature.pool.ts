@@ -29,7 +29,7 @@ export function createVerifyPool(opts: { threads: number; trustPem?: string | un
       const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && !(bytes.buffer instanceof SharedArrayBuffer);
       return await pool.run({ bytes, trustPem: opts.trustPem }, {
         signal: AbortSignal.timeout(timeoutMs),
-        ...(owned && { transferList: [bytes.buffer as ArrayBuffer] }),
+        ...(owned && { transferList: [bytes.buffer] }),
       }) as SignatureVerdict;
     },
     async close() {
