@@ -6,7 +6,7 @@
 import { GetBucketNotificationConfigurationCommand, PutBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
 import { CreateTopicCommand, SNSClient } from '@aws-sdk/client-sns';
 import type { Config } from '../../config/index.js';
-import type { Storage } from '../shared/storage.js';
+import { storeClientSettings, type Storage } from '../shared/storage.js';
 import { STORAGE_EVENTS_PATH, storageEventsToken } from './storage-events.routes.js';
 
 export const NOTIFICATION_ID = 'guarantee-registry-uploads';
@@ -23,13 +23,7 @@ export async function configureUploadEvents(storage: Storage, config: Pick<Confi
     await removeUploadEvents(storage);
     return undefined;
   }
-  const sns = new SNSClient({
-    region: config.S3_REGION,
-    ...(config.S3_ENDPOINT && { endpoint: config.S3_ENDPOINT }),
-    ...(config.AWS_ACCESS_KEY_ID && config.AWS_SECRET_ACCESS_KEY && {
-      credentials: { accessKeyId: config.AWS_ACCESS_KEY_ID, secretAccessKey: config.AWS_SECRET_ACCESS_KEY },
-    }),
-  });
+  const sns = new SNSClient(storeClientSettings(config));
   try {
     // CreateTopic is idempotent by name and updates the attributes of an existing topic.
     const { TopicArn } = await sns.send(new CreateTopicCommand({

@@ -39,13 +39,23 @@ export function isChanged(err: unknown): boolean {
 
 const unquote = (etag: string | undefined) => (etag ?? '').replace(/^"|"$/g, '');
 
-export function createStorage(config: Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>): Storage {
-  const client = new S3Client({
+type StoreConfig = Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>;
+
+/** Region, endpoint and credentials of any AWS SDK client that talks to the store (S3, or radosgw's SNS topics). */
+export function storeClientSettings(config: Omit<StoreConfig, 'S3_BUCKET'>) {
+  return {
     region: config.S3_REGION,
-    ...(config.S3_ENDPOINT && { endpoint: config.S3_ENDPOINT, forcePathStyle: true }),
+    ...(config.S3_ENDPOINT && { endpoint: config.S3_ENDPOINT }),
     ...(config.AWS_ACCESS_KEY_ID && config.AWS_SECRET_ACCESS_KEY && {
       credentials: { accessKeyId: config.AWS_ACCESS_KEY_ID, secretAccessKey: config.AWS_SECRET_ACCESS_KEY },
     }),
+  };
+}
+
+export function createStorage(config: StoreConfig): Storage {
+  const client = new S3Client({
+    ...storeClientSettings(config),
+    ...(config.S3_ENDPOINT && { forcePathStyle: true }),
     // radosgw (and other compatible stores) refuse the SDK's default streaming checksums.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
