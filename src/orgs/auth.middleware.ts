@@ -3,8 +3,9 @@
 // headers, or two different keys are a 401. Requests are limited per key, and failed
 // authentications per client address (429 with Retry-After).
 import type { Middleware } from 'koa';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { RateLimitedError, UnauthorizedError } from '../shared/errors.js';
+import { failedLogins, retryAfterSeconds } from '../shared/http/failed-logins.js';
 import type { OrgService, Principal } from './org.service.js';
 
 export interface AuthState { principal: Principal }
@@ -47,23 +48,19 @@ export function presentedKey(headers: { 'x-api-key'?: string[]; authorization?: 
   return direct || bearer;
 }
 
-const retryAfter = (res: unknown): number =>
-  Math.max(1, Math.ceil((res instanceof RateLimiterRes ? res.msBeforeNext : 60_000) / 1000));
-
 export function authenticate(orgs: OrgService, opts: AuthOptions): Middleware<AuthState> {
   const perKey = opts.perKeyPerMinute > 0 ? new RateLimiterMemory({ points: opts.perKeyPerMinute, duration: 60 }) : undefined;
-  const failures = new RateLimiterMemory({ points: opts.failuresPerMinute, duration: 60 });
+  const failures = failedLogins(opts.failuresPerMinute);
 
   return async (ctx, next) => {
     const key = presentedKey(credentialHeaders(ctx.req.rawHeaders));
     let principal = key === undefined ? undefined : orgs.authenticateCached(key);
     if (!principal) {
       // An address that keeps failing is refused before any database lookup.
-      const record = await failures.get(ctx.ip);
-      if (record && record.remainingPoints <= 0) throw new RateLimitedError(retryAfter(record));
+      await failures.refuseIfLimited(ctx.ip);
       principal = key === undefined ? undefined : await orgs.authenticate(key);
       if (!principal) {
-        await failures.consume(ctx.ip).catch(() => undefined);
+        await failures.record(ctx.ip);
         throw new UnauthorizedError();
       }
     }
@@ -71,7 +68,7 @@ export function authenticate(orgs: OrgService, opts: AuthOptions): Middleware<Au
       try {
         await perKey.consume(principal.keyPrefix);
       } catch (res) {
-        throw new RateLimitedError(retryAfter(res));
+        throw new RateLimitedError(retryAfterSeconds(res));
       }
     }
     ctx.state.principal = principal;

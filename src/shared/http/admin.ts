@@ -6,8 +6,8 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import type { Queue } from 'bullmq';
 import type { Middleware } from 'koa';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { RateLimitedError, UnauthorizedError } from '../errors.js';
+import { UnauthorizedError } from '../errors.js';
+import { failedLogins } from './failed-logins.js';
 
 export const ADMIN_PATH = '/admin/queues';
 
@@ -24,16 +24,14 @@ export function basicCredentials(header: string | undefined): { user: string; pa
 }
 
 export function basicAuth(user: string, password: string, failuresPerMinute: number): Middleware {
-  const failures = new RateLimiterMemory({ points: failuresPerMinute, duration: 60 });
+  const failures = failedLogins(failuresPerMinute);
   return async (ctx, next) => {
-    // A limited address is refused before its guess is looked at: a right guess then tells nothing.
-    const record = await failures.get(ctx.ip);
-    if (record && record.remainingPoints <= 0) throw new RateLimitedError(Math.max(1, Math.ceil(record.msBeforeNext / 1000)));
+    await failures.refuseIfLimited(ctx.ip);
     const given = basicCredentials(ctx.get('Authorization'));
     // Both compared, always: a wrong user costs as much as a wrong password.
     const ok = given !== undefined && [same(given.user, user), same(given.password, password)].every(Boolean);
     if (!ok) {
-      await failures.consume(ctx.ip).catch(() => undefined);
+      await failures.record(ctx.ip);
       ctx.set('WWW-Authenticate', 'Basic realm="Guarantee Registry queues", charset="UTF-8"');
       throw new UnauthorizedError('Administrator credentials are required.');
     }
