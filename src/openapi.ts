@@ -93,6 +93,9 @@ function presignOperation(version: 1 | 2): ZodOpenApiOperationObject {
   };
 }
 
+/** A file named by its UUID or its whole key (endpoint 8 and the extended view). */
+const fileRefParam = z.object({ uuid: z.string().meta({ description: 'The file\'s UUID, or the whole key `<uuid>.<ext>`.' }) });
+
 const paths: ZodOpenApiPathsObject = {
   '/api/v1/presigned-url': { post: presignOperation(1) },
   '/api/v2/presigned-url': { post: presignOperation(2) },
@@ -101,7 +104,7 @@ const paths: ZodOpenApiPathsObject = {
       summary: 'Status of an uploaded file',
       description: 'In Progress (issued, not yet uploaded, or being processed), Clean, Signed (clean and validly signed), Infected (or beyond the scanner\'s limits), Error (the scan could not complete, or nothing arrived before the URL expired). The path takes the file\'s UUID or its whole key.',
       tags: ['Uploads'],
-      requestParams: { path: z.object({ uuid: z.string().meta({ description: 'The file\'s UUID, or the whole key `<uuid>.<ext>`.' }) }) },
+      requestParams: { path: fileRefParam },
       responses: {
         200: { description: 'The status, as a JSON string.', content: { 'application/json': { schema: z.enum(FILE_STATUSES) } } },
         400: errorResponse('The file key is missing.'),
@@ -115,7 +118,7 @@ const paths: ZodOpenApiPathsObject = {
       summary: 'Everything known about an uploaded file (beyond the seed)',
       description: 'Status and why it is Error; size and SHA-256 of the bytes scanned and kept; the threat found; the antivirus engine and database that judged it; and, for public v2 documents, the .p7m signature verdict with each signer\'s checks (digest, signature, certificate validity at signing time, chain to SIGNATURE_TRUST_STORE). Revocation (OCSP/CRL) and PAdES signatures inside PDFs are not checked.',
       tags: ['Uploads'],
-      requestParams: { path: z.object({ uuid: z.string().meta({ description: 'The file\'s UUID, or the whole key `<uuid>.<ext>`.' }) }) },
+      requestParams: { path: fileRefParam },
       responses: {
         200: { description: 'The file.', content: { 'application/json': { schema: fileView } } },
         404: errorResponse('No such file in this organization.'),

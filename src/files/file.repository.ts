@@ -18,14 +18,8 @@ export interface NewFile {
 export const FILE_STATUSES = ['In Progress', 'Clean', 'Infected', 'Error', 'Signed'] as const;
 export type FileStatus = (typeof FILE_STATUSES)[number];
 
-/** A file as the pipeline and the extended view see it. */
-export interface FileRecord {
-  uuid: string;
-  key: string;
-  orgId: string;
-  fileType: string;
-  originalFileName: string | null;
-  isDocumentPublic: boolean;
+/** A file as the pipeline and the extended view see it: as issued, plus what the scan and the check recorded. */
+export interface FileRecord extends NewFile {
   status: FileStatus;
   size: number | null;
   checksum: string | null;
@@ -39,8 +33,6 @@ export interface FileRecord {
   statusReason: string | null;
   /** The signature verdict (JSON), for public v2 documents once checked. */
   signature: string | null;
-  expiresAt: Date;
-  createdAt: Date;
   updatedAt: Date;
 }
 
@@ -77,23 +69,25 @@ export interface ScanRecord {
   at: Date;
 }
 
+/** The WHERE clause and value that find one of an organization's files by UUID or whole key. */
+const byRef = (orgId: string, by: { uuid: string } | { key: string }): [string, unknown[]] =>
+  'uuid' in by ? ['uuid = $1 AND org_id = $2', [by.uuid, orgId]] : ['object_key = $1 AND org_id = $2', [by.key, orgId]];
+
 const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
 export function createFileRepository(db: Sequelize) {
   return {
     /** The status of this organization's file by its UUID or its whole key; another organization's is absent. */
     async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<{ uuid: string; status: FileStatus; etag: string | null } | undefined> {
-      const [row] = 'uuid' in by
-        ? await select<{ uuid: string; status: FileStatus; etag: string | null }>(db, 'SELECT uuid, status, etag FROM files WHERE uuid = $1 AND org_id = $2', [by.uuid, orgId])
-        : await select<{ uuid: string; status: FileStatus; etag: string | null }>(db, 'SELECT uuid, status, etag FROM files WHERE object_key = $1 AND org_id = $2', [by.key, orgId]);
+      const [where, bind] = byRef(orgId, by);
+      const [row] = await select<{ uuid: string; status: FileStatus; etag: string | null }>(db, `SELECT uuid, status, etag FROM files WHERE ${where}`, bind);
       return row;
     },
 
     /** This organization's file by UUID or whole key; another organization's is absent. */
     async findForOrg(orgId: string, by: { uuid: string } | { key: string }): Promise<FileRecord | undefined> {
-      const [row] = 'uuid' in by
-        ? await select<FileRow>(db, `SELECT ${FILE_COLUMNS} FROM files WHERE uuid = $1 AND org_id = $2`, [by.uuid, orgId])
-        : await select<FileRow>(db, `SELECT ${FILE_COLUMNS} FROM files WHERE object_key = $1 AND org_id = $2`, [by.key, orgId]);
+      const [where, bind] = byRef(orgId, by);
+      const [row] = await select<FileRow>(db, `SELECT ${FILE_COLUMNS} FROM files WHERE ${where}`, bind);
       return row && toRecord(row);
     },
 

@@ -5,8 +5,6 @@ import { appWith, harness, newOrg, uploadForm, type TestOrg } from '../support/h
 import { select } from '../../src/shared/db/sequelize.js';
 import { createStorage } from '../../src/shared/storage.js';
 
-const upload = uploadForm;
-
 async function objectSize(key: string): Promise<number | undefined> {
   const { config } = await harness();
   const storage = createStorage(config);
@@ -75,7 +73,7 @@ describe('POST /api/v{1,2}/presigned-url', function () {
 
   it('lets the client upload exactly that object, which a guarantee can then name (with the fileName as default)', async () => {
     const res = await presign(2, { fileType: 'pdf', fileName: 'atto.pdf' });
-    const sent = await upload(res.body.presignedUrl, res.body.fields, Buffer.from('%PDF-1.4 guarantee'));
+    const sent = await uploadForm(res.body.presignedUrl, res.body.fields, Buffer.from('%PDF-1.4 guarantee'));
     expect(sent.status, sent.text).to.equal(204);
     expect(await objectSize(res.body.key)).to.equal(18);
     const g = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ docs: [{ type: 'BAIL_ACT', key: res.body.key }] });
@@ -86,10 +84,10 @@ describe('POST /api/v{1,2}/presigned-url', function () {
   it('is refused by the store when the file is larger than MAX_UPLOAD_BYTES', async () => {
     const http = await appWith({ MAX_UPLOAD_BYTES: '16' });
     const res = await http.post('/api/v1/presigned-url').set('X-API-Key', org.key).send({ fileType: 'txt' });
-    const ok = await upload(res.body.presignedUrl, res.body.fields, 'x'.repeat(16));
+    const ok = await uploadForm(res.body.presignedUrl, res.body.fields, 'x'.repeat(16));
     expect(ok.status).to.equal(204);
     const res2 = await http.post('/api/v1/presigned-url').set('X-API-Key', org.key).send({ fileType: 'txt' });
-    const big = await upload(res2.body.presignedUrl, res2.body.fields, 'x'.repeat(17));
+    const big = await uploadForm(res2.body.presignedUrl, res2.body.fields, 'x'.repeat(17));
     expect(big.status).to.equal(400);
     expect(big.text).to.include('EntityTooLarge');
     expect(await objectSize(res2.body.key)).to.equal(undefined);
@@ -100,12 +98,12 @@ describe('POST /api/v{1,2}/presigned-url', function () {
     const last = String(res.body.key).slice(-5, -4);
     const otherKey = `${res.body.key.slice(0, -5)}${last === '0' ? '1' : '0'}.pdf`; // another key of the same shape
     expect(otherKey).to.not.equal(res.body.key);
-    expect((await upload(res.body.presignedUrl, { ...res.body.fields, key: otherKey }, 'data')).status).to.equal(403);
+    expect((await uploadForm(res.body.presignedUrl, { ...res.body.fields, key: otherKey }, 'data')).status).to.equal(403);
     expect(await objectSize(otherKey)).to.equal(undefined);
-    expect((await upload(res.body.presignedUrl, res.body.fields, '')).status).to.equal(400);
+    expect((await uploadForm(res.body.presignedUrl, res.body.fields, '')).status).to.equal(400);
     const sig = String(res.body.fields['X-Amz-Signature']);
     const tampered = { ...res.body.fields, 'X-Amz-Signature': (sig[0] === 'a' ? 'b' : 'a') + sig.slice(1) };
-    expect((await upload(res.body.presignedUrl, tampered, 'data')).status).to.equal(403);
+    expect((await uploadForm(res.body.presignedUrl, tampered, 'data')).status).to.equal(403);
     expect(await objectSize(res.body.key)).to.equal(undefined);
   });
 
@@ -116,7 +114,7 @@ describe('POST /api/v{1,2}/presigned-url', function () {
       const key = `expired-${Date.now()}.pdf`;
       const post = await storage.presignUpload(key, 1024, 1);
       await sleep(2100);
-      const sent = await upload(post.url, post.fields, 'late');
+      const sent = await uploadForm(post.url, post.fields, 'late');
       expect(sent.status).to.equal(403);
       expect(sent.text).to.match(/expired/i);
     } finally {

@@ -73,8 +73,8 @@ export async function newOrg(name = `org-${randomUUID().slice(0, 8)}`): Promise<
 }
 
 /**
- * A files row as the presigned-URL endpoints leave it (those endpoints arrive with the
- * uploads issue; until then the tests issue keys directly).
+ * A files row as the presigned-URL endpoints leave it, or in any status, without an upload or
+ * a scan: for tests of what a file's status allows (presign() and uploadForm() go through the store).
  */
 export async function issueFile(orgId: string, opts: { status?: string; fileName?: string; ext?: string; checksum?: string } = {}): Promise<string> {
   const { db } = await harness();
