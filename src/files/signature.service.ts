@@ -28,6 +28,9 @@ export async function readBounded(stream: Readable, maxBytes: number): Promise<B
   return Buffer.concat(chunks, total);
 }
 
+/** The verdict of an envelope that could not be checked at all. */
+const notChecked = (reason: string): SignatureVerdict => ({ outcome: 'not-signed', reason, levels: 0, chain: 'not-checked', signers: [] });
+
 export function createSignatureService(deps: {
   repo: FileRepository; storage: Storage; verify: Verify; maxBytes: number; logger: Logger; now?: () => Date;
 }) {
@@ -50,13 +53,11 @@ export function createSignatureService(deps: {
         const bytes = (file.size ?? 0) > maxBytes ? undefined : await readBounded(await storage.read(file.storedKey), maxBytes);
         const verdict: SignatureVerdict = bytes
           ? await verify(bytes)
-          : { outcome: 'not-signed', reason: `Too large for a signature check (over ${maxBytes} bytes).`, levels: 0, chain: 'not-checked', signers: [] };
+          : notChecked(`Too large for a signature check (over ${maxBytes} bytes).`);
         return await record(uuid, verdict);
       } catch (err) {
         if (lastAttempt) {
-          await record(uuid, {
-            outcome: 'not-signed', reason: `The signature check could not complete: ${(err as Error).message}`, levels: 0, chain: 'not-checked', signers: [],
-          });
+          await record(uuid, notChecked(`The signature check could not complete: ${(err as Error).message}`));
         }
         throw err;
       }
