@@ -26,7 +26,7 @@ import { configureUploadEvents } from '../src/files/storage-events.setup.js';
 import { migrate } from '../src/shared/db/migrator.js';
 import { createLogger } from '../src/shared/logger.js';
 import { createStorage } from '../src/shared/storage.js';
-import { log, newKey, procfileFlags, startServer, watchRss } from './support.js';
+import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer, watchRss } from './support.js';
 
 const MB = 1024 * 1024;
 const TERMINAL = new Set(['Clean', 'Infected', 'Error', 'Signed']);
@@ -119,13 +119,28 @@ export async function benchScan(argv: string[]): Promise<void> {
   const api = 'http://127.0.0.1:3911';
   let worker: ChildProcess | undefined;
   const startWorker = async () => {
-    const child = spawn(process.execPath, [...procfileFlags('worker'), 'dist/workers/index.js', 'scan'], { env: { ...appEnv, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const extra = process.env.BENCH_WORKER_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
+    const child = spawn(process.execPath, [...procfileFlags('worker'), ...extra, 'dist/workers/index.js', 'scan'], { env: { ...appEnv, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((resolve, reject) => {
       child.stdout?.on('data', (d: Buffer) => { if (d.toString().includes('workers started')) resolve(); });
       child.once('exit', () => reject(new Error('worker exited')));
     });
     child.stdout?.on('data', (d: Buffer) => { if (process.env.BENCH_WORKER_LOG) appendFileSync(process.env.BENCH_WORKER_LOG, d); });
     return child;
+  };
+  // Where the CPU goes in each phase, per process (two cores: the pipeline's overhead is what
+  // clamd does not get).
+  const port = (u: string | undefined) => (u ? new URL(u).port : '-');
+  const processes: Record<string, (c: string) => boolean> = {
+    clamd: (c) => c.startsWith('clamd ') && c.includes('/.data/bench/'),
+    radosgw: (c) => c.startsWith('radosgw ') && c.includes('/.data/bench/'),
+    'ceph-osd': (c) => c.startsWith('ceph-osd ') && c.includes('/.data/bench/'),
+    'ceph-mon': (c) => c.startsWith('ceph-mon ') && c.includes('/.data/bench/'),
+    mariadb: (c) => c.startsWith('mariadbd ') && c.includes('/.data/bench/'),
+    redis: (c) => c.startsWith(`redis-server 127.0.0.1:${port(config.REDIS_URL)}`),
+    web: (c) => c.includes('dist/src/server.js'),
+    worker: (c) => c.includes('dist/workers/index.js'),
+    bench: (c) => c.includes('run.mjs bench') || c.includes('scripts/run.mjs'),
   };
   const lines: string[] = [];
   const say = (l: string) => { process.stdout.write(`${l}\n`); lines.push(l); };
@@ -138,6 +153,7 @@ export async function benchScan(argv: string[]): Promise<void> {
       const issued = await Promise.all(Array.from({ length: n }, () => presign(api, apiKey)));
       await runPool(issued, 4, async (p) => upload(p, content(size, issued.indexOf(p) + size)));
       worker = await startWorker();
+      const cpu0 = cpuSeconds(processes); // after start-up, which the steady state leaves out too
       const peak = watchRss(worker.pid as number);
       const t0 = performance.now();
       const keys = issued.map((p) => p.key);
@@ -147,25 +163,31 @@ export async function benchScan(argv: string[]): Promise<void> {
         await sleep(20);
       }
       const wallS = (performance.now() - t0) / 1000;
+      const pipelineCpu = cpuDelta(cpu0, cpuSeconds(processes));
       // Steady state: from the first verdict to the last (n - 1 files), which leaves out the
       // worker's start-up and the first poll; the raw baseline is timed the same way.
       const [span] = (await pool.query<RowDataPacket[]>('SELECT TIMESTAMPDIFF(MICROSECOND, MIN(updated_at), MAX(updated_at)) / 1e6 AS s FROM files WHERE object_key IN (?)', [keys]))[0];
       const pipelineS = Number(span?.s) * (n / (n - 1));
       const rows = await statusOf(keys);
       const notClean = rows.filter((r) => r.status !== 'Clean').length;
-      if (size === MB) rssAfterSmall = peak();
+      const peakRss = peak();
+      if (size === MB) rssAfterSmall = peakRss;
       worker.kill('SIGTERM');
       await new Promise((r) => worker?.once('exit', r));
       const stored = rows.map((r) => r.stored_key).filter((k): k is string => !!k);
       const done: number[] = [];
+      const cpu1 = cpuSeconds(processes);
       await runPool(stored, 2, async (k) => {
         const verdict = await rawInstream(config.CLAMD_PORT ?? 0, await storage.read(k));
         if (!verdict.endsWith('OK')) throw new Error(`raw scan: ${verdict}`);
         done.push(performance.now());
       });
       const rawS = ((Math.max(...done) - Math.min(...done)) / 1000) * (n / (n - 1));
+      const rawCpu = cpuDelta(cpu1, cpuSeconds(processes));
       const mb = (size * n) / MB;
       say(`${String(size / MB).padStart(2)} MB x ${n}: from worker start to last verdict ${wallS.toFixed(2)} s; steady state: pipeline ${(n / pipelineS).toFixed(2)} files/s ${(mb / pipelineS).toFixed(1)} MB/s | raw ${(n / rawS).toFixed(2)} files/s ${(mb / rawS).toFixed(1)} MB/s | pipeline/raw ${(rawS / pipelineS).toFixed(2)}${notClean ? ` | ${notClean} not Clean` : ''}`);
+      say(`   CPU seconds, pipeline (from worker start): ${pipelineCpu}`);
+      say(`   CPU seconds, raw: ${rawCpu}`);
     }
 
     // Memory: one file of the largest allowed size through a fresh worker.

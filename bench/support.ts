@@ -1,7 +1,7 @@
 // What the benchmarks share: logging, compiled processes started as the Procfile starts them,
 // their peak memory, and API keys made straight in the database.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mysql from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
@@ -51,3 +51,33 @@ export async function newKey(url: string, orgId: string): Promise<string> {
   return key;
 }
 
+
+/** CPU seconds (user + system) used so far by each process whose command line matches a pattern. */
+export function cpuSeconds(patterns: Record<string, (cmdline: string) => boolean>): Record<string, number> {
+  const out: Record<string, number> = Object.fromEntries(Object.keys(patterns).map((k) => [k, 0]));
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let cmdline: string;
+    let stat: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch { continue; }
+    const name = Object.keys(patterns).find((k) => patterns[k]?.(cmdline));
+    if (!name) continue;
+    // Fields after the parenthesised command: utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  }
+  return out;
+}
+const CLOCK_TICKS = 100;
+
+/** What each process spent between two cpuSeconds() readings, largest first, as one line. */
+export function cpuDelta(before: Record<string, number>, after: Record<string, number>): string {
+  return Object.keys(after)
+    .map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)] as const)
+    .filter(([, s]) => s >= 0.05)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, s]) => `${k} ${s.toFixed(1)}`)
+    .join(', ');
+}
