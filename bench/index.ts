@@ -2,11 +2,13 @@
 import { benchApi } from './api.js';
 import { benchP7m } from './p7m.js';
 import { benchScan } from './scan.js';
+import { benchStore } from './store.js';
 
 const benches: Record<string, (argv: string[]) => Promise<void>> = {
   api: benchApi,
   scan: benchScan,
   p7m: benchP7m,
+  store: benchStore,
 };
 
 const [name, ...argv] = process.argv.slice(2);
