@@ -64,6 +64,16 @@ const schema = z.object({
     .transform((v) => v.split(',').map((s) => s.trim()))
     .refine((list) => list.length > 0 && list.every((s) => /^\d+(\.\d+)?$/.test(s)), 'must be comma-separated seconds such as 5,300,1800')
     .transform((list) => list.map(Number)),
+  /** Longest one delivery attempt may take (connect, send, answer). */
+  WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(15_000),
+  /** An endpoint failing without a success for this long is disabled. */
+  WEBHOOK_DISABLE_AFTER_SECONDS: int(1).default(5 * 24 * 3600),
+  /** Deliveries in flight at once per worker process. */
+  WEBHOOK_CONCURRENCY: int(1, 1000).default(50),
+  /** Deliveries to one endpoint in flight at once per worker process: a slow receiver cannot take every slot. */
+  WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 1000).default(10),
+  /** After a secret rotation, how long the previous secret keeps signing too. */
+  WEBHOOK_SECRET_GRACE_SECONDS: int(0, 30 * 24 * 3600).default(24 * 3600),
   NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
   MAX_UPLOAD_BYTES: int(1, 5 * 1024 ** 3).default(50 * 1024 * 1024),
   /** Browser origins allowed to upload straight to the bucket (its CORS rule); empty: none. */

@@ -22,7 +22,12 @@ import { createMetrics, observe, type HttpMetrics } from './shared/http/observab
 import { registerOpsRoutes } from './shared/http/ops.routes.js';
 import { createIdempotencyStore } from './shared/idempotency.js';
 import type { Logger } from './shared/logger.js';
+import { createSecretBox } from './shared/secrets.js';
 import { createStorage, type Storage } from './shared/storage.js';
+import { createEvents, type Events } from './webhooks/events.js';
+import { createAddressPolicy, systemResolver, type Resolver } from './webhooks/ssrf.js';
+import { registerWebhookRoutes } from './webhooks/webhook.routes.js';
+import { createWebhookService } from './webhooks/webhook.service.js';
 
 export interface AppDeps {
   config: Config;
@@ -32,15 +37,31 @@ export interface AppDeps {
   storage?: Storage;
   /** The queues the API enqueues to and Bull Board shows (the caller owns their connection). */
   queues: OpenQueues;
+  /** The outbox and this process's relay (made here when absent; the caller stops its relay). */
+  events?: Events;
+  /** Resolves webhook hosts for the SSRF check (the system's DNS by default; tests inject one). */
+  resolver?: Resolver;
 }
+
+/** At most this many webhook endpoints per organization (CONTRACT.md). */
+export const MAX_WEBHOOKS_PER_ORG = 20;
 
 export function createApp(deps: AppDeps): Koa {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
   const orgs = createOrgService(createOrgRepository(db));
-  const guarantees = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db) });
+  const events = deps.events ?? createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
+  const guarantees = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db), outbox: events.outbox });
+  const webhooks = createWebhookService({
+    repo: events.repo,
+    secrets: createSecretBox(config.ENCRYPTION_KEY),
+    resolver: deps.resolver ?? systemResolver,
+    policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
+    settings: { allowHttp: config.NODE_ENV !== 'production', maxPerOrg: MAX_WEBHOOKS_PER_ORG, rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },
+    wake: events.relay.wake,
+  });
   const files = createFileService({
-    repo: createFileRepository(db),
+    repo: createFileRepository(db, events.outbox),
     storage: deps.storage ?? createStorage(config),
     policy: { allowedFileTypes: config.ALLOWED_FILE_TYPES, maxBytes: config.MAX_UPLOAD_BYTES, ttlSeconds: config.UPLOAD_URL_TTL_SECONDS },
     jobs: createFileJobs(queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS }),
@@ -73,6 +94,7 @@ export function createApp(deps: AppDeps): Koa {
   registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
   registerGuaranteeRoutes(router, guarantees);
   registerFileRoutes(router, files);
+  registerWebhookRoutes(router, webhooks);
   registerStorageEventRoutes(router, files, config.ENCRYPTION_KEY[0] as Buffer);
   app.use(router.routes());
   // 405 (with Allow) and 501 are set here and answered by errorHandler like any error.

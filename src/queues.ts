@@ -5,9 +5,11 @@ import type { Redis } from 'ioredis';
 import { FileQueue, type FileQueues } from './files/file.jobs.js';
 import type { Logger } from './shared/logger.js';
 import { MAINTENANCE_QUEUE, type MaintenancePayload } from './shared/maintenance.jobs.js';
+import { WEBHOOK_QUEUE, type WebhookQueue } from './webhooks/webhook.jobs.js';
 
 export interface Queues extends FileQueues {
   maintenance: Queue<MaintenancePayload>;
+  webhooks: WebhookQueue;
 }
 
 export type OpenQueues = Queues & { all: Queue[]; close(): Promise<void> };
@@ -23,6 +25,7 @@ export function openQueues(connection: Redis, prefix: string, logger: Logger): O
     checks: open<Queues['checks']>(FileQueue.checks),
     scans: open<Queues['scans']>(FileQueue.scans),
     signatures: open<Queues['signatures']>(FileQueue.signatures),
+    webhooks: open<Queues['webhooks']>(WEBHOOK_QUEUE),
   };
   const all: Queue[] = Object.values(queues);
   return { ...queues, all, close: async () => { await Promise.all(all.map((q) => q.close())); } };

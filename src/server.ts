@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import { getConfig } from '../config/index.js';
 import { createApp } from './app.js';
 import { openQueues } from './queues.js';
+import { createEvents } from './webhooks/events.js';
 import { createSequelize } from './shared/db/sequelize.js';
 import { createMetrics } from './shared/http/observability.js';
 import { createLogger } from './shared/logger.js';
@@ -20,7 +21,9 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   const redis = producerConnection(config.REDIS_URL);
   watchRedisHealth(redis, metrics.registry, logger);
   const queues = openQueues(redis, config.QUEUE_PREFIX, logger);
-  const app = createApp({ config, logger, db, metrics, queues });
+  // Events committed here (guarantee.created) are relayed to the delivery queue by this process.
+  const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
+  const app = createApp({ config, logger, db, metrics, queues, events });
   const handle = app.callback();
   const server = createServer((req, res) => { void handle(req, res); });
   // A slow or stalled client cannot hold a connection for ever.
@@ -48,6 +51,7 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
     await closed;
     clearInterval(reaper);
     clearTimeout(force);
+    await events.relay.stop();
     await queues.close();
     redis.disconnect();
     await db.close();

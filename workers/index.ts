@@ -3,6 +3,7 @@
 //   maintenance  purges expired Idempotency-Key records; restarts the watch of stalled uploads
 //   scan         watches for uploads (polling, hints) and scans them with clamd
 //   signature    checks .p7m signatures of public v2 documents, on worker threads
+//   webhooks     delivers webhook events (signed, retried); relays outbox events nobody relayed
 import { readFileSync } from 'node:fs';
 import { DelayedError, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 import { getConfig, type Config } from '../config/index.js';
@@ -18,17 +19,26 @@ import { createIdempotencyStore } from '../src/shared/idempotency.js';
 import { createLogger, type Logger } from '../src/shared/logger.js';
 import { MAINTENANCE_QUEUE, maintenanceHandlers, scheduleMaintenance, type MaintenanceJobName, type MaintenancePayload } from '../src/shared/maintenance.jobs.js';
 import { producerConnection, workerConnection } from '../src/shared/queues.js';
+import { createSecretBox } from '../src/shared/secrets.js';
 import { createStorage } from '../src/shared/storage.js';
+import { createDeliveryService } from '../src/webhooks/delivery.service.js';
+import { createEvents } from '../src/webhooks/events.js';
+import { createSender } from '../src/webhooks/sender.js';
+import { createAddressPolicy, systemResolver, type Resolver } from '../src/webhooks/ssrf.js';
+import { BACKOFF_TYPE, retryDelay, WEBHOOK_QUEUE, type DeliveryPayload } from '../src/webhooks/webhook.jobs.js';
 
-export const WORKER_NAMES = ['maintenance', 'scan', 'signature'] as const;
+export const WORKER_NAMES = ['maintenance', 'scan', 'signature', 'webhooks'] as const;
 export type WorkerName = (typeof WORKER_NAMES)[number];
 
 export interface RunningWorkers { close(): Promise<void> }
 
 /** Uploads that have not moved for this long get their watch restarted by the sweeper. */
 const SWEEP_IDLE_MS = 2 * 60_000;
+/** The webhooks worker relays outbox events at least this old that no process relayed (every RELAY_EVERY_MS). */
+const RELAY_MIN_AGE_MS = 2_000;
+const RELAY_EVERY_MS = 1_000;
 
-export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, opts: { logger?: Logger; config?: Config } = {}): Promise<RunningWorkers> {
+export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, opts: { logger?: Logger; config?: Config; resolver?: Resolver } = {}): Promise<RunningWorkers> {
   const config = opts.config ?? getConfig();
   const log = opts.logger ?? createLogger(config.LOG_LEVEL);
   const db = createSequelize({ url: config.DATABASE_URL, poolMax: 5, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
@@ -39,7 +49,9 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   producer.on('error', (err) => log.warn({ err: err.message }, 'redis producer connection error'));
   const queues = openQueues(producer, config.QUEUE_PREFIX, log);
   const storage = createStorage(config);
-  const repo = createFileRepository(db);
+  // Events committed here (file.status.changed) are relayed by this process's relay.
+  const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, log);
+  const repo = createFileRepository(db, events.outbox);
   const jobs = createFileJobs(queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS });
   const scans = createScanService({
     repo, storage, jobs, logger: log,
@@ -52,8 +64,8 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     connection, prefix: config.QUEUE_PREFIX,
     lockDuration: config.WORKER_LOCK_DURATION_MS, stalledInterval: config.WORKER_STALLED_INTERVAL_MS, maxStalledCount: 2,
   };
-  function run<T, N extends string>(queue: string, processor: Processor<T, unknown, N>, concurrency: number): void {
-    const worker = new Worker<T, unknown, N>(queue, processor, { ...base, concurrency });
+  function run<T, N extends string>(queue: string, processor: Processor<T, unknown, N>, concurrency: number, extra: Partial<WorkerOptions> = {}): void {
+    const worker = new Worker<T, unknown, N>(queue, processor, { ...base, ...extra, concurrency });
     worker.on('error', (err) => log.warn({ err: err.message, queue }, 'worker error'));
     worker.on('failed', (job, err) => log.warn({ queue, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'));
     closers.push(() => worker.close());
@@ -88,6 +100,29 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       run<SignaturePayload, string>(FileQueue.signatures, (job) => signatures.check(job.data.uuid, isLastAttempt(job)), config.SIGNATURE_CONCURRENCY);
       closers.push(() => pool.close());
     },
+    webhooks: () => {
+      const sender = createSender({
+        resolver: opts.resolver ?? systemResolver, policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS), timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      });
+      const deliveries = createDeliveryService({
+        repo: events.repo, sender, secrets: createSecretBox(config.ENCRYPTION_KEY), logger: log,
+        settings: { disableAfterMs: config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000, endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY },
+      });
+      const schedule = config.WEBHOOK_RETRY_SCHEDULE;
+      run<DeliveryPayload, string>(WEBHOOK_QUEUE, async (job: Job<DeliveryPayload>, token) => {
+        const outcome = await deliveries.deliver(job.data.eventId, job.data.endpointId, isLastAttempt(job));
+        if (outcome === 'busy') {
+          // The endpoint has its share in flight: come back shortly, without spending an attempt.
+          await job.moveToDelayed(Date.now() + 100 + Math.floor(Math.random() * 400), token);
+          throw new DelayedError();
+        }
+        return outcome;
+      }, config.WEBHOOK_CONCURRENCY, {
+        settings: { backoffStrategy: (attemptsMade: number, type?: string, err?: Error) => (type === BACKOFF_TYPE ? retryDelay(schedule, attemptsMade, err) : 1000) },
+      });
+      events.relay.start(RELAY_EVERY_MS, RELAY_MIN_AGE_MS);
+      closers.push(() => sender.close());
+    },
   };
 
   for (const name of names) await starters[name]();
@@ -96,6 +131,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     async close() {
       // Workers first (each finishes its active jobs), then what they used.
       for (const close of closers) await close();
+      await events.relay.stop();
       await queues.close();
       producer.disconnect();
       connection.disconnect();

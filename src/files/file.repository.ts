@@ -1,7 +1,9 @@
 // Uploaded files in MariaDB: one row per issued key, filled in by the scan and the signature
 // check. Every verdict is a conditional UPDATE, so that two workers (or a retried job) can
-// never both record one, and a file that has a verdict never gets another.
-import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
+// never both record one, and a file that has a verdict never gets another. A change of
+// status writes the `file.status.changed` event in the same transaction.
+import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import type { Outbox } from '../webhooks/outbox.js';
 
 export interface NewFile {
   uuid: string;
@@ -75,7 +77,38 @@ const byRef = (orgId: string, by: { uuid: string } | { key: string }): [string, 
 
 const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
-export function createFileRepository(db: Sequelize) {
+/** The data of a `file.status.changed` event. */
+export interface FileStatusChanged {
+  key: string;
+  uuid: string;
+  status: FileStatus;
+  previousStatus: FileStatus;
+  statusReason?: string;
+  threat?: string;
+  /** The signature verdict, when the file was checked. */
+  signature?: unknown;
+}
+
+export function createFileRepository(db: Sequelize, outbox: Outbox) {
+  /**
+   * Runs a conditional UPDATE of one file (`update` says whether it changed the row) with the
+   * row locked, and writes `file.status.changed` when its status moved.
+   */
+  async function changeStatus(uuid: string, at: Date, update: (t: Transaction) => Promise<boolean>,
+    details: (now: { status: FileStatus }) => Omit<FileStatusChanged, 'key' | 'uuid' | 'status' | 'previousStatus'> = () => ({})): Promise<boolean> {
+    return db.transaction(async (t) => {
+      const [before] = await select<{ status: FileStatus; org_id: string; object_key: string }>(db,
+        'SELECT status, org_id, object_key FROM files WHERE uuid = $1 FOR UPDATE', [uuid], t);
+      if (!before || !(await update(t))) return false;
+      const [after] = await select<{ status: FileStatus }>(db, 'SELECT status FROM files WHERE uuid = $1', [uuid], t);
+      if (after && after.status !== before.status) {
+        const data: FileStatusChanged = { key: before.object_key, uuid, status: after.status, previousStatus: before.status, ...details(after) };
+        await outbox.add(t, before.org_id, 'file.status.changed', data, at);
+      }
+      return true;
+    });
+  }
+
   return {
     /** The status of this organization's file by its UUID or its whole key; another organization's is absent. */
     async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<{ uuid: string; status: FileStatus; etag: string | null } | undefined> {
@@ -107,25 +140,24 @@ export function createFileRepository(db: Sequelize) {
      * without a verdict (nothing had arrived, or the scan had failed) can still get one.
      */
     async recordScan(uuid: string, s: ScanRecord): Promise<boolean> {
-      const n = await execute(db, `UPDATE files SET status = $2, etag = $3, stored_key = $4, size = $5, checksum = $6, threat = $7,
+      const threat = s.threat ? cut(s.threat, 255) : null;
+      return changeStatus(uuid, s.at, async (t) => 1 === await execute(db, `UPDATE files SET status = $2, etag = $3, stored_key = $4, size = $5, checksum = $6, threat = $7,
           scan_engine = $8, scanned_at = $9, status_reason = NULL, updated_at = $9
         WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`,
-      [uuid, s.status, s.etag, s.storedKey, s.size, s.checksum, s.threat ? cut(s.threat, 255) : null, cut(s.engine, 255), s.at]);
-      return n === 1;
+      [uuid, s.status, s.etag, s.storedKey, s.size, s.checksum, threat, cut(s.engine, 255), s.at], t), () => (threat ? { threat } : {}));
     },
 
     /** Error, with its reason, for a file that has no verdict yet; false when it has one. */
     async markError(uuid: string, reason: string, at: Date): Promise<boolean> {
-      const n = await execute(db, `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3
-        WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`, [uuid, cut(reason, 500), at]);
-      return n === 1;
+      const statusReason = cut(reason, 500);
+      return changeStatus(uuid, at, async (t) => 1 === await execute(db, `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3
+        WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`, [uuid, statusReason, at], t), () => ({ statusReason }));
     },
 
     /** The outcome of the signature check of a scanned, clean file; false when it already has one. */
     async recordSignature(uuid: string, status: 'Signed' | 'Clean', verdict: string, at: Date): Promise<boolean> {
-      const n = await execute(db, `UPDATE files SET status = $2, signature = $3, updated_at = $4
-        WHERE uuid = $1 AND etag IS NOT NULL AND status = 'In Progress'`, [uuid, status, verdict, at]);
-      return n === 1;
+      return changeStatus(uuid, at, async (t) => 1 === await execute(db, `UPDATE files SET status = $2, signature = $3, updated_at = $4
+        WHERE uuid = $1 AND etag IS NOT NULL AND status = 'In Progress'`, [uuid, status, verdict, at], t), () => ({ signature: JSON.parse(verdict) as unknown }));
     },
 
     /** Files still In Progress whose row has not moved since `before`, oldest first. */

@@ -1,13 +1,16 @@
 // Registering and reading guarantees. Creation needs the database only (no Redis): one
 // transaction takes the organization's next sequence number, inserts the record and its docs,
-// and records the Idempotency-Key response when there is one.
+// writes the `guarantee.created` event to the outbox, and records the Idempotency-Key
+// response when there is one.
 import { v7 as uuidv7 } from 'uuid';
 import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldProblem } from '../shared/errors.js';
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
 import { UUID_PATTERN } from '../shared/validation.js';
+import type { Outbox } from '../webhooks/outbox.js';
 import type { GuaranteeRepository } from './guarantee.repository.js';
 import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
+import { toV2 } from './guarantee.serializer.js';
 import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
 
 const UUID = new RegExp(`^${UUID_PATTERN}$`);
@@ -70,11 +73,10 @@ export interface CreateOptions {
 
 export interface CreateResult { status: number; body: unknown; created: boolean }
 
-export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempotency: IdempotencyStore; now?: () => Date }) {
-  const { repo, idempotency } = deps;
+export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempotency: IdempotencyStore; outbox: Outbox; now?: () => Date }) {
+  const { repo, idempotency, outbox } = deps;
   const now = deps.now ?? (() => new Date());
 
-  /** Checks docs[].key against this organization's files; fills originalFileName from the upload. */
   /** Checks docs[].key and fills originalFileName; returns each key's checksum (null until scanned). */
   async function resolveDocs(orgId: string, g: NewGuarantee): Promise<Map<string, string | null>> {
     const files = new Map((await repo.filesForKeys(orgId, g.docs.map((d) => d.key))).map((f) => [f.key, f]));
@@ -118,6 +120,7 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
           docs: g.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null, notarizedAt: null })),
         };
         await repo.insert({ ...record, requestHash: hash }, t);
+        await outbox.add(t, orgId, 'guarantee.created', toV2(record), createdAt);
         const response: StoredResponse = { status: 200, body: opts.respond(record) };
         if (claim) await idempotency.complete(orgId, claim.key, claim.owner, response, t);
         return { ...response, created: true };

@@ -8,11 +8,11 @@ import { createIdempotencyStore } from '../../src/shared/idempotency.js';
 
 describe('registration order across processes', () => {
   it('gives a later registration a later createdAt even from a process whose clock is behind, and lists it first', async () => {
-    const { db, http } = await harness();
+    const { db, http, events } = await harness();
     const org = await newOrg();
     const first = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: 'first' } });
     // Another API process, its clock an hour behind.
-    const behind = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db), now: () => new Date(Date.now() - 3_600_000) });
+    const behind = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db), outbox: events.outbox, now: () => new Date(Date.now() - 3_600_000) });
     const second = await behind.create(org.orgId, { details: { policyNumber: 'second' } }, { respond: toV2 });
     const created = [Date.parse(first.body.createdAt), Date.parse((second.body as { createdAt: string }).createdAt)];
     expect(created[1]).to.equal((created[0] as number) + 1);
@@ -60,7 +60,7 @@ describe('Idempotency-Key claims', () => {
         return store.complete(orgId, key, owner, response, t);
       },
     };
-    const svc = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: thief });
+    const svc = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: thief, outbox: (await harness()).events.outbox });
     const err = await svc.create(org.orgId, { details: { policyNumber: 'P' } }, { respond: toV2, idempotency: { key: 'stolen', scope: 'POST /api/v2/guarantees' } }).then(() => undefined, (e: unknown) => e);
     expect((err as { status?: number } | undefined)?.status).to.equal(409);
     const [n] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM guarantees WHERE org_id = $1', [org.orgId]);

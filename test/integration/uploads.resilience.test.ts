@@ -146,7 +146,7 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
     const { createFileJobs } = await import('../../src/files/file.jobs.js');
     const { createFileRepository } = await import('../../src/files/file.repository.js');
     const sweeper = createScanService({
-      repo: createFileRepository(db), storage: createStorage((await harness()).config), jobs: createFileJobs(queues, { scanAttempts: 1 }), logger: silent,
+      repo: createFileRepository(db, (await harness()).events.outbox), storage: createStorage((await harness()).config), jobs: createFileJobs(queues, { scanAttempts: 1 }), logger: silent,
       antivirus: createAntivirus({ host: config.CLAMD_HOST, port: config.CLAMD_PORT }, { timeoutMs: 5000 }),
       settings: { graceMs: 0, pollMaxMs: 1000 },
     });

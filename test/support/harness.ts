@@ -14,6 +14,8 @@ import { createSequelize, execute, select, type Sequelize } from '../../src/shar
 import { createLogger } from '../../src/shared/logger.js';
 import { openQueues, type OpenQueues } from '../../src/queues.js';
 import { producerConnection } from '../../src/shared/queues.js';
+import { createEvents, type Events } from '../../src/webhooks/events.js';
+import type { Resolver } from '../../src/webhooks/ssrf.js';
 
 export interface Harness {
   config: Config;
@@ -24,6 +26,8 @@ export interface Harness {
   /** The run's queues (a prefix of its own), as the API enqueues to them. */
   queues: OpenQueues;
   redis: Redis;
+  /** The outbox and the app's relay. */
+  events: Events;
 }
 
 let shared: Harness | undefined;
@@ -42,18 +46,20 @@ export async function harness(): Promise<Harness> {
     const db = createSequelize({ url: config.DATABASE_URL, poolMax: 20, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
     const redis = producerConnection(config.REDIS_URL);
     const queues = openQueues(redis, config.QUEUE_PREFIX, createLogger('silent'));
-    const app = createApp({ config, logger: createLogger('silent'), db, queues });
-    shared = { config, db, app, http: supertest(app.callback()), orgs: createOrgService(createOrgRepository(db)), queues, redis };
+    const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, createLogger('silent'));
+    const app = createApp({ config, logger: createLogger('silent'), db, queues, events });
+    shared = { config, db, app, http: supertest(app.callback()), orgs: createOrgService(createOrgRepository(db)), queues, redis, events };
   }
   return shared;
 }
 
 /** Another app over the same database, with changed configuration (rate limits, tokens...). */
-export async function appWith(overrides: Record<string, string>, db?: Sequelize): Promise<ReturnType<typeof supertest>> {
+export async function appWith(overrides: Record<string, string>, db?: Sequelize, opts: { resolver?: Resolver } = {}): Promise<ReturnType<typeof supertest>> {
   const base = await harness();
   const config = configWith(overrides);
   const database = db ?? base.db;
-  return supertest(createApp({ config, logger: createLogger('silent'), db: database, queues: base.queues }).callback());
+  const events = database === base.db ? base.events : undefined;
+  return supertest(createApp({ config, logger: createLogger('silent'), db: database, queues: base.queues, ...(events && { events }), ...(opts.resolver && { resolver: opts.resolver }) }).callback());
 }
 
 /** A Sequelize of its own (closed after the run). */
@@ -88,6 +94,7 @@ export async function issueFile(orgId: string, opts: { status?: string; fileName
 }
 
 export async function closeHarness(): Promise<void> {
+  await shared?.events.relay.stop();
   await Promise.all(extraDbs.splice(0).map((db) => db.close()));
   await shared?.db.close();
   if (shared) {

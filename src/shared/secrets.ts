@@ -1,0 +1,54 @@
+// Secrets at rest (webhook signing secrets, later the EVM anchor's key): AES-256-GCM under
+// ENCRYPTION_KEY. The first key encrypts; every listed key decrypts, chosen by the 4-byte id
+// stored with the ciphertext, so a key can be rotated by putting the new one first and
+// re-encrypting (`npm run -s cli -- secrets reencrypt`) before the old one is removed.
+// Layout: version (1) | key id (4) | IV (12) | tag (16) | ciphertext.
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+
+const VERSION = 1;
+const HEADER = 1 + 4 + 12 + 16;
+
+export class SecretDecryptionError extends Error {
+  override readonly name = 'SecretDecryptionError';
+}
+
+function keyId(key: Buffer): Buffer {
+  return createHash('sha256').update(key).digest().subarray(0, 4);
+}
+
+export interface SecretBox {
+  seal(plaintext: string): Buffer;
+  open(sealed: Buffer): string;
+  /** Whether `sealed` is under the current (first) key already. */
+  isCurrent(sealed: Buffer): boolean;
+}
+
+export function createSecretBox(keys: readonly Buffer[]): SecretBox {
+  const [current] = keys;
+  if (!current || keys.some((k) => k.length !== 32)) throw new Error('ENCRYPTION_KEY must list 32-byte keys');
+  const byId = new Map(keys.map((k) => [keyId(k).toString('hex'), k]));
+  const currentId = keyId(current);
+  return {
+    seal(plaintext) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', current, iv);
+      const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      return Buffer.concat([Buffer.from([VERSION]), currentId, iv, cipher.getAuthTag(), body]);
+    },
+    open(sealed) {
+      if (sealed.length < HEADER || sealed[0] !== VERSION) throw new SecretDecryptionError('not a sealed secret');
+      const key = byId.get(sealed.subarray(1, 5).toString('hex'));
+      if (!key) throw new SecretDecryptionError('sealed under a key that ENCRYPTION_KEY no longer lists');
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(5, 17));
+        decipher.setAuthTag(sealed.subarray(17, HEADER));
+        return Buffer.concat([decipher.update(sealed.subarray(HEADER)), decipher.final()]).toString('utf8');
+      } catch {
+        throw new SecretDecryptionError('sealed secret failed authentication');
+      }
+    },
+    isCurrent(sealed) {
+      return sealed.length >= HEADER && sealed.subarray(1, 5).equals(currentId);
+    },
+  };
+}

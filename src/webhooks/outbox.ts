@@ -1,0 +1,123 @@
+// The transactional outbox. An event is written in the same database transaction as the change
+// that causes it, so it exists exactly when the change does, whether Redis is there or not.
+// The relay moves committed events into the delivery queue: woken at once after each commit
+// in this process (an afterCommit hook; the request never waits for it, and creation never
+// touches Redis), retried with backoff while Redis is away, and run on an interval by the
+// webhooks worker for events whose process died before relaying them. Every step is
+// idempotent (deliveries are keyed by event × endpoint, jobs by delivery), so two relays
+// working on the same events do no harm.
+import { v7 as uuidv7 } from 'uuid';
+import type { Transaction } from '../shared/db/sequelize.js';
+import type { Logger } from '../shared/logger.js';
+import type { WebhookJobs } from './webhook.jobs.js';
+import type { WebhookRepository } from './webhook.repository.js';
+
+export const EVENT_TYPES = ['guarantee.created', 'file.status.changed', 'guarantee.notarized', 'guarantee.notarization_blocked'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface Outbox {
+  /** Writes an event in transaction `t`; the relay is woken once `t` commits. Returns its id. */
+  add(t: Transaction, orgId: string, type: EventType, data: unknown, at?: Date): Promise<string>;
+}
+
+/** The body of an event as it is signed and sent, byte for byte: `{type, timestamp, data}`. */
+export function eventBody(type: EventType, at: Date, data: unknown): string {
+  return JSON.stringify({ type, timestamp: at.toISOString(), data });
+}
+
+export function createOutbox(repo: Pick<WebhookRepository, 'insertEvent'>, onCommit: () => void = () => undefined): Outbox {
+  return {
+    async add(t, orgId, type, data, at = new Date()) {
+      const id = uuidv7({ msecs: at.getTime() });
+      await repo.insertEvent({ id, orgId, type, body: eventBody(type, at, data), createdAt: at }, t);
+      t.afterCommit(onCommit);
+      return id;
+    },
+  };
+}
+
+export interface RelaySettings {
+  /** Events moved per round. */
+  batch?: number;
+  /** First retry after a failed round (Redis away); doubles up to maxRetryMs. */
+  retryMs?: number;
+  maxRetryMs?: number;
+}
+
+export function createRelay(deps: { repo: WebhookRepository; jobs: WebhookJobs; logger: Logger; settings?: RelaySettings; now?: () => Date }) {
+  const { repo, jobs, logger } = deps;
+  const now = deps.now ?? (() => new Date());
+  const batch = deps.settings?.batch ?? 500;
+  const retryMs = deps.settings?.retryMs ?? 500;
+  const maxRetryMs = deps.settings?.maxRetryMs ?? 30_000;
+  let running: Promise<void> | undefined;
+  let again = false;
+  let failures = 0;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let interval: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  /** Moves one batch of events committed before `before`; returns how many. */
+  async function relayOnce(before: Date): Promise<number> {
+    const events = await repo.undispatched(batch, before);
+    if (!events.length) return 0;
+    const deliveries = await repo.fanOut(events, now());
+    await jobs.queue(deliveries);
+    await repo.markDispatched(events.map((e) => e.id), now());
+    return events.length;
+  }
+
+  async function drain(minAgeMs: number): Promise<void> {
+    do {
+      again = false;
+      // A wake-up relays everything committed so far; the interval only what is minAgeMs old.
+      while ((await relayOnce(new Date(now().getTime() - minAgeMs + 1))) === batch) { /* next batch */ }
+    } while (again);
+  }
+
+  function run(minAgeMs: number): Promise<void> {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = drain(minAgeMs).then(() => {
+      failures = 0;
+    }, (err: unknown) => {
+      failures++;
+      const delay = Math.min(maxRetryMs, retryMs * 2 ** (failures - 1));
+      logger.warn({ err: (err as Error).message, retryInMs: delay }, 'webhook relay failed; events stay in the outbox');
+      if (!stopped) {
+        clearTimeout(retryTimer);
+        retryTimer = setTimeout(() => void run(0), delay);
+        retryTimer.unref();
+      }
+    }).finally(() => {
+      running = undefined;
+    });
+    return running;
+  }
+
+  return {
+    /** After a commit: relay now (coalesced with a run in progress). */
+    wake: (): void => {
+      if (!stopped) void run(0);
+    },
+    /** Relays what is due now and resolves when done (tests, shutdown). */
+    flush(): Promise<void> {
+      return run(0);
+    },
+    /** The fallback: every `everyMs`, relay events older than `minAgeMs` that nobody relayed. */
+    start(everyMs: number, minAgeMs: number): void {
+      interval = setInterval(() => void run(minAgeMs), everyMs);
+      interval.unref();
+    },
+    async stop(): Promise<void> {
+      stopped = true;
+      clearInterval(interval);
+      clearTimeout(retryTimer);
+      await running;
+    },
+  };
+}
+
+export type Relay = ReturnType<typeof createRelay>;

@@ -1,0 +1,73 @@
+// The SSRF guard of webhook deliveries. An endpoint may only be reached on a public unicast
+// address (ipaddr.js classifies them: loopback, private, link-local, carrier-grade NAT,
+// unique-local, multicast, reserved, and IPv6 forms that embed an IPv4 address are all
+// refused; cloud metadata addresses fall in those ranges), unless the address is in one of
+// WEBHOOK_ALLOWED_NETWORKS. Names are resolved by an injectable resolver, every address is
+// checked, and the connection is made to the addresses checked (the lookup hook of the
+// socket), so DNS cannot answer one thing to the check and another to the connection.
+import { lookup as dnsLookup } from 'node:dns/promises';
+import type { LookupFunction } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+export interface ResolvedAddress { address: string; family: number }
+export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
+
+export const systemResolver: Resolver = (hostname) => dnsLookup(hostname, { all: true, verbatim: true });
+
+export class RefusedAddressError extends Error {
+  override readonly name = 'RefusedAddressError';
+}
+
+export interface AddressPolicy {
+  /** Why `address` may not be reached, or undefined when it may. */
+  refusal(address: string): string | undefined;
+}
+
+export function createAddressPolicy(allowedNetworks: readonly string[]): AddressPolicy {
+  const allowed = allowedNetworks.map((cidr) => ipaddr.parseCIDR(cidr));
+  return {
+    refusal(address) {
+      if (!ipaddr.isValid(address)) return `${address} is not an IP address`;
+      let ip = ipaddr.parse(address);
+      if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+      if (allowed.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits))) return undefined;
+      const range = ip.range();
+      return range === 'unicast' ? undefined : `${address} is a ${range} address`;
+    },
+  };
+}
+
+/** The host of a URL as the resolver and the policy take it (IPv6 literals without brackets). */
+export function hostOf(url: URL): string {
+  return url.hostname.replace(/^\[(.*)\]$/, '$1');
+}
+
+/** Resolves `host` and checks every address; throws RefusedAddressError naming the first refused one. */
+export async function checkHost(host: string, resolver: Resolver, policy: AddressPolicy): Promise<ResolvedAddress[]> {
+  let addresses: ResolvedAddress[];
+  if (isIP(host)) addresses = [{ address: host, family: isIP(host) }];
+  else {
+    try {
+      addresses = await resolver(host);
+    } catch (err) {
+      throw new RefusedAddressError(`${host} does not resolve (${(err as Error).message})`);
+    }
+  }
+  if (!addresses.length) throw new RefusedAddressError(`${host} does not resolve`);
+  for (const { address } of addresses) {
+    const why = policy.refusal(address);
+    if (why) throw new RefusedAddressError(`${host} resolves to a refused address: ${why}`);
+  }
+  return addresses;
+}
+
+/** A socket `lookup` that resolves through `resolver` and refuses the connection unless every address passes. */
+export function guardedLookup(resolver: Resolver, policy: AddressPolicy): LookupFunction {
+  return ((hostname: string, options: { all?: boolean }, callback: (err: Error | null, address: string | ResolvedAddress[], family?: number) => void) => {
+    checkHost(hostname, resolver, policy).then((addresses) => {
+      if (options.all) callback(null, addresses);
+      else callback(null, addresses[0]?.address ?? '', addresses[0]?.family);
+    }, (err: Error) => callback(err, ''));
+  });
+}

@@ -1,0 +1,248 @@
+// Webhooks in MariaDB: endpoints (secrets sealed), the outbox of events, one delivery per
+// event and endpoint (the authority on whether a delivery is still due), and every attempt.
+import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+
+export interface EndpointRecord {
+  id: string;
+  orgId: string;
+  url: string;
+  secretEnc: Buffer;
+  previousSecretEnc: Buffer | null;
+  previousSecretUntil: Date | null;
+  status: 'active' | 'disabled';
+  disabledReason: string | null;
+  failingSince: Date | null;
+  createdAt: Date;
+}
+
+interface EndpointRow {
+  id: string; org_id: string; url: string; secret_enc: Buffer; previous_secret_enc: Buffer | null; previous_secret_until: Date | null;
+  status: 'active' | 'disabled'; disabled_reason: string | null; failing_since: Date | null; created_at: Date;
+}
+
+const ENDPOINT_COLUMNS = 'id, org_id, url, secret_enc, previous_secret_enc, previous_secret_until, status, disabled_reason, failing_since, created_at';
+
+const toEndpoint = (r: EndpointRow): EndpointRecord => ({
+  id: r.id, orgId: r.org_id, url: r.url, secretEnc: r.secret_enc, previousSecretEnc: r.previous_secret_enc,
+  previousSecretUntil: r.previous_secret_until, status: r.status, disabledReason: r.disabled_reason, failingSince: r.failing_since, createdAt: r.created_at,
+});
+
+export interface EventRecord { id: string; orgId: string; type: string; body: string; createdAt: Date }
+
+export interface DeliveryRef { eventId: string; endpointId: string; replays: number }
+
+
+export interface DeliveryState {
+  status: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  replays: number;
+}
+
+export interface AttemptRecord {
+  id: number; eventId: string; eventType: string; attemptedAt: Date; durationMs: number; statusCode: number | null; error: string | null; succeeded: boolean;
+}
+
+export interface AttemptOutcome {
+  at: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  succeeded: boolean;
+  /** The delivery's state after this attempt: pending (to be retried), succeeded or failed. */
+  deliveryStatus: DeliveryState['status'];
+  /** Disable the endpoint, with this reason (410 Gone, failing too long). */
+  disable?: string;
+}
+
+const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+export function createWebhookRepository(db: Sequelize) {
+  return {
+    transaction<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
+      return db.transaction(work);
+    },
+
+    /** Takes the organization's row lock until the transaction ends (registrations of one organization in turn). */
+    async lockOrganization(orgId: string, t: Transaction): Promise<boolean> {
+      return (await select(db, 'SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId], t)).length === 1;
+    },
+
+    async countEndpoints(orgId: string, t?: Transaction): Promise<number> {
+      const [row] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM webhook_endpoints WHERE org_id = $1', [orgId], t);
+      return Number(row?.n ?? 0);
+    },
+
+    async endpointByUrl(orgId: string, urlHash: Buffer, t?: Transaction): Promise<EndpointRecord | undefined> {
+      const [row] = await select<EndpointRow>(db, `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE org_id = $1 AND url_hash = $2`, [orgId, urlHash], t);
+      return row && toEndpoint(row);
+    },
+
+    async endpoint(id: string, orgId?: string): Promise<EndpointRecord | undefined> {
+      const [row] = orgId === undefined
+        ? await select<EndpointRow>(db, `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1`, [id])
+        : await select<EndpointRow>(db, `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND org_id = $2`, [id, orgId]);
+      return row && toEndpoint(row);
+    },
+
+    async endpoints(orgId: string): Promise<EndpointRecord[]> {
+      const rows = await select<EndpointRow>(db, `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE org_id = $1 ORDER BY created_at, id`, [orgId]);
+      return rows.map(toEndpoint);
+    },
+
+    async insertEndpoint(e: { id: string; orgId: string; url: string; urlHash: Buffer; secretEnc: Buffer; at: Date }, t: Transaction): Promise<void> {
+      await execute(db, `INSERT INTO webhook_endpoints (id, org_id, url, url_hash, secret_enc, status, created_at, updated_at)
+        VALUES ($1, $2, $3, $4, $5, 'active', $6, $6)`, [e.id, e.orgId, e.url, e.urlHash, e.secretEnc, e.at], t);
+    },
+
+    /** Removes an endpoint with its deliveries and attempts; false when it is not this organization's. */
+    async deleteEndpoint(orgId: string, id: string): Promise<boolean> {
+      return db.transaction(async (t) => {
+        const n = await execute(db, 'DELETE FROM webhook_endpoints WHERE id = $1 AND org_id = $2', [id, orgId], t);
+        if (n === 0) return false;
+        await execute(db, 'DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [id], t);
+        await execute(db, 'DELETE FROM webhook_attempts WHERE endpoint_id = $1', [id], t);
+        return true;
+      });
+    },
+
+    async rotateSecret(orgId: string, id: string, secretEnc: Buffer, previousUntil: Date, at: Date): Promise<boolean> {
+      const n = await execute(db, `UPDATE webhook_endpoints SET previous_secret_enc = secret_enc, previous_secret_until = $3, secret_enc = $4, updated_at = $5
+        WHERE id = $1 AND org_id = $2`, [id, orgId, previousUntil, secretEnc, at]);
+      return n === 1;
+    },
+
+    async enable(orgId: string, id: string, at: Date): Promise<boolean> {
+      const n = await execute(db, `UPDATE webhook_endpoints SET status = 'active', disabled_reason = NULL, failing_since = NULL, updated_at = $3
+        WHERE id = $1 AND org_id = $2`, [id, orgId, at]);
+      return n === 1;
+    },
+
+    /** Every sealed secret, for re-encryption under a new ENCRYPTION_KEY. */
+    async sealedSecrets(): Promise<Array<{ id: string; secretEnc: Buffer; previousSecretEnc: Buffer | null }>> {
+      const rows = await select<{ id: string; secret_enc: Buffer; previous_secret_enc: Buffer | null }>(db,
+        'SELECT id, secret_enc, previous_secret_enc FROM webhook_endpoints', []);
+      return rows.map((r) => ({ id: r.id, secretEnc: r.secret_enc, previousSecretEnc: r.previous_secret_enc }));
+    },
+
+    async resealSecrets(id: string, secretEnc: Buffer, previousSecretEnc: Buffer | null): Promise<void> {
+      await execute(db, 'UPDATE webhook_endpoints SET secret_enc = $2, previous_secret_enc = $3 WHERE id = $1', [id, secretEnc, previousSecretEnc]);
+    },
+
+    // ---- The outbox ----
+
+    async insertEvent(e: EventRecord, t: Transaction): Promise<void> {
+      await execute(db, 'INSERT INTO webhook_events (id, org_id, type, body, created_at) VALUES ($1, $2, $3, $4, $5)',
+        [e.id, e.orgId, e.type, e.body, e.createdAt], t);
+    },
+
+    /** Events not yet handed to the delivery queue, oldest first, committed before `before`. */
+    async undispatched(limit: number, before: Date): Promise<Array<{ id: string; orgId: string; createdAt: Date }>> {
+      const rows = await select<{ id: string; org_id: string; created_at: Date }>(db,
+        `SELECT id, org_id, created_at FROM webhook_events WHERE dispatched_at IS NULL AND created_at < $1 ORDER BY id LIMIT ${Math.trunc(limit)}`, [before]);
+      return rows.map((r) => ({ id: r.id, orgId: r.org_id, createdAt: r.created_at }));
+    },
+
+    /**
+     * Creates the deliveries of these events (one per active endpoint of the event's
+     * organization registered by the event's time; existing ones are kept) and returns those
+     * still pending, to be queued.
+     */
+    async fanOut(events: Array<{ id: string; orgId: string; createdAt: Date }>, at: Date): Promise<DeliveryRef[]> {
+      if (!events.length) return [];
+      const ids = events.map((e) => e.id);
+      await execute(db, `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, created_at, updated_at)
+        SELECT ev.id, ep.id, ev.org_id, 'pending', $1, $1
+        FROM webhook_events ev JOIN webhook_endpoints ep ON ep.org_id = ev.org_id AND ep.status = 'active' AND ep.created_at <= ev.created_at
+        WHERE ev.id IN ($2)`, [at, ids], undefined, { prepared: false });
+      const rows = await select<{ event_id: string; endpoint_id: string; replays: number }>(db,
+        "SELECT event_id, endpoint_id, replays FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending'", [ids], undefined, { prepared: false });
+      return rows.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id, replays: r.replays }));
+    },
+
+    async markDispatched(ids: string[], at: Date): Promise<void> {
+      if (ids.length) await execute(db, 'UPDATE webhook_events SET dispatched_at = $1 WHERE id IN ($2)', [at, ids], undefined, { prepared: false });
+    },
+
+    // ---- Deliveries ----
+
+    async delivery(eventId: string, endpointId: string): Promise<DeliveryState | undefined> {
+      const [row] = await select<DeliveryState>(db, 'SELECT status, attempts, replays FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2', [eventId, endpointId]);
+      return row;
+    },
+
+    async event(id: string): Promise<EventRecord | undefined> {
+      const [row] = await select<{ id: string; org_id: string; type: string; body: string; created_at: Date }>(db,
+        'SELECT id, org_id, type, body, created_at FROM webhook_events WHERE id = $1', [id]);
+      return row && { id: row.id, orgId: row.org_id, type: row.type, body: row.body, createdAt: row.created_at };
+    },
+
+    /** Records one attempt and its consequences on the delivery and the endpoint, in one transaction. */
+    async recordAttempt(eventId: string, endpointId: string, o: AttemptOutcome): Promise<void> {
+      await db.transaction(async (t) => {
+        await execute(db, `INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, error, succeeded)
+          VALUES ($1, $2, $3, $4, $5, $6, $7)`, [eventId, endpointId, o.at, Math.round(o.durationMs), o.statusCode, o.error && cut(o.error, 500), o.succeeded], t);
+        await execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5
+          WHERE event_id = $1 AND endpoint_id = $2`, [eventId, endpointId, o.deliveryStatus, o.error && cut(o.error, 500), o.at], t);
+        if (o.succeeded) {
+          await execute(db, 'UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId], t);
+        } else {
+          await execute(db, 'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1', [endpointId, o.at], t);
+        }
+        if (o.disable) {
+          await execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, updated_at = $3 WHERE id = $1",
+            [endpointId, cut(o.disable, 500), o.at], t);
+        }
+      });
+    },
+
+    /** A delivery that will not be attempted (its endpoint is disabled): failed, kept for replay. */
+    async failWithoutAttempt(eventId: string, endpointId: string, reason: string, at: Date): Promise<void> {
+      await execute(db, `UPDATE webhook_deliveries SET status = 'failed', last_error = $3, updated_at = $4
+        WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'`, [eventId, endpointId, cut(reason, 500), at]);
+    },
+
+    /**
+     * Makes deliveries to `endpointId` due again: of one event of the organization (created if
+     * the endpoint had none for it), or every failed one since `failedSince`. Their events go
+     * back into the outbox, so the relay queues them (a replay gets a new job id). Returns how many.
+     */
+    async replay(orgId: string, endpointId: string, which: { eventId: string } | { failedSince: Date }, at: Date): Promise<number> {
+      return db.transaction(async (t) => {
+        let eventIds: string[];
+        if ('eventId' in which) {
+          const found = await select<{ id: string }>(db, 'SELECT id FROM webhook_events WHERE id = $1 AND org_id = $2', [which.eventId, orgId], t);
+          if (!found.length) return 0;
+          await execute(db, `INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, created_at, updated_at) VALUES ($1, $2, $3, 'pending', $4, $4)
+            ON DUPLICATE KEY UPDATE status = 'pending', replays = replays + 1, updated_at = $4`, [which.eventId, endpointId, orgId, at], t);
+          eventIds = [which.eventId];
+        } else {
+          const rows = await select<{ event_id: string }>(db, `SELECT event_id FROM webhook_deliveries
+            WHERE endpoint_id = $1 AND status = 'failed' AND created_at >= $2 FOR UPDATE`, [endpointId, which.failedSince], t);
+          eventIds = rows.map((r) => r.event_id);
+          if (!eventIds.length) return 0;
+          await execute(db, `UPDATE webhook_deliveries SET status = 'pending', replays = replays + 1, updated_at = $1
+            WHERE endpoint_id = $2 AND event_id IN ($3)`, [at, endpointId, eventIds], t, { prepared: false });
+        }
+        await execute(db, 'UPDATE webhook_events SET dispatched_at = NULL WHERE id IN ($1)', [eventIds], t, { prepared: false });
+        return eventIds.length;
+      });
+    },
+
+    async attempts(endpointId: string, page: number, limit: number): Promise<{ total: number; attempts: AttemptRecord[] }> {
+      const [count] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM webhook_attempts WHERE endpoint_id = $1', [endpointId]);
+      const rows = await select<{ id: number; event_id: string; type: string | null; attempted_at: Date; duration_ms: number; status_code: number | null; error: string | null; succeeded: number }>(db,
+        `SELECT a.id, a.event_id, e.type, a.attempted_at, a.duration_ms, a.status_code, a.error, a.succeeded
+         FROM webhook_attempts a LEFT JOIN webhook_events e ON e.id = a.event_id
+         WHERE a.endpoint_id = $1 ORDER BY a.id DESC LIMIT ${Math.trunc(limit)} OFFSET ${Math.trunc((page - 1) * limit)}`, [endpointId]);
+      return {
+        total: Number(count?.n ?? 0),
+        attempts: rows.map((r) => ({
+          id: Number(r.id), eventId: r.event_id, eventType: r.type ?? '', attemptedAt: r.attempted_at, durationMs: r.duration_ms,
+          statusCode: r.status_code, error: r.error, succeeded: r.succeeded === 1,
+        })),
+      };
+    },
+  };
+}
+
+export type WebhookRepository = ReturnType<typeof createWebhookRepository>;

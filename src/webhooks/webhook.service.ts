@@ -1,0 +1,146 @@
+// Webhook endpoints of an organization: registration (URL rules and the SSRF guard, the same
+// endpoint twice gives the same webhookId and secret, at most 20), listing, removal, secret
+// rotation (the old secret keeps signing for a grace period), re-enabling, the attempts made,
+// and replays. A replay only writes to the database (the deliveries are due again and their
+// events back in the outbox); the relay queues them, so it works while Redis is away too.
+import { createHash, randomBytes } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
+import { NotFoundError, ValidationError } from '../shared/errors.js';
+import type { SecretBox } from '../shared/secrets.js';
+import { UUID_PATTERN } from '../shared/validation.js';
+import { checkHost, hostOf, RefusedAddressError, type AddressPolicy, type Resolver } from './ssrf.js';
+import { checkEndpointUrl } from './webhook-url.js';
+import type { EndpointRecord, WebhookRepository } from './webhook.repository.js';
+
+const UUID = new RegExp(`^${UUID_PATTERN}$`);
+
+export interface WebhookSettings {
+  allowHttp: boolean;
+  maxPerOrg: number;
+  /** How long the previous secret keeps signing after a rotation. */
+  rotationGraceMs: number;
+}
+
+/** A new signing secret: `whsec_` and 32 random bytes in base64, as Standard Webhooks libraries take it. */
+export function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+export interface EndpointView {
+  webhookId: string;
+  endpoint: string;
+  status: 'active' | 'disabled';
+  disabledReason: string | null;
+  failingSince: string | null;
+  previousSecretValidUntil: string | null;
+  createdAt: string;
+}
+
+export function createWebhookService(deps: {
+  repo: WebhookRepository; secrets: SecretBox; resolver: Resolver; policy: AddressPolicy; settings: WebhookSettings;
+  /** Wakes the outbox relay after a replay committed. */
+  wake: () => void; now?: () => Date;
+}) {
+  const { repo, secrets, settings } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function own(orgId: string, id: string): Promise<EndpointRecord> {
+    const endpoint = UUID.test(id) ? await repo.endpoint(id, orgId) : undefined;
+    if (!endpoint) throw new NotFoundError(`No webhook ${id}.`);
+    return endpoint;
+  }
+
+  const view = (e: EndpointRecord, at: Date): EndpointView => ({
+    webhookId: e.id,
+    endpoint: e.url,
+    status: e.status,
+    disabledReason: e.disabledReason,
+    failingSince: e.failingSince?.toISOString() ?? null,
+    previousSecretValidUntil: e.previousSecretEnc && e.previousSecretUntil && e.previousSecretUntil > at ? e.previousSecretUntil.toISOString() : null,
+    createdAt: e.createdAt.toISOString(),
+  });
+
+  return {
+    /** Registers `endpoint`, or finds it registered: the same webhookId and secret either way. */
+    async register(orgId: string, endpoint: unknown): Promise<{ webhookId: string; secret: string; created: boolean }> {
+      const checked = checkEndpointUrl(endpoint, { allowHttp: settings.allowHttp });
+      if (!checked.ok) throw new ValidationError(checked.error, [{ pointer: '#/endpoint', detail: checked.error }]);
+      try {
+        await checkHost(hostOf(checked.url), deps.resolver, deps.policy);
+      } catch (err) {
+        if (!(err instanceof RefusedAddressError)) throw err;
+        const detail = `endpoint is not reachable as a public address: ${err.message}`;
+        throw new ValidationError(detail, [{ pointer: '#/endpoint', detail }]);
+      }
+      const urlHash = createHash('sha256').update(checked.normalized).digest();
+      return repo.transaction(async (t) => {
+        // Registrations of one organization take turns: the duplicate check and the limit hold.
+        if (!(await repo.lockOrganization(orgId, t))) throw new NotFoundError('The organization no longer exists.');
+        const existing = await repo.endpointByUrl(orgId, urlHash, t);
+        if (existing) return { webhookId: existing.id, secret: secrets.open(existing.secretEnc), created: false };
+        if ((await repo.countEndpoints(orgId, t)) >= settings.maxPerOrg) {
+          const detail = `at most ${settings.maxPerOrg} webhooks per organization; delete one first`;
+          throw new ValidationError(detail, [{ pointer: '#/endpoint', detail }]);
+        }
+        const secret = newSecret();
+        const id = uuidv7();
+        await repo.insertEndpoint({ id, orgId, url: checked.normalized, urlHash, secretEnc: secrets.seal(secret), at: now() }, t);
+        return { webhookId: id, secret, created: true };
+      });
+    },
+
+    async list(orgId: string): Promise<Array<{ webhookId: string; endpoint: string }>> {
+      return (await repo.endpoints(orgId)).map((e) => ({ webhookId: e.id, endpoint: e.url }));
+    },
+
+    async get(orgId: string, id: string): Promise<EndpointView> {
+      return view(await own(orgId, id), now());
+    },
+
+    async remove(orgId: string, id: string): Promise<void> {
+      if (!UUID.test(id) || !(await repo.deleteEndpoint(orgId, id))) throw new NotFoundError(`No webhook ${id}.`);
+    },
+
+    /** A new secret; the previous one keeps signing (alongside) until the grace period ends. */
+    async rotateSecret(orgId: string, id: string): Promise<{ webhookId: string; secret: string; previousSecretValidUntil: string }> {
+      await own(orgId, id);
+      const secret = newSecret();
+      const at = now();
+      const until = new Date(at.getTime() + settings.rotationGraceMs);
+      if (!(await repo.rotateSecret(orgId, id, secrets.seal(secret), until, at))) throw new NotFoundError(`No webhook ${id}.`);
+      return { webhookId: id, secret, previousSecretValidUntil: until.toISOString() };
+    },
+
+    async enable(orgId: string, id: string): Promise<EndpointView> {
+      await own(orgId, id);
+      await repo.enable(orgId, id, now());
+      return view(await own(orgId, id), now());
+    },
+
+    async attempts(orgId: string, id: string, page: number, limit: number) {
+      await own(orgId, id);
+      const { total, attempts } = await repo.attempts(id, page, limit);
+      return {
+        totalItems: total,
+        attempts: attempts.map((a) => ({
+          attemptId: a.id, eventId: a.eventId, eventType: a.eventType, attemptedAt: a.attemptedAt.toISOString(), durationMs: a.durationMs,
+          statusCode: a.statusCode, error: a.error, succeeded: a.succeeded,
+        })),
+      };
+    },
+
+    /** Makes one event, or every failed delivery since a time, due again to this endpoint. */
+    async replay(orgId: string, id: string, which: { eventId: string } | { since: Date }): Promise<{ replayed: number }> {
+      const endpoint = await own(orgId, id);
+      if (endpoint.status === 'disabled') throw new ValidationError('The webhook is disabled; enable it first (POST .../enable).', [{ pointer: '#/path/id', detail: 'is disabled' }]);
+      const target = 'eventId' in which ? { eventId: which.eventId } : { failedSince: which.since };
+      if ('eventId' in which && !UUID.test(which.eventId)) throw new NotFoundError(`No event ${which.eventId}.`);
+      const replayed = await repo.replay(orgId, id, target, now());
+      if ('eventId' in which && replayed === 0) throw new NotFoundError(`No event ${which.eventId}.`);
+      deps.wake();
+      return { replayed };
+    },
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;
