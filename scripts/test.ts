@@ -33,7 +33,11 @@ function step(name: string, command: string, args: string[]): boolean {
 let ok = false;
 try {
   const result = await up('test');
-  applyEnv(result.env, localAppEnv('test'), { LOG_LEVEL: 'silent', RUN_ID: String(Date.now()), QUEUE_PREFIX: `test-${Date.now()}` });
+  applyEnv(result.env, localAppEnv('test'), {
+    LOG_LEVEL: 'silent', RUN_ID: String(Date.now()), QUEUE_PREFIX: `test-${Date.now()}`,
+    // Webhook retries in fractions of a second (the producer sets a job's attempts from it).
+    WEBHOOK_RETRY_SCHEDULE: '0.2,0.3,0.4',
+  });
   // A run never depends on what an earlier run left: the local test database starts empty.
   // (An external DATABASE_URL is the user's: it is migrated, never dropped.)
   if (result.env.DATABASE_URL) {

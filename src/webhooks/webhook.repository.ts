@@ -143,16 +143,17 @@ export function createWebhookRepository(db: Sequelize) {
     },
 
     /**
-     * Creates the deliveries of these events (one per active endpoint of the event's
-     * organization registered by the event's time; existing ones are kept) and returns those
-     * still pending, to be queued.
+     * Creates the deliveries of these events (one per endpoint of the event's organization
+     * registered by the event's time; existing ones are kept) and returns those still
+     * pending, to be queued.
      */
     async fanOut(events: Array<{ id: string; orgId: string; createdAt: Date }>, at: Date): Promise<DeliveryRef[]> {
       if (!events.length) return [];
       const ids = events.map((e) => e.id);
-      await execute(db, `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, created_at, updated_at)
-        SELECT ev.id, ep.id, ev.org_id, 'pending', $1, $1
-        FROM webhook_events ev JOIN webhook_endpoints ep ON ep.org_id = ev.org_id AND ep.status = 'active' AND ep.created_at <= ev.created_at
+      // A disabled endpoint's delivery is failed at once, kept for a replay once it is enabled.
+      await execute(db, `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at)
+        SELECT ev.id, ep.id, ev.org_id, IF(ep.status = 'active', 'pending', 'failed'), IF(ep.status = 'active', NULL, 'endpoint disabled'), $1, $1
+        FROM webhook_events ev JOIN webhook_endpoints ep ON ep.org_id = ev.org_id AND ep.created_at <= ev.created_at
         WHERE ev.id IN ($2)`, [at, ids], undefined, { prepared: false });
       const rows = await select<{ event_id: string; endpoint_id: string; replays: number }>(db,
         "SELECT event_id, endpoint_id, replays FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending'", [ids], undefined, { prepared: false });
