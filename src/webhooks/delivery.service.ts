@@ -66,15 +66,15 @@ export function createDeliveryService(deps: {
         await repo.failWithoutAttempt(eventId, endpointId, `endpoint disabled: ${endpoint.disabledReason ?? ''}`, now());
         return 'endpoint-disabled';
       }
+      // Taken before any await, so that concurrent jobs of this process see it.
       const busy = inFlight.get(endpointId) ?? 0;
       if (busy >= settings.endpointConcurrency) return 'busy';
-      const event = await repo.event(eventId);
-      if (!event) return 'skipped';
-
       inFlight.set(endpointId, busy + 1);
-      let result;
       const at = now();
+      let result;
       try {
+        const event = await repo.event(eventId);
+        if (!event) return 'skipped';
         result = await sender.send(endpoint.url, headersFor(endpoint, eventId, event.body, at), event.body);
       } finally {
         const n = (inFlight.get(endpointId) ?? 1) - 1;
