@@ -327,6 +327,26 @@ describe('webhooks: delivery', function () {
     expect((await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({ since: 'yesterday' })).status).to.equal(400);
   });
 
+  it('disables an endpoint that has failed for WEBHOOK_DISABLE_AFTER_SECONDS without a success', async () => {
+    const { id } = await registered(org, rx.url);
+    rx.answer((_req, res) => { res.writeHead(500).end(); });
+    const strict = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_DISABLE_AFTER_SECONDS: '1' }), logger: silent });
+    await workers.close();
+    try {
+      for (let i = 0; i < 3; i++) await createGuarantee(org, `failing-${i}`);
+      const { http } = await harness();
+      const view = await until('the endpoint disabled', async () => {
+        const v = (await http.get(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).body as { status: string; disabledReason: string; failingSince: string };
+        return v.status === 'disabled' && v;
+      }, 15_000);
+      expect(view.disabledReason).to.match(/^failing since /);
+      expect(Date.parse(view.failingSince)).to.be.lessThan(Date.now() - 1000);
+    } finally {
+      await strict.close();
+      workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
+    }
+  });
+
   it('signs with both the new and the old secret during a rotation\'s grace period', async () => {
     const { id, secret: old } = await registered(org, rx.url);
     const { http } = await harness();

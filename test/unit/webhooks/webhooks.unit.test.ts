@@ -1,0 +1,99 @@
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { createSecretBox, SecretDecryptionError } from '../../../src/shared/secrets.js';
+import { parseRetryAfter } from '../../../src/webhooks/sender.js';
+import { checkHost, createAddressPolicy, RefusedAddressError } from '../../../src/webhooks/ssrf.js';
+import { checkEndpointUrl } from '../../../src/webhooks/webhook-url.js';
+import { DeliveryFailedError, MAX_RETRY_AFTER_MS, retryDelay } from '../../../src/webhooks/webhook.jobs.js';
+
+describe('webhooks: the address policy', () => {
+  const policy = createAddressPolicy([]);
+  it('allows public unicast addresses only', () => {
+    for (const ok of ['8.8.8.8', '93.184.216.34', '2606:4700::1']) expect(policy.refusal(ok), ok).to.equal(undefined);
+    for (const bad of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '255.255.255.255', '224.0.0.1',
+      '192.0.0.192', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '64:ff9b::a00:1', '2002:a00:1::', 'ff02::1', 'not-an-ip']) {
+      expect(policy.refusal(bad), bad).to.be.a('string');
+    }
+  });
+  it('allows what WEBHOOK_ALLOWED_NETWORKS lists, IPv4-mapped IPv6 included, and nothing next to it', () => {
+    const allow = createAddressPolicy(['127.0.0.2/32', '10.1.0.0/16', 'fd00::/8']);
+    expect(allow.refusal('127.0.0.2')).to.equal(undefined);
+    expect(allow.refusal('::ffff:127.0.0.2')).to.equal(undefined);
+    expect(allow.refusal('10.1.200.3')).to.equal(undefined);
+    expect(allow.refusal('fd12::1')).to.equal(undefined);
+    expect(allow.refusal('127.0.0.1')).to.be.a('string');
+    expect(allow.refusal('10.2.0.1')).to.be.a('string');
+  });
+  it('refuses a name when any of its addresses is refused, or when it does not resolve', async () => {
+    const resolver = async (h: string) => (h === 'mixed.test' ? [{ address: '8.8.8.8', family: 4 }, { address: '10.0.0.1', family: 4 }] : h === 'ok.test' ? [{ address: '8.8.8.8', family: 4 }] : []);
+    expect(await checkHost('ok.test', resolver, policy)).to.have.length(1);
+    for (const host of ['mixed.test', 'none.test']) {
+      try {
+        await checkHost(host, resolver, policy);
+        expect.fail(host);
+      } catch (err) {
+        expect(err).to.be.instanceOf(RefusedAddressError);
+      }
+    }
+  });
+});
+
+describe('webhooks: endpoint URLs', () => {
+  it('normalizes as WHATWG does, dropping the fragment', () => {
+    const c = checkEndpointUrl(' HTTPS://Example.COM:443/a/./b/../c?q=1#x ', { allowHttp: false });
+    expect(c.ok && c.normalized).to.equal('https://example.com/a/c?q=1');
+  });
+  it('refuses what is not an absolute http(s) URL without credentials, or too long', () => {
+    for (const [input, allowHttp] of [[undefined, true], ['', true], ['x', true], ['http://a.example/', false], ['file:///etc/passwd', true], ['https://u:p@a.example/', true], [`https://a.example/${'x'.repeat(2048)}`, true]] as const) {
+      expect(checkEndpointUrl(input, { allowHttp }).ok, String(input)).to.equal(false);
+    }
+  });
+});
+
+describe('webhooks: retry delays', () => {
+  const schedule = [5, 300, 1800];
+  it('follows the schedule with ±20% jitter, the last entry repeating', () => {
+    expect(retryDelay(schedule, 1, new Error('x'), () => 0.5)).to.equal(5000);
+    expect(retryDelay(schedule, 2, new Error('x'), () => 0)).to.equal(240_000);
+    expect(retryDelay(schedule, 3, new Error('x'), () => 1)).to.equal(2_160_000);
+    expect(retryDelay(schedule, 9, new Error('x'), () => 0.5)).to.equal(1_800_000);
+  });
+  it('takes the receiver\'s Retry-After, at most a day', () => {
+    expect(retryDelay(schedule, 1, new DeliveryFailedError('429', 42_000))).to.equal(42_000);
+    expect(retryDelay(schedule, 1, new DeliveryFailedError('429', 10 * MAX_RETRY_AFTER_MS))).to.equal(MAX_RETRY_AFTER_MS);
+  });
+  it('reads Retry-After in seconds or as an HTTP date', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    expect(parseRetryAfter('120', now)).to.equal(120_000);
+    expect(parseRetryAfter('Thu, 01 Jan 2026 00:01:00 GMT', now)).to.equal(60_000);
+    expect(parseRetryAfter('soon', now)).to.equal(undefined);
+    expect(parseRetryAfter(undefined, now)).to.equal(undefined);
+  });
+});
+
+describe('secrets at rest', () => {
+  const k1 = randomBytes(32);
+  const k2 = randomBytes(32);
+  it('seals and opens; each sealing differs', () => {
+    const box = createSecretBox([k1]);
+    const a = box.seal('whsec_abc');
+    expect(box.open(a)).to.equal('whsec_abc');
+    expect(box.seal('whsec_abc').equals(a)).to.equal(false);
+  });
+  it('opens under any listed key, seals under the first (rotation)', () => {
+    const old = createSecretBox([k1]).seal('s');
+    const rotated = createSecretBox([k2, k1]);
+    expect(rotated.open(old)).to.equal('s');
+    expect(rotated.isCurrent(old)).to.equal(false);
+    expect(rotated.isCurrent(rotated.seal('s'))).to.equal(true);
+    expect(() => createSecretBox([k2]).open(old)).to.throw(SecretDecryptionError);
+  });
+  it('refuses tampered or truncated ciphertext', () => {
+    const box = createSecretBox([k1]);
+    const sealed = box.seal('secret');
+    const tampered = Buffer.from(sealed);
+    tampered[tampered.length - 1] = (tampered[tampered.length - 1] ?? 0) ^ 1;
+    expect(() => box.open(tampered)).to.throw(SecretDecryptionError);
+    expect(() => box.open(sealed.subarray(0, 10))).to.throw(SecretDecryptionError);
+  });
+});
