@@ -5,6 +5,7 @@
 //   key create <orgId>     prints a new API key (shown once; only its hash is stored)
 //   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
 //   migrate                applies pending database migrations, the bucket's CORS rule and upload events
+//   secrets reencrypt      re-seals every stored secret under the first ENCRYPTION_KEY (after a rotation)
 import { getConfig } from '../config/index.js';
 import { createOrgRepository } from './orgs/org.repository.js';
 import { createOrgService } from './orgs/org.service.js';
@@ -13,13 +14,16 @@ import { createSequelize } from './shared/db/sequelize.js';
 import { AppError } from './shared/errors.js';
 import { createLogger } from './shared/logger.js';
 import { configureUploadEvents } from './files/storage-events.setup.js';
+import { createSecretBox } from './shared/secrets.js';
 import { createStorage } from './shared/storage.js';
+import { createWebhookRepository } from './webhooks/webhook.repository.js';
 
 const USAGE = `usage:
   cli org create <name>
   cli key create <orgId>
   cli key revoke <keyPrefix>
-  cli migrate`;
+  cli migrate
+  cli secrets reencrypt`;
 
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
@@ -41,6 +45,26 @@ export async function runCli(argv: string[]): Promise<number> {
       storage.client.destroy();
     }
     return 0;
+  }
+  if (noun === 'secrets' && verb === 'reencrypt' && argv.length === 2) {
+    // After putting a new key first in ENCRYPTION_KEY: every secret sealed under an older key
+    // is sealed again under the new one; then the old key can be removed from the list.
+    const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
+    try {
+      const box = createSecretBox(config.ENCRYPTION_KEY);
+      const repo = createWebhookRepository(db);
+      let resealed = 0;
+      for (const row of await repo.sealedSecrets()) {
+        if (box.isCurrent(row.secretEnc) && (!row.previousSecretEnc || box.isCurrent(row.previousSecretEnc))) continue;
+        await repo.resealSecrets(row.id, box.seal(box.open(row.secretEnc)), row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc)));
+        resealed++;
+      }
+      say(`re-sealed ${resealed} webhook secret(s) under the first ENCRYPTION_KEY`);
+      process.stdout.write(`${resealed}\n`);
+      return 0;
+    } finally {
+      await db.close();
+    }
   }
   if (!arg || argv.length !== 3) {
     say(USAGE);

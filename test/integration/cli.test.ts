@@ -4,7 +4,11 @@ import { harness } from '../support/harness.js';
 
 /** Runs the CLI as a user would, with the run's configuration; stdout and stderr kept apart. */
 function cli(...args: string[]) {
-  const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: process.env });
+  return cliWith({}, ...args);
+}
+
+function cliWith(env: Record<string, string>, ...args: string[]) {
+  const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
@@ -32,6 +36,27 @@ describe('administration CLI', function () {
     const { appWith } = await import('../support/harness.js');
     expect((await (await appWith({})).get('/api/v1/guarantees').set('X-API-Key', apiKey)).status).to.equal(401);
     expect(cli('key', 'revoke', prefix).code).to.equal(1);
+  });
+
+  it('re-seals webhook secrets under a new ENCRYPTION_KEY, after which the old key can go', async () => {
+    const { appWith, newOrg } = await import('../support/harness.js');
+    const { randomBytes } = await import('node:crypto');
+    const org = await newOrg();
+    const oldKey = process.env.ENCRYPTION_KEY ?? '';
+    const newKey = randomBytes(32).toString('base64');
+    const { http } = await harness();
+    const first = await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/reseal' });
+    expect(first.status).to.equal(200);
+    // Before: an app with only the new key cannot open the secret.
+    expect((await (await appWith({ ENCRYPTION_KEY: newKey })).post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/reseal' })).status).to.equal(500);
+    const run = cliWith({ ENCRYPTION_KEY: `${newKey},${oldKey}` }, 'secrets', 'reencrypt');
+    expect(run.code, run.stderr).to.equal(0);
+    expect(Number(run.stdout.trim())).to.be.at.least(1);
+    const after = await (await appWith({ ENCRYPTION_KEY: newKey })).post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/reseal' });
+    expect(after.body).to.deep.equal(first.body);
+    // Idempotent; and back under the run's key for the tests that follow.
+    expect(cliWith({ ENCRYPTION_KEY: `${newKey},${oldKey}` }, 'secrets', 'reencrypt').stdout.trim()).to.equal('0');
+    expect(cliWith({ ENCRYPTION_KEY: `${oldKey},${newKey}` }, 'secrets', 'reencrypt').code).to.equal(0);
   });
 
   it('fails clearly on an unknown organization, a bad command or a bad configuration', () => {
