@@ -7,6 +7,9 @@ import { fileView, presignResult, presignV1, presignV2 } from './files/file.sche
 import {
   createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery,
 } from './guarantees/guarantee.schemas.js';
+import {
+  attemptList, attemptsQuery, registerFailure, registerResult, registerWebhook, replayRequest, replayResult, rotateResult, webhookList, webhookView,
+} from './webhooks/webhook.schemas.js';
 
 const empty = (description: string) => ({ description });
 
@@ -96,6 +99,8 @@ function presignOperation(version: 1 | 2): ZodOpenApiOperationObject {
 /** A file named by its UUID or its whole key (endpoint 8 and the extended view). */
 const fileRefParam = z.object({ uuid: z.string().meta({ description: 'The file\'s UUID, or the whole key `<uuid>.<ext>`.' }) });
 
+const webhookIdParam = z.object({ id: z.string().meta({ description: 'The webhookId.' }) });
+
 const paths: ZodOpenApiPathsObject = {
   '/api/v1/presigned-url': { post: presignOperation(1) },
   '/api/v2/presigned-url': { post: presignOperation(2) },
@@ -130,6 +135,67 @@ const paths: ZodOpenApiPathsObject = {
   '/api/v1/guarantees/{id}': { get: getOperation(1) },
   '/api/v2/guarantees': { get: listOperation(2), post: createOperation(2) },
   '/api/v2/guarantees/{id}': { get: getOperation(2) },
+  '/api/v1/webhooks': {
+    get: {
+      summary: 'List webhooks',
+      description: 'This organization\'s endpoints, oldest first.',
+      tags: ['Webhooks'],
+      responses: { 200: { description: 'The endpoints.', content: { 'application/json': { schema: webhookList } } }, ...commonErrors },
+    },
+    post: {
+      summary: 'Register a webhook',
+      description: 'Events (guarantee.created, file.status.changed, guarantee.notarized, guarantee.notarization_blocked) are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization.',
+      tags: ['Webhooks'],
+      requestBody: { required: true, content: { 'application/json': { schema: registerWebhook } } },
+      responses: {
+        200: { description: 'Registered (or already registered).', content: { 'application/json': { schema: registerResult } } },
+        400: { description: 'endpoint missing or invalid (not an absolute https URL, over 2048 characters, credentials, not resolving to a public address unless WEBHOOK_ALLOWED_NETWORKS allows it), or the organization has 20 already.', content: { 'application/json': { schema: registerFailure } } },
+        ...commonErrors,
+      },
+    },
+  },
+  '/api/v1/webhooks/{id}': {
+    get: {
+      summary: 'One webhook (beyond the seed)', tags: ['Webhooks'], requestParams: { path: webhookIdParam },
+      responses: { 200: { description: 'The endpoint.', content: { 'application/json': { schema: webhookView } } }, 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
+    },
+    delete: {
+      summary: 'Delete a webhook (beyond the seed)', description: 'Its pending deliveries and its attempts go with it.', tags: ['Webhooks'], requestParams: { path: webhookIdParam },
+      responses: { 204: empty('Deleted.'), 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
+    },
+  },
+  '/api/v1/webhooks/{id}/rotate-secret': {
+    post: {
+      summary: 'Rotate a webhook\'s secret (beyond the seed)', description: 'A new secret signs from now on; the previous one also signs (a second signature in webhook-signature) until previousSecretValidUntil (WEBHOOK_SECRET_GRACE_SECONDS, a day by default).',
+      tags: ['Webhooks'], requestParams: { path: webhookIdParam },
+      responses: { 200: { description: 'The new secret.', content: { 'application/json': { schema: rotateResult } } }, 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
+    },
+  },
+  '/api/v1/webhooks/{id}/enable': {
+    post: {
+      summary: 'Re-enable a disabled webhook (beyond the seed)', description: 'Deliveries missed while disabled are kept as failed: replay them with `since`.', tags: ['Webhooks'], requestParams: { path: webhookIdParam },
+      responses: { 200: { description: 'The endpoint.', content: { 'application/json': { schema: webhookView } } }, 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
+    },
+  },
+  '/api/v1/webhooks/{id}/attempts': {
+    get: {
+      summary: 'Delivery attempts to a webhook, newest first (beyond the seed)', tags: ['Webhooks'], requestParams: { path: webhookIdParam, query: attemptsQuery },
+      responses: { 200: { description: 'A page of attempts.', content: { 'application/json': { schema: attemptList } } }, 400: errorResponse('Invalid page or limit.'), 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
+    },
+  },
+  '/api/v1/webhooks/{id}/replay': {
+    post: {
+      summary: 'Replay an event, or every failed delivery since a time (beyond the seed)', description: 'The deliveries are queued again with the same webhook-id (receivers can deduplicate on it).',
+      tags: ['Webhooks'], requestParams: { path: webhookIdParam },
+      requestBody: { required: true, content: { 'application/json': { schema: replayRequest } } },
+      responses: {
+        202: { description: 'Queued.', content: { 'application/json': { schema: replayResult } } },
+        400: errorResponse('Neither eventId nor since, or the webhook is disabled.'),
+        404: errorResponse('No such webhook, or no such event, in this organization.'),
+        ...commonErrors,
+      },
+    },
+  },
   '/healthz': { get: { summary: 'Liveness', tags: ['Operations'], security: [], responses: { 200: empty('The process is up.') } } },
   '/readyz': { get: { summary: 'Readiness: the database answers', tags: ['Operations'], security: [], responses: { 200: empty('Ready.'), 503: empty('The database does not answer.') } } },
   '/metrics': { get: { summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)', tags: ['Operations'], security: [], responses: { 200: empty('Metrics in the Prometheus text format.'), 401: empty('Missing or wrong token.') } } },
