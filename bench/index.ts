@@ -3,12 +3,14 @@ import { benchApi } from './api.js';
 import { benchP7m } from './p7m.js';
 import { benchScan } from './scan.js';
 import { benchStore } from './store.js';
+import { benchWebhooks } from './webhooks.js';
 
 const benches: Record<string, (argv: string[]) => Promise<void>> = {
   api: benchApi,
   scan: benchScan,
   p7m: benchP7m,
   store: benchStore,
+  webhooks: benchWebhooks,
 };
 
 const [name, ...argv] = process.argv.slice(2);

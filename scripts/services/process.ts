@@ -7,6 +7,13 @@ import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+// Debian installs the daemons (mariadbd, clamd, redis-server's helpers) in /usr/sbin, which a
+// CI shell or `env -i` may leave out of PATH: they are found there all the same.
+for (const dir of ['/usr/local/sbin', '/usr/sbin', '/sbin']) {
+  const path = (process.env.PATH ?? '').split(':');
+  if (!path.includes(dir)) process.env.PATH = [...path.filter(Boolean), dir].join(':');
+}
+
 export function log(message: string): void {
   process.stderr.write(`[services] ${message}\n`);
 }

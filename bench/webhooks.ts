@@ -1,0 +1,160 @@
+// `npm run bench -- webhooks [--events N] [--burst N]`
+//
+// Webhook deliveries against the bench profile's real servers, the service run as production
+// runs it (compiled; the Procfile's web and `worker webhooks` processes):
+// - throughput: N guarantees are created through the API while no worker runs (their
+//   guarantee.created events are relayed to the queue); then the worker starts, and
+//   deliveries/s are taken at a local receiver from the first delivery to the last. The raw
+//   baseline, in the same run, delivers N jobs of the same bodies with a minimal BullMQ worker
+//   process (HMAC-SHA256, an undici Pool, one INSERT per attempt: bench/webhooks-raw-worker.ts)
+//   at the same concurrency, timed the same way. Also a bare undici POST loop to the receiver.
+// - latency: a burst of M guarantees created at once through the API with the worker running;
+//   event committed (its timestamp) → received, p50 and p99.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { cpus } from 'node:os';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import mysql from 'mysql2/promise';
+import { Pool } from 'undici';
+import { v7 as uuidv7 } from 'uuid';
+import { parseConfig } from '../config/index.js';
+import { applyEnv, localAppEnv } from '../scripts/local-env.js';
+import { down, up } from '../scripts/services/index.js';
+import { migrate } from '../src/shared/db/migrator.js';
+import { createLogger } from '../src/shared/logger.js';
+import { log, newKey, procfileFlags, startServer } from './support.js';
+
+const pct = (xs: number[], p: number) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN; };
+
+export async function benchWebhooks(argv: string[]): Promise<void> {
+  let events = 5000;
+  let burst = 1000;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--events') events = Number(argv[++i]);
+    else if (argv[i] === '--burst') burst = Number(argv[++i]);
+    else throw new Error(`unknown option ${argv[i]}`);
+  }
+  const { env, started } = await up('bench', ['mariadb', 'redis']);
+  // Only the database and Redis are used; the store and clamd settings satisfy the configuration.
+  applyEnv(env, localAppEnv('bench'), {
+    QUEUE_PREFIX: `bench-${Date.now()}`, S3_BUCKET: 'unused', CLAMD_HOST: '127.0.0.1', CLAMD_PORT: '9', RATE_LIMIT_PER_MINUTE: '0',
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+  });
+  const config = parseConfig(process.env);
+  await migrate(config.DATABASE_URL, createLogger('warn'));
+  const db = mysql.createPool({ uri: config.DATABASE_URL, connectionLimit: 4 });
+  const orgId = uuidv7();
+  await db.query('INSERT INTO organizations (id, name, guarantee_count, created_at) VALUES (?, ?, 0, NOW(3))', [orgId, `bench-webhooks-${Date.now()}`]);
+  const apiKey = await newKey(config.DATABASE_URL, orgId);
+
+  // The receiver: answers 204 at once, notes when each delivery arrived.
+  let arrivals: number[] = [];
+  const byId = new Map<string, number>();
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = Date.now();
+      arrivals.push(at);
+      const id = req.headers['webhook-id'];
+      if (typeof id === 'string' && !byId.has(id)) byId.set(id, at);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const target = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`;
+
+  log('compiling (npm run build)');
+  if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
+  const appEnv = { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn' };
+  const web = await startServer('web', 'dist/src/server.js', appEnv, 3912, procfileFlags('web'));
+  const api = 'http://127.0.0.1:3912';
+  const lines: string[] = [];
+  const say = (l: string) => { process.stdout.write(`${l}\n`); lines.push(l); };
+  const startProcess = (args: string[], ready: string): Promise<ChildProcess> => {
+    const child = spawn(process.execPath, args, { env: appEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+    return new Promise((resolve, reject) => {
+      child.stdout?.on('data', (d: Buffer) => { if (d.toString().includes(ready)) resolve(child); });
+      child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code})`)));
+    });
+  };
+  const stop = async (child: ChildProcess) => { child.kill('SIGTERM'); await new Promise((r) => child.once('exit', r)); };
+  const post = (path: string, body: unknown) => fetch(`${api}${path}`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const createMany = async (n: number, concurrency: number, tag: string) => {
+    let next = 0;
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        const res = await post('/api/v2/guarantees', { details: { policyNumber: `${tag}-${i}`, actType: 'BAIL_ACT' }, economics: { garantedAmount: 15000.5 } });
+        if (res.status !== 200) throw new Error(`create answered ${res.status}`);
+        await res.arrayBuffer();
+      }
+    }));
+  };
+  const waitArrivals = async (n: number) => { while (arrivals.length < n) await new Promise((r) => setTimeout(r, 20)); };
+  const rate = (xs: number[]) => ((xs.length - 1) / ((Math.max(...xs) - Math.min(...xs)) / 1000));
+
+  try {
+    const reg = await post('/api/v1/webhooks', { endpoint: target });
+    const { webhookId } = await reg.json() as { webhookId: string };
+    if (reg.status !== 200) throw new Error(`register answered ${reg.status}`);
+
+    // Throughput: the service.
+    log(`creating ${events} guarantees (no worker running)`);
+    await createMany(events, 32, 'tp');
+    const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+    const queued = async () => redis.zcard(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`).then(async (w) => w + await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`).catch(() => 0));
+    for (let i = 0; i < 200 && (await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`)) < events; i++) await new Promise((r) => setTimeout(r, 50));
+    void queued;
+    arrivals = [];
+    const worker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
+    await waitArrivals(events);
+    const serviceRate = rate(arrivals);
+    await stop(worker);
+
+    // Throughput: the raw baseline, same bodies, same concurrency.
+    const [rows] = await db.query('SELECT id, body FROM webhook_events WHERE org_id = ? ORDER BY id LIMIT ?', [orgId, events]);
+    const rawQueue = new Queue('raw-deliveries', { connection: redis, prefix: config.QUEUE_PREFIX });
+    await rawQueue.addBulk((rows as Array<{ id: string; body: string }>).map((r) => ({ name: 'raw', data: { id: r.id, body: r.body }, opts: { removeOnComplete: true } })));
+    arrivals = [];
+    const raw = await startProcess(['--import', 'tsx', 'bench/webhooks-raw-worker.ts', 'raw-deliveries', config.QUEUE_PREFIX, target, String(config.WEBHOOK_CONCURRENCY), webhookId], 'raw worker ready');
+    await waitArrivals(events);
+    const rawRate = rate(arrivals);
+    await stop(raw);
+    await rawQueue.close();
+
+    // A bare undici POST loop, same concurrency.
+    const body = (rows as Array<{ body: string }>)[0]?.body ?? '{}';
+    const pool = new Pool(new URL(target).origin, { connections: 32 });
+    arrivals = [];
+    let sent = 0;
+    await Promise.all(Array.from({ length: config.WEBHOOK_CONCURRENCY }, async () => {
+      while (sent < events) { sent++; const res = await pool.request({ path: '/hooks', method: 'POST', body, headers: { 'content-type': 'application/json' } }); await res.body.dump(); }
+    }));
+    const bareRate = rate(arrivals);
+    await pool.close();
+    say(`throughput, ${events} deliveries, concurrency ${config.WEBHOOK_CONCURRENCY}: service ${serviceRate.toFixed(0)}/s | raw BullMQ+HMAC+undici+INSERT ${rawRate.toFixed(0)}/s | bare undici loop ${bareRate.toFixed(0)}/s | service/raw ${(serviceRate / rawRate).toFixed(2)} | service/bare ${(serviceRate / bareRate).toFixed(3)}`);
+
+    // Latency: a burst with the worker running.
+    const latencyWorker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
+    byId.clear();
+    const before = Date.now();
+    await createMany(burst, 50, 'burst');
+    const [burstRows] = await db.query('SELECT id, created_at FROM webhook_events WHERE org_id = ? AND created_at >= ? ORDER BY id', [orgId, new Date(before - 1)]);
+    const ids = (burstRows as Array<{ id: string; created_at: Date }>);
+    while (ids.some((r) => !byId.has(r.id))) await new Promise((r) => setTimeout(r, 20));
+    const latencies = ids.map((r) => (byId.get(r.id) as number) - r.created_at.getTime());
+    say(`event committed -> delivered, burst of ${ids.length} created at once (50 clients): p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`);
+    await stop(latencyWorker);
+    redis.disconnect();
+  } finally {
+    web.kill('SIGTERM');
+    receiver.closeAllConnections();
+    receiver.close();
+    await db.end();
+  }
+  appendFileSync('bench/README.md', `\n### webhooks, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
+  if (started.length) await down('bench', started);
+}
