@@ -150,11 +150,11 @@ describe('webhooks: registration (endpoints 9 and 10)', () => {
 
 describe('webhooks: the SSRF guard at registration', () => {
   // Only 127.0.0.2 is allowed here: loopback in general is refused, as in production.
-  const resolver: Resolver = async (host) => {
+  const resolver: Resolver = (host) => {
     const table: Record<string, string[]> = { 'inside.test': ['127.0.0.1'], 'allowed.test': ['127.0.0.2'], 'mixed.test': ['127.0.0.2', '10.0.0.5'], 'metadata.test': ['169.254.169.254'], 'v6.test': ['::1'] };
     const found = table[host];
-    if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-    return found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    if (!found) return Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' }));
+    return Promise.resolve(found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
   };
 
   it('refuses loopback, private, link-local, metadata and IPv6 equivalents, by address or by name; allows a listed network', async () => {
@@ -412,7 +412,7 @@ describe('webhooks: the SSRF guard at delivery', function () {
   it('refuses to deliver to an address that is no longer allowed (checked on every delivery, after resolution)', async () => {
     const org = await newOrg();
     const rx = await receiver('/hook', '127.0.0.1');
-    const resolver: Resolver = async (host) => (host === 'receiver.test' ? [{ address: '127.0.0.1', family: 4 }] : []);
+    const resolver: Resolver = (host) => Promise.resolve(host === 'receiver.test' ? [{ address: '127.0.0.1', family: 4 }] : []);
     // Registered while loopback was allowed; the worker allows only 127.0.0.2 now.
     const app = await appWith({}, undefined, { resolver });
     const res = await app.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: rx.url.replace('127.0.0.1', 'receiver.test') });
