@@ -40,7 +40,7 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
   // Only the database and Redis are used; the store and clamd settings satisfy the configuration.
   applyEnv(env, localAppEnv('bench'), {
     QUEUE_PREFIX: `bench-${Date.now()}`, S3_BUCKET: 'unused', CLAMD_HOST: '127.0.0.1', CLAMD_PORT: '9', RATE_LIMIT_PER_MINUTE: '0',
-    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8', WEBHOOK_ALLOW_HTTP: 'true',
   });
   const config = parseConfig(process.env);
   await migrate(config.DATABASE_URL, createLogger('warn'));
@@ -74,7 +74,8 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
   const lines: string[] = [];
   const say = (l: string) => { process.stdout.write(`${l}\n`); lines.push(l); };
   const startProcess = (args: string[], ready: string): Promise<ChildProcess> => {
-    const child = spawn(process.execPath, args, { env: appEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+    // At info level, so that the worker's 'workers started' line is seen.
+    const child = spawn(process.execPath, args, { env: { ...appEnv, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
     return new Promise((resolve, reject) => {
       child.stdout?.on('data', (d: Buffer) => { if (d.toString().includes(ready)) resolve(child); });
       child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code})`)));

@@ -64,6 +64,8 @@ const schema = z.object({
     .transform((v) => v.split(',').map((s) => s.trim()))
     .refine((list) => list.length > 0 && list.every((s) => /^\d+(\.\d+)?$/.test(s)), 'must be comma-separated seconds such as 5,300,1800')
     .transform((list) => list.map(Number)),
+  /** Whether webhook endpoints may be plain http (default: outside production only). */
+  WEBHOOK_ALLOW_HTTP: z.enum(['true', 'false']).optional().transform((v) => (v === undefined ? undefined : v === 'true')),
   /** Longest one delivery attempt may take (connect, send, answer). */
   WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(15_000),
   /** An endpoint failing without a success for this long is disabled. */

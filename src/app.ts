@@ -57,7 +57,7 @@ export function createApp(deps: AppDeps): Koa {
     secrets: createSecretBox(config.ENCRYPTION_KEY),
     resolver: deps.resolver ?? systemResolver,
     policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
-    settings: { allowHttp: config.NODE_ENV !== 'production', maxPerOrg: MAX_WEBHOOKS_PER_ORG, rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },
+    settings: { allowHttp: config.WEBHOOK_ALLOW_HTTP ?? config.NODE_ENV !== 'production', maxPerOrg: MAX_WEBHOOKS_PER_ORG, rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },
     wake: events.relay.wake,
   });
   const files = createFileService({

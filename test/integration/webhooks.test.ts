@@ -102,11 +102,13 @@ describe('webhooks: registration (endpoints 9 and 10)', () => {
     expect(list.body).to.deep.equal([]);
   });
 
-  it('requires https in production', async () => {
+  it('requires https in production, unless WEBHOOK_ALLOW_HTTP', async () => {
     const prod = await appWith({ NODE_ENV: 'production' });
     const res = await prod.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1/x' });
     expect(res.status).to.equal(400);
     expect(res.body.error).to.match(/https/);
+    const allowed = await appWith({ NODE_ENV: 'production', WEBHOOK_ALLOW_HTTP: 'true' });
+    expect((await allowed.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1/x' })).status).to.equal(200);
   });
 
   it('allows at most 20 per organization: the 21st is a 400, and a duplicate still answers', async () => {
