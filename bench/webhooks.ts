@@ -71,6 +71,7 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
   const appEnv = { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn' };
   const web = await startServer('web', 'dist/src/server.js', appEnv, 3912, procfileFlags('web'));
   const api = 'http://127.0.0.1:3912';
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
   const lines: string[] = [];
   const say = (l: string) => { process.stdout.write(`${l}\n`); lines.push(l); };
   const startProcess = (args: string[], ready: string): Promise<ChildProcess> => {
@@ -105,10 +106,7 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     // Throughput: the service.
     log(`creating ${events} guarantees (no worker running)`);
     await createMany(events, 32, 'tp');
-    const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
-    const queued = async () => redis.zcard(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`).then(async (w) => w + await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`).catch(() => 0));
     for (let i = 0; i < 200 && (await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`)) < events; i++) await new Promise((r) => setTimeout(r, 50));
-    void queued;
     arrivals = [];
     const worker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
     await waitArrivals(events);
@@ -149,8 +147,8 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     const latencies = ids.map((r) => (byId.get(r.id) as number) - r.created_at.getTime());
     say(`event committed -> delivered, burst of ${ids.length} created at once (50 clients): p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`);
     await stop(latencyWorker);
-    redis.disconnect();
   } finally {
+    redis.disconnect();
     web.kill('SIGTERM');
     receiver.closeAllConnections();
     receiver.close();
