@@ -3,6 +3,7 @@
 // file, one scan per object version (uuid + ETag), one signature check per file. Payloads
 // carry ids only, never bytes.
 import type { JobsOptions, Queue } from 'bullmq';
+import { KEEP_FAILED } from '../shared/queues.js';
 
 export const FileQueue = { checks: 'upload-checks', scans: 'scans', signatures: 'signatures' } as const;
 
@@ -30,7 +31,6 @@ export interface FileJobSettings {
 
 /** Completed checks leave no trace (their ids must be free for the next watch); scans and signature checks stay a day for Bull Board, failures a week. */
 const KEEP_DONE = { age: 24 * 3600, count: 10_000 };
-const KEEP_FAILED = { age: 7 * 24 * 3600 };
 
 export type ScanJobState = 'queued' | 'failed' | 'done';
 
@@ -76,8 +76,3 @@ export function createFileJobs(queues: FileQueues, settings: FileJobSettings) {
 }
 
 export type FileJobs = ReturnType<typeof createFileJobs>;
-
-/** Should this failed attempt be the last one (then the file gets its terminal status)? */
-export function isLastAttempt(job: { attemptsMade: number; opts: { attempts?: number } }): boolean {
-  return job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-}

@@ -2,7 +2,7 @@
 // check. Every verdict is a conditional UPDATE, so that two workers (or a retried job) can
 // never both record one, and a file that has a verdict never gets another. A change of
 // status writes the `file.status.changed` event in the same transaction.
-import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, select, truncate, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import type { Outbox } from '../webhooks/outbox.js';
 
 export interface NewFile {
@@ -75,8 +75,6 @@ export interface ScanRecord {
 const byRef = (orgId: string, by: { uuid: string } | { key: string }): [string, unknown[]] =>
   'uuid' in by ? ['uuid = $1 AND org_id = $2', [by.uuid, orgId]] : ['object_key = $1 AND org_id = $2', [by.key, orgId]];
 
-const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
-
 /** The data of a `file.status.changed` event. */
 export interface FileStatusChanged {
   key: string;
@@ -140,16 +138,16 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
      * without a verdict (nothing had arrived, or the scan had failed) can still get one.
      */
     async recordScan(uuid: string, s: ScanRecord): Promise<boolean> {
-      const threat = s.threat ? cut(s.threat, 255) : null;
+      const threat = s.threat ? truncate(s.threat, 255) : null;
       return changeStatus(uuid, s.at, async (t) => 1 === await execute(db, `UPDATE files SET status = $2, etag = $3, stored_key = $4, size = $5, checksum = $6, threat = $7,
           scan_engine = $8, scanned_at = $9, status_reason = NULL, updated_at = $9
         WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`,
-      [uuid, s.status, s.etag, s.storedKey, s.size, s.checksum, threat, cut(s.engine, 255), s.at], t), () => (threat ? { threat } : {}));
+      [uuid, s.status, s.etag, s.storedKey, s.size, s.checksum, threat, truncate(s.engine, 255), s.at], t), () => (threat ? { threat } : {}));
     },
 
     /** Error, with its reason, for a file that has no verdict yet; false when it has one. */
     async markError(uuid: string, reason: string, at: Date): Promise<boolean> {
-      const statusReason = cut(reason, 500);
+      const statusReason = truncate(reason, 500);
       return changeStatus(uuid, at, async (t) => 1 === await execute(db, `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3
         WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`, [uuid, statusReason, at], t), () => ({ statusReason }));
     },

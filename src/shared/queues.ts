@@ -30,3 +30,11 @@ export function watchRedisHealth(connection: Redis, registry: Registry, logger: 
   connection.on('end', () => set(0, 'connection ended'));
   connection.on('close', () => set(0, 'connection closed'));
 }
+
+/** Failed jobs of every queue stay a week, for Bull Board and a retry from it. */
+export const KEEP_FAILED = { age: 7 * 24 * 3600 };
+
+/** Should this failed attempt be the last one (then the job's subject gets its terminal state)? */
+export function isLastAttempt(job: { attemptsMade: number; opts: { attempts?: number } }): boolean {
+  return job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+}

@@ -2,6 +2,7 @@
 // replay gets the next one), so that the relay may queue the same delivery twice harmlessly.
 // Retries follow WEBHOOK_RETRY_SCHEDULE, with jitter, or the receiver's Retry-After.
 import type { Queue } from 'bullmq';
+import { KEEP_FAILED } from '../shared/queues.js';
 import type { DeliveryRef } from './webhook.repository.js';
 
 export const WEBHOOK_QUEUE = 'webhook-deliveries';
@@ -14,9 +15,8 @@ export type WebhookQueue = Queue<DeliveryPayload, unknown, typeof DELIVER>;
 
 export const deliveryJobId = (d: DeliveryRef) => `wh-${d.eventId}-${d.endpointId}-${d.replays}`;
 
-/** Completed deliveries stay an hour for Bull Board (the attempts table is the record); failed ones a week. */
+/** Completed deliveries stay an hour for Bull Board (the attempts table is the record). */
 const KEEP_DONE = { age: 3600, count: 10_000 };
-const KEEP_FAILED = { age: 7 * 24 * 3600 };
 
 export function createWebhookJobs(queue: WebhookQueue, schedule: readonly number[]) {
   return {

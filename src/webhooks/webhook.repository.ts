@@ -1,6 +1,6 @@
 // Webhooks in MariaDB: endpoints (secrets sealed), the outbox of events, one delivery per
 // event and endpoint (the authority on whether a delivery is still due), and every attempt.
-import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, select, truncate, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 
 export interface EndpointRecord {
   id: string;
@@ -53,8 +53,6 @@ export interface AttemptOutcome {
   /** Disable the endpoint, with this reason (410 Gone, failing too long). */
   disable?: string;
 }
-
-const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
 export function createWebhookRepository(db: Sequelize) {
   return {
@@ -181,9 +179,9 @@ export function createWebhookRepository(db: Sequelize) {
     async recordAttempt(eventId: string, endpointId: string, o: AttemptOutcome): Promise<void> {
       await db.transaction(async (t) => {
         await execute(db, `INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, error, succeeded)
-          VALUES ($1, $2, $3, $4, $5, $6, $7)`, [eventId, endpointId, o.at, Math.round(o.durationMs), o.statusCode, o.error && cut(o.error, 500), o.succeeded], t);
+          VALUES ($1, $2, $3, $4, $5, $6, $7)`, [eventId, endpointId, o.at, Math.round(o.durationMs), o.statusCode, o.error && truncate(o.error, 500), o.succeeded], t);
         await execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5
-          WHERE event_id = $1 AND endpoint_id = $2`, [eventId, endpointId, o.deliveryStatus, o.error && cut(o.error, 500), o.at], t);
+          WHERE event_id = $1 AND endpoint_id = $2`, [eventId, endpointId, o.deliveryStatus, o.error && truncate(o.error, 500), o.at], t);
         if (o.succeeded) {
           await execute(db, 'UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId], t);
         } else {
@@ -191,7 +189,7 @@ export function createWebhookRepository(db: Sequelize) {
         }
         if (o.disable) {
           await execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, updated_at = $3 WHERE id = $1",
-            [endpointId, cut(o.disable, 500), o.at], t);
+            [endpointId, truncate(o.disable, 500), o.at], t);
         }
       });
     },
@@ -199,7 +197,7 @@ export function createWebhookRepository(db: Sequelize) {
     /** A delivery that will not be attempted (its endpoint is disabled): failed, kept for replay. */
     async failWithoutAttempt(eventId: string, endpointId: string, reason: string, at: Date): Promise<void> {
       await execute(db, `UPDATE webhook_deliveries SET status = 'failed', last_error = $3, updated_at = $4
-        WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'`, [eventId, endpointId, cut(reason, 500), at]);
+        WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'`, [eventId, endpointId, truncate(reason, 500), at]);
     },
 
     /**

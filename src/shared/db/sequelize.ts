@@ -79,6 +79,9 @@ export function mysqlErrno(err: unknown): number | undefined {
 
 export const ER_DUP_ENTRY = 1062;
 
+/** Text cut to fit a VARCHAR(max) column, with an ellipsis when it was longer. */
+export const truncate = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 // ---- The lean form of the hot paths ------------------------------------------------------
 // Sequelize's query() pipeline (hooks, logging, bind formatting, an Error per query for its
 // stack, result formatting) cost a third of a get-by-id request, measured. Hot statements
