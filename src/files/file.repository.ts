@@ -90,17 +90,16 @@ export interface FileStatusChanged {
 export function createFileRepository(db: Sequelize, outbox: Outbox) {
   /**
    * Runs a conditional UPDATE of one file (`update` says whether it changed the row) with the
-   * row locked, and writes `file.status.changed` when its status moved.
+   * row locked, and writes `file.status.changed` when it moved the file to another status.
    */
-  async function changeStatus(uuid: string, at: Date, update: (t: Transaction) => Promise<boolean>,
-    details: (now: { status: FileStatus }) => Omit<FileStatusChanged, 'key' | 'uuid' | 'status' | 'previousStatus'> = () => ({})): Promise<boolean> {
+  async function changeStatus(uuid: string, at: Date, next: Omit<FileStatusChanged, 'key' | 'uuid' | 'previousStatus'>,
+    update: (t: Transaction) => Promise<boolean>): Promise<boolean> {
     return db.transaction(async (t) => {
       const [before] = await select<{ status: FileStatus; org_id: string; object_key: string }>(db,
         'SELECT status, org_id, object_key FROM files WHERE uuid = $1 FOR UPDATE', [uuid], t);
       if (!before || !(await update(t))) return false;
-      const [after] = await select<{ status: FileStatus }>(db, 'SELECT status FROM files WHERE uuid = $1', [uuid], t);
-      if (after && after.status !== before.status) {
-        const data: FileStatusChanged = { key: before.object_key, uuid, status: after.status, previousStatus: before.status, ...details(after) };
+      if (next.status !== before.status) {
+        const data: FileStatusChanged = { key: before.object_key, uuid, previousStatus: before.status, ...next };
         await outbox.add(t, before.org_id, 'file.status.changed', data, at);
       }
       return true;
@@ -139,23 +138,26 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
      */
     async recordScan(uuid: string, s: ScanRecord): Promise<boolean> {
       const threat = s.threat ? truncate(s.threat, 255) : null;
-      return changeStatus(uuid, s.at, async (t) => 1 === await execute(db, `UPDATE files SET status = $2, etag = $3, stored_key = $4, size = $5, checksum = $6, threat = $7,
+      return changeStatus(uuid, s.at, { status: s.status, ...(threat && { threat }) }, async (t) => 1 === await execute(db,
+        `UPDATE files SET status = $2, etag = $3, stored_key = $4, size = $5, checksum = $6, threat = $7,
           scan_engine = $8, scanned_at = $9, status_reason = NULL, updated_at = $9
         WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`,
-      [uuid, s.status, s.etag, s.storedKey, s.size, s.checksum, threat, truncate(s.engine, 255), s.at], t), () => (threat ? { threat } : {}));
+        [uuid, s.status, s.etag, s.storedKey, s.size, s.checksum, threat, truncate(s.engine, 255), s.at], t));
     },
 
     /** Error, with its reason, for a file that has no verdict yet; false when it has one. */
     async markError(uuid: string, reason: string, at: Date): Promise<boolean> {
       const statusReason = truncate(reason, 500);
-      return changeStatus(uuid, at, async (t) => 1 === await execute(db, `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3
-        WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`, [uuid, statusReason, at], t), () => ({ statusReason }));
+      return changeStatus(uuid, at, { status: 'Error', statusReason }, async (t) => 1 === await execute(db,
+        `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3
+        WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`, [uuid, statusReason, at], t));
     },
 
     /** The outcome of the signature check of a scanned, clean file; false when it already has one. */
     async recordSignature(uuid: string, status: 'Signed' | 'Clean', verdict: string, at: Date): Promise<boolean> {
-      return changeStatus(uuid, at, async (t) => 1 === await execute(db, `UPDATE files SET status = $2, signature = $3, updated_at = $4
-        WHERE uuid = $1 AND etag IS NOT NULL AND status = 'In Progress'`, [uuid, status, verdict, at], t), () => ({ signature: JSON.parse(verdict) as unknown }));
+      return changeStatus(uuid, at, { status, signature: JSON.parse(verdict) as unknown }, async (t) => 1 === await execute(db,
+        `UPDATE files SET status = $2, signature = $3, updated_at = $4
+        WHERE uuid = $1 AND etag IS NOT NULL AND status = 'In Progress'`, [uuid, status, verdict, at], t));
     },
 
     /** Files still In Progress whose row has not moved since `before`, oldest first. */
