@@ -43,9 +43,6 @@ export interface AppDeps {
   resolver?: Resolver;
 }
 
-/** At most this many webhook endpoints per organization (CONTRACT.md). */
-export const MAX_WEBHOOKS_PER_ORG = 20;
-
 export function createApp(deps: AppDeps): Koa {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
@@ -57,7 +54,7 @@ export function createApp(deps: AppDeps): Koa {
     secrets: createSecretBox(config.ENCRYPTION_KEY),
     resolver: deps.resolver ?? systemResolver,
     policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
-    settings: { allowHttp: config.WEBHOOK_ALLOW_HTTP ?? config.NODE_ENV !== 'production', maxPerOrg: MAX_WEBHOOKS_PER_ORG, rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },
+    settings: { allowHttp: config.WEBHOOK_ALLOW_HTTP ?? config.NODE_ENV !== 'production', rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },
     wake: events.relay.wake,
   });
   const files = createFileService({

@@ -58,8 +58,7 @@ export function createDeliveryService(deps: {
      * UnrecoverableError when retrying is pointless (410, endpoint disabled).
      */
     async deliver(eventId: string, endpointId: string, lastAttempt: boolean): Promise<DeliveryOutcome> {
-      const delivery = await repo.delivery(eventId, endpointId);
-      if (delivery?.status !== 'pending') return 'skipped';
+      if ((await repo.deliveryStatus(eventId, endpointId)) !== 'pending') return 'skipped';
       const endpoint = await repo.endpoint(endpointId);
       if (!endpoint) return 'skipped';
       if (endpoint.status === 'disabled') {

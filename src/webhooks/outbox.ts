@@ -102,10 +102,6 @@ export function createRelay(deps: { repo: WebhookRepository; jobs: WebhookJobs; 
     wake: (): void => {
       if (!stopped) void run(0);
     },
-    /** Relays what is due now and resolves when done (tests, shutdown). */
-    flush(): Promise<void> {
-      return run(0);
-    },
     /** The fallback: every `everyMs`, relay events older than `minAgeMs` that nobody relayed. */
     start(everyMs: number, minAgeMs: number): void {
       interval = setInterval(() => void run(minAgeMs), everyMs);

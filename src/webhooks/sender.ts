@@ -12,8 +12,6 @@ export interface SendResult {
   error: string | null;
   /** From Retry-After on a 429 or 503 (seconds or an HTTP date). */
   retryAfterMs?: number;
-  /** The address guard refused the destination (no request was sent). */
-  refused?: boolean;
 }
 
 export interface Sender {
@@ -45,7 +43,7 @@ export function createSender(opts: { resolver: Resolver; policy: AddressPolicy; 
       const host = hostOf(target);
       // A literal address never goes through the lookup hook: checked here.
       const literal = isIP(host) ? opts.policy.refusal(host) : undefined;
-      if (literal) return { statusCode: null, durationMs: 0, error: `refused: ${literal}`, refused: true };
+      if (literal) return { statusCode: null, durationMs: 0, error: `refused: ${literal}` };
       try {
         const res = await agent.request({
           origin: target.origin,
@@ -68,7 +66,7 @@ export function createSender(opts: { resolver: Resolver; policy: AddressPolicy; 
       } catch (err) {
         const durationMs = performance.now() - started;
         const refused = findRefusal(err);
-        if (refused) return { statusCode: null, durationMs, error: `refused: ${refused.message}`, refused: true };
+        if (refused) return { statusCode: null, durationMs, error: `refused: ${refused.message}` };
         const e = err as Error & { code?: string };
         const timedOut = e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT';
         return { statusCode: null, durationMs, error: timedOut ? `no answer within ${opts.timeoutMs} ms` : `${e.code ?? e.name}: ${e.message}` };

@@ -31,12 +31,7 @@ export interface EventRecord { id: string; orgId: string; type: string; body: st
 
 export interface DeliveryRef { eventId: string; endpointId: string; replays: number }
 
-
-export interface DeliveryState {
-  status: 'pending' | 'succeeded' | 'failed';
-  attempts: number;
-  replays: number;
-}
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
 export interface AttemptRecord {
   id: number; eventId: string; eventType: string; attemptedAt: Date; durationMs: number; statusCode: number | null; error: string | null; succeeded: boolean;
@@ -49,7 +44,7 @@ export interface AttemptOutcome {
   error: string | null;
   succeeded: boolean;
   /** The delivery's state after this attempt: pending (to be retried), succeeded or failed. */
-  deliveryStatus: DeliveryState['status'];
+  deliveryStatus: DeliveryStatus;
   /** Disable the endpoint, with this reason (410 Gone, failing too long). */
   disable?: string;
 }
@@ -164,9 +159,9 @@ export function createWebhookRepository(db: Sequelize) {
 
     // ---- Deliveries ----
 
-    async delivery(eventId: string, endpointId: string): Promise<DeliveryState | undefined> {
-      const [row] = await select<DeliveryState>(db, 'SELECT status, attempts, replays FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2', [eventId, endpointId]);
-      return row;
+    async deliveryStatus(eventId: string, endpointId: string): Promise<DeliveryStatus | undefined> {
+      const [row] = await select<{ status: DeliveryStatus }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2', [eventId, endpointId]);
+      return row?.status;
     },
 
     async event(id: string): Promise<EventRecord | undefined> {

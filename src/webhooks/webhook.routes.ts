@@ -2,11 +2,10 @@
 // endpoint's view, removal, secret rotation, re-enabling, delivery attempts and replays.
 import type { Router } from '@koa/router';
 import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
-import { AppError } from '../shared/errors.js';
 import { toAppError } from '../shared/http/error-handler.js';
 import { readJsonObject } from '../shared/http/body.js';
 import { parseOrThrow } from '../shared/validation.js';
-import { attemptsQuery, replayRequest } from './webhook.schemas.js';
+import { attemptsQuery, registerWebhook, replayRequest } from './webhook.schemas.js';
 import type { WebhookService } from './webhook.service.js';
 
 export function registerWebhookRoutes(router: Router<AuthState>, service: WebhookService): void {
@@ -17,10 +16,8 @@ export function registerWebhookRoutes(router: Router<AuthState>, service: Webhoo
   // The seed's 400 has a body here, unlike elsewhere: {success: false, error}.
   router.post('/api/v1/webhooks', async (ctx) => {
     try {
-      const body = await readJsonObject(ctx);
-      const unknown = Object.keys(body).filter((k) => k !== 'endpoint');
-      if (unknown.length) throw new AppError(400, 'validation', `unknown field(s): ${unknown.join(', ')}`);
-      const { webhookId, secret } = await service.register(orgIdOf(ctx.state), body.endpoint);
+      const { endpoint } = parseOrThrow(registerWebhook, await readJsonObject(ctx), 'webhook registration');
+      const { webhookId, secret } = await service.register(orgIdOf(ctx.state), endpoint);
       ctx.body = { success: true, webhookId, secret };
     } catch (err) {
       const e = toAppError(err);

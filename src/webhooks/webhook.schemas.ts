@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { dateTime } from '../shared/validation.js';
 import { listQuery } from '../guarantees/guarantee.schemas.js';
 
-export const registerWebhook = z.object({
-  endpoint: z.string().meta({ description: 'Absolute https URL (http allowed outside production), at most 2048 characters, reachable on a public address unless WEBHOOK_ALLOWED_NETWORKS lists its network.', example: 'https://hooks.example.com/registry' }),
+export const registerWebhook = z.strictObject({
+  endpoint: z.string({ error: 'is required: an absolute https URL' }).meta({ description: 'Absolute https URL (http allowed outside production), at most 2048 characters, reachable on a public address unless WEBHOOK_ALLOWED_NETWORKS lists its network.', example: 'https://hooks.example.com/registry' }),
 }).meta({ id: 'RegisterWebhookRequest' });
 
 export const registerResult = z.object({
@@ -27,6 +27,8 @@ export const webhookView = z.object({
   previousSecretValidUntil: z.string().nullable().meta({ description: 'After a rotation, the old secret also signs until then.' }),
   createdAt: z.string(),
 }).meta({ id: 'WebhookView' });
+
+export type WebhookView = z.infer<typeof webhookView>;
 
 export const rotateResult = z.object({
   webhookId: z.string(),

@@ -11,12 +11,15 @@ import { UUID_PATTERN } from '../shared/validation.js';
 import { checkHost, hostOf, RefusedAddressError, type AddressPolicy, type Resolver } from './ssrf.js';
 import { checkEndpointUrl } from './webhook-url.js';
 import type { EndpointRecord, WebhookRepository } from './webhook.repository.js';
+import type { WebhookView } from './webhook.schemas.js';
 
 const UUID = new RegExp(`^${UUID_PATTERN}$`);
 
+/** At most this many webhook endpoints per organization (CONTRACT.md). */
+export const MAX_WEBHOOKS_PER_ORG = 20;
+
 export interface WebhookSettings {
   allowHttp: boolean;
-  maxPerOrg: number;
   /** How long the previous secret keeps signing after a rotation. */
   rotationGraceMs: number;
 }
@@ -26,15 +29,6 @@ export function newSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-export interface EndpointView {
-  webhookId: string;
-  endpoint: string;
-  status: 'active' | 'disabled';
-  disabledReason: string | null;
-  failingSince: string | null;
-  previousSecretValidUntil: string | null;
-  createdAt: string;
-}
 
 export function createWebhookService(deps: {
   repo: WebhookRepository; secrets: SecretBox; resolver: Resolver; policy: AddressPolicy; settings: WebhookSettings;
@@ -50,7 +44,7 @@ export function createWebhookService(deps: {
     return endpoint;
   }
 
-  const view = (e: EndpointRecord, at: Date): EndpointView => ({
+  const view = (e: EndpointRecord, at: Date): WebhookView => ({
     webhookId: e.id,
     endpoint: e.url,
     status: e.status,
@@ -62,7 +56,7 @@ export function createWebhookService(deps: {
 
   return {
     /** Registers `endpoint`, or finds it registered: the same webhookId and secret either way. */
-    async register(orgId: string, endpoint: unknown): Promise<{ webhookId: string; secret: string; created: boolean }> {
+    async register(orgId: string, endpoint: string): Promise<{ webhookId: string; secret: string; created: boolean }> {
       const checked = checkEndpointUrl(endpoint, { allowHttp: settings.allowHttp });
       if (!checked.ok) throw new ValidationError(checked.error, [{ pointer: '#/endpoint', detail: checked.error }]);
       try {
@@ -78,8 +72,8 @@ export function createWebhookService(deps: {
         if (!(await repo.lockOrganization(orgId, t))) throw new NotFoundError('The organization no longer exists.');
         const existing = await repo.endpointByUrl(orgId, urlHash, t);
         if (existing) return { webhookId: existing.id, secret: secrets.open(existing.secretEnc), created: false };
-        if ((await repo.countEndpoints(orgId, t)) >= settings.maxPerOrg) {
-          const detail = `at most ${settings.maxPerOrg} webhooks per organization; delete one first`;
+        if ((await repo.countEndpoints(orgId, t)) >= MAX_WEBHOOKS_PER_ORG) {
+          const detail = `at most ${MAX_WEBHOOKS_PER_ORG} webhooks per organization; delete one first`;
           throw new ValidationError(detail, [{ pointer: '#/endpoint', detail }]);
         }
         const secret = newSecret();
@@ -93,7 +87,7 @@ export function createWebhookService(deps: {
       return (await repo.endpoints(orgId)).map((e) => ({ webhookId: e.id, endpoint: e.url }));
     },
 
-    async get(orgId: string, id: string): Promise<EndpointView> {
+    async get(orgId: string, id: string): Promise<WebhookView> {
       return view(await own(orgId, id), now());
     },
 
@@ -111,7 +105,7 @@ export function createWebhookService(deps: {
       return { webhookId: id, secret, previousSecretValidUntil: until.toISOString() };
     },
 
-    async enable(orgId: string, id: string): Promise<EndpointView> {
+    async enable(orgId: string, id: string): Promise<WebhookView> {
       await own(orgId, id);
       await repo.enable(orgId, id, now());
       return view(await own(orgId, id), now());
