@@ -3,11 +3,12 @@
 // retries, so this answers at once: the keys become hints that a worker confirms with
 // HeadObject. The path carries a token derived from ENCRYPTION_KEY; the events themselves are
 // unsigned, so nothing in them is trusted beyond "look at this key".
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { Router } from '@koa/router';
 import type { AuthState } from '../orgs/auth.middleware.js';
 import parse from 'co-body';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
+import { sameSecret } from '../shared/secrets.js';
 import type { FileService } from './file.service.js';
 
 export const STORAGE_EVENTS_PATH = '/internal/storage-events';
@@ -36,10 +37,9 @@ export function createdKeys(body: unknown): string[] {
 }
 
 export function registerStorageEventRoutes(router: Router<AuthState>, files: Pick<FileService, 'uploadEvent'>, encryptionKey: Buffer): void {
-  const expected = Buffer.from(storageEventsToken(encryptionKey));
+  const expected = storageEventsToken(encryptionKey);
   router.post(`${STORAGE_EVENTS_PATH}/:token`, async (ctx) => {
-    const given = Buffer.from(ctx.params.token ?? '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new NotFoundError('Not found.');
+    if (!sameSecret(ctx.params.token ?? '', expected)) throw new NotFoundError('Not found.');
     let body: unknown;
     try {
       body = await parse.json(ctx.req, { limit: 256 * 1024, strict: true });

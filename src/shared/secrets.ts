@@ -3,7 +3,7 @@
 // stored with the ciphertext, so a key can be rotated by putting the new one first and
 // re-encrypting (`npm run -s cli -- secrets reencrypt`) before the old one is removed.
 // Layout: version (1) | key id (4) | IV (12) | tag (16) | ciphertext.
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const VERSION = 1;
 const HEADER = 1 + 4 + 12 + 16;
@@ -51,4 +51,9 @@ export function createSecretBox(keys: readonly Buffer[]): SecretBox {
       return sealed.length >= HEADER && sealed.subarray(1, 5).equals(currentId);
     },
   };
+}
+
+/** Compares a presented secret (token, password) with the expected one in constant time, whatever their lengths. */
+export function sameSecret(presented: string, expected: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(presented).digest(), createHash('sha256').update(expected).digest());
 }

@@ -1,6 +1,6 @@
 // Bull Board at /admin/queues, behind HTTP basic auth (ADMIN_USER / ADMIN_PASSWORD): every
 // queue, with retry and clean. Not mounted at all (404) when the credentials are unset.
-import { timingSafeEqual, createHash } from 'node:crypto';
+import { sameSecret } from '../secrets.js';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
@@ -12,7 +12,6 @@ import { failedLogins } from './failed-logins.js';
 export const ADMIN_PATH = '/admin/queues';
 
 /** Compares digests, so that neither the length nor the content leaks through timing. */
-const same = (a: string, b: string) => timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
 
 /** The user and password of a Basic Authorization header, or undefined. */
 export function basicCredentials(header: string | undefined): { user: string; password: string } | undefined {
@@ -29,7 +28,7 @@ export function basicAuth(user: string, password: string, failuresPerMinute: num
     await failures.refuseIfLimited(ctx.ip);
     const given = basicCredentials(ctx.get('Authorization'));
     // Both compared, always: a wrong user costs as much as a wrong password.
-    const ok = given !== undefined && [same(given.user, user), same(given.password, password)].every(Boolean);
+    const ok = given !== undefined && [sameSecret(given.user, user), sameSecret(given.password, password)].every(Boolean);
     if (!ok) {
       await failures.record(ctx.ip);
       ctx.set('WWW-Authenticate', 'Basic realm="Guarantee Registry queues", charset="UTF-8"');

@@ -1,12 +1,12 @@
 // Operations endpoints: liveness, readiness (the database only), Prometheus metrics, the
 // OpenAPI document and a docs page served from the swagger-ui-dist package (no CDN).
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Router } from '@koa/router';
 import type { Sequelize } from 'sequelize';
 import { AppError } from '../errors.js';
+import { sameSecret } from '../secrets.js';
 import type { HttpMetrics } from './observability.js';
 
 const require = createRequire(import.meta.url);
@@ -23,12 +23,6 @@ const DOCS_HTML = `<!doctype html>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
 <script src="/docs/init.js"></script></body></html>`;
 const DOCS_INIT = "window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', deepLinking: true });\n";
-
-function sameSecret(presented: string, expected: string): boolean {
-  const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
-}
 
 export interface OpsDeps {
   db: Sequelize;
