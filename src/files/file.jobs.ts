@@ -55,11 +55,8 @@ export function createFileJobs(queues: FileQueues, settings: FileJobSettings) {
      */
     async scan(uuid: string, etag: string): Promise<ScanJobState> {
       const jobId = `scan-${uuid}-${etag}`;
-      const existing = await queues.scans.getJob(jobId);
-      if (existing) {
-        const state = await existing.getState();
-        return state === 'failed' ? 'failed' : state === 'completed' ? 'done' : 'queued';
-      }
+      const state = await queues.scans.getJobState(jobId);
+      if (state !== 'unknown') return state === 'failed' ? 'failed' : state === 'completed' ? 'done' : 'queued';
       // Adding an id that exists is a no-op, so a concurrent add of the same version is harmless.
       await queues.scans.add(FileJob.scan, { uuid, etag }, {
         jobId, attempts: settings.scanAttempts, backoff: { type: 'exponential', delay: settings.scanBackoffMs ?? 2000 },
