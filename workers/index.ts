@@ -11,6 +11,7 @@ import { createAntivirus } from '../src/files/antivirus.js';
 import { createFileJobs, FileJob, FileQueue, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
 import { createFileRepository } from '../src/files/file.repository.js';
 import { createScanService } from '../src/files/scan.service.js';
+import { MAX_ENVELOPE_BYTES } from '../src/files/p7m/p7m.limits.js';
 import { createVerifyPool } from '../src/files/signature.pool.js';
 import { createSignatureService } from '../src/files/signature.service.js';
 import { openQueues } from '../src/queues.js';
@@ -95,8 +96,8 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         threads: config.SIGNATURE_CONCURRENCY,
         trustPem: config.SIGNATURE_TRUST_STORE ? readFileSync(config.SIGNATURE_TRUST_STORE, 'utf8') : undefined,
       });
-      // The verifier refuses envelopes over 64 MiB anyway; nothing larger is read into memory.
-      const signatures = createSignatureService({ repo, storage, verify: pool.verify, maxBytes: Math.min(config.MAX_UPLOAD_BYTES, 64 * 1024 * 1024), logger: log });
+      // The verifier refuses larger envelopes anyway; nothing larger is read into memory.
+      const signatures = createSignatureService({ repo, storage, verify: pool.verify, maxBytes: Math.min(config.MAX_UPLOAD_BYTES, MAX_ENVELOPE_BYTES), logger: log });
       run<SignaturePayload, string>(FileQueue.signatures, (job) => signatures.check(job.data.uuid, isLastAttempt(job)), config.SIGNATURE_CONCURRENCY);
       closers.push(() => pool.close());
     },

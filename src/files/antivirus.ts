@@ -34,10 +34,12 @@ export class ScannerUnavailableError extends Error {
 const STREAM_LIMIT = /size limit exceeded/i;
 export const STREAM_LIMIT_THREAT = 'Heuristics.Limits.Exceeded.StreamMaxLength';
 
-export function createAntivirus(address: ClamdAddress, opts: { timeoutMs: number; versionTtlMs?: number }): Antivirus {
+/** clamd's VERSION answer is asked again after this long (a database update changes it). */
+const VERSION_TTL_MS = 60_000;
+
+export function createAntivirus(address: ClamdAddress, opts: { timeoutMs: number }): Antivirus {
   let clam: Promise<NodeClam> | undefined;
   let cachedVersion: { value: string; at: number } | undefined;
-  const versionTtlMs = opts.versionTtlMs ?? 60_000;
 
   // init() pings clamd, so a failed init is forgotten and tried again on the next scan.
   function client(): Promise<NodeClam> {
@@ -73,7 +75,7 @@ export function createAntivirus(address: ClamdAddress, opts: { timeoutMs: number
     },
 
     async version() {
-      if (cachedVersion && Date.now() - cachedVersion.at < versionTtlMs) return cachedVersion.value;
+      if (cachedVersion && Date.now() - cachedVersion.at < VERSION_TTL_MS) return cachedVersion.value;
       let raw: string;
       try {
         raw = await (await client()).getVersion();

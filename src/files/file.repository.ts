@@ -35,25 +35,24 @@ export interface FileRecord extends NewFile {
   statusReason: string | null;
   /** The signature verdict (JSON), for public v2 documents once checked. */
   signature: string | null;
-  updatedAt: Date;
 }
 
 interface FileRow {
   uuid: string; object_key: string; org_id: string; file_type: string; original_file_name: string | null;
   is_document_public: number; status: FileStatus; size: number | string | null; checksum: string | null; etag: string | null;
   stored_key: string | null; threat: string | null; scan_engine: string | null; scanned_at: Date | null; status_reason: string | null;
-  signature: string | null; expires_at: Date; created_at: Date; updated_at: Date;
+  signature: string | null; expires_at: Date; created_at: Date;
 }
 
 const FILE_COLUMNS = `uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, size, checksum, etag,
-  stored_key, threat, scan_engine, scanned_at, status_reason, signature, expires_at, created_at, updated_at`;
+  stored_key, threat, scan_engine, scanned_at, status_reason, signature, expires_at, created_at`;
 
 function toRecord(r: FileRow): FileRecord {
   return {
     uuid: r.uuid, key: r.object_key, orgId: r.org_id, fileType: r.file_type, originalFileName: r.original_file_name,
     isDocumentPublic: r.is_document_public === 1, status: r.status, size: r.size === null ? null : Number(r.size), checksum: r.checksum,
     etag: r.etag, storedKey: r.stored_key, threat: r.threat, scanEngine: r.scan_engine, scannedAt: r.scanned_at,
-    statusReason: r.status_reason, signature: r.signature, expiresAt: r.expires_at, createdAt: r.created_at, updatedAt: r.updated_at,
+    statusReason: r.status_reason, signature: r.signature, expiresAt: r.expires_at, createdAt: r.created_at,
   };
 }
 

@@ -26,7 +26,6 @@ export interface Storage {
 export interface ObjectVersion {
   /** Without quotes. */
   etag: string;
-  size: number;
 }
 
 /** The store's answer for a missing object, or for a condition (If-Match) that failed. */
@@ -86,7 +85,7 @@ export function createStorage(config: StoreConfig): Storage {
     async head(key) {
       try {
         const out = await client.send(new HeadObjectCommand({ Bucket: config.S3_BUCKET, Key: key }));
-        return { etag: unquote(out.ETag), size: out.ContentLength ?? 0 };
+        return { etag: unquote(out.ETag) };
       } catch (err) {
         if (isMissing(err)) return undefined;
         throw err;

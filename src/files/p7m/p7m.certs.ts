@@ -5,8 +5,6 @@ import { CONTEXT, T, UNIVERSAL, bytes, derOf, is, kids, octets, oid, parseDer, p
 
 /** A certificate from the envelope's `certificates` set, with what signer lookup needs. */
 export interface EnvelopeCert {
-  /** The certificate's DER (forge re-encodes it: a certificate that is not DER will not verify). */
-  der: Buffer;
   issuerDer: Buffer;
   /** The serial INTEGER's content octets, as a binary string. */
   serial: string;
@@ -65,8 +63,9 @@ function readCertificate(node: Node): EnvelopeCert {
       }
     }
   }
+  // The certificate's DER (forge re-encodes it: a certificate that is not DER will not verify).
   const der = derOf(node);
-  return { der, issuerDer: derOf(issuer!), serial, subjectKeyId, signingUsage, x509: () => x509Of(der) };
+  return { issuerDer: derOf(issuer!), serial, subjectKeyId, signingUsage, x509: () => x509Of(der) };
 }
 
 // The same signer and CA certificates recur across documents, and loading one costs more than

@@ -10,6 +10,7 @@ import {
 } from './p7m.asn1.js';
 import { byIssuerSerial, bySubjectKeyId, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
 import { ID_DATA, decode, readEnvelope, type Envelope } from './p7m.envelope.js';
+import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
 
 export { loadTrustAnchors } from './p7m.certs.js';
 
@@ -19,7 +20,7 @@ export interface VerifyOptions {
   trustAnchors?: readonly X509Certificate[];
   /** The instant certificates are checked at when a signer has no signingTime attribute; default: now. */
   now?: Date;
-  /** Inputs above this many bytes are refused (a verdict, not an error); default 64 MiB. */
+  /** Inputs above this many bytes are refused (a verdict, not an error); default MAX_ENVELOPE_BYTES. */
   maxBytes?: number;
   /** ASN.1 nodes allowed over all levels, counted before parsing; default 200,000. */
   maxNodes?: number;
@@ -104,7 +105,7 @@ interface Found {
 /** Fills `found` level by level; returns why the input is not signed, if it is not. */
 function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found): string | undefined {
   if (!(input instanceof Uint8Array)) return 'not a CMS SignedData envelope';
-  if (input.length > (options.maxBytes ?? 64 * 1024 * 1024)) return 'envelope too large';
+  if (input.length > (options.maxBytes ?? MAX_ENVELOPE_BYTES)) return 'envelope too large';
   const top = decode(input);
   if (!top) return 'not a CMS SignedData envelope';
   found.encoding = top.encoding;
