@@ -41,6 +41,10 @@ export function createFileJobs(queues: FileQueues, settings: FileJobSettings) {
     async watchUpload(uuid: string, delayMs = 0): Promise<void> {
       await queues.checks.add(FileJob.watch, { uuid }, checkOpts(`watch-${uuid}`, delayMs));
     },
+    /** watchUpload for many files at once, in one round trip. */
+    async watchUploads(uuids: readonly string[]): Promise<void> {
+      if (uuids.length) await queues.checks.addBulk(uuids.map((uuid) => ({ name: FileJob.watch, data: { uuid }, opts: checkOpts(`watch-${uuid}`, 0) })));
+    },
     /** A hint that the upload may be there (a store event, a status read): one pending per file. */
     async hint(uuid: string): Promise<void> {
       await queues.checks.add(FileJob.hint, { uuid }, checkOpts(`hint-${uuid}`, 0));

@@ -1,6 +1,7 @@
 // Request and response schemas of the presigned-URL endpoints (seed 6 and 7).
 import { z } from 'zod';
 import { text } from '../shared/validation.js';
+import { FILE_STATUSES } from './file.repository.js';
 
 const fileType = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(40, 'must be at most 40 characters')
   .meta({ description: 'File extension, with or without the leading dot, case-insensitive: pdf, .PDF, pdf.p7m...', example: 'pdf.p7m' });
@@ -58,7 +59,7 @@ export const fileView = z.object({
   fileType: z.string(),
   fileName: z.string().nullable(),
   isDocumentPublic: z.boolean(),
-  status: z.enum(['In Progress', 'Clean', 'Infected', 'Error', 'Signed']),
+  status: z.enum(FILE_STATUSES),
   statusReason: z.string().nullable().meta({ description: 'Why the file is Error.' }),
   size: z.number().int().nullable().meta({ description: 'Bytes scanned.' }),
   checksum: z.string().nullable().meta({ description: 'SHA-256 (hex) of the bytes scanned and kept.' }),

@@ -156,7 +156,7 @@ export function createScanService(deps: {
      */
     async sweep(idleMs: number, limit = 1000): Promise<number> {
       const uuids = await repo.stalled(new Date(now().getTime() - idleMs), limit);
-      for (const uuid of uuids) await jobs.watchUpload(uuid);
+      await jobs.watchUploads(uuids);
       return uuids.length;
     },
   };
