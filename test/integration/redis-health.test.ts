@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
-import { harness } from '../support/harness.js';
+import { eventually, harness } from '../support/harness.js';
 import { freePort } from '../support/tcp-proxy.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { producerConnection, watchRedisHealth } from '../../src/shared/queues.js';
@@ -8,14 +8,6 @@ import { producerConnection, watchRedisHealth } from '../../src/shared/queues.js
 async function redisUp(registry: Registry): Promise<number | undefined> {
   const metric = await registry.getSingleMetric('redis_up')?.get();
   return metric?.values[0]?.value;
-}
-
-async function eventually(check: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('Redis health as a metric', () => {
@@ -28,8 +20,8 @@ describe('Redis health as a metric', () => {
     try {
       watchRedisHealth(healthy, ok, createLogger('silent'));
       watchRedisHealth(broken, ko, createLogger('silent'));
-      await eventually(async () => (await redisUp(ok)) === 1);
-      await eventually(() => Promise.resolve(broken.status !== 'connecting' && broken.status !== 'wait'));
+      await eventually('redis_up to be 1', async () => (await redisUp(ok)) === 1, 5000);
+      await eventually('the broken connection to give up connecting', () => broken.status !== 'connecting' && broken.status !== 'wait', 5000);
       expect(await redisUp(ko)).to.equal(0);
     } finally {
       healthy.disconnect();

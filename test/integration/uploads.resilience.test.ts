@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
-import { fileRow, configWith, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { configWith, eventually, fileRow, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
 import { FAST_PIPELINE } from '../support/harness.js';
 import { tcpProxy, freePort } from '../support/tcp-proxy.js';
 import { createApp } from '../../src/app.js';
@@ -74,11 +74,7 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
       const content = Buffer.alloc(3 * 1024 * 1024, 'z');
       expect((await uploadForm(up.url, up.fields, content)).status).to.equal(204);
       // Wait until the child's scan is under way (its job active), then kill it without warning.
-      const until = Date.now() + 20_000;
-      while (!(await (await harness()).queues.scans.getActive()).some((j) => j.data.uuid === up.uuid)) {
-        if (Date.now() > until) throw new Error('the scan never started');
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await eventually('the scan to start', async () => (await (await harness()).queues.scans.getActive()).some((j) => j.data.uuid === up.uuid), 20_000);
       await new Promise((r) => setTimeout(r, 500));
       child.kill('SIGKILL');
       expect((await fileRow(up.uuid))?.status).to.equal('In Progress');
@@ -137,9 +133,8 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
     const up = await presign(org);
     await queues.checks.remove(`watch-${up.uuid}`); // as if Redis had lost it
     expect((await http.get(`/api/v2/file-status/${up.uuid}`).set('X-API-Key', org.key)).body).to.equal('In Progress');
-    const until = Date.now() + 2000;
-    while (!(await queues.checks.getJob(`hint-${up.uuid}`)) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-    expect((await queues.checks.getJob(`hint-${up.uuid}`))?.data).to.deep.equal({ uuid: up.uuid });
+    const hint = await eventually('the hint job', () => queues.checks.getJob(`hint-${up.uuid}`), 2000);
+    expect(hint.data).to.deep.equal({ uuid: up.uuid });
 
     await execute(db, 'UPDATE files SET updated_at = $2 WHERE uuid = $1', [up.uuid, new Date(Date.now() - 10 * 60_000)]);
     const { createScanService } = await import('../../src/files/scan.service.js');

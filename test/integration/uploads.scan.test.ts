@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FAST_PIPELINE, configWith, fileRow, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { FAST_PIPELINE, configWith, eventually, fileRow, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
 import { storageEventsToken } from '../../src/files/storage-events.routes.js';
 import { execute } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -26,12 +26,7 @@ async function readObject(storage: Storage, key: string): Promise<Buffer | undef
 
 /** Whether the upload location is emptied within a few seconds (the worker empties it just after recording the verdict). */
 async function emptied(storage: Storage, key: string): Promise<boolean> {
-  const until = Date.now() + 5000;
-  while (await storage.head(key)) {
-    if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return true;
+  return eventually('the upload location to be emptied', async () => !(await storage.head(key)), 5000).then(() => true, () => false);
 }
 
 describe('uploads: noticed, scanned with the real clamd, kept', function () {
@@ -124,11 +119,7 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     const event = { Records: [{ eventName: 'ObjectCreated:Post', s3: { bucket: { name: config.S3_BUCKET }, object: { key: up.key, size: EICAR.length } } }] };
     const token = storageEventsToken(config.ENCRYPTION_KEY[0] as Buffer);
     expect((await http.post(`/internal/storage-events/${token}`).send(event)).status).to.equal(204);
-    const until = Date.now() + 10_000;
-    while (await storage.head(up.key)) {
-      if (Date.now() > until) throw new Error('the late upload was not discarded');
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually('the late upload to be discarded', async () => !(await storage.head(up.key)));
     const after = await fileRow(up.uuid);
     expect(after).to.deep.equal(judged);
     expect((await readObject(storage, judged.stored_key ?? ''))?.equals(first)).to.equal(true);

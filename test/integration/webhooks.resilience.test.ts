@@ -11,7 +11,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { producerConnection } from '../../src/shared/queues.js';
 import { createEvents } from '../../src/webhooks/events.js';
 import { startWorkers } from '../../workers/index.js';
-import { configWith, harness, newOrg, type TestOrg } from '../support/harness.js';
+import { configWith, eventually, harness, newOrg, type TestOrg } from '../support/harness.js';
 import { receiver, type Received } from '../support/receiver.js';
 import { tcpProxy } from '../support/tcp-proxy.js';
 
@@ -23,14 +23,6 @@ const uniqueIds = (received: Received[]) => new Set(received.map((r) => String(r
 async function register(http: ReturnType<typeof supertest>, org: TestOrg, url: string): Promise<void> {
   const res = await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: url });
   expect(res.status).to.equal(200);
-}
-
-async function waitUntil(what: string, probe: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('webhooks: resilience', function () {
@@ -68,7 +60,7 @@ describe('webhooks: resilience', function () {
       expect(Number(pending?.n)).to.equal(n);
 
       await proxy.start();
-      await waitUntil('every event at both receivers', () => uniqueIds(a.received).size === n && uniqueIds(b.received).size === n, 40_000);
+      await eventually('every event at both receivers', () => uniqueIds(a.received).size === n && uniqueIds(b.received).size === n, 40_000);
       await new Promise((r) => setTimeout(r, 1000));
       // Exactly once each (nothing was in flight when Redis went away).
       expect(a.received).to.have.length(n);
@@ -101,12 +93,12 @@ describe('webhooks: resilience', function () {
         const res = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: `batch-${i}` } });
         expect(res.status).to.equal(200);
       }
-      await waitUntil('deliveries in flight at the receiver', () => rx.inFlight() >= 2, 30_000);
+      await eventually('deliveries in flight at the receiver', () => rx.inFlight() >= 2, 30_000);
       child.kill('SIGKILL');
       const survivor = await startWorkers(['webhooks'], { config: configWith(FAST), logger: silent });
       try {
-        await waitUntil('every event delivered', () => uniqueIds(rx.received).size === n, 40_000);
-        await waitUntil('every delivery recorded as succeeded', async () => {
+        await eventually('every event delivered', () => uniqueIds(rx.received).size === n, 40_000);
+        await eventually('every delivery recorded as succeeded', async () => {
           const [row] = await select<{ n: number }>(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded'", [org.orgId]);
           return Number(row?.n) === n;
         }, 20_000);

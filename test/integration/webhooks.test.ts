@@ -9,7 +9,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { select } from '../../src/shared/db/sequelize.js';
 import type { Resolver } from '../../src/webhooks/ssrf.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
-import { appWith, configWith, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
+import { appWith, configWith, eventually, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
 import { receiver, type Receiver, type Received } from '../support/receiver.js';
 
 const silent = createLogger('silent');
@@ -43,16 +43,6 @@ async function attempts(org: TestOrg, id: string) {
   const res = await (await harness()).http.get(`/api/v1/webhooks/${id}/attempts?limit=100`).set('X-API-Key', org.key);
   expect(res.status).to.equal(200);
   return res.body as { totalItems: number; attempts: Array<{ eventId: string; statusCode: number | null; error: string | null; succeeded: boolean; attemptedAt: string }> };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('webhooks: registration (endpoints 9 and 10)', () => {
@@ -202,7 +192,7 @@ describe('webhooks: delivery', function () {
     expect(Date.parse(payload.timestamp)).to.be.closeTo(Date.now(), 10_000);
     expect(r?.headers['content-type']).to.equal('application/json');
     expect(r?.body).to.equal(JSON.stringify(payload)); // the body as signed, byte for byte
-    const log = await until('the attempt record', async () => { const a = await attempts(org, id); return a.totalItems === 1 && a; });
+    const log = await eventually('the attempt record', async () => { const a = await attempts(org, id); return a.totalItems === 1 && a; });
     expect(log.attempts[0]).to.include({ eventId: r?.headers['webhook-id'], statusCode: 204, succeeded: true, error: null });
     // Nothing more arrives: one delivery per event and endpoint.
     await new Promise((res) => setTimeout(res, 500));
@@ -252,7 +242,7 @@ describe('webhooks: delivery', function () {
     const got = await rx.waitFor(3);
     expect(new Set(got.map((r) => r.headers['webhook-id'])).size).to.equal(1);
     for (const r of got) expect(verified(secret, r).type).to.equal('guarantee.created');
-    const log = await until('three attempts', async () => { const a = await attempts(org, id); return a.totalItems === 3 && a; });
+    const log = await eventually('three attempts', async () => { const a = await attempts(org, id); return a.totalItems === 3 && a; });
     const [third, second, first] = log.attempts;
     expect(first).to.include({ statusCode: 500, succeeded: false, error: 'HTTP 500' });
     expect(second).to.include({ statusCode: null, succeeded: false });
@@ -276,7 +266,7 @@ describe('webhooks: delivery', function () {
     await createGuarantee(org, 'gone-1');
     await rx.waitFor(1);
     const { http } = await harness();
-    const view = await until('the endpoint disabled', async () => {
+    const view = await eventually('the endpoint disabled', async () => {
       const v = (await http.get(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).body as { status: string; disabledReason: string };
       return v.status === 'disabled' && v;
     });
@@ -303,7 +293,7 @@ describe('webhooks: delivery', function () {
     await createGuarantee(org, 'exhausted');
     await rx.waitFor(4); // the first attempt and three retries
     const { db, http } = await harness();
-    const [delivery] = await until('the delivery failed', async () => {
+    const [delivery] = await eventually('the delivery failed', async () => {
       const rows = await select<{ status: string; attempts: number; event_id: string }>(db, 'SELECT status, attempts, event_id FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
       return rows[0]?.status === 'failed' && rows;
     });
@@ -337,7 +327,7 @@ describe('webhooks: delivery', function () {
     try {
       for (let i = 0; i < 3; i++) await createGuarantee(org, `failing-${i}`);
       const { http } = await harness();
-      const view = await until('the endpoint disabled', async () => {
+      const view = await eventually('the endpoint disabled', async () => {
         const v = (await http.get(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).body as { status: string; disabledReason: string; failingSince: string };
         return v.status === 'disabled' && v;
       }, 15_000);
@@ -372,7 +362,7 @@ describe('webhooks: delivery', function () {
       rx.answer((_req, res, n) => { if (n === 1) res.writeHead(302, { location: target.url }).end(); else res.writeHead(204).end(); });
       await createGuarantee(org, 'redirect');
       await rx.waitFor(2);
-      const log = await until('two attempts', async () => { const a = await attempts(org, id); return a.totalItems === 2 && a; });
+      const log = await eventually('two attempts', async () => { const a = await attempts(org, id); return a.totalItems === 2 && a; });
       expect(log.attempts[1]?.error).to.match(/redirect to .* not followed/);
       expect(target.received).to.have.length(0);
     } finally {
@@ -423,7 +413,7 @@ describe('webhooks: the SSRF guard at delivery', function () {
     const workers = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.2/32' }), logger: silent, resolver });
     try {
       await createGuarantee(org, 'ssrf');
-      const log = await until('a refused attempt', async () => { const a = await attempts(org, id); return a.totalItems >= 1 && a; });
+      const log = await eventually('a refused attempt', async () => { const a = await attempts(org, id); return a.totalItems >= 1 && a; });
       expect(log.attempts[0]).to.include({ statusCode: null, succeeded: false });
       expect(log.attempts[0]?.error).to.match(/refused: .*127\.0\.0\.1 is a loopback address/);
       expect(rx.received).to.have.length(0);

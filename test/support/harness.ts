@@ -131,16 +131,28 @@ export async function fileRow(uuid: string): Promise<FileRowView | undefined> {
   return row;
 }
 
+/**
+ * Polls `probe` until it gives a truthy value, and returns it; fails naming `what` (and, when
+ * given, what `describe` says of the last value) after `timeoutMs`.
+ */
+export async function eventually<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000, describe?: (last: T) => string): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value as Exclude<T, false | null | undefined | 0 | ''>;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${describe ? `: ${describe(value)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Waits until the file's status is one of `statuses`; fails with what it was after `timeoutMs`. */
 export async function waitForStatus(uuid: string, statuses: readonly string[], timeoutMs = 15_000): Promise<FileRowView> {
-  const until = Date.now() + timeoutMs;
-  let row = await fileRow(uuid);
-  while (!row || !statuses.includes(row.status)) {
-    if (Date.now() > until) throw new Error(`file ${uuid} is ${row?.status ?? 'absent'} (${row?.status_reason ?? ''}), not ${statuses.join('/')}, after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
+  let row: FileRowView | undefined;
+  await eventually(`file ${uuid} to be ${statuses.join('/')}`, async () => {
     row = await fileRow(uuid);
-  }
-  return row;
+    return row !== undefined && statuses.includes(row.status);
+  }, timeoutMs, () => `it is ${row?.status ?? 'absent'} (${row?.status_reason ?? ''})`);
+  return row as FileRowView;
 }
 
 /** Settings that make the pipeline quick to observe; the test clamd has small limits (4 MB a file, 8 MB a stream). */
