@@ -5,14 +5,14 @@
 // at a time, for PUT, HEAD, GET (drained), the conditional CopyObject the scan worker makes,
 // and DeleteObject. It explains the scan bench's gap to raw (see bench/README.md): the raw
 // baseline makes one GET a file; the pipeline a HEAD, a GET, a copy and a delete.
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { parseConfig } from '../config/index.js';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { down, up } from '../scripts/services/index.js';
 import { createStorage } from '../src/shared/storage.js';
-import { cpuSeconds } from './support.js';
+import { cpuSeconds, processCpuSeconds } from './support.js';
 
 export async function benchStore(argv: string[]): Promise<void> {
   let mb = 1;
@@ -27,11 +27,7 @@ export async function benchStore(argv: string[]): Promise<void> {
   const config = parseConfig(process.env);
   const storage = createStorage(config);
   const store = { store: (c: string) => (c.startsWith('radosgw ') || c.startsWith('ceph-osd ')) && c.includes('/.data/bench/') };
-  const own = () => {
-    const stat = readFileSync('/proc/self/stat', 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  };
+  const own = () => processCpuSeconds('self');
   const body = Buffer.alloc(mb * 1024 * 1024, 7);
   const prefix = `bench-store-${Date.now()}`;
   const keys = Array.from({ length: count }, (_, i) => `${prefix}/${i}.bin`);

@@ -52,25 +52,28 @@ export async function newKey(url: string, orgId: string): Promise<string> {
 }
 
 
+const CLOCK_TICKS = 100;
+
+/** CPU seconds (user + system) used so far by one process (`self` for this one). */
+export function processCpuSeconds(pid: number | 'self'): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesised command: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
 /** CPU seconds (user + system) used so far by each process whose command line matches a pattern. */
 export function cpuSeconds(patterns: Record<string, (cmdline: string) => boolean>): Record<string, number> {
   const out: Record<string, number> = Object.fromEntries(Object.keys(patterns).map((k) => [k, 0]));
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let cmdline: string;
-    let stat: string;
     try {
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    } catch { continue; }
-    const name = Object.keys(patterns).find((k) => patterns[k]?.(cmdline));
-    if (!name) continue;
-    // Fields after the parenthesised command: utime and stime are the 12th and 13th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      const name = Object.keys(patterns).find((k) => patterns[k]?.(cmdline));
+      if (name) out[name] = (out[name] ?? 0) + processCpuSeconds(Number(pid));
+    } catch { /* exited meanwhile */ }
   }
   return out;
 }
-const CLOCK_TICKS = 100;
 
 /** What each process spent between two cpuSeconds() readings, largest first, as one line. */
 export function cpuDelta(before: Record<string, number>, after: Record<string, number>): string {
