@@ -27,7 +27,10 @@ export interface FileRecord extends NewFile {
   checksum: string | null;
   /** The object version judged by the scan; null until then. */
   etag: string | null;
-  /** The service-only copy of the judged bytes: the document from then on. */
+  /**
+   * The service-only copy of the judged bytes: the document from then on. Recorded, not derived
+   * from the ETag (storedKeyOf), so that a later change of layout never moves existing documents.
+   */
   storedKey: string | null;
   threat: string | null;
   scanEngine: string | null;
