@@ -24,7 +24,7 @@ import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { down, up } from '../scripts/services/index.js';
 import { migrate } from '../src/shared/db/migrator.js';
 import { createLogger } from '../src/shared/logger.js';
-import { log, newKey, procfileFlags, startServer } from './support.js';
+import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer } from './support.js';
 
 const pct = (xs: number[], p: number) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN; };
 
@@ -76,7 +76,9 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
   const say = (l: string) => { process.stdout.write(`${l}\n`); lines.push(l); };
   const startProcess = (args: string[], ready: string): Promise<ChildProcess> => {
     // At info level, so that the worker's 'workers started' line is seen.
-    const child = spawn(process.execPath, args, { env: { ...appEnv, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    // BENCH_CPU_PROFILE=dir: the processes write V8 CPU profiles there (for a look in DevTools).
+    const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
+    const child = spawn(process.execPath, [...profile, ...args], { env: { ...appEnv, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
     return new Promise((resolve, reject) => {
       child.stdout?.on('data', (d: Buffer) => { if (d.toString().includes(ready)) resolve(child); });
       child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code})`)));
@@ -96,7 +98,22 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     }));
   };
   const waitArrivals = async (n: number) => { while (arrivals.length < n) await new Promise((r) => setTimeout(r, 20)); };
+  // What the database was asked per delivery: statements, prepares and new connections.
+  const dbStatus = async () => {
+    const [rows] = await db.query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_stmt_prepare', 'Com_stmt_execute', 'Connections', 'Com_commit', 'Com_begin')");
+    return Object.fromEntries((rows as Array<{ Variable_name: string; Value: string }>).map((r) => [r.Variable_name, Number(r.Value)]));
+  };
+  const perDelivery = (a: Record<string, number>, b: Record<string, number>, n: number) =>
+    Object.keys(b).map((k) => `${k} ${(((b[k] ?? 0) - (a[k] ?? 0)) / n).toFixed(2)}`).join(', ');
   const rate = (xs: number[]) => ((xs.length - 1) / ((Math.max(...xs) - Math.min(...xs)) / 1000));
+  const port = (url: string) => new URL(url).port || '6379';
+  const processes: Record<string, (c: string) => boolean> = {
+    mariadb: (c) => c.startsWith('mariadbd ') && c.includes('/.data/bench/'),
+    redis: (c) => c.startsWith(`redis-server 127.0.0.1:${port(config.REDIS_URL)}`),
+    web: (c) => c.includes('dist/src/server.js'),
+    worker: (c) => c.includes('dist/workers/index.js') || c.includes('webhooks-raw-worker'),
+    'bench+receiver': (c) => c.includes('run.mjs bench'),
+  };
 
   try {
     const reg = await post('/api/v1/webhooks', { endpoint: target });
@@ -109,7 +126,11 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     for (let i = 0; i < 200 && (await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`)) < events; i++) await new Promise((r) => setTimeout(r, 50));
     arrivals = [];
     const worker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
+    const cpu0 = cpuSeconds(processes);
+    const db0 = await dbStatus();
     await waitArrivals(events);
+    const serviceCpu = cpuDelta(cpu0, cpuSeconds(processes));
+    const serviceDb = perDelivery(db0, await dbStatus(), events);
     const serviceRate = rate(arrivals);
     await stop(worker);
 
@@ -119,7 +140,11 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     await rawQueue.addBulk((rows as Array<{ id: string; body: string }>).map((r) => ({ name: 'raw', data: { id: r.id, body: r.body }, opts: { removeOnComplete: true } })));
     arrivals = [];
     const raw = await startProcess(['--import', 'tsx', 'bench/webhooks-raw-worker.ts', 'raw-deliveries', config.QUEUE_PREFIX, target, String(config.WEBHOOK_CONCURRENCY), webhookId], 'raw worker ready');
+    const cpu1 = cpuSeconds(processes);
+    const db1 = await dbStatus();
     await waitArrivals(events);
+    const rawCpu = cpuDelta(cpu1, cpuSeconds(processes));
+    const rawDb = perDelivery(db1, await dbStatus(), events);
     const rawRate = rate(arrivals);
     await stop(raw);
     await rawQueue.close();
@@ -135,6 +160,10 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     const bareRate = rate(arrivals);
     await pool.close();
     say(`throughput, ${events} deliveries, concurrency ${config.WEBHOOK_CONCURRENCY}: service ${serviceRate.toFixed(0)}/s | raw BullMQ+HMAC+undici+INSERT ${rawRate.toFixed(0)}/s | bare undici loop ${bareRate.toFixed(0)}/s | service/raw ${(serviceRate / rawRate).toFixed(2)} | service/bare ${(serviceRate / bareRate).toFixed(3)}`);
+    say(`   CPU seconds, service: ${serviceCpu}`);
+    say(`   CPU seconds, raw: ${rawCpu}`);
+    say(`   database, per delivery, service: ${serviceDb}`);
+    say(`   database, per delivery, raw: ${rawDb}`);
 
     // Latency: a burst with the worker running.
     const latencyWorker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');

@@ -42,7 +42,7 @@ const RELAY_EVERY_MS = 1_000;
 export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, opts: { logger?: Logger; config?: Config; resolver?: Resolver } = {}): Promise<RunningWorkers> {
   const config = opts.config ?? getConfig();
   const log = opts.logger ?? createLogger(config.LOG_LEVEL);
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 5, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+  const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const connection = workerConnection(config.REDIS_URL);
   connection.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
   // Enqueueing from inside a job uses a connection of its own that fails fast (the job retries).

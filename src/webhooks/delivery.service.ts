@@ -9,6 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import type { Logger } from '../shared/logger.js';
 import type { SecretBox } from '../shared/secrets.js';
 import type { Sender } from './sender.js';
+import { createEndpointSlots } from './endpoint-slots.js';
 import { DeliveryFailedError } from './webhook.jobs.js';
 import type { EndpointRecord, WebhookRepository } from './webhook.repository.js';
 
@@ -17,6 +18,8 @@ export interface DeliverySettings {
   disableAfterMs: number;
   /** Deliveries to one endpoint in flight at once in this process. */
   endpointConcurrency: number;
+  /** How long a delivery waits for a slot of its endpoint before its job is put back (default 250 ms). */
+  endpointWaitMs?: number;
 }
 
 export type DeliveryOutcome = 'delivered' | 'skipped' | 'busy' | 'endpoint-disabled';
@@ -26,23 +29,26 @@ export function createDeliveryService(deps: {
 }) {
   const { repo, sender, secrets, settings, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const inFlight = new Map<string, number>();
+  const slots = createEndpointSlots(settings.endpointConcurrency, settings.endpointWaitMs ?? 250);
+  // Per sealed secret, its signer: a secret is opened (AES-GCM) and its HMAC key derived once,
+  // not on every attempt. A rotation seals a new secret, which is a new entry.
   const signers = new Map<string, Webhook>();
 
-  function signer(secret: string): Webhook {
-    let wh = signers.get(secret);
+  function signer(sealed: Buffer): Webhook {
+    const key = sealed.toString('base64');
+    let wh = signers.get(key);
     if (!wh) {
       if (signers.size >= 1000) signers.clear();
-      wh = new Webhook(secret);
-      signers.set(secret, wh);
+      wh = new Webhook(secrets.open(sealed));
+      signers.set(key, wh);
     }
     return wh;
   }
 
   /** The Standard Webhooks headers of one attempt: every valid secret signs (rotation). */
   function headersFor(endpoint: EndpointRecord, eventId: string, body: string, at: Date): Record<string, string> {
-    const keys = [secrets.open(endpoint.secretEnc)];
-    if (endpoint.previousSecretEnc && endpoint.previousSecretUntil && endpoint.previousSecretUntil > at) keys.push(secrets.open(endpoint.previousSecretEnc));
+    const keys = [endpoint.secretEnc];
+    if (endpoint.previousSecretEnc && endpoint.previousSecretUntil && endpoint.previousSecretUntil > at) keys.push(endpoint.previousSecretEnc);
     return {
       'webhook-id': eventId,
       'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
@@ -53,54 +59,55 @@ export function createDeliveryService(deps: {
   return {
     /**
      * Attempts delivery of `eventId` to `endpointId`. Resolves when it is done with (delivered,
-     * or nothing to do); 'busy' when the endpoint already has its share in flight here (the
-     * caller retries shortly, no attempt spent); throws DeliveryFailedError to be retried, or
-     * UnrecoverableError when retrying is pointless (410, endpoint disabled).
+     * or nothing to do); 'busy' when the endpoint kept its share in flight here for the whole
+     * wait (the caller retries shortly, no attempt spent, nothing read); throws DeliveryFailedError to be
+     * retried, or UnrecoverableError when retrying is pointless (410, endpoint disabled).
      */
     async deliver(eventId: string, endpointId: string, lastAttempt: boolean): Promise<DeliveryOutcome> {
-      if ((await repo.deliveryStatus(eventId, endpointId)) !== 'pending') return 'skipped';
-      const endpoint = await repo.endpoint(endpointId);
-      if (!endpoint) return 'skipped';
-      if (endpoint.status === 'disabled') {
-        await repo.failWithoutAttempt(eventId, endpointId, `endpoint disabled: ${endpoint.disabledReason ?? ''}`, now());
-        return 'endpoint-disabled';
-      }
-      // Taken before any await, so that concurrent jobs of this process see it.
-      const busy = inFlight.get(endpointId) ?? 0;
-      if (busy >= settings.endpointConcurrency) return 'busy';
-      inFlight.set(endpointId, busy + 1);
-      const at = now();
+      if (!(await slots.acquire(endpointId))) return 'busy';
+      let endpoint: EndpointRecord;
+      let at: Date;
       let result;
       try {
-        const event = await repo.event(eventId);
-        if (!event) return 'skipped';
-        result = await sender.send(endpoint.url, headersFor(endpoint, eventId, event.body, at), event.body);
+        const context = await repo.deliveryContext(eventId, endpointId);
+        if (context?.status !== 'pending') return 'skipped';
+        endpoint = context.endpoint;
+        if (endpoint.status === 'disabled') {
+          await repo.failWithoutAttempt(eventId, endpointId, `endpoint disabled: ${endpoint.disabledReason ?? ''}`, now());
+          return 'endpoint-disabled';
+        }
+        at = now();
+        result = await sender.send(endpoint.url, headersFor(endpoint, eventId, context.body, at), context.body);
       } finally {
-        const n = (inFlight.get(endpointId) ?? 1) - 1;
-        if (n <= 0) inFlight.delete(endpointId);
-        else inFlight.set(endpointId, n);
+        slots.release(endpointId);
       }
 
       const code = result.statusCode;
       const succeeded = code !== null && code >= 200 && code < 300;
+      const wasFailing = endpoint.failingSince !== null;
       const base = { at, durationMs: result.durationMs, statusCode: code, error: result.error, succeeded };
       if (succeeded) {
-        await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: 'succeeded' });
+        await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: 'succeeded' }, wasFailing);
         return 'delivered';
       }
       if (code === 410) {
-        await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: 'the receiver answered 410 Gone' });
+        await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: 'the receiver answered 410 Gone' }, wasFailing);
         logger.warn({ endpoint: endpointId }, 'webhook endpoint disabled: 410 Gone');
         throw new UnrecoverableError('410 Gone: endpoint disabled');
       }
       const failingSince = endpoint.failingSince ?? at;
       if (at.getTime() - failingSince.getTime() >= settings.disableAfterMs) {
-        const reason = `failing since ${failingSince.toISOString()}`;
-        await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: reason });
-        logger.warn({ endpoint: endpointId, failingSince }, 'webhook endpoint disabled: failing too long');
-        throw new UnrecoverableError(`endpoint disabled: ${reason}`);
+        if (await repo.succeededSince(endpointId, failingSince)) {
+          // A success raced the failure that set failing_since: failing from now, as far as is known.
+          await repo.resetFailingSince(endpointId, at);
+        } else {
+          const reason = `failing since ${failingSince.toISOString()}`;
+          await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: reason }, wasFailing);
+          logger.warn({ endpoint: endpointId, failingSince }, 'webhook endpoint disabled: failing too long');
+          throw new UnrecoverableError(`endpoint disabled: ${reason}`);
+        }
       }
-      await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: lastAttempt ? 'failed' : 'pending' });
+      await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: lastAttempt ? 'failed' : 'pending' }, wasFailing);
       throw new DeliveryFailedError(result.error ?? 'delivery failed', result.retryAfterMs);
     },
   };

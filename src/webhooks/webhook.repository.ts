@@ -33,6 +33,8 @@ export interface DeliveryRef { eventId: string; endpointId: string; replays: num
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
+export interface DeliveryContext { status: DeliveryStatus; body: string; endpoint: EndpointRecord }
+
 export interface AttemptRecord {
   id: number; eventId: string; eventType: string; attemptedAt: Date; durationMs: number; statusCode: number | null; error: string | null; succeeded: boolean;
 }
@@ -159,34 +161,57 @@ export function createWebhookRepository(db: Sequelize) {
 
     // ---- Deliveries ----
 
-    async deliveryStatus(eventId: string, endpointId: string): Promise<DeliveryStatus | undefined> {
-      const [row] = await select<{ status: DeliveryStatus }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2', [eventId, endpointId]);
-      return row?.status;
+    /**
+     * What one delivery attempt needs, in one round trip: the delivery's status, the event's
+     * body and the endpoint. Undefined when the delivery (or its endpoint) is gone.
+     */
+    async deliveryContext(eventId: string, endpointId: string): Promise<DeliveryContext | undefined> {
+      const [row] = await select<EndpointRow & { delivery_status: DeliveryStatus; body: string }>(db,
+        `SELECT d.status AS delivery_status, ev.body, ${ENDPOINT_COLUMNS.replace(/(\w+)/g, 'ep.$1')}
+         FROM webhook_deliveries d
+         JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
+         JOIN webhook_events ev ON ev.id = d.event_id
+         WHERE d.event_id = $1 AND d.endpoint_id = $2`, [eventId, endpointId]);
+      return row && { status: row.delivery_status, body: row.body, endpoint: toEndpoint(row) };
     },
 
-    async event(id: string): Promise<EventRecord | undefined> {
-      const [row] = await select<{ id: string; org_id: string; type: string; body: string; created_at: Date }>(db,
-        'SELECT id, org_id, type, body, created_at FROM webhook_events WHERE id = $1', [id]);
-      return row && { id: row.id, orgId: row.org_id, type: row.type, body: row.body, createdAt: row.created_at };
+    /**
+     * Records one attempt, then its consequence on the delivery: two autocommitted statements in
+     * this order, so that a delivery is never marked done without its attempt on record (a crash
+     * between them leaves the delivery pending: it is sent again, and that attempt recorded too,
+     * which is at-least-once as promised). The endpoint row is written only when its state
+     * changes (`wasFailing` is what the attempt read), so that concurrent deliveries to one
+     * endpoint do not queue on its row lock.
+     */
+    async recordAttempt(eventId: string, endpointId: string, o: AttemptOutcome, wasFailing: boolean): Promise<void> {
+      const error = o.error && truncate(o.error, 500);
+      await execute(db, `INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, error, succeeded)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)`, [eventId, endpointId, o.at, Math.round(o.durationMs), o.statusCode, error, o.succeeded]);
+      await execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5
+        WHERE event_id = $1 AND endpoint_id = $2`, [eventId, endpointId, o.deliveryStatus, error, o.at]);
+      if (o.disable) {
+        await execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, failing_since = COALESCE(failing_since, $3), updated_at = $3 WHERE id = $1",
+          [endpointId, truncate(o.disable, 500), o.at]);
+      } else if (o.succeeded && wasFailing) {
+        await execute(db, 'UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId]);
+      } else if (!o.succeeded && !wasFailing) {
+        await execute(db, 'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1', [endpointId, o.at]);
+      }
     },
 
-    /** Records one attempt and its consequences on the delivery and the endpoint, in one transaction. */
-    async recordAttempt(eventId: string, endpointId: string, o: AttemptOutcome): Promise<void> {
-      await db.transaction(async (t) => {
-        await execute(db, `INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, error, succeeded)
-          VALUES ($1, $2, $3, $4, $5, $6, $7)`, [eventId, endpointId, o.at, Math.round(o.durationMs), o.statusCode, o.error && truncate(o.error, 500), o.succeeded], t);
-        await execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5
-          WHERE event_id = $1 AND endpoint_id = $2`, [eventId, endpointId, o.deliveryStatus, o.error && truncate(o.error, 500), o.at], t);
-        if (o.succeeded) {
-          await execute(db, 'UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId], t);
-        } else {
-          await execute(db, 'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1', [endpointId, o.at], t);
-        }
-        if (o.disable) {
-          await execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, updated_at = $3 WHERE id = $1",
-            [endpointId, truncate(o.disable, 500), o.at], t);
-        }
-      });
+    /**
+     * Whether a delivery to the endpoint succeeded at or after `since`. Success clears the
+     * endpoint's failing_since only when the attempt saw it set, so a success racing a failure
+     * may leave it set: this is asked before disabling an endpoint for failing too long.
+     */
+    async succeededSince(endpointId: string, since: Date): Promise<boolean> {
+      const rows = await select(db, 'SELECT 1 FROM webhook_attempts WHERE endpoint_id = $1 AND succeeded = 1 AND attempted_at >= $2 LIMIT 1', [endpointId, since]);
+      return rows.length > 0;
+    },
+
+    /** The endpoint has failed since `at`, as far as it is known (a success seen by succeededSince). */
+    async resetFailingSince(endpointId: string, at: Date): Promise<void> {
+      await execute(db, 'UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1', [endpointId, at]);
     },
 
     /** A delivery that will not be attempted (its endpoint is disabled): failed, kept for replay. */

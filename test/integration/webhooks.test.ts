@@ -339,6 +339,30 @@ describe('webhooks: delivery', function () {
     }
   });
 
+  it('does not disable an endpoint for failing too long when a success came after its failing_since (a success racing a failure)', async () => {
+    const { id } = await registered(org, rx.url);
+    const strict = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_DISABLE_AFTER_SECONDS: '3' }), logger: silent });
+    await workers.close();
+    try {
+      await createGuarantee(org, 'raced-ok');
+      await rx.waitFor(1);
+      await eventually('the success recorded', async () => (await attempts(org, id)).totalItems === 1);
+      // As if a failure had set failing_since an hour ago and the success, having read it unset, left it.
+      const { db } = await harness();
+      await db.query('UPDATE webhook_endpoints SET failing_since = NOW(3) - INTERVAL 1 HOUR WHERE id = ?', { replacements: [id] });
+      rx.answer((_req, res) => { res.writeHead(500).end(); });
+      await createGuarantee(org, 'raced-failing');
+      await rx.waitFor(5); // the failure and its three retries
+      await eventually('every attempt recorded', async () => (await attempts(org, id)).totalItems === 5);
+      const view = (await (await harness()).http.get(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).body as { status: string; failingSince: string };
+      expect(view.status).to.equal('active');
+      expect(Date.parse(view.failingSince)).to.be.greaterThan(Date.now() - 60_000); // failing from the first failure after the success
+    } finally {
+      await strict.close();
+      workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
+    }
+  });
+
   it('signs with both the new and the old secret during a rotation\'s grace period', async () => {
     const { id, secret: old } = await registered(org, rx.url);
     const { http } = await harness();

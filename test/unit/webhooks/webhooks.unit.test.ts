@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { createSecretBox, SecretDecryptionError } from '../../../src/shared/secrets.js';
+import { createEndpointSlots } from '../../../src/webhooks/endpoint-slots.js';
 import { parseRetryAfter } from '../../../src/webhooks/sender.js';
 import { checkHost, createAddressPolicy, RefusedAddressError } from '../../../src/webhooks/ssrf.js';
 import { checkEndpointUrl } from '../../../src/webhooks/webhook-url.js';
@@ -95,5 +96,47 @@ describe('secrets at rest', () => {
     tampered[tampered.length - 1] = (tampered[tampered.length - 1] ?? 0) ^ 1;
     expect(() => box.open(tampered)).to.throw(SecretDecryptionError);
     expect(() => box.open(sealed.subarray(0, 10))).to.throw(SecretDecryptionError);
+  });
+});
+
+describe('webhooks: the per-endpoint bound', () => {
+  it('gives each endpoint at most its bound of slots; others are not affected', async () => {
+    const slots = createEndpointSlots(2, 0);
+    expect(await slots.acquire('a')).to.equal(true);
+    expect(await slots.acquire('a')).to.equal(true);
+    expect(await slots.acquire('a')).to.equal(false); // no wait allowed: busy at once
+    expect(await slots.acquire('b')).to.equal(true);
+    expect(slots.usage('a')).to.deep.equal({ inFlight: 2, waiting: 0 });
+    slots.release('a');
+    expect(await slots.acquire('a')).to.equal(true);
+  });
+
+  it('lets a delivery wait for a slot of its endpoint, in order, handed over on release', async () => {
+    const slots = createEndpointSlots(1, 1000);
+    await slots.acquire('a');
+    const order: string[] = [];
+    const second = slots.acquire('a').then((ok) => { order.push(`second ${ok}`); });
+    const third = slots.acquire('a').then((ok) => { order.push(`third ${ok}`); });
+    expect(slots.usage('a')).to.deep.equal({ inFlight: 1, waiting: 2 });
+    slots.release('a');
+    await second;
+    expect(order).to.deep.equal(['second true']);
+    expect(slots.usage('a')).to.deep.equal({ inFlight: 1, waiting: 1 });
+    slots.release('a');
+    await third;
+    slots.release('a');
+    expect(order).to.deep.equal(['second true', 'third true']);
+    expect(slots.usage('a')).to.deep.equal({ inFlight: 0, waiting: 0 });
+  });
+
+  it('gives up after the wait, leaving no trace', async () => {
+    const slots = createEndpointSlots(1, 30);
+    await slots.acquire('a');
+    const started = Date.now();
+    expect(await slots.acquire('a')).to.equal(false);
+    expect(Date.now() - started).to.be.at.least(25);
+    expect(slots.usage('a')).to.deep.equal({ inFlight: 1, waiting: 0 });
+    slots.release('a');
+    expect(slots.usage('a')).to.deep.equal({ inFlight: 0, waiting: 0 });
   });
 });
