@@ -6,12 +6,16 @@
 // after the last attempt, and an endpoint that has failed for WEBHOOK_DISABLE_AFTER is disabled.
 import { UnrecoverableError } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
+import { createBatcher } from '../shared/batch.js';
 import type { Logger } from '../shared/logger.js';
 import type { SecretBox } from '../shared/secrets.js';
 import type { Sender } from './sender.js';
 import { createEndpointSlots } from './endpoint-slots.js';
 import { DeliveryFailedError } from './webhook.jobs.js';
-import type { EndpointRecord, WebhookRepository } from './webhook.repository.js';
+import type { AttemptOutcome, DeliveryKey, EndpointRecord, RecordedAttempt, WebhookRepository } from './webhook.repository.js';
+
+/** Most deliveries read or recorded in one statement. */
+const BATCH_MAX = 100;
 
 export interface DeliverySettings {
   /** An endpoint failing without a success for this long is disabled. */
@@ -33,6 +37,13 @@ export function createDeliveryService(deps: {
   // Per sealed secret, its signer: a secret is opened (AES-GCM) and its HMAC key derived once,
   // not on every attempt. A rotation seals a new secret, which is a new entry.
   const signers = new Map<string, Webhook>();
+  // Deliveries finishing in the same turn of the event loop share their reads and writes.
+  const contextOf = createBatcher((keys: DeliveryKey[]) => repo.deliveryContexts(keys), { maxItems: BATCH_MAX });
+  const recordOne = createBatcher(async (items: RecordedAttempt[]) => {
+    await repo.recordAttempts(items);
+    return items.map(() => undefined);
+  }, { maxItems: BATCH_MAX });
+  const record = (eventId: string, endpointId: string, outcome: AttemptOutcome, wasFailing: boolean) => recordOne({ eventId, endpointId, outcome, wasFailing });
 
   function signer(sealed: Buffer): Webhook {
     const key = sealed.toString('base64');
@@ -69,7 +80,7 @@ export function createDeliveryService(deps: {
       let at: Date;
       let result;
       try {
-        const context = await repo.deliveryContext(eventId, endpointId);
+        const context = await contextOf({ eventId, endpointId });
         if (context?.status !== 'pending') return 'skipped';
         endpoint = context.endpoint;
         if (endpoint.status === 'disabled') {
@@ -87,11 +98,11 @@ export function createDeliveryService(deps: {
       const wasFailing = endpoint.failingSince !== null;
       const base = { at, durationMs: result.durationMs, statusCode: code, error: result.error, succeeded };
       if (succeeded) {
-        await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: 'succeeded' }, wasFailing);
+        await record(eventId, endpointId, { ...base, deliveryStatus: 'succeeded' }, wasFailing);
         return 'delivered';
       }
       if (code === 410) {
-        await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: 'the receiver answered 410 Gone' }, wasFailing);
+        await record(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: 'the receiver answered 410 Gone' }, wasFailing);
         logger.warn({ endpoint: endpointId }, 'webhook endpoint disabled: 410 Gone');
         throw new UnrecoverableError('410 Gone: endpoint disabled');
       }
@@ -102,12 +113,12 @@ export function createDeliveryService(deps: {
           await repo.resetFailingSince(endpointId, at);
         } else {
           const reason = `failing since ${failingSince.toISOString()}`;
-          await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: reason }, wasFailing);
+          await record(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: reason }, wasFailing);
           logger.warn({ endpoint: endpointId, failingSince }, 'webhook endpoint disabled: failing too long');
           throw new UnrecoverableError(`endpoint disabled: ${reason}`);
         }
       }
-      await repo.recordAttempt(eventId, endpointId, { ...base, deliveryStatus: lastAttempt ? 'failed' : 'pending' }, wasFailing);
+      await record(eventId, endpointId, { ...base, deliveryStatus: lastAttempt ? 'failed' : 'pending' }, wasFailing);
       throw new DeliveryFailedError(result.error ?? 'delivery failed', result.retryAfterMs);
     },
   };

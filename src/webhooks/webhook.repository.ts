@@ -33,7 +33,12 @@ export interface DeliveryRef { eventId: string; endpointId: string; replays: num
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
+export interface DeliveryKey { eventId: string; endpointId: string }
+
 export interface DeliveryContext { status: DeliveryStatus; body: string; endpoint: EndpointRecord }
+
+/** An attempt to record; `wasFailing`: the endpoint had failing_since set when the attempt read it. */
+export interface RecordedAttempt extends DeliveryKey { outcome: AttemptOutcome; wasFailing: boolean }
 
 export interface AttemptRecord {
   id: number; eventId: string; eventType: string; attemptedAt: Date; durationMs: number; statusCode: number | null; error: string | null; succeeded: boolean;
@@ -50,6 +55,12 @@ export interface AttemptOutcome {
   /** Disable the endpoint, with this reason (410 Gone, failing too long). */
   disable?: string;
 }
+
+/**
+ * Deliveries as `(event_id, endpoint_id)` pairs for an IN list of two or more (MariaDB 10.11
+ * reads the whole index for a one-pair list: a lone delivery is asked for by equality).
+ */
+const pairs = (keys: readonly DeliveryKey[]) => keys.map((k) => [k.eventId, k.endpointId]);
 
 export function createWebhookRepository(db: Sequelize) {
   return {
@@ -162,40 +173,69 @@ export function createWebhookRepository(db: Sequelize) {
     // ---- Deliveries ----
 
     /**
-     * What one delivery attempt needs, in one round trip: the delivery's status, the event's
-     * body and the endpoint. Undefined when the delivery (or its endpoint) is gone.
+     * What delivery attempts need, for many deliveries in one round trip: each delivery's
+     * status, its event's body and its endpoint, in the order asked; undefined for a delivery
+     * (or endpoint) that is gone.
      */
-    async deliveryContext(eventId: string, endpointId: string): Promise<DeliveryContext | undefined> {
-      const [row] = await select<EndpointRow & { delivery_status: DeliveryStatus; body: string }>(db,
-        `SELECT d.status AS delivery_status, ev.body, ${ENDPOINT_COLUMNS.replace(/(\w+)/g, 'ep.$1')}
-         FROM webhook_deliveries d
+    async deliveryContexts(keys: readonly DeliveryKey[]): Promise<Array<DeliveryContext | undefined>> {
+      if (!keys.length) return [];
+      const [first] = keys;
+      const sql = `SELECT d.event_id, d.status AS delivery_status, ev.body, ${ENDPOINT_COLUMNS.replace(/(\w+)/g, 'ep.$1')}
+         FROM webhook_deliveries d FORCE INDEX (PRIMARY)
          JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
-         JOIN webhook_events ev ON ev.id = d.event_id
-         WHERE d.event_id = $1 AND d.endpoint_id = $2`, [eventId, endpointId]);
-      return row && { status: row.delivery_status, body: row.body, endpoint: toEndpoint(row) };
+         JOIN webhook_events ev ON ev.id = d.event_id`;
+      type Row = EndpointRow & { event_id: string; delivery_status: DeliveryStatus; body: string };
+      const rows = keys.length === 1 && first
+        ? await select<Row>(db, `${sql} WHERE d.event_id = $1 AND d.endpoint_id = $2`, [first.eventId, first.endpointId])
+        : await select<Row>(db, `${sql} WHERE (d.event_id, d.endpoint_id) IN ($1)`, [pairs(keys)], undefined, { prepared: false });
+      const found = new Map(rows.map((r) => [`${r.event_id} ${r.id}`, r]));
+      return keys.map((k) => {
+        const row = found.get(`${k.eventId} ${k.endpointId}`);
+        return row && { status: row.delivery_status, body: row.body, endpoint: toEndpoint(row) };
+      });
     },
 
     /**
-     * Records one attempt, then its consequence on the delivery: two autocommitted statements in
-     * this order, so that a delivery is never marked done without its attempt on record (a crash
-     * between them leaves the delivery pending: it is sent again, and that attempt recorded too,
-     * which is at-least-once as promised). The endpoint row is written only when its state
-     * changes (`wasFailing` is what the attempt read), so that concurrent deliveries to one
-     * endpoint do not queue on its row lock.
+     * Records attempts (many in one round trip each), then their consequences on the
+     * deliveries, in this order, so that a delivery is never marked done without its attempt on
+     * record (a crash in between leaves it pending: it is sent again, and that attempt recorded
+     * too, which is at-least-once as promised). Successes are marked in one statement; other
+     * outcomes one by one (failures are the slow path). An endpoint row is written only when
+     * its state changes (`wasFailing` is what the attempt read), so that concurrent deliveries
+     * to one endpoint do not queue on its row lock.
      */
-    async recordAttempt(eventId: string, endpointId: string, o: AttemptOutcome, wasFailing: boolean): Promise<void> {
-      const error = o.error && truncate(o.error, 500);
-      await execute(db, `INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, error, succeeded)
-        VALUES ($1, $2, $3, $4, $5, $6, $7)`, [eventId, endpointId, o.at, Math.round(o.durationMs), o.statusCode, error, o.succeeded]);
-      await execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5
-        WHERE event_id = $1 AND endpoint_id = $2`, [eventId, endpointId, o.deliveryStatus, error, o.at]);
-      if (o.disable) {
-        await execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, failing_since = COALESCE(failing_since, $3), updated_at = $3 WHERE id = $1",
-          [endpointId, truncate(o.disable, 500), o.at]);
-      } else if (o.succeeded && wasFailing) {
-        await execute(db, 'UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId]);
-      } else if (!o.succeeded && !wasFailing) {
-        await execute(db, 'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1', [endpointId, o.at]);
+    async recordAttempts(items: readonly RecordedAttempt[]): Promise<void> {
+      if (!items.length) return;
+      const errorOf = (o: AttemptOutcome) => o.error && truncate(o.error, 500);
+      await execute(db, `INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, error, succeeded) VALUES $1`,
+        [items.map(({ eventId, endpointId, outcome: o }) => [eventId, endpointId, o.at, Math.round(o.durationMs), o.statusCode, errorOf(o), o.succeeded])],
+        undefined, { prepared: false });
+      const succeeded = items.filter((i) => i.outcome.deliveryStatus === 'succeeded');
+      if (succeeded.length) {
+        const at = new Date(Math.max(...succeeded.map((i) => i.outcome.at.getTime())));
+        const set = "UPDATE webhook_deliveries FORCE INDEX (PRIMARY) SET status = 'succeeded', attempts = attempts + 1, last_error = NULL, updated_at = $1";
+        const [one] = succeeded;
+        if (succeeded.length === 1 && one) await execute(db, `${set} WHERE event_id = $2 AND endpoint_id = $3`, [at, one.eventId, one.endpointId]);
+        else await execute(db, `${set} WHERE (event_id, endpoint_id) IN ($2)`, [at, pairs(succeeded)], undefined, { prepared: false });
+      }
+      for (const { eventId, endpointId, outcome: o } of items) {
+        if (o.deliveryStatus === 'succeeded') continue;
+        await execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5
+          WHERE event_id = $1 AND endpoint_id = $2`, [eventId, endpointId, o.deliveryStatus, errorOf(o), o.at]);
+      }
+      // Per endpoint, each change once (a batch often holds many deliveries to one endpoint).
+      const changed = new Set<string>();
+      for (const { endpointId, outcome: o, wasFailing } of items) {
+        if (o.disable) {
+          await execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, failing_since = COALESCE(failing_since, $3), updated_at = $3 WHERE id = $1",
+            [endpointId, truncate(o.disable, 500), o.at]);
+        } else if (o.succeeded && wasFailing && !changed.has(`${endpointId} ok`)) {
+          changed.add(`${endpointId} ok`);
+          await execute(db, 'UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId]);
+        } else if (!o.succeeded && !wasFailing && !changed.has(`${endpointId} failing`)) {
+          changed.add(`${endpointId} failing`);
+          await execute(db, 'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1', [endpointId, o.at]);
+        }
       }
     },
 

@@ -447,3 +447,61 @@ describe('webhooks: the SSRF guard at delivery', function () {
     }
   });
 });
+
+describe('webhooks: deliveries read and recorded in batches', () => {
+  it('reads many deliveries in one statement, in the order asked, and none that is not there', async () => {
+    const org = await newOrg();
+    const rx = await receiver();
+    try {
+      const a = await registered(org, `${rx.url}/a`);
+      const b = await registered(org, `${rx.url}/b`);
+      await createGuarantee(org, 'batched');
+      const { db, events } = await harness();
+      const rows = await eventually('two deliveries', async () => {
+        const r = await select<{ event_id: string; endpoint_id: string }>(db, 'SELECT event_id, endpoint_id FROM webhook_deliveries WHERE org_id = $1 ORDER BY endpoint_id', [org.orgId]);
+        return r.length === 2 && r;
+      });
+      const keys = rows.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id }));
+      const missing = { eventId: keys[0]?.eventId ?? '', endpointId: '01900000-0000-7000-8000-000000000000' };
+      const [body] = await select<{ body: string }>(db, 'SELECT body FROM webhook_events WHERE id = $1', [keys[0]?.eventId]);
+
+      const many = await events.repo.deliveryContexts([keys[1], missing, keys[0]].filter((k) => k !== undefined));
+      expect(many.map((c) => c?.endpoint.id)).to.deep.equal([keys[1]?.endpointId, undefined, keys[0]?.endpointId]);
+      expect(many[0]).to.include({ status: 'pending', body: body?.body });
+      expect([a.id, b.id]).to.include(many[2]?.endpoint.id);
+      const one = await events.repo.deliveryContexts([keys[0]].filter((k) => k !== undefined));
+      expect(one[0]?.endpoint.url).to.equal(many[2]?.endpoint.url);
+      expect(await events.repo.deliveryContexts([missing])).to.deep.equal([undefined]);
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('records many attempts at once: every attempt on record, successes marked in one statement, failures each with their error', async () => {
+    const org = await newOrg();
+    const rx = await receiver();
+    try {
+      const { id } = await registered(org, rx.url);
+      for (let i = 0; i < 3; i++) await createGuarantee(org, `recorded-${i}`);
+      const { db, events } = await harness();
+      const keys = (await eventually('three deliveries', async () => {
+        const r = await select<{ event_id: string }>(db, 'SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
+        return r.length === 3 && r;
+      })).map((r) => ({ eventId: r.event_id, endpointId: id }));
+      const at = new Date();
+      const ok = { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' } as const;
+      const bad = { at, durationMs: 5, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'pending' } as const;
+      await events.repo.recordAttempts(keys.map((k, i) => ({ ...k, outcome: i === 1 ? bad : ok, wasFailing: false })));
+      const deliveries = await select<{ event_id: string; status: string; attempts: number; last_error: string | null }>(db,
+        'SELECT event_id, status, attempts, last_error FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
+      expect(deliveries.map((d) => [d.status, d.attempts, d.last_error])).to.deep.equal([['succeeded', 1, null], ['pending', 1, 'HTTP 500'], ['succeeded', 1, null]]);
+      const log = await attempts(org, id);
+      expect(log.totalItems).to.equal(3);
+      expect(log.attempts.filter((x) => x.succeeded)).to.have.length(2);
+      const [endpoint] = await select<{ failing_since: Date | null }>(db, 'SELECT failing_since FROM webhook_endpoints WHERE id = $1', [id]);
+      expect(endpoint?.failing_since?.getTime()).to.equal(at.getTime());
+    } finally {
+      await rx.close();
+    }
+  });
+});

@@ -1,0 +1,36 @@
+import { expect } from 'chai';
+import { createBatcher } from '../../../src/shared/batch.js';
+
+describe('batching calls of one turn of the event loop', () => {
+  it('hands the calls of one turn to one run, each caller getting its own result', async () => {
+    const runs: number[][] = [];
+    const double = createBatcher((xs: number[]) => { runs.push(xs); return Promise.resolve(xs.map((x) => x * 2)); }, { maxItems: 100 });
+    expect(await Promise.all([double(1), double(2), double(3)])).to.deep.equal([2, 4, 6]);
+    expect(await double(4)).to.equal(8);
+    expect(runs).to.deep.equal([[1, 2, 3], [4]]);
+  });
+
+  it('runs a full batch at once, without waiting for the turn to end', async () => {
+    const runs: number[][] = [];
+    const same = createBatcher((xs: number[]) => { runs.push(xs); return Promise.resolve(xs); }, { maxItems: 2 });
+    const results = Promise.all([same(1), same(2), same(3)]);
+    expect(runs).to.deep.equal([[1, 2]]);
+    expect(await results).to.deep.equal([1, 2, 3]);
+    expect(runs).to.deep.equal([[1, 2], [3]]);
+  });
+
+  it('gives every caller of a failed run its error, and the next turn a run of its own', async () => {
+    let fail = true;
+    const flaky = createBatcher((xs: number[]) => (fail ? Promise.reject(new Error('database away')) : Promise.resolve(xs)), { maxItems: 10 });
+    const outcomes = await Promise.allSettled([flaky(1), flaky(2)]);
+    expect(outcomes.map((o) => o.status === 'rejected' && (o.reason as Error).message)).to.deep.equal(['database away', 'database away']);
+    fail = false;
+    expect(await flaky(3)).to.equal(3);
+  });
+
+  it('refuses a run that does not give one result per call', async () => {
+    const short = createBatcher((xs: number[]) => Promise.resolve(xs.slice(1)), { maxItems: 10 });
+    const outcomes = await Promise.allSettled([short(1), short(2)]);
+    expect(outcomes.every((o) => o.status === 'rejected')).to.equal(true);
+  });
+});
