@@ -175,6 +175,12 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     while (ids.some((r) => !byId.has(r.id))) await new Promise((r) => setTimeout(r, 20));
     const latencies = ids.map((r) => (byId.get(r.id) as number) - r.created_at.getTime());
     say(`event committed -> delivered, burst of ${ids.length} created at once (50 clients): p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`);
+    // Where the time went: written -> relayed to the queue -> attempted by the worker -> received.
+    const [stages] = await db.query(`SELECT ev.id, ev.created_at, ev.dispatched_at, MIN(a.attempted_at) AS attempted_at FROM webhook_events ev
+      JOIN webhook_attempts a ON a.event_id = ev.id WHERE ev.id IN (?) GROUP BY ev.id`, [ids.map((r) => r.id)]);
+    type Stages = { id: string; created_at: Date; dispatched_at: Date; attempted_at: Date };
+    const stage = (f: (r: Stages) => number) => { const xs = (stages as Stages[]).map(f); return `p50 ${pct(xs, 50).toFixed(0)} / p99 ${pct(xs, 99).toFixed(0)} ms`; };
+    say(`   written -> relayed ${stage((r) => r.dispatched_at.getTime() - r.created_at.getTime())}; relayed -> attempted ${stage((r) => r.attempted_at.getTime() - r.dispatched_at.getTime())}; attempted -> received ${stage((r) => (byId.get(r.id) as number) - r.attempted_at.getTime())}`);
     await stop(latencyWorker);
   } finally {
     redis.disconnect();

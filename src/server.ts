@@ -21,8 +21,10 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   const redis = producerConnection(config.REDIS_URL);
   watchRedisHealth(redis, metrics.registry, logger);
   const queues = openQueues(redis, config.QUEUE_PREFIX, logger);
-  // Events committed here (guarantee.created) are relayed to the delivery queue by this process.
-  const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
+  // Events committed here (guarantee.created) are relayed to the delivery queue by this
+  // process, on a connection of the relay's own (never queued behind requests).
+  const relayDb = createSequelize({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+  const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger, relayDb);
   const app = createApp({ config, logger, db, metrics, queues, events });
   const handle = app.callback();
   const server = createServer((req, res) => { void handle(req, res); });
@@ -54,6 +56,7 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
     await events.relay.stop();
     await queues.close();
     redis.disconnect();
+    await relayDb.close();
     await db.close();
     logger.info('shut down');
   })());

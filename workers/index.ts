@@ -50,8 +50,10 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   producer.on('error', (err) => log.warn({ err: err.message }, 'redis producer connection error'));
   const queues = openQueues(producer, config.QUEUE_PREFIX, log);
   const storage = createStorage(config);
-  // Events committed here (file.status.changed) are relayed by this process's relay.
-  const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, log);
+  // Events committed here (file.status.changed) are relayed by this process's relay, on a
+  // connection of its own.
+  const relayDb = createSequelize({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+  const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, log, relayDb);
   const repo = createFileRepository(db, events.outbox);
   const jobs = createFileJobs(queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS });
   const scans = createScanService({
@@ -137,6 +139,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       producer.disconnect();
       connection.disconnect();
       storage.client.destroy();
+      await relayDb.close();
       await db.close();
     },
   };
