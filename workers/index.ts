@@ -109,7 +109,9 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       });
       const deliveries = createDeliveryService({
         repo: events.repo, sender, secrets: createSecretBox(config.ENCRYPTION_KEY), logger: log,
-        settings: { disableAfterMs: config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000, endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY },
+        settings: {
+          disableAfterMs: config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000, endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY, attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+        },
       });
       const schedule = config.WEBHOOK_RETRY_SCHEDULE;
       run<DeliveryPayload, string>(WEBHOOK_QUEUE, async (job: Job<DeliveryPayload>, token) => {

@@ -13,7 +13,8 @@ export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opts: { m
     const batch = pending;
     pending = [];
     if (!batch.length) return;
-    run(batch.map((p) => p.item)).then((results) => {
+    // Through then(): a run that throws rather than rejects still settles every caller.
+    Promise.resolve().then(() => run(batch.map((p) => p.item))).then((results) => {
       if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} gave ${results.length} results`);
       batch.forEach((p, i) => p.resolve(results[i] as O));
     }).catch((err: unknown) => {

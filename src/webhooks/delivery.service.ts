@@ -24,6 +24,8 @@ export interface DeliverySettings {
   endpointConcurrency: number;
   /** How long a delivery waits for a slot of its endpoint before its job is put back (default 250 ms). */
   endpointWaitMs?: number;
+  /** The longest an attempt may take (WEBHOOK_TIMEOUT_MS). */
+  attemptTimeoutMs: number;
 }
 
 export type DeliveryOutcome = 'delivered' | 'skipped' | 'busy' | 'endpoint-disabled';
@@ -39,11 +41,11 @@ export function createDeliveryService(deps: {
   const signers = new Map<string, Webhook>();
   // Deliveries finishing in the same turn of the event loop share their reads and writes.
   const contextOf = createBatcher((keys: DeliveryKey[]) => repo.deliveryContexts(keys), { maxItems: BATCH_MAX });
-  const recordOne = createBatcher(async (items: RecordedAttempt[]) => {
-    await repo.recordAttempts(items);
-    return items.map(() => undefined);
-  }, { maxItems: BATCH_MAX });
-  const record = (eventId: string, endpointId: string, outcome: AttemptOutcome, wasFailing: boolean) => recordOne({ eventId, endpointId, outcome, wasFailing });
+  const recordOne = createBatcher((items: RecordedAttempt[]) => repo.recordAttempts(items), { maxItems: BATCH_MAX });
+  async function record(eventId: string, endpointId: string, outcome: AttemptOutcome, wasFailing: boolean): Promise<void> {
+    const err = await recordOne({ eventId, endpointId, outcome, wasFailing });
+    if (err) throw err;
+  }
 
   function signer(sealed: Buffer): Webhook {
     const key = sealed.toString('base64');
@@ -108,7 +110,7 @@ export function createDeliveryService(deps: {
       }
       const failingSince = endpoint.failingSince ?? at;
       if (at.getTime() - failingSince.getTime() >= settings.disableAfterMs) {
-        if (await repo.succeededSince(endpointId, failingSince)) {
+        if (await repo.succeededSince(endpointId, failingSince, settings.attemptTimeoutMs)) {
           // A success raced the failure that set failing_since: failing from now, as far as is known.
           await repo.resetFailingSince(endpointId, at);
         } else {

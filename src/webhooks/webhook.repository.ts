@@ -196,17 +196,22 @@ export function createWebhookRepository(db: Sequelize) {
     },
 
     /**
-     * Records attempts (many in one round trip each), then their consequences on the
-     * deliveries, in this order, so that a delivery is never marked done without its attempt on
-     * record (a crash in between leaves it pending: it is sent again, and that attempt recorded
-     * too, which is at-least-once as promised). Successes are marked in one statement; other
-     * outcomes one by one (failures are the slow path). An endpoint row is written only when
-     * its state changes (`wasFailing` is what the attempt read), so that concurrent deliveries
-     * to one endpoint do not queue on its row lock.
+     * Records attempts (many in one round trip), then their consequences on the deliveries,
+     * in this order, so that a delivery is never marked done without its attempt on record (a
+     * crash in between leaves it pending: it is sent again, and that attempt recorded too,
+     * which is at-least-once as promised). Successes are marked in one statement; other
+     * outcomes one by one (failures are the slow path), and never over a delivery that
+     * succeeded meanwhile (a replay's job and an older one may overlap). An endpoint row is
+     * written only when its state changes (`wasFailing` is what the attempt read), so that
+     * concurrent deliveries to one endpoint do not queue on its row lock.
+     *
+     * Returns, per item, the error that kept it from being recorded, if any: a statement that
+     * fails for one delivery (a lock wait, say) fails that delivery only.
      */
-    async recordAttempts(items: readonly RecordedAttempt[]): Promise<void> {
-      if (!items.length) return;
+    async recordAttempts(items: readonly RecordedAttempt[]): Promise<Array<Error | undefined>> {
+      if (!items.length) return [];
       const errorOf = (o: AttemptOutcome) => o.error && truncate(o.error, 500);
+      // Shared statements: their failure is every item's.
       await execute(db, `INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, error, succeeded) VALUES $1`,
         [items.map(({ eventId, endpointId, outcome: o }) => [eventId, endpointId, o.at, Math.round(o.durationMs), o.statusCode, errorOf(o), o.succeeded])],
         undefined, { prepared: false });
@@ -218,34 +223,49 @@ export function createWebhookRepository(db: Sequelize) {
         if (succeeded.length === 1 && one) await execute(db, `${set} WHERE event_id = $2 AND endpoint_id = $3`, [at, one.eventId, one.endpointId]);
         else await execute(db, `${set} WHERE (event_id, endpoint_id) IN ($2)`, [at, pairs(succeeded)], undefined, { prepared: false });
       }
-      for (const { eventId, endpointId, outcome: o } of items) {
+      // One item's statements: their failure is that item's.
+      const errors: Array<Error | undefined> = items.map(() => undefined);
+      const own = async (i: number, work: () => Promise<unknown>) => {
+        try {
+          await work();
+        } catch (err) {
+          errors[i] ??= err as Error;
+        }
+      };
+      for (const [i, { eventId, endpointId, outcome: o }] of items.entries()) {
         if (o.deliveryStatus === 'succeeded') continue;
-        await execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5
-          WHERE event_id = $1 AND endpoint_id = $2`, [eventId, endpointId, o.deliveryStatus, errorOf(o), o.at]);
+        await own(i, () => execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5
+          WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'`, [eventId, endpointId, o.deliveryStatus, errorOf(o), o.at]));
       }
       // Per endpoint, each change once (a batch often holds many deliveries to one endpoint).
       const changed = new Set<string>();
-      for (const { endpointId, outcome: o, wasFailing } of items) {
+      for (const [i, { endpointId, outcome: o, wasFailing }] of items.entries()) {
         if (o.disable) {
-          await execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, failing_since = COALESCE(failing_since, $3), updated_at = $3 WHERE id = $1",
-            [endpointId, truncate(o.disable, 500), o.at]);
+          await own(i, () => execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, failing_since = COALESCE(failing_since, $3), updated_at = $3 WHERE id = $1",
+            [endpointId, truncate(o.disable as string, 500), o.at]));
         } else if (o.succeeded && wasFailing && !changed.has(`${endpointId} ok`)) {
           changed.add(`${endpointId} ok`);
-          await execute(db, 'UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId]);
+          await own(i, () => execute(db, 'UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [endpointId]));
         } else if (!o.succeeded && !wasFailing && !changed.has(`${endpointId} failing`)) {
           changed.add(`${endpointId} failing`);
-          await execute(db, 'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1', [endpointId, o.at]);
+          await own(i, () => execute(db, 'UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, $2) WHERE id = $1', [endpointId, o.at]));
         }
       }
+      return errors;
     },
 
     /**
-     * Whether a delivery to the endpoint succeeded at or after `since`. Success clears the
-     * endpoint's failing_since only when the attempt saw it set, so a success racing a failure
-     * may leave it set: this is asked before disabling an endpoint for failing too long.
+     * Whether a delivery to the endpoint succeeded (finished) at or after `since`. Success
+     * clears the endpoint's failing_since only when the attempt saw it set, so a success
+     * racing a failure may leave it set: this is asked before disabling an endpoint for
+     * failing too long. `longestAttemptMs` bounds how long before `since` such an attempt
+     * may have started (the index on (endpoint_id, succeeded, attempted_at) keeps this a
+     * short range, however long the endpoint's history).
      */
-    async succeededSince(endpointId: string, since: Date): Promise<boolean> {
-      const rows = await select(db, 'SELECT 1 FROM webhook_attempts WHERE endpoint_id = $1 AND succeeded = 1 AND attempted_at >= $2 LIMIT 1', [endpointId, since]);
+    async succeededSince(endpointId: string, since: Date, longestAttemptMs: number): Promise<boolean> {
+      const rows = await select(db, `SELECT 1 FROM webhook_attempts
+        WHERE endpoint_id = $1 AND succeeded = 1 AND attempted_at >= $2 AND attempted_at + INTERVAL duration_ms * 1000 MICROSECOND >= $3 LIMIT 1`,
+      [endpointId, new Date(since.getTime() - longestAttemptMs), since]);
       return rows.length > 0;
     },
 

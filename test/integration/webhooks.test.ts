@@ -6,8 +6,9 @@ import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { createFileRepository } from '../../src/files/file.repository.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { select } from '../../src/shared/db/sequelize.js';
+import { createSequelize, select } from '../../src/shared/db/sequelize.js';
 import type { Resolver } from '../../src/webhooks/ssrf.js';
+import { createWebhookRepository } from '../../src/webhooks/webhook.repository.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
 import { appWith, configWith, eventually, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
 import { receiver, type Receiver, type Received } from '../support/receiver.js';
@@ -503,5 +504,66 @@ describe('webhooks: deliveries read and recorded in batches', () => {
     } finally {
       await rx.close();
     }
+  });
+  /** Three pending deliveries to one new endpoint, oldest event first. */
+  async function threeDeliveries(tag: string) {
+    const org = await newOrg();
+    const rx = await receiver();
+    await rx.close(); // nothing is sent in these tests: the repository is driven directly
+    const { id } = await registered(org, rx.url);
+    for (let i = 0; i < 3; i++) await createGuarantee(org, `${tag}-${i}`);
+    const { db } = await harness();
+    const keys = (await eventually('three deliveries', async () => {
+      const r = await select<{ event_id: string }>(db, 'SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
+      return r.length === 3 && r;
+    })).map((r) => ({ eventId: r.event_id, endpointId: id }));
+    const status = async () => (await select<{ status: string; attempts: number }>(db,
+      'SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id])).map((d) => `${d.status} ${d.attempts}`);
+    return { org, id, keys, status };
+  }
+
+  it('fails only the delivery whose own statement failed (a row lock held elsewhere), recording the others', async () => {
+    const { keys, status } = await threeDeliveries('locked');
+    const { db, config } = await harness();
+    // A repository on a pool with a one-second statement limit, so that the lock wait ends soon.
+    const quick = createSequelize({ url: config.DATABASE_URL, poolMax: 2, statementTimeoutMs: 1000 });
+    const t = await db.transaction();
+    try {
+      await select(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1 AND endpoint_id = $2 FOR UPDATE', [keys[0]?.eventId, keys[0]?.endpointId], t);
+      const at = new Date();
+      const failed = { at, durationMs: 5, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'failed' } as const;
+      const errors = await createWebhookRepository(quick).recordAttempts(keys.map((k) => ({ ...k, outcome: failed, wasFailing: true })));
+      expect(errors.map((e) => e !== undefined)).to.deep.equal([true, false, false]);
+    } finally {
+      await t.rollback();
+      await quick.close();
+    }
+    expect(await status()).to.deep.equal(['pending 0', 'failed 1', 'failed 1']);
+  });
+
+  it('never marks failed a delivery that succeeded meanwhile (an older job overlapping a replay\'s)', async () => {
+    const { keys, status } = await threeDeliveries('overlap');
+    const { events } = await harness();
+    const at = new Date();
+    const key = keys[0] as { eventId: string; endpointId: string };
+    await events.repo.recordAttempts([{ ...key, outcome: { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' }, wasFailing: false }]);
+    await events.repo.recordAttempts([{ ...key, outcome: { at, durationMs: 3, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'failed' }, wasFailing: false }]);
+    expect((await status())[0]).to.equal('succeeded 1');
+  });
+
+  it('counts a success as after failing_since when it finished after it, even if it started before', async () => {
+    const { keys, id } = await threeDeliveries('finished');
+    const { events } = await harness();
+    const since = new Date();
+    const started = (msBefore: number) => new Date(since.getTime() - msBefore);
+    const ok = (at: Date, durationMs: number) => ({ at, durationMs, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' } as const);
+    // Finished 100 ms before `since`: not after it.
+    await events.repo.recordAttempts([{ ...(keys[0] as { eventId: string; endpointId: string }), outcome: ok(started(600), 500), wasFailing: false }]);
+    expect(await events.repo.succeededSince(id, since, 15_000)).to.equal(false);
+    // Started 2 s before `since`, finished 1 s after it.
+    await events.repo.recordAttempts([{ ...(keys[1] as { eventId: string; endpointId: string }), outcome: ok(started(2000), 3000), wasFailing: false }]);
+    expect(await events.repo.succeededSince(id, since, 15_000)).to.equal(true);
+    // An attempt cannot have run longer than the attempt timeout: one that started earlier is not looked for.
+    expect(await events.repo.succeededSince(id, since, 1000)).to.equal(false);
   });
 });

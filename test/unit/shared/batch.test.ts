@@ -14,6 +14,7 @@ describe('batching calls of one turn of the event loop', () => {
     const runs: number[][] = [];
     const same = createBatcher((xs: number[]) => { runs.push(xs); return Promise.resolve(xs); }, { maxItems: 2 });
     const results = Promise.all([same(1), same(2), same(3)]);
+    await Promise.resolve(); // a microtask: the turn (and its setImmediate) has not ended
     expect(runs).to.deep.equal([[1, 2]]);
     expect(await results).to.deep.equal([1, 2, 3]);
     expect(runs).to.deep.equal([[1, 2], [3]]);
@@ -32,5 +33,10 @@ describe('batching calls of one turn of the event loop', () => {
     const short = createBatcher((xs: number[]) => Promise.resolve(xs.slice(1)), { maxItems: 10 });
     const outcomes = await Promise.allSettled([short(1), short(2)]);
     expect(outcomes.every((o) => o.status === 'rejected')).to.equal(true);
+  });
+  it('settles every caller of a run that throws instead of rejecting', async () => {
+    const throwing = createBatcher((): Promise<number[]> => { throw new Error('thrown'); }, { maxItems: 10 });
+    const outcomes = await Promise.allSettled([throwing(1), throwing(2)]);
+    expect(outcomes.map((o) => o.status)).to.deep.equal(['rejected', 'rejected']);
   });
 });

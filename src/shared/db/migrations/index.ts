@@ -4,6 +4,7 @@ import { migration as initial } from './0001-initial.js';
 import { migration as claimOwnerAndCreatedOrder } from './0002-claim-owner-and-created-order.js';
 import { migration as fileVerdicts } from './0003-file-verdicts.js';
 import { migration as webhooks } from './0004-webhooks.js';
+import { migration as webhookAttemptSuccesses } from './0005-webhook-attempt-successes.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -13,4 +14,4 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks];
+export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses];
