@@ -1,4 +1,4 @@
-// `npm run bench -- webhooks [--events N] [--burst N]`
+// `npm run bench -- webhooks [--events N] [--burst N] [--rounds N]`
 //
 // Webhook deliveries against the bench profile's real servers, the service run as production
 // runs it (compiled; the Procfile's web and `worker webhooks` processes):
@@ -7,7 +7,8 @@
 //   deliveries/s are taken at a local receiver from the first delivery to the last. The raw
 //   baseline, in the same run, delivers N jobs of the same bodies with a minimal BullMQ worker
 //   process (HMAC-SHA256, an undici Pool, one INSERT per attempt: bench/webhooks-raw-worker.ts)
-//   at the same concurrency, timed the same way. Also a bare undici POST loop to the receiver.
+//   at the same concurrency, timed the same way; the two alternate, 2 rounds each by default.
+//   Also a bare undici POST loop to the receiver.
 // - latency: a burst of M guarantees created at once through the API with the worker running;
 //   event committed (its timestamp) → received, p50 and p99.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -31,9 +32,11 @@ const pct = (xs: number[], p: number) => { const s = [...xs].sort((a, b) => a - 
 export async function benchWebhooks(argv: string[]): Promise<void> {
   let events = 5000;
   let burst = 1000;
+  let rounds = 2;
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--events') events = Number(argv[++i]);
     else if (argv[i] === '--burst') burst = Number(argv[++i]);
+    else if (argv[i] === '--rounds') rounds = Number(argv[++i]);
     else throw new Error(`unknown option ${argv[i]}`);
   }
   const { env, started } = await up('bench', ['mariadb', 'redis']);
@@ -120,37 +123,51 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     const { webhookId } = await reg.json() as { webhookId: string };
     if (reg.status !== 200) throw new Error(`register answered ${reg.status}`);
 
-    // Throughput: the service.
-    log(`creating ${events} guarantees (no worker running)`);
-    await createMany(events, 32, 'tp');
-    for (let i = 0; i < 200 && (await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`)) < events; i++) await new Promise((r) => setTimeout(r, 50));
-    arrivals = [];
-    const worker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
-    const cpu0 = cpuSeconds(processes);
-    const db0 = await dbStatus();
-    await waitArrivals(events);
-    const serviceCpu = cpuDelta(cpu0, cpuSeconds(processes));
-    const serviceDb = perDelivery(db0, await dbStatus(), events);
-    const serviceRate = rate(arrivals);
-    await stop(worker);
+    // Throughput: the service and the raw baseline, alternating, `rounds` times each (this
+    // machine's noise moves either by a fifth from one run to the next).
+    const serviceRates: number[] = [];
+    const rawRates: number[] = [];
+    let serviceCpu = '';
+    let rawCpu = '';
+    let serviceDb = '';
+    let rawDb = '';
+    let rows: Array<{ id: string; body: string }> = [];
+    for (let round = 1; round <= rounds; round++) {
+      log(`round ${round}: creating ${events} guarantees (no worker running)`);
+      await createMany(events, 32, `tp${round}`);
+      for (let i = 0; i < 200 && (await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`)) < events; i++) await new Promise((r) => setTimeout(r, 50));
+      arrivals = [];
+      const worker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
+      const cpu0 = cpuSeconds(processes);
+      const db0 = await dbStatus();
+      await waitArrivals(events);
+      serviceCpu = cpuDelta(cpu0, cpuSeconds(processes));
+      serviceDb = perDelivery(db0, await dbStatus(), events);
+      serviceRates.push(rate(arrivals));
+      await stop(worker);
 
-    // Throughput: the raw baseline, same bodies, same concurrency.
-    const [rows] = await db.query('SELECT id, body FROM webhook_events WHERE org_id = ? ORDER BY id LIMIT ?', [orgId, events]);
-    const rawQueue = new Queue('raw-deliveries', { connection: redis, prefix: config.QUEUE_PREFIX });
-    await rawQueue.addBulk((rows as Array<{ id: string; body: string }>).map((r) => ({ name: 'raw', data: { id: r.id, body: r.body }, opts: { removeOnComplete: true } })));
-    arrivals = [];
-    const raw = await startProcess(['--import', 'tsx', 'bench/webhooks-raw-worker.ts', 'raw-deliveries', config.QUEUE_PREFIX, target, String(config.WEBHOOK_CONCURRENCY), webhookId], 'raw worker ready');
-    const cpu1 = cpuSeconds(processes);
-    const db1 = await dbStatus();
-    await waitArrivals(events);
-    const rawCpu = cpuDelta(cpu1, cpuSeconds(processes));
-    const rawDb = perDelivery(db1, await dbStatus(), events);
-    const rawRate = rate(arrivals);
-    await stop(raw);
-    await rawQueue.close();
+      // The raw baseline: the same bodies, the same concurrency.
+      const [latest] = await db.query('SELECT id, body FROM webhook_events WHERE org_id = ? ORDER BY id DESC LIMIT ?', [orgId, events]);
+      rows = latest as Array<{ id: string; body: string }>;
+      const rawQueue = new Queue('raw-deliveries', { connection: redis, prefix: config.QUEUE_PREFIX });
+      await rawQueue.addBulk(rows.map((r) => ({ name: 'raw', data: { id: r.id, body: r.body }, opts: { removeOnComplete: true } })));
+      arrivals = [];
+      const raw = await startProcess(['--import', 'tsx', 'bench/webhooks-raw-worker.ts', 'raw-deliveries', config.QUEUE_PREFIX, target, String(config.WEBHOOK_CONCURRENCY), webhookId], 'raw worker ready');
+      const cpu1 = cpuSeconds(processes);
+      const db1 = await dbStatus();
+      await waitArrivals(events);
+      rawCpu = cpuDelta(cpu1, cpuSeconds(processes));
+      rawDb = perDelivery(db1, await dbStatus(), events);
+      rawRates.push(rate(arrivals));
+      await stop(raw);
+      await rawQueue.close();
+      say(`round ${round}: service ${serviceRates[round - 1]?.toFixed(0)}/s | raw ${rawRates[round - 1]?.toFixed(0)}/s | service/raw ${((serviceRates[round - 1] ?? 0) / (rawRates[round - 1] ?? 1)).toFixed(2)}`);
+    }
+    const serviceRate = serviceRates.reduce((a, b) => a + b, 0) / rounds;
+    const rawRate = rawRates.reduce((a, b) => a + b, 0) / rounds;
 
     // A bare undici POST loop, same concurrency.
-    const body = (rows as Array<{ body: string }>)[0]?.body ?? '{}';
+    const body = rows[0]?.body ?? '{}';
     const pool = new Pool(new URL(target).origin, { connections: 32 });
     arrivals = [];
     let sent = 0;
@@ -159,11 +176,11 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     }));
     const bareRate = rate(arrivals);
     await pool.close();
-    say(`throughput, ${events} deliveries, concurrency ${config.WEBHOOK_CONCURRENCY}: service ${serviceRate.toFixed(0)}/s | raw BullMQ+HMAC+undici+INSERT ${rawRate.toFixed(0)}/s | bare undici loop ${bareRate.toFixed(0)}/s | service/raw ${(serviceRate / rawRate).toFixed(2)} | service/bare ${(serviceRate / bareRate).toFixed(3)}`);
-    say(`   CPU seconds, service: ${serviceCpu}`);
-    say(`   CPU seconds, raw: ${rawCpu}`);
-    say(`   database, per delivery, service: ${serviceDb}`);
-    say(`   database, per delivery, raw: ${rawDb}`);
+    say(`throughput, ${events} deliveries x ${rounds} rounds, concurrency ${config.WEBHOOK_CONCURRENCY}, means: service ${serviceRate.toFixed(0)}/s | raw BullMQ+HMAC+undici+INSERT ${rawRate.toFixed(0)}/s | bare undici loop ${bareRate.toFixed(0)}/s | service/raw ${(serviceRate / rawRate).toFixed(2)} | service/bare ${(serviceRate / bareRate).toFixed(3)}`);
+    say(`   CPU seconds, last round, service: ${serviceCpu}`);
+    say(`   CPU seconds, last round, raw: ${rawCpu}`);
+    say(`   database, per delivery, last round, service: ${serviceDb}`);
+    say(`   database, per delivery, last round, raw: ${rawDb}`);
 
     // Latency: a burst with the worker running.
     const latencyWorker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');

@@ -36,13 +36,22 @@ export function createSender(opts: { resolver: Resolver; policy: AddressPolicy; 
     keepAliveTimeout: 4_000,
   });
   const userAgent = opts.userAgent ?? 'GuaranteeRegistry-Webhooks/1';
+  // The policy's answer per literal address (the policy never changes in a process).
+  const literals = new Map<string, string | undefined>();
+  const literalRefusal = (host: string): string | undefined => {
+    if (!literals.has(host)) {
+      if (literals.size >= 1000) literals.clear();
+      literals.set(host, opts.policy.refusal(host));
+    }
+    return literals.get(host);
+  };
   return {
     async send(url, headers, body) {
       const started = performance.now();
       const target = new URL(url);
       const host = hostOf(target);
       // A literal address never goes through the lookup hook: checked here.
-      const literal = isIP(host) ? opts.policy.refusal(host) : undefined;
+      const literal = isIP(host) ? literalRefusal(host) : undefined;
       if (literal) return { statusCode: null, durationMs: 0, error: `refused: ${literal}` };
       try {
         const res = await agent.request({
