@@ -24,7 +24,10 @@ export function watchRedisHealth(connection: Redis, registry: Registry, logger: 
     if (value !== last) (value ? logger.info.bind(logger) : logger.warn.bind(logger))({ redis: value ? 'up' : 'down', why }, value ? 'redis reachable' : 'redis unreachable');
     last = value;
   };
-  set(connection.status === 'ready' ? 1 : 0, connection.status);
+  // A connection still being made at start-up is not an outage: the gauge says 0, and a line is
+  // logged only once it is ready or fails.
+  if (connection.status === 'ready') set(1, 'ready');
+  else up.set(0);
   connection.on('ready', () => set(1, 'ready'));
   connection.on('error', (err: Error) => set(0, err.message));
   connection.on('end', () => set(0, 'connection ended'));

@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { Registry } from 'prom-client';
 import { eventually, harness } from '../support/harness.js';
@@ -26,6 +27,22 @@ describe('Redis health as a metric', () => {
     } finally {
       healthy.disconnect();
       broken.disconnect();
+    }
+  });
+
+  it('logs no outage while the first connection is still being made, and one line once it is ready', async () => {
+    const { config } = await harness();
+    const lines: Array<{ msg: string }> = [];
+    const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(JSON.parse(chunk.toString()) as { msg: string }); done(); } });
+    const connection = producerConnection(config.REDIS_URL);
+    try {
+      expect(connection.status).to.not.equal('ready');
+      watchRedisHealth(connection, new Registry(), createLogger('info', sink));
+      await eventually('the connection to be ready', () => connection.status === 'ready', 5000);
+      await eventually('a line saying Redis is reachable', () => lines.some((l) => l.msg === 'redis reachable'), 2000);
+      expect(lines.map((l) => l.msg)).to.deep.equal(['redis reachable']);
+    } finally {
+      connection.disconnect();
     }
   });
 });
