@@ -76,7 +76,12 @@ const schema = z.object({
   WEBHOOK_ENDPOINT_CONCURRENCY: int(1, 1000).default(10),
   /** After a secret rotation, how long the previous secret keeps signing too. */
   WEBHOOK_SECRET_GRACE_SECONDS: int(0, 30 * 24 * 3600).default(24 * 3600),
+  /** At most this long between notarization batches (a cycle also runs full batches at once). */
   NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
+  /** Records per notarization batch (one Merkle tree, one anchor transaction). */
+  NOTARIZATION_BATCH_SIZE: int(1, 100_000).default(1000),
+  /** Where batch roots are anchored: the embedded hash-chained ledger (an EVM chain is to come). */
+  NOTARIZATION_ANCHOR: z.enum(['ledger']).default('ledger'),
   MAX_UPLOAD_BYTES: int(1, 5 * 1024 ** 3).default(50 * 1024 * 1024),
   /** Browser origins allowed to upload straight to the bucket (its CORS rule); empty: none. */
   UPLOAD_CORS_ORIGINS: z.string().default('').transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))

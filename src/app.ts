@@ -10,6 +10,9 @@ import { registerStorageEventRoutes } from './files/storage-events.routes.js';
 import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
 import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { createGuaranteeService } from './guarantees/guarantee.service.js';
+import { createNotarizationRepository } from './notarization/notarization.repository.js';
+import { registerNotarizationRoutes } from './notarization/notarization.routes.js';
+import { createProofService } from './notarization/notarization.service.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { authenticate, type AuthState } from './orgs/auth.middleware.js';
 import { createOrgRepository } from './orgs/org.repository.js';
@@ -90,6 +93,7 @@ export function createApp(deps: AppDeps): Koa {
   const router = new Router<AuthState>({ sensitive: true });
   registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
   registerGuaranteeRoutes(router, guarantees);
+  registerNotarizationRoutes(router, guarantees, createProofService(createNotarizationRepository(db)));
   registerFileRoutes(router, files);
   registerWebhookRoutes(router, webhooks);
   registerStorageEventRoutes(router, files, config.ENCRYPTION_KEY[0] as Buffer);

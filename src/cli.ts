@@ -6,7 +6,12 @@
 //   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
 //   migrate                applies pending database migrations, the bucket's CORS rule and upload events
 //   secrets reencrypt      re-seals every stored secret under the first ENCRYPTION_KEY (after a rotation)
+//   verify <file> [<file>] checks a notarization proof offline (one file {guarantee, proof}, or the
+//                          guarantee's JSON and the proof's), then against the anchor when reachable
+import { readFileSync } from 'node:fs';
 import { getConfig } from '../config/index.js';
+import { createLedgerAnchor } from './notarization/ledger.anchor.js';
+import { verifyProof } from './notarization/proof.js';
 import { createOrgRepository } from './orgs/org.repository.js';
 import { createOrgService } from './orgs/org.service.js';
 import { migrate } from './shared/db/migrator.js';
@@ -23,12 +28,61 @@ const USAGE = `usage:
   cli key create <orgId>
   cli key revoke <keyPrefix>
   cli migrate
-  cli secrets reencrypt`;
+  cli secrets reencrypt
+  cli verify <file with {"guarantee": ..., "proof": ...}>
+  cli verify <guarantee.json> <proof.json>`;
 
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
+/**
+ * Checks a proof offline, then against its anchor when this machine reaches it (the ledger:
+ * the service's database, when DATABASE_URL is configured). 0 verified, 1 not, 2 unreadable.
+ */
+async function verifyCommand(files: string[]): Promise<number> {
+  let guarantee: unknown;
+  let proof: unknown;
+  try {
+    const parsed = files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as Record<string, unknown>);
+    [guarantee, proof] = parsed.length === 1 ? [parsed[0]?.guarantee, parsed[0]?.proof] : parsed;
+  } catch (err) {
+    say(`cannot read ${files.join(' and ')}: ${(err as Error).message}`);
+    return 2;
+  }
+  const result = verifyProof(guarantee, proof);
+  for (const c of result.checks) say(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}${c.detail ? ` (${c.detail})` : ''}`);
+  let ok = result.ok;
+  if (ok && result.proof?.anchor.kind === 'ledger') {
+    let config;
+    try { config = getConfig(); } catch { config = undefined; }
+    if (!config) say('skip the ledger itself: no database configured (DATABASE_URL); the proof holds offline');
+    else {
+      const db = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
+      try {
+        const found = await createLedgerAnchor(db).check(result.proof.anchor.txHash);
+        // The proof's entry hashes to txHash (checked above), and so does the ledger's (check()).
+        say(`${found ? 'ok  ' : 'FAIL'} the ledger holds an entry with this hash`);
+        if (found) say(`${found.intact ? 'ok  ' : 'FAIL'} the ledger's chain from this entry to its head is intact${found.problem ? ` (${found.problem})` : ''}`);
+        ok = found?.intact === true;
+      } catch (err) {
+        say(`skip the ledger itself: the database did not answer (${(err as Error).message}); the proof holds offline`);
+      } finally {
+        await db.close();
+      }
+    }
+  }
+  process.stdout.write(ok ? 'verified\n' : 'NOT verified\n');
+  return ok ? 0 : 1;
+}
+
 export async function runCli(argv: string[]): Promise<number> {
   const [noun, verb, arg] = argv;
+  if (noun === 'verify') {
+    if (argv.length < 2 || argv.length > 3) {
+      say(USAGE);
+      return 2;
+    }
+    return verifyCommand(argv.slice(1));
+  }
   const config = getConfig();
   if (noun === 'migrate' && verb === undefined) {
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));

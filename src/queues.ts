@@ -3,6 +3,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { FileQueue, type FileQueues } from './files/file.jobs.js';
+import { NOTARIZATION_QUEUE, type NotarizationQueue } from './notarization/notarization.jobs.js';
 import type { Logger } from './shared/logger.js';
 import { MAINTENANCE_QUEUE, type MaintenancePayload } from './shared/maintenance.jobs.js';
 import { WEBHOOK_QUEUE, type WebhookQueue } from './webhooks/webhook.jobs.js';
@@ -10,6 +11,7 @@ import { WEBHOOK_QUEUE, type WebhookQueue } from './webhooks/webhook.jobs.js';
 export interface Queues extends FileQueues {
   maintenance: Queue<MaintenancePayload>;
   webhooks: WebhookQueue;
+  notarization: NotarizationQueue;
 }
 
 export type OpenQueues = Queues & { all: Queue[]; close(): Promise<void> };
@@ -26,6 +28,7 @@ export function openQueues(connection: Redis, prefix: string, logger: Logger): O
     scans: open<Queues['scans']>(FileQueue.scans),
     signatures: open<Queues['signatures']>(FileQueue.signatures),
     webhooks: open<Queues['webhooks']>(WEBHOOK_QUEUE),
+    notarization: open<Queues['notarization']>(NOTARIZATION_QUEUE),
   };
   const all: Queue[] = Object.values(queues);
   return { ...queues, all, close: async () => { await Promise.all(all.map((q) => q.close())); } };

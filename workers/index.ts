@@ -4,6 +4,7 @@
 //   scan         watches for uploads (polling, hints) and scans them with clamd
 //   signature    checks .p7m signatures of public v2 documents, on worker threads
 //   webhooks     delivers webhook events (signed, retried); relays outbox events nobody relayed
+//   notarization batches the digests of records whose docs are settled and anchors their Merkle roots
 import { readFileSync } from 'node:fs';
 import { DelayedError, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 import { getConfig, type Config } from '../config/index.js';
@@ -14,6 +15,11 @@ import { createScanService } from '../src/files/scan.service.js';
 import { MAX_ENVELOPE_BYTES } from '../src/files/p7m/p7m.limits.js';
 import { createVerifyPool } from '../src/files/signature.pool.js';
 import { createSignatureService } from '../src/files/signature.service.js';
+import { createGuaranteeRepository } from '../src/guarantees/guarantee.repository.js';
+import { createLedgerAnchor } from '../src/notarization/ledger.anchor.js';
+import { NOTARIZATION_QUEUE, scheduleNotarization, type NotarizationPayload } from '../src/notarization/notarization.jobs.js';
+import { createNotarizationRepository } from '../src/notarization/notarization.repository.js';
+import { createNotarizationService } from '../src/notarization/notarization.service.js';
 import { openQueues } from '../src/queues.js';
 import { createSequelize } from '../src/shared/db/sequelize.js';
 import { createIdempotencyStore } from '../src/shared/idempotency.js';
@@ -28,7 +34,7 @@ import { createSender } from '../src/webhooks/sender.js';
 import { createAddressPolicy, systemResolver, type Resolver } from '../src/webhooks/ssrf.js';
 import { BACKOFF_TYPE, retryDelay, WEBHOOK_QUEUE, type DeliveryPayload } from '../src/webhooks/webhook.jobs.js';
 
-export const WORKER_NAMES = ['maintenance', 'scan', 'signature', 'webhooks'] as const;
+export const WORKER_NAMES = ['maintenance', 'scan', 'signature', 'webhooks', 'notarization'] as const;
 export type WorkerName = (typeof WORKER_NAMES)[number];
 
 export interface RunningWorkers { close(): Promise<void> }
@@ -127,6 +133,16 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       });
       events.relay.start(RELAY_EVERY_MS, RELAY_MIN_AGE_MS);
       closers.push(() => sender.close());
+    },
+    notarization: async () => {
+      // NOTARIZATION_ANCHOR: the embedded ledger (the only kind so far).
+      const anchor = createLedgerAnchor(db);
+      const notary = createNotarizationService({
+        repo: createNotarizationRepository(db), guarantees: createGuaranteeRepository(db), outbox: events.outbox, anchor,
+        batchSize: config.NOTARIZATION_BATCH_SIZE, logger: log,
+      });
+      await scheduleNotarization(queues.notarization, config.NOTARIZATION_INTERVAL_MS);
+      run<NotarizationPayload, string>(NOTARIZATION_QUEUE, async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' }, 1);
     },
   };
 

@@ -10,14 +10,14 @@ interface Row {
   cig: string | null; batch_code: string | null;
   garanted_amount: string | null; contract_amount: string | null; is_automatic_renewal: number | null;
   note_shared: string; sign_emission_at: Date | null; tx_hash: string | null;
-  notarization_status: NotarizationStatus | null; created_at: Date; request_hash: Buffer;
+  notarization_status: NotarizationStatus | null; notarization_reason: string | null; created_at: Date; request_hash: Buffer;
   doc_position: number | null; doc_type: ActType | null; doc_key: string | null; doc_name: string | null;
   doc_notarized_at: Date | null; doc_checksum: string | null;
 }
 
 const COLUMNS = `g.id, g.org_id, g.transaction_id, g.policy_number, g.act_type, g.check_code, g.emitted_at,
   g.effective_at, g.expires_at, g.is_fixed_expiry, g.cig, g.batch_code, g.garanted_amount, g.contract_amount,
-  g.is_automatic_renewal, g.note_shared, g.sign_emission_at, g.tx_hash, g.notarization_status, g.created_at,
+  g.is_automatic_renewal, g.note_shared, g.sign_emission_at, g.tx_hash, g.notarization_status, g.notarization_reason, g.created_at,
   g.request_hash, d.position AS doc_position, d.type AS doc_type, d.file_key AS doc_key,
   d.original_file_name AS doc_name, d.notarized_at AS doc_notarized_at, f.checksum AS doc_checksum`;
 
@@ -63,6 +63,7 @@ function recordOf(r: Row): GuaranteeRecord {
     signEmissionAt: r.sign_emission_at,
     txHash: r.tx_hash,
     notarizationStatus: r.notarization_status,
+    notarizationReason: r.notarization_reason,
     createdAt: r.created_at,
     docs: [],
   };
@@ -130,6 +131,14 @@ export function createGuaranteeRepository(db: Sequelize) {
     async findByTransactionId(orgId: string, transactionId: string): Promise<{ record: GuaranteeRecord; requestHash: Buffer } | undefined> {
       const rows = await select<Row>(db, GUARANTEE_SQL.findByTransactionId, [orgId, transactionId]);
       return fold(rows)[0];
+    },
+
+    /** The guarantees `ids` (of any organization: for the workers), in id order. */
+    async findByIds(ids: readonly string[]): Promise<GuaranteeRecord[]> {
+      if (!ids.length) return [];
+      const marks = ids.map((_, i) => `$${i + 1}`).join(', ');
+      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.id IN (${marks}) ORDER BY g.id, d.position`, [...ids], undefined, { prepared: false });
+      return fold(rows).map((r) => r.record);
     },
 
     /** The organization's number of guarantees: one primary-key read of its counter. */

@@ -158,6 +158,7 @@ export const guaranteeV2 = z.object({
   createdAt: iso,
   id: z.string(),
   orgId: z.string(),
+  notarizationReason: z.string().optional().meta({ description: 'Present only when the record will never be notarized: why (a doc ended Infected or Error). notarizationStatus then stays PENDING.' }),
 }).meta({ id: 'GuaranteeV2' });
 
 export type GuaranteeV1 = z.infer<typeof guaranteeV1>;

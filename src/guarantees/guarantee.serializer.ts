@@ -38,7 +38,7 @@ function doc(d: DocRecord, v2: boolean): DocV2 {
 function serialize(g: GuaranteeRecord, v2: boolean): GuaranteeV2 {
   const docs: DocV2[] = new Array<DocV2>(g.docs.length);
   for (let i = 0; i < g.docs.length; i++) docs[i] = doc(g.docs[i] as DocRecord, v2);
-  return {
+  const out: GuaranteeV2 = {
     details: details(g, v2),
     economics: { garantedAmount: g.economics.garantedAmount, contractAmount: g.economics.contractAmount, isAutomaticRenewal: g.economics.isAutomaticRenewal },
     note: { shared: g.noteShared },
@@ -50,6 +50,9 @@ function serialize(g: GuaranteeRecord, v2: boolean): GuaranteeV2 {
     id: g.id,
     orgId: g.orgId,
   };
+  // v2 says why a record stays PENDING for ever (CONTRACT "Notarization").
+  if (v2 && g.notarizationReason !== null) out.notarizationReason = g.notarizationReason;
+  return out;
 }
 
 export const toV1 = (g: GuaranteeRecord): GuaranteeV1 => serialize(g, false);

@@ -116,7 +116,7 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
         if (place === undefined) throw new NotFoundError('The organization no longer exists.');
         const { createdAt } = place;
         const record: GuaranteeRecord = {
-          ...g, id: uuidv7({ msecs: createdAt.getTime() }), orgId, createdAt, txHash: null, notarizationStatus: 'PENDING',
+          ...g, id: uuidv7({ msecs: createdAt.getTime() }), orgId, createdAt, txHash: null, notarizationStatus: 'PENDING', notarizationReason: null,
           docs: g.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null, notarizedAt: null })),
         };
         await repo.insert({ ...record, requestHash: hash }, t);

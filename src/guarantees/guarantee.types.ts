@@ -46,5 +46,7 @@ export interface GuaranteeRecord extends NewGuarantee {
   createdAt: Date;
   txHash: string | null;
   notarizationStatus: NotarizationStatus | null;
+  /** Why the record will never be notarized (a doc ended Infected or Error); null otherwise. */
+  notarizationReason: string | null;
   docs: DocRecord[];
 }

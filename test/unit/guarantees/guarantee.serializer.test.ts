@@ -13,6 +13,7 @@ const base: GuaranteeRecord = {
   signEmissionAt: null,
   txHash: null,
   notarizationStatus: 'PENDING',
+  notarizationReason: null,
   createdAt: new Date('2025-05-01T12:00:00.5Z'),
   docs: [],
 };
@@ -51,5 +52,13 @@ describe('guarantee serializers', () => {
     expect(v1.createdAt).to.equal('2025-05-01T12:00:00.500Z');
     expect(v1.sign.emissionAt).to.equal('2024-12-31T22:00:00.000Z');
     expect(v1.economics).to.deep.equal({ garantedAmount: 10.5, contractAmount: 0, isAutomaticRenewal: true });
+  });
+
+  it('shows why a record will never be notarized in v2 only, and leaves the field out otherwise', () => {
+    const blocked = { ...base, notarizationReason: 'Doc k.pdf is Infected: the record will not be notarized.' };
+    expect(toV2(blocked).notarizationReason).to.equal(blocked.notarizationReason);
+    expect(toV1(blocked)).to.not.have.property('notarizationReason');
+    expect(toV2(base)).to.not.have.property('notarizationReason');
+    expect(guaranteeV2.safeParse(toV2(blocked)).success).to.equal(true);
   });
 });

@@ -5,6 +5,7 @@ import { migration as claimOwnerAndCreatedOrder } from './0002-claim-owner-and-c
 import { migration as fileVerdicts } from './0003-file-verdicts.js';
 import { migration as webhooks } from './0004-webhooks.js';
 import { migration as webhookAttemptSuccesses } from './0005-webhook-attempt-successes.js';
+import { migration as notarization } from './0006-notarization.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -14,4 +15,4 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses];
+export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization];

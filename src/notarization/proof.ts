@@ -1,0 +1,88 @@
+// A record's notarization proof as served by GET /api/v2/guarantees/{ID}/proof, and its
+// verification, offline: from the guarantee's JSON to its digest, from the digest up the
+// Merkle path to the root, and from the root to the anchor's record of it. The CLI's `verify`
+// and the tests use this; a third party can redo every step from the README.
+import { z } from 'zod';
+import { guaranteeV2, type GuaranteeV2 } from '../guarantees/guarantee.schemas.js';
+import { ANCHOR_KINDS } from './anchor.js';
+import { CANONICAL_SCHEMA, guaranteeDigest } from './canonical.js';
+import { LEDGER_SCHEMA, ledgerEntryHash, type LedgerEntry } from './ledger.anchor.js';
+import { rootFromPath } from './merkle.js';
+
+const hex64 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits');
+
+const ledgerEntry = z.object({
+  schema: z.literal(LEDGER_SCHEMA), seq: z.number().int().positive(), prevHash: hex64, root: hex64, size: z.number().int().positive(), recordedAt: z.string(),
+}).meta({ id: 'LedgerEntry', description: 'The ledger entry that holds the root; its RFC 8785 JSON hashes (SHA-256) to txHash.' });
+
+export const notarizationProof = z.object({
+  guaranteeId: z.string(),
+  notarizationStatus: z.literal('COMPLETE'),
+  canonicalization: z.literal(CANONICAL_SCHEMA).meta({ description: 'The projection and serialization the digest is computed over (README "Notarization").' }),
+  digest: hex64.meta({ description: 'SHA-256 of the record\'s canonical form.' }),
+  leafIndex: z.number().int().nonnegative(),
+  batchSize: z.number().int().positive(),
+  path: z.array(z.object({ side: z.enum(['left', 'right']), hash: hex64 })).meta({ description: 'Sibling hashes from the leaf up to the root (RFC 6962 tree: leaf = SHA-256(0x00||digest), node = SHA-256(0x01||left||right)).' }),
+  root: hex64,
+  anchor: z.object({
+    kind: z.enum(ANCHOR_KINDS),
+    txHash: z.string(),
+    anchoredAt: z.string(),
+    entry: ledgerEntry.optional(),
+    chainId: z.number().int().optional(),
+    blockNumber: z.number().int().optional(),
+    from: z.string().optional(),
+  }),
+}).meta({ id: 'NotarizationProof' });
+
+export const pendingProof = z.object({
+  guaranteeId: z.string(),
+  notarizationStatus: z.literal('PENDING'),
+  reason: z.string().optional().meta({ description: 'Why the record will never be notarized, when that is so.' }),
+}).meta({ id: 'NotarizationPending' });
+
+export type NotarizationProof = z.infer<typeof notarizationProof>;
+export type PendingProof = z.infer<typeof pendingProof>;
+
+export interface Check { name: string; ok: boolean; detail?: string }
+
+/** The offline checks of a proof against the guarantee's JSON (v2 shape). Every check must pass. */
+export function verifyProof(guaranteeJson: unknown, proofJson: unknown): { ok: boolean; checks: Check[]; guarantee?: GuaranteeV2; proof?: NotarizationProof } {
+  const g = guaranteeV2.safeParse(guaranteeJson);
+  const p = notarizationProof.safeParse(proofJson);
+  if (!g.success || !p.success) {
+    const checks: Check[] = [];
+    if (!g.success) checks.push({ name: 'guarantee JSON is a v2 guarantee', ok: false, detail: g.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
+    if (!p.success) checks.push({ name: 'proof JSON is a notarization proof', ok: false, detail: p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
+    return { ok: false, checks };
+  }
+  const guarantee = g.data;
+  const proof = p.data;
+  const checks: Check[] = [];
+  const check = (name: string, ok: boolean, detail?: string) => checks.push({ name, ok, ...(detail !== undefined && !ok && { detail }) });
+
+  check('the proof is for this guarantee', proof.guaranteeId === guarantee.id, `proof for ${proof.guaranteeId}, guarantee ${guarantee.id}`);
+  const digest = guaranteeDigest(guarantee);
+  check('the guarantee hashes to the proof\'s digest', digest === proof.digest, `computed ${digest}, proof says ${proof.digest}`);
+  let root: string | undefined;
+  try {
+    root = rootFromPath(proof.digest, proof.path);
+  } catch (err) {
+    check('the Merkle path is well formed', false, (err as Error).message);
+  }
+  if (root !== undefined) check('the Merkle path leads to the root', root === proof.root, `path leads to ${root}, proof says ${proof.root}`);
+  check('the path fits the batch', proof.leafIndex < proof.batchSize && proof.path.length <= Math.ceil(Math.log2(proof.batchSize)),
+    `leaf ${proof.leafIndex} of ${proof.batchSize} with ${proof.path.length} steps`);
+  if (guarantee.txHash !== null) check('the guarantee names the anchor transaction', guarantee.txHash === proof.anchor.txHash, `guarantee ${guarantee.txHash}, proof ${proof.anchor.txHash}`);
+
+  if (proof.anchor.kind === 'ledger') {
+    const entry = proof.anchor.entry as LedgerEntry | undefined;
+    if (!entry) check('the proof carries its ledger entry', false);
+    else {
+      check('the ledger entry holds the root', entry.root === proof.root, `entry holds ${entry.root}`);
+      const hash = ledgerEntryHash(entry);
+      check('the ledger entry hashes to txHash', hash === proof.anchor.txHash, `entry hashes to ${hash}`);
+    }
+  }
+  return { ok: checks.every((c) => c.ok), checks, guarantee, proof };
+}

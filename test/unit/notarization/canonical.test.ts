@@ -1,0 +1,85 @@
+import { createHash } from 'node:crypto';
+import { expect } from 'chai';
+import type { GuaranteeV2 } from '../../../src/guarantees/guarantee.schemas.js';
+import { canonicalForm, guaranteeDigest } from '../../../src/notarization/canonical.js';
+
+const record: GuaranteeV2 = {
+  details: {
+    transactionId: 'TX-1', policyNumber: 'P-1', actType: 'BAIL_ACT', checkCode: null, emittedAt: null,
+    effectiveAt: '2025-03-01T00:00:00.000Z', expiresAt: null, isFixedExpiry: false, cig: 'CIG1', batchCode: null,
+  },
+  economics: { garantedAmount: 15000.5, contractAmount: 0.1, isAutomaticRenewal: null },
+  note: { shared: 'città' },
+  sign: { emissionAt: null },
+  txHash: null,
+  notarizationStatus: 'PENDING',
+  docs: [
+    { type: 'OTHER', key: 'b.pdf', checksum: 'bb'.repeat(32), originalFileName: 'b.pdf' },
+    { key: 'a.pdf', checksum: 'aa'.repeat(32) },
+  ],
+  createdAt: '2026-11-23T02:31:07.243Z',
+  id: '01a2063e-2aeb-7015-89dd-221cf9156a3c',
+  orgId: '01a2063d-fd0d-7406-bcb2-977977e358c8',
+};
+
+describe('the canonical form of a guarantee', () => {
+  it('is the RFC 8785 JSON of the documented projection (the README\'s example, byte for byte)', () => {
+    expect(canonicalForm(record)).to.equal(
+      '{"createdAt":"2026-11-23T02:31:07.243Z","details":{"actType":"BAIL_ACT","batchCode":null,"checkCode":null,"cig":"CIG1",'
+      + '"effectiveAt":"2025-03-01T00:00:00.000Z","emittedAt":null,"expiresAt":null,"isFixedExpiry":false,"policyNumber":"P-1",'
+      + '"transactionId":"TX-1"},"docs":[{"checksum":"' + 'aa'.repeat(32) + '","key":"a.pdf","originalFileName":null,"type":null},'
+      + '{"checksum":"' + 'bb'.repeat(32) + '","key":"b.pdf","originalFileName":"b.pdf","type":"OTHER"}],'
+      + '"economics":{"contractAmount":"0.10","garantedAmount":"15000.50","isAutomaticRenewal":null},'
+      + '"id":"01a2063e-2aeb-7015-89dd-221cf9156a3c","note":{"shared":"città"},"orgId":"01a2063d-fd0d-7406-bcb2-977977e358c8",'
+      + '"schema":"guarantee-registry/notarization/v1","sign":{"emissionAt":null}}');
+    expect(guaranteeDigest(record)).to.equal(createHash('sha256').update(canonicalForm(record), 'utf8').digest('hex'));
+  });
+
+  it('does not depend on key order, docs order, date offsets, absent-or-null, or what notarization sets', () => {
+    const same: GuaranteeV2 = {
+      orgId: record.orgId, id: record.id, createdAt: '2026-11-23T03:31:07.243+01:00',
+      docs: [{ key: 'a.pdf', checksum: 'aa'.repeat(32), notarizedAt: '2027-01-01T00:00:00.000Z' }, ...record.docs.slice(0, 1)],
+      notarizationStatus: 'COMPLETE', txHash: '0xabc',
+      sign: { emissionAt: null }, note: { shared: 'città' },
+      economics: { isAutomaticRenewal: null, contractAmount: 0.1, garantedAmount: 15000.50 },
+      details: { ...record.details, effectiveAt: '2025-03-01T01:00:00+01:00' },
+    };
+    expect(guaranteeDigest(same)).to.equal(guaranteeDigest(record));
+  });
+
+  it('changes with every field a client registered, and with the docs\' checksums', () => {
+    const variants: Array<(g: GuaranteeV2) => void> = [
+      (g) => { g.details.transactionId = 'TX-2'; },
+      (g) => { delete g.details.transactionId; },
+      (g) => { g.details.policyNumber = 'P-2'; },
+      (g) => { g.details.actType = 'OTHER'; },
+      (g) => { g.details.checkCode = ''; },
+      (g) => { g.details.emittedAt = '2025-01-01T00:00:00.000Z'; },
+      (g) => { g.details.effectiveAt = '2025-03-01T00:00:00.001Z'; },
+      (g) => { g.details.expiresAt = '2030-01-01T00:00:00.000Z'; },
+      (g) => { g.details.isFixedExpiry = null; },
+      (g) => { g.details.cig = 'CIG2'; },
+      (g) => { g.details.batchCode = 'B'; },
+      (g) => { g.economics.garantedAmount = 15000.51; },
+      (g) => { g.economics.contractAmount = null; },
+      (g) => { g.economics.isAutomaticRenewal = false; },
+      (g) => { g.note.shared = 'citta'; },
+      (g) => { g.sign.emissionAt = '2025-01-01T00:00:00.000Z'; },
+      (g) => { g.createdAt = '2026-11-23T02:31:07.244Z'; },
+      (g) => { g.id = '01a2063e-2aeb-7015-89dd-221cf9156a3d'; },
+      (g) => { g.orgId = '01a2063d-fd0d-7406-bcb2-977977e358c9'; },
+      (g) => { (g.docs[0] as GuaranteeV2['docs'][number]).checksum = 'cc'.repeat(32); },
+      (g) => { (g.docs[0] as GuaranteeV2['docs'][number]).type = 'BAIL_ACT'; },
+      (g) => { (g.docs[0] as GuaranteeV2['docs'][number]).originalFileName = 'c.pdf'; },
+      (g) => { (g.docs[1] as GuaranteeV2['docs'][number]).key = 'c.pdf'; },
+      (g) => { g.docs.pop(); },
+    ];
+    const digests = new Set([guaranteeDigest(record)]);
+    for (const change of variants) {
+      const g = structuredClone(record);
+      change(g);
+      digests.add(guaranteeDigest(g));
+    }
+    expect(digests.size).to.equal(variants.length + 1);
+  });
+});
