@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { FILE_STATUSES } from './files/file.repository.js';
+import { notarizationProof, pendingProof } from './notarization/proof.js';
 import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
 import {
   createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery,
@@ -135,6 +136,19 @@ const paths: ZodOpenApiPathsObject = {
   '/api/v1/guarantees/{id}': { get: getOperation(1) },
   '/api/v2/guarantees': { get: listOperation(2), post: createOperation(2) },
   '/api/v2/guarantees/{id}': { get: getOperation(2) },
+  '/api/v2/guarantees/{id}/proof': {
+    get: {
+      summary: 'The record\'s notarization proof (beyond the seed)',
+      description: 'Once the record is COMPLETE: its digest (SHA-256 of the RFC 8785 JSON of a documented projection of the v2 record), the Merkle path from the digest to its batch\'s root, the root, and the anchor that holds the root (kind, txHash, anchored time; for the embedded ledger, the entry itself). Check it offline with `cli verify`, or by hand as the README explains. Before that: notarizationStatus PENDING, with the reason when the record will never be notarized (a doc ended Infected or Error).',
+      tags: ['Guarantees'],
+      requestParams: { path: idParam },
+      responses: {
+        200: { description: 'The proof, or PENDING.', content: { 'application/json': { schema: z.union([notarizationProof, pendingProof]) } } },
+        404: errorResponse('No such guarantee in this organization.'),
+        ...commonErrors,
+      },
+    },
+  },
   '/api/v1/webhooks': {
     get: {
       summary: 'List webhooks',

@@ -38,13 +38,14 @@ describe('operations endpoints', () => {
     const res = await http.get('/openapi.json');
     expect(res.status).to.equal(200);
     expect(res.body.openapi).to.equal('3.1.0');
-    for (const path of ['/api/v1/guarantees', '/api/v1/guarantees/{id}', '/api/v2/guarantees', '/api/v2/guarantees/{id}', '/api/v1/presigned-url', '/api/v2/presigned-url', '/api/v2/file-status/{uuid}', '/api/v2/files/{uuid}', '/healthz', '/readyz', '/metrics']) {
+    for (const path of ['/api/v1/guarantees', '/api/v1/guarantees/{id}', '/api/v2/guarantees', '/api/v2/guarantees/{id}', '/api/v1/presigned-url', '/api/v2/presigned-url', '/api/v2/file-status/{uuid}', '/api/v2/files/{uuid}', '/api/v2/guarantees/{id}/proof', '/healthz', '/readyz', '/metrics']) {
       expect(res.body.paths, path).to.have.property(path);
     }
     const create = res.body.components.schemas.CreateGuaranteeV2;
     expect(create.additionalProperties).to.equal(false);
     expect(create.properties.details.properties.actType.anyOf ?? create.properties.details.properties.actType.enum).to.exist;
     expect(res.body.components.schemas.GuaranteeV1.properties.details.properties).to.not.have.property('transactionId');
+    expect(res.body.components.schemas.NotarizationProof.properties).to.include.keys('digest', 'path', 'root', 'anchor');
   });
 
   it('serves a docs page whose assets come from the service itself (no CDN)', async () => {
