@@ -1,5 +1,6 @@
 // `npm run bench -- <name> [options]`: the benchmarks, run by hand; figures go to bench/README.md.
 import { benchApi } from './api.js';
+import { benchNotarize } from './notarize.js';
 import { benchP7m } from './p7m.js';
 import { benchScan } from './scan.js';
 import { benchStore } from './store.js';
@@ -11,6 +12,7 @@ const benches: Record<string, (argv: string[]) => Promise<void>> = {
   p7m: benchP7m,
   store: benchStore,
   webhooks: benchWebhooks,
+  notarize: benchNotarize,
 };
 
 const [name, ...argv] = process.argv.slice(2);
