@@ -48,12 +48,10 @@ export function createNotarizationService(deps: {
     const records = await guarantees.findByIds(await repo.members(batch.id));
     const completed = await repo.transaction(async (t) => {
       if (!(await repo.complete(batch.id, receipt, t))) return false;
-      for (const g of records) {
-        const done: GuaranteeRecord = {
-          ...g, txHash: receipt.txHash, notarizationStatus: 'COMPLETE', docs: g.docs.map((d) => ({ ...d, notarizedAt: receipt.anchoredAt })),
-        };
-        await outbox.add(t, g.orgId, 'guarantee.notarized', toV2(done), receipt.anchoredAt);
-      }
+      await outbox.addMany(t, 'guarantee.notarized', records.map((g) => ({
+        orgId: g.orgId,
+        data: toV2({ ...g, txHash: receipt.txHash, notarizationStatus: 'COMPLETE', docs: g.docs.map((d) => ({ ...d, notarizedAt: receipt.anchoredAt })) }),
+      })), receipt.anchoredAt);
       return true;
     });
     if (!completed) return 0;

@@ -141,6 +141,14 @@ export function createWebhookRepository(db: Sequelize) {
         [e.id, e.orgId, e.type, e.body, e.createdAt], t);
     },
 
+    /** Many events in one multi-row INSERT (a notarized batch writes one per record). */
+    async insertEvents(events: readonly EventRecord[], t: Transaction): Promise<void> {
+      if (!events.length) return;
+      const values = events.map((_, i) => `($${i * 5 + 1}, $${i * 5 + 2}, $${i * 5 + 3}, $${i * 5 + 4}, $${i * 5 + 5})`).join(', ');
+      await execute(db, `INSERT INTO webhook_events (id, org_id, type, body, created_at) VALUES ${values}`,
+        events.flatMap((e) => [e.id, e.orgId, e.type, e.body, e.createdAt]), t, { prepared: false });
+    },
+
     /** Events not yet handed to the delivery queue, oldest first, committed before `before`. */
     async undispatched(limit: number, before: Date): Promise<Array<{ id: string; orgId: string; createdAt: Date }>> {
       const rows = await select<{ id: string; org_id: string; created_at: Date }>(db,

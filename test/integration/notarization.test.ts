@@ -95,6 +95,10 @@ describe('notarization with the embedded ledger', function () {
     const chain = await select<{ seq: number; prev_hash: string; entry_hash: string }>(db, 'SELECT seq, prev_hash, entry_hash FROM notarization_ledger ORDER BY seq', []);
     chain.forEach((e, i) => expect(e.prev_hash).to.equal(i === 0 ? GENESIS_HASH : chain[i - 1]?.entry_hash));
     expect(await createLedgerAnchor(db).check(proofs[0]?.anchor.txHash as string)).to.include({ intact: true });
+    // One guarantee.notarized per record, each with its own id and its own record.
+    const events = await select<{ id: string; body: string }>(db, "SELECT id, body FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.notarized'", [org.orgId]);
+    expect(events.map((e) => (JSON.parse(e.body) as { data: { id: string } }).data.id).sort()).to.deep.equal([...ids].sort());
+    expect(new Set(events.map((e) => e.id)).size).to.equal(ids.length);
   });
 
   it('waits for docs still In Progress, then includes the checksum the scan found', async () => {
@@ -270,7 +274,7 @@ describe('proof verification: tampering with anything breaks it', function () {
     expect(verifyProof(record, { ...proof, path: [] }).ok).to.equal(false);
   });
 
-  it('npm run cli -- verify: verified for the real pair (also against the ledger), NOT verified for a tampered one', async () => {
+  it('npm run cli -- verify: verified for the real pair (also against the ledger), NOT verified for a tampered one', () => {
     const dir = mkdtempSync(join(tmpdir(), 'verify-'));
     const good = join(dir, 'good.json');
     writeFileSync(good, JSON.stringify({ guarantee: record, proof }));
