@@ -76,6 +76,7 @@ export function createNotarizationService(deps: {
   async function blockSettled(result: CycleResult): Promise<void> {
     for (;;) {
       const found = await repo.blocked(500);
+      const before = result.blocked;
       for (const b of found) {
         const reason = `Doc ${b.key} is ${b.status}: the record will not be notarized.`;
         const [record] = await guarantees.findByIds([b.id]);
@@ -90,7 +91,8 @@ export function createNotarizationService(deps: {
           logger.info({ guarantee: b.id, reason }, 'notarization blocked');
         }
       }
-      if (found.length < 500) return;
+      // A full page blocked nothing (each was blocked meanwhile by someone else): no progress to make.
+      if (found.length < 500 || result.blocked === before) return;
     }
   }
 
