@@ -80,8 +80,13 @@ const schema = z.object({
   NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
   /** Records per notarization batch (one Merkle tree, one anchor transaction). */
   NOTARIZATION_BATCH_SIZE: int(1, 100_000).default(1000),
-  /** Where batch roots are anchored: the embedded hash-chained ledger (an EVM chain is to come). */
-  NOTARIZATION_ANCHOR: z.enum(['ledger']).default('ledger'),
+  /** Where batch roots are anchored: the embedded hash-chained ledger, or an EVM chain. */
+  NOTARIZATION_ANCHOR: z.enum(['ledger', 'evm']).default('ledger'),
+  /** The EVM anchor's JSON-RPC endpoint, and the chain it must be (nothing is sent to another). */
+  EVM_RPC_URL: z.url({ error: 'must be a URL such as https://rpc.example.org' }).optional(),
+  EVM_CHAIN_ID: int(1).optional(),
+  /** Blocks that must hold (and follow) a batch's transaction before its records are COMPLETE. */
+  EVM_CONFIRMATIONS: int(1, 10_000).default(3),
   MAX_UPLOAD_BYTES: int(1, 5 * 1024 ** 3).default(50 * 1024 * 1024),
   /** Browser origins allowed to upload straight to the bucket (its CORS rule); empty: none. */
   UPLOAD_CORS_ORIGINS: z.string().default('').transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
@@ -126,6 +131,9 @@ const schema = z.object({
   }
   if (!c.ADMIN_USER !== !c.ADMIN_PASSWORD) {
     ctx.addIssue({ code: 'custom', path: ['ADMIN_PASSWORD'], message: 'ADMIN_USER and ADMIN_PASSWORD go together (both set, or both unset to turn Bull Board off)' });
+  }
+  if (c.NOTARIZATION_ANCHOR === 'evm' && !(c.EVM_RPC_URL && c.EVM_CHAIN_ID)) {
+    ctx.addIssue({ code: 'custom', path: ['EVM_RPC_URL'], message: 'NOTARIZATION_ANCHOR=evm needs EVM_RPC_URL and EVM_CHAIN_ID' });
   }
   if (!c.AWS_ACCESS_KEY_ID !== !c.AWS_SECRET_ACCESS_KEY) {
     ctx.addIssue({ code: 'custom', path: ['AWS_SECRET_ACCESS_KEY'], message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together' });

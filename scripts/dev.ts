@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyEnv, localAppEnv } from './local-env.js';
+import { DEV_CHAIN_KEY } from './services/evm.js';
 import { context, up } from './services/index.js';
 
 const { env } = await up('dev');
@@ -44,7 +45,22 @@ async function developmentKey(): Promise<string> {
   }
 }
 
+/** NOTARIZATION_ANCHOR=evm on the local chain: its first development account anchors (unless a key is set). */
+async function developmentAnchorKey(): Promise<void> {
+  if (config.NOTARIZATION_ANCHOR !== 'evm' || !env.EVM_RPC_URL) return;
+  const { createAnchorKeys } = await import('../src/notarization/anchor-keys.js');
+  const { createSecretBox } = await import('../src/shared/secrets.js');
+  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
+  try {
+    const keys = createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY));
+    if (!(await keys.evmKey())) logger.info({ address: await keys.setEvmKey(DEV_CHAIN_KEY) }, 'the local chain\'s development account anchors notarization batches');
+  } finally {
+    await db.close();
+  }
+}
+
 const key = await developmentKey();
+await developmentAnchorKey();
 const server = await startServer();
 const workers = await startWorkers(undefined, { logger });
 const base = `http://localhost:${server.port}`;

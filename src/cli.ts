@@ -6,10 +6,14 @@
 //   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
 //   migrate                applies pending database migrations, the bucket's CORS rule and upload events
 //   secrets reencrypt      re-seals every stored secret under the first ENCRYPTION_KEY (after a rotation)
-//   verify <file> [<file>] checks a notarization proof offline (one file {guarantee, proof}, or the
+//   evm set-key            stores the EVM anchor's private key (read from standard input), sealed; prints its address
+//   evm address            prints the EVM anchor's address (fund it with gas)
+//   verify <file> [<file>] [--rpc URL] checks a notarization proof offline (one file {guarantee, proof}, or the
 //                          guarantee's JSON and the proof's), then against the anchor when reachable
 import { readFileSync } from 'node:fs';
 import { getConfig } from '../config/index.js';
+import { createAnchorKeys } from './notarization/anchor-keys.js';
+import { checkOnChain, evmProvider } from './notarization/evm.anchor.js';
 import { createLedgerAnchor } from './notarization/ledger.anchor.js';
 import { verifyProof } from './notarization/proof.js';
 import { createOrgRepository } from './orgs/org.repository.js';
@@ -29,8 +33,10 @@ const USAGE = `usage:
   cli key revoke <keyPrefix>
   cli migrate
   cli secrets reencrypt
-  cli verify <file with {"guarantee": ..., "proof": ...}>
-  cli verify <guarantee.json> <proof.json>`;
+  cli evm set-key            (the private key on standard input)
+  cli evm address
+  cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL]
+  cli verify <guarantee.json> <proof.json> [--rpc URL]`;
 
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
@@ -38,7 +44,14 @@ const say = (message: string) => process.stderr.write(`${message}\n`);
  * Checks a proof offline, then against its anchor when this machine reaches it (the ledger:
  * the service's database, when DATABASE_URL is configured). 0 verified, 1 not, 2 unreadable.
  */
-async function verifyCommand(files: string[]): Promise<number> {
+async function verifyCommand(args: string[]): Promise<number> {
+  const rpcAt = args.indexOf('--rpc');
+  const rpc = rpcAt >= 0 ? args[rpcAt + 1] : undefined;
+  const files = rpcAt >= 0 ? args.filter((_, i) => i !== rpcAt && i !== rpcAt + 1) : args;
+  if (!files.length || files.length > 2 || (rpcAt >= 0 && !rpc)) {
+    say(USAGE);
+    return 2;
+  }
   let guarantee: unknown;
   let proof: unknown;
   try {
@@ -51,14 +64,32 @@ async function verifyCommand(files: string[]): Promise<number> {
   const result = verifyProof(guarantee, proof);
   for (const c of result.checks) say(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}${c.detail ? ` (${c.detail})` : ''}`);
   let ok = result.ok;
-  if (ok && result.proof?.anchor.kind === 'ledger') {
+  const anchor = result.proof?.anchor;
+  if (ok && anchor?.kind === 'evm' && result.proof) {
+    let url = rpc;
+    if (!url) { try { url = getConfig().EVM_RPC_URL; } catch { url = undefined; } }
+    if (!url) say('skip the chain itself: no --rpc URL (or EVM_RPC_URL); the proof holds offline');
+    else {
+      const provider = evmProvider(url, anchor.chainId ?? 1);
+      try {
+        const onChain = await checkOnChain(provider, { txHash: anchor.txHash, root: result.proof.root, from: anchor.from, blockNumber: anchor.blockNumber });
+        for (const c of onChain) say(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}${c.detail && !c.ok ? ` (${c.detail})` : ''}`);
+        ok = onChain.every((c) => c.ok);
+      } catch (err) {
+        say(`skip the chain itself: ${url} did not answer (${(err as Error).message}); the proof holds offline`);
+      } finally {
+        provider.destroy();
+      }
+    }
+  }
+  if (ok && anchor?.kind === 'ledger') {
     let config;
     try { config = getConfig(); } catch { config = undefined; }
     if (!config) say('skip the ledger itself: no database configured (DATABASE_URL); the proof holds offline');
     else {
       const db = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
       try {
-        const found = await createLedgerAnchor(db).check(result.proof.anchor.txHash);
+        const found = await createLedgerAnchor(db).check(anchor.txHash);
         // The proof's entry hashes to txHash (checked above), and so does the ledger's (check()).
         say(`${found ? 'ok  ' : 'FAIL'} the ledger holds an entry with this hash`);
         if (found) say(`${found.intact ? 'ok  ' : 'FAIL'} the ledger's chain from this entry to its head is intact${found.problem ? ` (${found.problem})` : ''}`);
@@ -76,13 +107,7 @@ async function verifyCommand(files: string[]): Promise<number> {
 
 export async function runCli(argv: string[]): Promise<number> {
   const [noun, verb, arg] = argv;
-  if (noun === 'verify') {
-    if (argv.length < 2 || argv.length > 3) {
-      say(USAGE);
-      return 2;
-    }
-    return verifyCommand(argv.slice(1));
-  }
+  if (noun === 'verify') return verifyCommand(argv.slice(1));
   const config = getConfig();
   if (noun === 'migrate' && verb === undefined) {
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
@@ -113,9 +138,34 @@ export async function runCli(argv: string[]): Promise<number> {
         await repo.resealSecrets(row.id, box.seal(box.open(row.secretEnc)), row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc)));
         resealed++;
       }
-      say(`re-sealed ${resealed} webhook secret(s) under the first ENCRYPTION_KEY`);
-      process.stdout.write(`${resealed}\n`);
+      const keys = await createAnchorKeys(db, box).reseal();
+      say(`re-sealed ${resealed} webhook secret(s) and ${keys} anchor key(s) under the first ENCRYPTION_KEY`);
+      process.stdout.write(`${resealed + keys}\n`);
       return 0;
+    } finally {
+      await db.close();
+    }
+  }
+  if (noun === 'evm' && (verb === 'set-key' || verb === 'address') && argv.length === 2) {
+    const db = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
+    try {
+      const keys = createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY));
+      if (verb === 'address') {
+        const key = await keys.evmKey();
+        if (!key) { say('no EVM anchor key: set one with `cli evm set-key`'); return 1; }
+        process.stdout.write(`${key.address}\n`);
+        return 0;
+      }
+      // From standard input, never the command line (which other users of the machine can read).
+      const chunks: Buffer[] = [];
+      for await (const c of process.stdin) chunks.push(c as Buffer);
+      const address = await keys.setEvmKey(Buffer.concat(chunks).toString('utf8'));
+      say(`stored the EVM anchor key, sealed under ENCRYPTION_KEY; fund ${address} with gas`);
+      process.stdout.write(`${address}\n`);
+      return 0;
+    } catch (err) {
+      if (err instanceof AppError && err.expose) { say(err.message); return 1; }
+      throw err;
     } finally {
       await db.close();
     }

@@ -16,6 +16,9 @@ import { MAX_ENVELOPE_BYTES } from '../src/files/p7m/p7m.limits.js';
 import { createVerifyPool } from '../src/files/signature.pool.js';
 import { createSignatureService } from '../src/files/signature.service.js';
 import { createGuaranteeRepository } from '../src/guarantees/guarantee.repository.js';
+import { createAnchorKeys } from '../src/notarization/anchor-keys.js';
+import type { Anchor } from '../src/notarization/anchor.js';
+import { createEvmAnchor, evmProvider } from '../src/notarization/evm.anchor.js';
 import { createLedgerAnchor } from '../src/notarization/ledger.anchor.js';
 import { NOTARIZATION_QUEUE, scheduleNotarization, type NotarizationPayload } from '../src/notarization/notarization.jobs.js';
 import { createNotarizationRepository } from '../src/notarization/notarization.repository.js';
@@ -136,13 +139,19 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     },
     notarization: async () => {
       // NOTARIZATION_ANCHOR: the embedded ledger (the only kind so far).
-      const anchor = createLedgerAnchor(db);
+      const anchor: Anchor = config.NOTARIZATION_ANCHOR === 'evm'
+        ? createEvmAnchor({
+          db, provider: evmProvider(config.EVM_RPC_URL as string, config.EVM_CHAIN_ID as number), keys: createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)),
+          settings: { chainId: config.EVM_CHAIN_ID as number, confirmations: config.EVM_CONFIRMATIONS }, logger: log,
+        })
+        : createLedgerAnchor(db);
       const notary = createNotarizationService({
         repo: createNotarizationRepository(db), guarantees: createGuaranteeRepository(db), outbox: events.outbox, anchor,
         batchSize: config.NOTARIZATION_BATCH_SIZE, logger: log,
       });
       await scheduleNotarization(queues.notarization, config.NOTARIZATION_INTERVAL_MS);
       run<NotarizationPayload, string>(NOTARIZATION_QUEUE, async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' }, 1);
+      closers.push(async () => { await anchor.close?.(); });
     },
   };
 

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { s3 } from './ceph.js';
 import { clamd } from './clamd.js';
+import { evm } from './evm.js';
 import { mariadb } from './mariadb.js';
 import { log } from './process.js';
 import { redis } from './redis.js';
@@ -13,7 +14,7 @@ export type { LocalService } from './types.js';
 
 export { PROFILES, type Profile } from './types.js';
 
-export const ALL: readonly LocalService[] = [mariadb, redis, clamd, s3];
+export const ALL: readonly LocalService[] = [mariadb, redis, clamd, s3, evm];
 export type ServiceName = LocalService['name'];
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -22,9 +23,12 @@ export function context(profile: Profile): ServiceContext {
   return { profile, root, dataDir: join(root, '.data', profile), ports: PORTS[profile] };
 }
 
-/** The services the environment does not already point at, optionally narrowed to `only`. */
-function localServices(all: readonly LocalService[], only?: readonly ServiceName[], env: NodeJS.ProcessEnv = process.env): LocalService[] {
-  return all.filter((s) => (!only || only.includes(s.name)) && !s.externalWhen.some((v) => env[v]));
+/**
+ * The services the environment does not already point at: those named in `only`, or else
+ * those the profile runs by default.
+ */
+function localServices(profile: Profile, all: readonly LocalService[], only?: readonly ServiceName[], env: NodeJS.ProcessEnv = process.env): LocalService[] {
+  return all.filter((s) => (only ? only.includes(s.name) : (s.byDefault?.(profile, env) ?? true)) && !s.externalWhen.some((v) => env[v]));
 }
 
 export interface UpResult {
@@ -47,7 +51,7 @@ export const startedByThisProcess: Record<Profile, ServiceName[]> = { dev: [], t
 export async function up(profile: Profile, only?: readonly ServiceName[], all: readonly LocalService[] = ALL): Promise<UpResult> {
   const ctx = context(profile);
   mkdirSync(ctx.dataDir, { recursive: true });
-  const services = localServices(all, only);
+  const services = localServices(profile, all, only);
   for (const s of services) s.install();
   const started: ServiceName[] = [];
   const t0 = Date.now();

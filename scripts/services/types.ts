@@ -4,13 +4,13 @@ import { mkdirSync } from 'node:fs';
 export type Profile = 'dev' | 'test' | 'bench';
 export const PROFILES: readonly Profile[] = ['dev', 'test', 'bench'];
 
-export interface Ports { mariadb: number; redis: number; clamd: number; rgw: number; mon: number }
+export interface Ports { mariadb: number; redis: number; clamd: number; rgw: number; mon: number; evm: number }
 
 /** Dev, test and bench never share ports or data. All below Linux's ephemeral range (32768+). */
 export const PORTS: Record<Profile, Ports> = {
-  dev: { mariadb: 3310, redis: 6390, clamd: 3311, rgw: 7480, mon: 13300 },
-  test: { mariadb: 3320, redis: 6391, clamd: 3321, rgw: 7481, mon: 13310 },
-  bench: { mariadb: 3330, redis: 6392, clamd: 3331, rgw: 7482, mon: 13320 },
+  dev: { mariadb: 3310, redis: 6390, clamd: 3311, rgw: 7480, mon: 13300, evm: 18545 },
+  test: { mariadb: 3320, redis: 6391, clamd: 3321, rgw: 7481, mon: 13310, evm: 18546 },
+  bench: { mariadb: 3330, redis: 6392, clamd: 3331, rgw: 7482, mon: 13320, evm: 18547 },
 };
 
 export interface ServiceContext {
@@ -35,9 +35,11 @@ export function socketPath(dir: string, name: string): string {
 }
 
 export interface LocalService {
-  name: 'mariadb' | 'redis' | 'clamd' | 's3';
+  name: 'mariadb' | 'redis' | 'clamd' | 's3' | 'evm';
   /** The environment variables that, when set, point at a server we must use instead. */
   externalWhen: string[];
+  /** Whether `up` without a list starts it (default: always); otherwise only when named. */
+  byDefault?(profile: Profile, env: NodeJS.ProcessEnv): boolean;
   install(): void;
   isUp(ctx: ServiceContext): Promise<boolean>;
   start(ctx: ServiceContext): Promise<void>;

@@ -128,11 +128,11 @@ export function createNotarizationService(deps: {
   };
 }
 
-/** What the proof shows of a batch's receipt (the ledger entry; the chain, block and sender). */
+/** What the proof shows of a batch's receipt (the ledger entry; the chain, block, sender and signed transaction). */
 function anchorFacts(batch: BatchRow): Record<string, unknown> {
   const r = batch.receipt ?? {};
   const out: Record<string, unknown> = {};
-  for (const k of ['entry', 'chainId', 'blockNumber', 'from']) if (r[k] !== undefined) out[k] = r[k];
+  for (const k of ['entry', 'chainId', 'blockNumber', 'from', 'rawTransaction']) if (r[k] !== undefined) out[k] = r[k];
   return out;
 }
 

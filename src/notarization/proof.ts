@@ -2,6 +2,7 @@
 // verification, offline: from the guarantee's JSON to its digest, from the digest up the
 // Merkle path to the root, and from the root to the anchor's record of it. The CLI's `verify`
 // and the tests use this; a third party can redo every step from the README.
+import { Transaction } from 'ethers';
 import { z } from 'zod';
 import { guaranteeV2, type GuaranteeV2 } from '../guarantees/guarantee.schemas.js';
 import { ANCHOR_KINDS } from './anchor.js';
@@ -32,6 +33,7 @@ export const notarizationProof = z.object({
     chainId: z.number().int().optional(),
     blockNumber: z.number().int().optional(),
     from: z.string().optional(),
+    rawTransaction: z.string().optional().meta({ description: 'EVM: the signed transaction as sent; it hashes to txHash and carries the root as its data, signed by `from`.' }),
   }),
 }).meta({ id: 'NotarizationProof' });
 
@@ -82,6 +84,18 @@ export function verifyProof(guaranteeJson: unknown, proofJson: unknown): { ok: b
       check('the ledger entry holds the root', entry.root === proof.root, `entry holds ${entry.root}`);
       const hash = ledgerEntryHash(entry);
       check('the ledger entry hashes to txHash', hash === proof.anchor.txHash, `entry hashes to ${hash}`);
+    }
+  }
+  if (proof.anchor.kind === 'evm') {
+    const raw = proof.anchor.rawTransaction;
+    let tx: Transaction | undefined;
+    try { tx = raw ? Transaction.from(raw) : undefined; } catch { tx = undefined; }
+    if (!tx) check('the proof carries its signed transaction', false);
+    else {
+      check('the signed transaction hashes to txHash', tx.hash === proof.anchor.txHash, `it hashes to ${tx.hash ?? 'nothing'}`);
+      check('the signed transaction carries the root', tx.data.toLowerCase() === `0x${proof.root}`, `its data is ${tx.data}`);
+      check('the signed transaction is from the proof\'s sender, on its chain',
+        tx.from?.toLowerCase() === proof.anchor.from?.toLowerCase() && Number(tx.chainId) === proof.anchor.chainId, `from ${tx.from ?? '?'} on chain ${tx.chainId}`);
     }
   }
   return { ok: checks.every((c) => c.ok), checks, guarantee, proof };

@@ -36,4 +36,12 @@ describe('configuration', () => {
     expect(parseConfig({ ...valid, CLAMD_HOST: undefined, CLAMD_PORT: undefined, CLAMD_SOCKET: '/run/clamd.sock' }).CLAMD_SOCKET).to.equal('/run/clamd.sock');
     expect(() => parseConfig({ ...valid, ADMIN_USER: 'admin' })).to.throw(ConfigError, /ADMIN_PASSWORD/);
   });
+
+  it('anchors on the embedded ledger by default; the EVM anchor needs its RPC URL and chain id', () => {
+    expect(parseConfig(valid)).to.include({ NOTARIZATION_ANCHOR: 'ledger', NOTARIZATION_BATCH_SIZE: 1000, EVM_CONFIRMATIONS: 3 });
+    expect(() => parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'evm' })).to.throw(ConfigError, /EVM_RPC_URL/);
+    expect(() => parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'evm', EVM_RPC_URL: 'http://127.0.0.1:8545' })).to.throw(ConfigError, /EVM_CHAIN_ID/);
+    expect(parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'evm', EVM_RPC_URL: 'http://127.0.0.1:8545', EVM_CHAIN_ID: '31337' })).to.include({ EVM_CHAIN_ID: 31337 });
+    expect(() => parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'bitcoin' })).to.throw(ConfigError, /NOTARIZATION_ANCHOR/);
+  });
 });

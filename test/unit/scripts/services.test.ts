@@ -40,4 +40,14 @@ describe('services up', () => {
       delete process.env.FAKE_REDIS_URL;
     }
   });
+
+  it('starts a service that is not run by default only when named (the EVM chain: tests, or NOTARIZATION_ANCHOR=evm)', async () => {
+    const events: string[] = [];
+    const optional = { ...fake('evm', events), byDefault: (profile: string, env: NodeJS.ProcessEnv) => profile === 'test' || env.NOTARIZATION_ANCHOR === 'evm' };
+    expect((await up('bench', undefined, [fake('redis', events), optional])).started).to.deep.equal(['redis']);
+    expect((await up('bench', ['evm'], [fake('redis', events), optional])).started).to.deep.equal(['evm']);
+    expect((await up('test', undefined, [optional])).started).to.deep.equal(['evm']);
+    startedByThisProcess.bench.splice(0);
+    startedByThisProcess.test.splice(0);
+  });
 });

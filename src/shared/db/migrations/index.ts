@@ -6,6 +6,7 @@ import { migration as fileVerdicts } from './0003-file-verdicts.js';
 import { migration as webhooks } from './0004-webhooks.js';
 import { migration as webhookAttemptSuccesses } from './0005-webhook-attempt-successes.js';
 import { migration as notarization } from './0006-notarization.js';
+import { migration as evmAnchor } from './0007-evm-anchor.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -15,4 +16,4 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization];
+export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor];
