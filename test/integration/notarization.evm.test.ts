@@ -14,18 +14,20 @@ import { verifyProof } from '../../src/notarization/proof.js';
 import { select, type Sequelize } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { createSecretBox } from '../../src/shared/secrets.js';
-import { eventually, extraDb, harness, newOrg, type TestOrg } from '../support/harness.js';
+import { startWorkers } from '../../workers/index.js';
+import { configWith, eventually, extraDb, harness, newOrg, type TestOrg } from '../support/harness.js';
 
 const CHAIN = 31337;
 const silent = createLogger('silent');
 
-async function evmNotary(opts: { db?: Sequelize; provider?: EvmProvider; chainId?: number } = {}) {
+async function evmNotary(opts: { db?: Sequelize; provider?: EvmProvider; chainId?: number; wrap?: (a: Anchor) => Anchor } = {}) {
   const h = await harness();
   const db = opts.db ?? h.db;
-  const anchor: Anchor = createEvmAnchor({
+  const wrap = opts.wrap ?? ((a: Anchor) => a);
+  const anchor: Anchor = wrap(createEvmAnchor({
     db, provider: opts.provider ?? evmProvider(h.config.EVM_RPC_URL as string, CHAIN), keys: createAnchorKeys(db, createSecretBox(h.config.ENCRYPTION_KEY)),
     settings: { chainId: opts.chainId ?? CHAIN, confirmations: 3 }, logger: silent,
-  });
+  }));
   return createNotarizationService({ repo: createNotarizationRepository(db), guarantees: createGuaranteeRepository(db), outbox: h.events.outbox, anchor, batchSize: 1000, logger: silent });
 }
 
@@ -132,6 +134,42 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     const rows = await select(h.db, 'SELECT 1 FROM evm_transactions WHERE batch_id = $1', [written?.batch_id]);
     expect(rows).to.have.length(1);
     real.destroy();
+  });
+
+  it('a worker that died after the transaction was sent and before it was recorded: the same transaction is found, recorded once', async () => {
+    const org = await newOrg();
+    const id = await create(org, { details: { transactionId: 'EVM-CRASH-2' } });
+    const dying = (a: Anchor): Anchor => ({ ...a, submit: async (batch) => { await a.submit(batch); throw new Error('the worker died after sending'); } });
+    let failed: unknown;
+    try { await cycle(await evmNotary({ wrap: dying })); } catch (err) { failed = err; }
+    expect((failed as Error | undefined)?.message).to.equal('the worker died after sending');
+    const { db } = await harness();
+    const [sent] = await select<{ tx_hash: string; batch_id: number }>(db,
+      'SELECT t.tx_hash, t.batch_id FROM evm_transactions t JOIN notarization_proofs p ON p.batch_id = t.batch_id WHERE p.guarantee_id = $1', [id]);
+    const service = await evmNotary();
+    await mine(3);
+    await cycle(service);
+    expect(await read(org, `/api/v2/guarantees/${id}`)).to.include({ notarizationStatus: 'COMPLETE', txHash: sent?.tx_hash });
+    expect(await select(db, 'SELECT 1 FROM evm_transactions WHERE batch_id = $1', [sent?.batch_id])).to.have.length(1);
+    const events = await select(db, "SELECT 1 FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.notarized'", [org.orgId]);
+    expect(events).to.have.length(1);
+  });
+
+  it('through the worker process (NOTARIZATION_ANCHOR=evm): a record reaches COMPLETE with a transaction hash', async () => {
+    const org = await newOrg();
+    const id = await create(org, { details: { transactionId: 'EVM-W' } });
+    const workers = await startWorkers(['notarization'], {
+      config: configWith({ NOTARIZATION_ANCHOR: 'evm', EVM_CONFIRMATIONS: '1', NOTARIZATION_INTERVAL_MS: '200' }), logger: silent,
+    });
+    try {
+      const record = await eventually('the record to be notarized on the chain', async () => {
+        const r = await read(org, `/api/v2/guarantees/${id}`);
+        return r.notarizationStatus === 'COMPLETE' && r;
+      }, 20_000);
+      expect(record.txHash).to.match(/^0x[0-9a-f]{64}$/);
+    } finally {
+      await workers.close();
+    }
   });
 
   it('notarizers in two processes take turns: nonces are never shared, every batch completes', async () => {
