@@ -37,8 +37,11 @@ export const evm: LocalService = {
     const bin = join(ctx.root, 'node_modules', '.bin', 'hardhat');
     if (!existsSync(bin)) throw new Error('hardhat is not installed: run npm install');
     // Hardhat wants a config file inside the project (where it finds itself installed); the
-    // package is an ES module, so the config is CommonJS by name.
-    writeFileSync(join(dir, 'hardhat.config.cjs'), 'module.exports = {};\n');
+    // package is an ES module, so the config is CommonJS by name. A transaction is mined at once
+    // (automine); outside tests a block also comes every second, so that batches gather their
+    // EVM_CONFIRMATIONS when nothing else is sent. Tests mine the blocks they need themselves.
+    const mining = ctx.profile === 'test' ? {} : { networks: { hardhat: { mining: { auto: true, interval: 1000 } } } };
+    writeFileSync(join(dir, 'hardhat.config.cjs'), `module.exports = ${JSON.stringify(mining)};\n`);
     process.env.HARDHAT_DISABLE_TELEMETRY_PROMPT = 'true';
     // The binary itself, not npx: a kill of npx would leave the node orphaned.
     startDaemon(bin, ['--config', 'hardhat.config.cjs', 'node', '--hostname', '127.0.0.1', '--port', String(ctx.ports.evm)],
