@@ -79,7 +79,7 @@ const schema = z.object({
   /** At most this long between notarization batches (a cycle also runs full batches at once). */
   NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
   /** Records per notarization batch (one Merkle tree, one anchor transaction). */
-  NOTARIZATION_BATCH_SIZE: int(1, 100_000).default(1000),
+  NOTARIZATION_BATCH_SIZE: int(1, 5000).default(1000),
   /** Where batch roots are anchored: the embedded hash-chained ledger, or an EVM chain. */
   NOTARIZATION_ANCHOR: z.enum(['ledger', 'evm']).default('ledger'),
   /** The EVM anchor's JSON-RPC endpoint, and the chain it must be (nothing is sent to another). */

@@ -145,8 +145,11 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
           settings: { chainId: config.EVM_CHAIN_ID as number, confirmations: config.EVM_CONFIRMATIONS }, logger: log,
         })
         : createLedgerAnchor(db);
+      // The notarizers' lock lives on a connection of its own, outside the pool the cycle works with.
+      const lockDb = createSequelize({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+      closers.push(() => lockDb.close());
       const notary = createNotarizationService({
-        repo: createNotarizationRepository(db), guarantees: createGuaranteeRepository(db), outbox: events.outbox, anchor,
+        repo: createNotarizationRepository(db, lockDb), guarantees: createGuaranteeRepository(db), outbox: events.outbox, anchor,
         batchSize: config.NOTARIZATION_BATCH_SIZE, logger: log,
       });
       await scheduleNotarization(queues.notarization, config.NOTARIZATION_INTERVAL_MS);

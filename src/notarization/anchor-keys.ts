@@ -25,6 +25,12 @@ export function createAnchorKeys(db: Sequelize, box: SecretBox) {
       return row && { address: row.address, privateKey: box.open(row.key_enc) };
     },
 
+    /** The EVM anchor's address (no key opened): the sender its proofs must name. */
+    async evmAddress(): Promise<string | undefined> {
+      const [row] = await select<{ address: string }>(db, "SELECT address FROM anchor_keys WHERE kind = 'evm'", []);
+      return row?.address;
+    },
+
     /** Re-seals every key under the first ENCRYPTION_KEY; how many were re-sealed. */
     async reseal(): Promise<number> {
       let n = 0;

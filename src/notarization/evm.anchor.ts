@@ -6,7 +6,7 @@
 // (chain, sender, nonce). Each transaction is signed and written to evm_transactions BEFORE it
 // is broadcast; a worker that dies in between leaves the signed bytes, which the next cycle
 // broadcasts again (the same transaction: a batch is never anchored twice).
-import { JsonRpcProvider, Network, Transaction, Wallet, type TransactionRequest } from 'ethers';
+import { FetchRequest, JsonRpcProvider, Network, Transaction, Wallet, type TransactionRequest } from 'ethers';
 import { select, write, type Sequelize } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import type { Anchor, BatchToAnchor, FinalReceipt, Submission } from './anchor.js';
@@ -16,9 +16,14 @@ import type { AnchorKeys } from './anchor-keys.js';
 export type EvmProvider = Pick<JsonRpcProvider,
   'send' | 'getTransactionCount' | 'getFeeData' | 'estimateGas' | 'broadcastTransaction' | 'getTransactionReceipt' | 'getTransaction' | 'getBlockNumber' | 'getBlock' | 'destroy'>;
 
-/** A provider that makes one request per call: no batching, no cache (ethers' defaults reuse a nonce). */
-export function evmProvider(rpcUrl: string, chainId: number): JsonRpcProvider {
-  return new JsonRpcProvider(rpcUrl, Network.from(chainId), { staticNetwork: true, cacheTimeout: -1, batchMaxCount: 1, pollingInterval: 200 });
+/**
+ * A provider that makes one request per call (no batching, no cache: ethers' defaults reuse a
+ * nonce), each given up after `timeoutMs` (ethers' default is five minutes).
+ */
+export function evmProvider(rpcUrl: string, chainId: number, timeoutMs = 30_000): JsonRpcProvider {
+  const request = new FetchRequest(rpcUrl);
+  request.timeout = timeoutMs;
+  return new JsonRpcProvider(request, Network.from(chainId), { staticNetwork: true, cacheTimeout: -1, batchMaxCount: 1, pollingInterval: 200 });
 }
 
 interface TxRow { batch_id: string | number; chain_id: string | number; from_address: string; nonce: string | number; tx_hash: string; raw_tx: string }
@@ -27,21 +32,21 @@ export interface EvmSettings { chainId: number; confirmations: number }
 
 export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; keys: Pick<AnchorKeys, 'evmKey'>; settings: EvmSettings; logger: Logger }): Anchor {
   const { db, provider, keys, settings, logger } = deps;
-  let wallet: Wallet | undefined;
   let chainChecked = false;
 
+  async function checkChain(): Promise<void> {
+    if (chainChecked) return;
+    const id = Number(await provider.send('eth_chainId', []));
+    if (id !== settings.chainId) throw new Error(`the EVM node at EVM_RPC_URL is chain ${id}, not EVM_CHAIN_ID ${settings.chainId}: nothing is sent`);
+    chainChecked = true;
+  }
+
+  /** The key as stored now (read at each send, so that `cli evm set-key` takes effect at once). */
   async function signer(): Promise<Wallet> {
-    if (!chainChecked) {
-      const id = Number(await provider.send('eth_chainId', []));
-      if (id !== settings.chainId) throw new Error(`the EVM node at EVM_RPC_URL is chain ${id}, not EVM_CHAIN_ID ${settings.chainId}: nothing is sent`);
-      chainChecked = true;
-    }
-    if (!wallet) {
-      const key = await keys.evmKey();
-      if (!key) throw new Error('no EVM anchor key: set one with `cli evm set-key` (the key on standard input)');
-      wallet = new Wallet(key.privateKey);
-    }
-    return wallet;
+    await checkChain();
+    const key = await keys.evmKey();
+    if (!key) throw new Error('no EVM anchor key: set one with `cli evm set-key` (the key on standard input)');
+    return new Wallet(key.privateKey);
   }
 
   const recorded = async (batchId: number): Promise<TxRow | undefined> =>
@@ -53,11 +58,16 @@ export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; ke
 
   /** Broadcasts signed bytes; a node that already has them (or mined them) is fine. */
   async function broadcast(row: TxRow): Promise<void> {
+    await checkChain();
+    if (Number(row.chain_id) !== settings.chainId) {
+      throw new Error(`the transaction of batch ${row.batch_id} was signed for chain ${row.chain_id}, not EVM_CHAIN_ID ${settings.chainId}: it waits for an operator`);
+    }
     try {
       await provider.broadcastTransaction(row.raw_tx);
     } catch (err) {
       if (await provider.getTransaction(row.tx_hash)) return;
-      throw err;
+      // Under-priced (fees rose past the signed maximum), or refused: the batch waits for an operator, visibly.
+      throw new Error(`the node refused the transaction of batch ${row.batch_id} (${row.tx_hash}): ${(err as Error).message}`, { cause: err });
     }
   }
 
@@ -98,8 +108,8 @@ export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; ke
         // Not mined: make sure the node has it (it may have dropped it, or never got it).
         const row = await recorded(batch.id);
         if (row && !(await provider.getTransaction(s.txHash))) {
-          const w = await signer();
-          const mined = await provider.getTransactionCount(w.address, 'latest');
+          // The sender that signed it (the key may have been replaced since).
+          const mined = await provider.getTransactionCount(row.from_address, 'latest');
           if (mined > Number(row.nonce)) {
             throw new Error(`nonce ${row.nonce} of ${row.from_address} was taken by another transaction: is the anchor key used elsewhere? Batch ${batch.id} waits for an operator`);
           }
@@ -131,7 +141,9 @@ export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; ke
  * What the chain says of a proof's transaction (for `cli verify`): that it holds the root, came
  * from the proof's sender, succeeded, and how many blocks confirm it.
  */
-export async function checkOnChain(provider: EvmProvider, proof: { txHash: string; root: string; from?: string; blockNumber?: number }): Promise<Array<{ name: string; ok: boolean; detail?: string }>> {
+export async function checkOnChain(provider: EvmProvider, proof: { txHash: string; root: string; chainId: number; from: string; blockNumber?: number }): Promise<Array<{ name: string; ok: boolean; detail?: string }>> {
+  const chainId = Number(await provider.send('eth_chainId', []));
+  if (chainId !== proof.chainId) return [{ name: 'the node is on the proof\'s chain', ok: false, detail: `the node is chain ${chainId}, the proof names ${proof.chainId}` }];
   const tx = await provider.getTransaction(proof.txHash);
   if (!tx) return [{ name: 'the chain has the transaction', ok: false, detail: `no transaction ${proof.txHash}` }];
   const receipt = await provider.getTransactionReceipt(proof.txHash);
@@ -139,7 +151,7 @@ export async function checkOnChain(provider: EvmProvider, proof: { txHash: strin
   return [
     { name: 'the chain has the transaction', ok: true },
     { name: 'the transaction\'s data is the root', ok: tx.data.toLowerCase() === `0x${proof.root}`, detail: `data ${tx.data}` },
-    { name: 'the transaction comes from the proof\'s sender', ok: proof.from === undefined || tx.from.toLowerCase() === proof.from.toLowerCase(), detail: `from ${tx.from}` },
+    { name: 'the transaction comes from the expected sender', ok: tx.from.toLowerCase() === proof.from.toLowerCase(), detail: `from ${tx.from}, expected ${proof.from}` },
     { name: 'the transaction succeeded in the proof\'s block', ok: receipt?.status === 1 && (proof.blockNumber === undefined || receipt.blockNumber === proof.blockNumber), detail: `status ${receipt?.status ?? 'none'}, block ${receipt?.blockNumber ?? 'none'}` },
     { name: `confirmed by ${receipt ? head - receipt.blockNumber + 1 : 0} block(s)`, ok: receipt !== null },
   ];

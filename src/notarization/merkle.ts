@@ -65,3 +65,18 @@ export function rootFromPath(digest: string, path: readonly PathStep[]): string 
   }
   return h.toString('hex');
 }
+
+/**
+ * The sides of the path of leaf `index` in a tree of `size` leaves, leaf first: the shape every
+ * honest path has (RFC 9162 2.1.3), so that a path cannot claim another position or tree size.
+ */
+export function pathSides(index: number, size: number): Array<PathStep['side']> {
+  if (!Number.isInteger(index) || !Number.isInteger(size) || index < 0 || index >= size) throw new Error(`no leaf ${index} in a tree of ${size}`);
+  const sides: Array<PathStep['side']> = [];
+  let [i, n] = [index, size];
+  while (n > 1) {
+    const k = split(n);
+    if (i < k) { sides.push('right'); n = k; } else { sides.push('left'); i -= k; n -= k; }
+  }
+  return sides.reverse();
+}

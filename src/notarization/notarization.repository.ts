@@ -24,7 +24,8 @@ const TEXT = { prepared: false } as const;
 
 export interface ProofRow { guaranteeId: string; leafIndex: number; digest: string; path: PathStep[]; batch: BatchRow }
 
-export function createNotarizationRepository(db: Sequelize) {
+/** `lockDb`: a pool of its own for the notarizers' lock (one connection is enough). */
+export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = db) {
   return {
     transaction<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
       return db.transaction(work);
@@ -32,24 +33,28 @@ export function createNotarizationRepository(db: Sequelize) {
 
     /**
      * Runs `work` holding the database's named lock `name` (GET_LOCK), or returns undefined at
-     * once when another session holds it. The lock lives in a transaction of its own, so its
-     * connection stays checked out (never reaped as idle) until the work ends; a process that
-     * dies drops the connection and with it the lock.
+     * once when another session holds it. The lock is taken on `lockDb`, a pool of its own
+     * (never the connections `work` needs), inside a transaction, so its connection stays
+     * checked out (never reaped as idle) until the work ends; a process that dies drops the
+     * connection and with it the lock. `held()` asks the server whether this connection still
+     * holds it (a killed or timed-out connection loses it silently): ask before each step that
+     * must not run twice at once.
      */
-    async exclusive<T>(name: string, work: () => Promise<T>): Promise<T | undefined> {
-      return db.transaction(async (t) => {
-        const [row] = await select<{ got: number | null }>(db, 'SELECT GET_LOCK($1, 0) AS got', [name], t);
+    async exclusive<T>(name: string, work: (held: () => Promise<boolean>) => Promise<T>): Promise<T | undefined> {
+      return lockDb.transaction(async (t) => {
+        const [row] = await select<{ got: number | null }>(lockDb, 'SELECT GET_LOCK($1, 0) AS got', [name], t);
         if (row?.got !== 1) return undefined;
+        const held = async () => (await select<{ mine: number | null }>(lockDb, 'SELECT IS_USED_LOCK($1) = CONNECTION_ID() AS mine', [name], t))[0]?.mine === 1;
         try {
-          return await work();
+          return await work(held);
         } finally {
-          await select(db, 'SELECT RELEASE_LOCK($1)', [name], t);
+          await select(lockDb, 'SELECT RELEASE_LOCK($1)', [name], t).catch(() => undefined);
         }
       });
     },
 
     /** Waiting guarantees with a doc whose file ended Infected or Error, oldest first. */
-    async blocked(limit: number): Promise<Array<{ id: string; orgId: string; key: string; status: string }>> {
+    async blocked(limit: number): Promise<{ found: Array<{ id: string; orgId: string; key: string; status: string }>; full: boolean }> {
       const rows = await select<{ id: string; org_id: string; file_key: string; status: string }>(db,
         `SELECT g.id, g.org_id, d.file_key, f.status FROM guarantees g
           JOIN guarantee_docs d ON d.guarantee_id = g.id JOIN files f ON f.object_key = d.file_key
@@ -57,7 +62,7 @@ export function createNotarizationRepository(db: Sequelize) {
         ORDER BY g.id, d.position LIMIT ${Math.trunc(limit)}`, []);
       const first = new Map<string, { id: string; orgId: string; key: string; status: string }>();
       for (const r of rows) if (!first.has(r.id)) first.set(r.id, { id: r.id, orgId: r.org_id, key: r.file_key, status: r.status });
-      return [...first.values()];
+      return { found: [...first.values()], full: rows.length === limit };
     },
 
     /** Waiting guarantees whose docs are all Clean or Signed (none at all included), oldest first. */
@@ -85,13 +90,19 @@ export function createNotarizationRepository(db: Sequelize) {
       const notWaiting = new Error('a guarantee of the batch is no longer waiting');
       return db.transaction(async (t) => {
         const ids = proofs.map((p) => p.guaranteeId);
-        const moved = await execute(db, `UPDATE guarantees SET notary_state = 'batched' WHERE notary_state = 'waiting' AND id IN (${marks(ids.length)})`, ids, t, TEXT);
+        // By primary key: through the state index the update would also lock the gaps of the
+        // 'waiting' range, where new registrations insert.
+        const moved = await execute(db, `UPDATE guarantees FORCE INDEX (PRIMARY) SET notary_state = 'batched' WHERE notary_state = 'waiting' AND id IN (${marks(ids.length)})`, ids, t, TEXT);
         if (moved !== ids.length) throw notWaiting;
         const { insertId } = await write(db, `INSERT INTO notarization_batches (anchor_kind, root, size, state, created_at) VALUES ($1, $2, $3, 'sealed', $4)`,
           [kind, root, proofs.length, at], t);
-        const values = proofs.map((_, i) => `($${i * 4 + 2}, $1, $${i * 4 + 3}, $${i * 4 + 4}, $${i * 4 + 5})`).join(', ');
-        await execute(db, `INSERT INTO notarization_proofs (guarantee_id, batch_id, leaf_index, digest, path) VALUES ${values}`,
-          [insertId, ...proofs.flatMap((p) => [p.guaranteeId, p.leafIndex, p.digest, JSON.stringify(p.path)])], t, TEXT);
+        // In statements of 500 proofs (about 1 MB each), well under MariaDB's packet limit.
+        for (let i = 0; i < proofs.length; i += 500) {
+          const chunk = proofs.slice(i, i + 500);
+          const values = chunk.map((_, j) => `($${j * 4 + 2}, $1, $${j * 4 + 3}, $${j * 4 + 4}, $${j * 4 + 5})`).join(', ');
+          await execute(db, `INSERT INTO notarization_proofs (guarantee_id, batch_id, leaf_index, digest, path) VALUES ${values}`,
+            [insertId, ...chunk.flatMap((p) => [p.guaranteeId, p.leafIndex, p.digest, JSON.stringify(p.path)])], t, TEXT);
+        }
         return insertId;
       }).catch((err: unknown) => {
         if (err === notWaiting) return undefined;

@@ -22,6 +22,9 @@ import { notarizationProof, type NotarizationProof, type PendingProof } from './
 /** The database lock that makes one notarizer at a time (anchors and ledgers append in order). */
 export const NOTARY_LOCK = 'guarantee_registry_notary';
 
+/** Batches sealed per cycle at most: a backlog is worked off over several cycles, none of them endless. */
+export const MAX_BATCHES_PER_CYCLE = 50;
+
 export interface CycleResult { blocked: number; batches: number; notarized: number; pending: number }
 
 export function createNotarizationService(deps: {
@@ -36,10 +39,16 @@ export function createNotarizationService(deps: {
   const { repo, guarantees, outbox, anchor, batchSize, logger } = deps;
   const now = deps.now ?? (() => new Date());
 
-  /** Submits a batch and records it final when the anchor says so; false while it is not final. */
-  async function anchorBatch(batch: BatchToAnchor, submitted?: Submission): Promise<number> {
+  /** Throws unless this process still holds the notarizers' lock (its connection may have been killed). */
+  async function stillExclusive(held: () => Promise<boolean>): Promise<void> {
+    if (!(await held())) throw new Error('lost the notarization lock mid-cycle (its database connection was closed): stopping before anchoring anything');
+  }
+
+  /** Submits a batch and records it final when the anchor says so; how many records it completed (0 while not final). */
+  async function anchorBatch(batch: BatchToAnchor, held: () => Promise<boolean>, submitted?: Submission): Promise<number> {
     let submission = submitted;
     if (!submission) {
+      await stillExclusive(held);
       submission = await anchor.submit(batch);
       await repo.markSubmitted(batch.id, submission);
     }
@@ -59,7 +68,13 @@ export function createNotarizationService(deps: {
     return records.length;
   }
 
-  async function resume(result: CycleResult): Promise<void> {
+  /**
+   * Finishes the batches earlier cycles left. A batch that fails (the anchor refuses it, the
+   * node is away) does not stop the others; its error is returned, for the cycle to report
+   * once the rest of its work is done.
+   */
+  async function resume(result: CycleResult, held: () => Promise<boolean>): Promise<Error[]> {
+    const errors: Error[] = [];
     for (const b of await repo.unfinished()) {
       const batch = { id: b.id, root: b.root, size: b.size };
       if (b.anchorKind !== anchor.kind) {
@@ -67,15 +82,21 @@ export function createNotarizationService(deps: {
         continue;
       }
       const submitted = b.state === 'submitted' && b.txHash && b.receipt ? { txHash: b.txHash, receipt: b.receipt } : undefined;
-      const n = await anchorBatch(batch, submitted);
-      if (n) result.notarized += n;
-      else result.pending++;
+      try {
+        const n = await anchorBatch(batch, held, submitted);
+        if (n) result.notarized += n;
+        else result.pending++;
+      } catch (err) {
+        logger.error({ batch: b.id, err: (err as Error).message }, 'a notarization batch could not be finished');
+        errors.push(new Error(`batch ${b.id}: ${(err as Error).message}`));
+      }
     }
+    return errors;
   }
 
   async function blockSettled(result: CycleResult): Promise<void> {
     for (;;) {
-      const found = await repo.blocked(500);
+      const { found, full } = await repo.blocked(500);
       const before = result.blocked;
       for (const b of found) {
         const reason = `Doc ${b.key} is ${b.status}: the record will not be notarized.`;
@@ -92,36 +113,43 @@ export function createNotarizationService(deps: {
         }
       }
       // A full page blocked nothing (each was blocked meanwhile by someone else): no progress to make.
-      if (found.length < 500 || result.blocked === before) return;
+      if (!full || result.blocked === before) return;
     }
   }
 
   /** Seals and anchors one batch of eligible records; how many it took. */
-  async function batchOnce(result: CycleResult): Promise<number> {
+  async function batchOnce(result: CycleResult, held: () => Promise<boolean>): Promise<number> {
     const ids = await repo.eligible(batchSize);
     if (!ids.length) return 0;
     const records = await guarantees.findByIds(ids);
     const digests = records.map((g) => guaranteeDigest(toV2(g)));
     const { root, paths } = buildTree(digests);
+    await stillExclusive(held);
     const batchId = await repo.seal(anchor.kind, root, records.map((g, i) => ({
       guaranteeId: g.id, leafIndex: i, digest: digests[i] as string, path: paths[i] ?? [],
     })), now());
     if (batchId === undefined) return 0;
     result.batches++;
-    const n = await anchorBatch({ id: batchId, root, size: records.length });
+    const n = await anchorBatch({ id: batchId, root, size: records.length }, held);
     if (n) result.notarized += n;
     else result.pending++;
     return records.length;
   }
 
   return {
-    /** One cycle, or undefined when another process is running one. */
+    /**
+     * One cycle, or undefined when another process is running one. Throws (after blocking what
+     * is to be blocked) when an earlier batch could not be finished: no new batch is sealed
+     * behind it (on a chain its transaction would wait behind the stuck nonce), and the failed
+     * job says why in Bull Board.
+     */
     async cycle(): Promise<CycleResult | undefined> {
-      return repo.exclusive(NOTARY_LOCK, async () => {
+      return repo.exclusive(NOTARY_LOCK, async (held) => {
         const result: CycleResult = { blocked: 0, batches: 0, notarized: 0, pending: 0 };
-        await resume(result);
+        const stuck = await resume(result, held);
         await blockSettled(result);
-        while ((await batchOnce(result)) === batchSize) { /* full batches while they last */ }
+        if (stuck.length) throw new Error(`notarization waits for ${stuck.length} batch(es): ${stuck.map((e) => e.message).join('; ')}`);
+        for (let n = 0; n < MAX_BATCHES_PER_CYCLE && (await batchOnce(result, held)) === batchSize; n++) { /* full batches while they last */ }
         return result;
       });
     },

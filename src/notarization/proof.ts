@@ -8,7 +8,7 @@ import { guaranteeV2, type GuaranteeV2 } from '../guarantees/guarantee.schemas.j
 import { ANCHOR_KINDS } from './anchor.js';
 import { CANONICAL_SCHEMA, guaranteeDigest } from './canonical.js';
 import { LEDGER_SCHEMA, ledgerEntryHash, type LedgerEntry } from './ledger.anchor.js';
-import { rootFromPath } from './merkle.js';
+import { pathSides, rootFromPath } from './merkle.js';
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits');
 
@@ -73,8 +73,10 @@ export function verifyProof(guaranteeJson: unknown, proofJson: unknown): { ok: b
     check('the Merkle path is well formed', false, (err as Error).message);
   }
   if (root !== undefined) check('the Merkle path leads to the root', root === proof.root, `path leads to ${root}, proof says ${proof.root}`);
-  check('the path fits the batch', proof.leafIndex < proof.batchSize && proof.path.length <= Math.ceil(Math.log2(proof.batchSize)),
-    `leaf ${proof.leafIndex} of ${proof.batchSize} with ${proof.path.length} steps`);
+  let sides: string[];
+  try { sides = pathSides(proof.leafIndex, proof.batchSize); } catch { sides = ['(no such leaf)']; }
+  check('the path is the one of leaf leafIndex in a tree of batchSize', sides.join() === proof.path.map((p) => p.side).join(),
+    `leaf ${proof.leafIndex} of ${proof.batchSize} has sides ${sides.join(',') || 'none'}, the path ${proof.path.map((p) => p.side).join(',') || 'none'}`);
   if (guarantee.txHash !== null) check('the guarantee names the anchor transaction', guarantee.txHash === proof.anchor.txHash, `guarantee ${guarantee.txHash}, proof ${proof.anchor.txHash}`);
 
   if (proof.anchor.kind === 'ledger') {
@@ -82,14 +84,19 @@ export function verifyProof(guaranteeJson: unknown, proofJson: unknown): { ok: b
     if (!entry) check('the proof carries its ledger entry', false);
     else {
       check('the ledger entry holds the root', entry.root === proof.root, `entry holds ${entry.root}`);
+      check('the ledger entry names the batch\'s size', entry.size === proof.batchSize, `entry says ${entry.size}, proof ${proof.batchSize}`);
       const hash = ledgerEntryHash(entry);
       check('the ledger entry hashes to txHash', hash === proof.anchor.txHash, `entry hashes to ${hash}`);
     }
   }
   if (proof.anchor.kind === 'evm') {
     const raw = proof.anchor.rawTransaction;
-    let tx: Transaction | undefined;
-    try { tx = raw ? Transaction.from(raw) : undefined; } catch { tx = undefined; }
+    // Parsing and recovering the signer both throw on malformed bytes (a signature off the curve).
+    let tx: { hash: string | null; data: string; from: string | null; chainId: bigint } | undefined;
+    try {
+      const parsed = raw ? Transaction.from(raw) : undefined;
+      tx = parsed && { hash: parsed.hash, data: parsed.data, from: parsed.from, chainId: parsed.chainId };
+    } catch { tx = undefined; }
     if (!tx) check('the proof carries its signed transaction', false);
     else {
       check('the signed transaction hashes to txHash', tx.hash === proof.anchor.txHash, `it hashes to ${tx.hash ?? 'nothing'}`);

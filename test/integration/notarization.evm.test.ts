@@ -89,7 +89,7 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
       const tx = await provider.getTransaction(record.txHash as string);
       expect(tx?.data).to.equal(`0x${proof.root}`);
       expect(tx?.to).to.equal(address);
-      const onChain = await checkOnChain(provider, { txHash: record.txHash as string, root: proof.root, from: address, blockNumber: proof.anchor.blockNumber as number });
+      const onChain = await checkOnChain(provider, { txHash: record.txHash as string, root: proof.root, chainId: CHAIN, from: address, blockNumber: proof.anchor.blockNumber as number });
       expect(onChain.filter((c) => !c.ok)).to.deep.equal([]);
     } finally {
       provider.destroy();
@@ -99,10 +99,49 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     writeFileSync(file, JSON.stringify({ guarantee: record, proof }));
     const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: process.env });
     expect(cli.status, cli.stderr).to.equal(0);
+    expect(cli.stdout).to.equal('verified\n');
     expect(cli.stderr).to.include('ok   the transaction\'s data is the root');
-    // And a proof whose signed transaction was swapped for another fails offline.
+    expect(cli.stderr).to.include('ok   the transaction comes from the expected sender');
+    // Without a chain to ask, the proof only holds offline: exit 3, never a plain "verified".
+    const offline = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+    expect(offline.status, offline.stderr).to.equal(3);
+    expect(offline.stdout).to.equal('verified offline only\n');
+    // A proof whose signed transaction was swapped for garbage fails offline.
     const other = { ...proof, anchor: { ...proof.anchor, rawTransaction: '0x02' } };
     expect(verifyProof(record, other).ok).to.equal(false);
+  });
+
+  it('refuses a proof anchored by someone else: a transaction with the same root from another key is not the registry\'s', async () => {
+    const org = await newOrg();
+    const id = await create(org, { details: { transactionId: 'EVM-FORGED' } });
+    const service = await evmNotary();
+    await cycle(service);
+    await mine(3);
+    await cycle(service);
+    const record = await read(org, `/api/v2/guarantees/${id}`);
+    const proof = await read(org, `/api/v2/guarantees/${id}/proof`) as { root: string; anchor: Record<string, unknown> };
+    // Anyone can put the same root on chain from their own account (hardhat's account #1 here).
+    const { Wallet } = await import('ethers');
+    const provider = evmProvider((await harness()).config.EVM_RPC_URL as string, CHAIN);
+    const forger = new Wallet('0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d', provider);
+    const raw = await forger.signTransaction(await forger.populateTransaction({ to: forger.address, data: `0x${proof.root}`, value: 0n }));
+    const sent = await provider.broadcastTransaction(raw);
+    const mined = await sent.wait();
+    provider.destroy();
+    const forged = { ...proof, anchor: { ...proof.anchor, txHash: sent.hash, from: forger.address, rawTransaction: raw, blockNumber: mined?.blockNumber } };
+    const claimed = { ...record, txHash: sent.hash };
+    // Offline, such a proof is consistent: only the sender tells it apart.
+    expect(verifyProof(claimed, forged).ok).to.equal(true);
+    const file = join(mkdtempSync(join(tmpdir(), 'verify-forged-')), 'pair.json');
+    writeFileSync(file, JSON.stringify({ guarantee: claimed, proof: forged }));
+    const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: process.env });
+    expect(cli.status, cli.stderr).to.equal(1);
+    expect(cli.stdout).to.equal('NOT verified\n');
+    expect(cli.stderr).to.include('FAIL the transaction comes from the expected sender');
+    // A third party names the registry's published address with --from.
+    const third = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file, '--rpc', (await harness()).config.EVM_RPC_URL as string, '--from', address],
+      { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+    expect(third.status, third.stderr).to.equal(1);
   });
 
   it('a worker that died after signing and before broadcasting: the next cycle sends the same transaction, one per batch', async () => {
@@ -119,7 +158,7 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     });
     let failed: unknown;
     try { await cycle(await evmNotary({ provider: dying })); } catch (err) { failed = err; }
-    expect((failed as Error | undefined)?.message).to.equal('the worker died before broadcasting');
+    expect((failed as Error | undefined)?.message).to.include('the worker died before broadcasting');
     const [written] = await select<{ tx_hash: string; nonce: number; batch_id: number }>(h.db,
       'SELECT t.tx_hash, t.nonce, t.batch_id FROM evm_transactions t JOIN notarization_proofs p ON p.batch_id = t.batch_id WHERE p.guarantee_id = $1', [id]);
     expect(written, 'signed and written before the broadcast').to.not.equal(undefined);

@@ -11,16 +11,16 @@ import { createLedgerAnchor, GENESIS_HASH, ledgerEntryHash, type LedgerEntry } f
 import { createNotarizationRepository } from '../../src/notarization/notarization.repository.js';
 import { createNotarizationService, type CycleResult } from '../../src/notarization/notarization.service.js';
 import { verifyProof } from '../../src/notarization/proof.js';
-import { execute, select } from '../../src/shared/db/sequelize.js';
+import { execute, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { configWith, eventually, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
+import { configWith, eventually, extraDb, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
 
 const checksum = (s: string) => createHash('sha256').update(s).digest('hex');
 
-async function notary(opts: { batchSize?: number; anchor?: Anchor } = {}) {
+async function notary(opts: { batchSize?: number; anchor?: Anchor; lockDb?: Sequelize; guarantees?: ReturnType<typeof createGuaranteeRepository> } = {}) {
   const { db, events } = await harness();
   return createNotarizationService({
-    repo: createNotarizationRepository(db), guarantees: createGuaranteeRepository(db), outbox: events.outbox,
+    repo: createNotarizationRepository(db, opts.lockDb ?? db), guarantees: opts.guarantees ?? createGuaranteeRepository(db), outbox: events.outbox,
     anchor: opts.anchor ?? createLedgerAnchor(db), batchSize: opts.batchSize ?? 1000, logger: createLogger('silent'),
   });
 }
@@ -179,6 +179,53 @@ describe('notarization with the embedded ledger', function () {
     expect(Number(notarized[0]?.n)).to.equal(1);
   });
 
+  it('a batch the anchor keeps refusing: the cycle says so (a failed job), still blocks what is to be blocked, seals nothing behind it, and resumes later', async () => {
+    const org = await newOrg();
+    const first = await create(org, { details: { transactionId: 'STUCK-1' } });
+    const { db } = await harness();
+    const ledger = createLedgerAnchor(db);
+    const refusing: Anchor = { ...ledger, submit: () => Promise.reject(new Error('the node refused it')) };
+    let failed: unknown;
+    try { await cycle(await notary({ anchor: refusing })); } catch (err) { failed = err; }
+    expect((failed as Error | undefined)?.message).to.equal('the node refused it');
+    const second = await create(org, { details: { transactionId: 'STUCK-2' } });
+    const bad = await issueFile(org.orgId);
+    const blocked = await create(org, { docs: [{ key: bad }] });
+    await execute(db, "UPDATE files SET status = 'Infected' WHERE object_key = $1", [bad]);
+    failed = undefined;
+    try { await cycle(await notary({ anchor: refusing })); } catch (err) { failed = err; }
+    expect((failed as Error | undefined)?.message).to.match(/^notarization waits for \d+ batch\(es\): batch \d+: the node refused it/);
+    expect((await read(org, blocked.id as string)).body.notarizationReason).to.be.a('string');
+    const [state] = await select<{ notary_state: string }>(db, 'SELECT notary_state FROM guarantees WHERE id = $1', [second.id]);
+    expect(state?.notary_state).to.equal('waiting');
+    await cycle(await notary());
+    for (const g of [first, second]) expect((await read(org, g.id as string)).body.notarizationStatus).to.equal('COMPLETE');
+  });
+
+  it('stops before anchoring when its lock\'s connection was killed mid-cycle (another notarizer may have taken over)', async () => {
+    const org = await newOrg();
+    const created = await create(org, { details: { transactionId: 'LOCK-1' } });
+    const { db, config } = await harness();
+    const lockDb = extraDb(config.DATABASE_URL);
+    const real = createGuaranteeRepository(db);
+    // While the cycle reads the records to batch, an operator (or a timeout) kills the lock's connection.
+    const killing = { ...real, findByIds: async (ids: readonly string[]) => {
+      const [holder] = await select<{ id: number | null }>(db, 'SELECT IS_USED_LOCK($1) AS id', ['guarantee_registry_notary']);
+      if (holder?.id) await execute(db, `KILL ${Number(holder.id)}`, []);
+      return real.findByIds(ids);
+    } };
+    const entriesBefore = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM notarization_ledger', []);
+    let failed: unknown;
+    try { await cycle(await notary({ lockDb, guarantees: killing })); } catch (err) { failed = err; }
+    expect(failed, 'the cycle must fail').to.be.instanceOf(Error);
+    const [state] = await select<{ notary_state: string }>(db, 'SELECT notary_state FROM guarantees WHERE id = $1', [created.id]);
+    expect(state?.notary_state).to.equal('waiting');
+    const entriesAfter = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM notarization_ledger', []);
+    expect(Number(entriesAfter[0]?.n)).to.equal(Number(entriesBefore[0]?.n));
+    await cycle(await notary());
+    expect((await read(org, created.id as string)).body.notarizationStatus).to.equal('COMPLETE');
+  });
+
   it('runs one cycle at a time across processes (a second one finds the lock taken and does nothing)', async () => {
     const { db } = await harness();
     const service = await notary();
@@ -264,6 +311,7 @@ describe('proof verification: tampering with anything breaks it', function () {
       ['digest', 'ab'.repeat(32)], ['root', 'ab'.repeat(32)], ['path.0.hash', 'ab'.repeat(32)], ['path.0.side', 'left'],
       ['anchor.txHash', 'ab'.repeat(32)], ['anchor.entry.root', 'ab'.repeat(32)], ['anchor.entry.prevHash', 'ab'.repeat(32)],
       ['anchor.entry.seq', 999999], ['anchor.entry.recordedAt', '2020-01-01T00:00:00.000Z'], ['guaranteeId', 'x'],
+      ['leafIndex', 2], ['batchSize', 1000], ['anchor.entry.size', 1000],
     ];
     for (const [path, value] of changes) {
       const tampered = structuredClone(proof);
@@ -288,8 +336,9 @@ describe('proof verification: tampering with anything breaks it', function () {
     writeFileSync(join(dir, 'p.json'), JSON.stringify(proof));
     const offline = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', join(dir, 'g.json'), join(dir, 'p.json')],
       { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
-    expect(offline.status, offline.stderr).to.equal(0);
-    expect(offline.stderr).to.include('skip the ledger itself');
+    expect(offline.status, offline.stderr).to.equal(3);
+    expect(offline.stdout).to.equal('verified offline only\n');
+    expect(offline.stderr).to.include('no database configured');
     const tampered = join(dir, 'bad.json');
     writeFileSync(tampered, JSON.stringify({ guarantee: { ...record, note: { shared: 'changed' } }, proof }));
     const bad = run(tampered);
@@ -297,6 +346,16 @@ describe('proof verification: tampering with anything breaks it', function () {
     expect(bad.stdout).to.equal('NOT verified\n');
     expect(bad.stderr).to.include('FAIL the guarantee hashes to the proof\'s digest');
     expect(run(join(dir, 'missing.json')).status).to.equal(2);
+    // A self-made ledger entry holding the root is consistent offline, but not in the ledger.
+    const entry = { ...(proof.anchor as { entry: LedgerEntry }).entry, seq: 424242, prevHash: 'cd'.repeat(32) };
+    const forgedProof = { ...proof, anchor: { ...(proof.anchor as object), entry, txHash: ledgerEntryHash(entry) } };
+    const forgedRecord = { ...record, txHash: ledgerEntryHash(entry) };
+    expect(verifyProof(forgedRecord, forgedProof).ok).to.equal(true);
+    const forged = join(dir, 'forged.json');
+    writeFileSync(forged, JSON.stringify({ guarantee: forgedRecord, proof: forgedProof }));
+    const refused = run(forged);
+    expect(refused.status, refused.stderr).to.equal(1);
+    expect(refused.stderr).to.include('FAIL the ledger holds an entry with this hash');
   });
 
   it('the ledger check finds an entry rewritten in the database (whoever controls it could rewrite them all, though)', async () => {

@@ -43,5 +43,7 @@ describe('configuration', () => {
     expect(() => parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'evm', EVM_RPC_URL: 'http://127.0.0.1:8545' })).to.throw(ConfigError, /EVM_CHAIN_ID/);
     expect(parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'evm', EVM_RPC_URL: 'http://127.0.0.1:8545', EVM_CHAIN_ID: '31337' })).to.include({ EVM_CHAIN_ID: 31337 });
     expect(() => parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'bitcoin' })).to.throw(ConfigError, /NOTARIZATION_ANCHOR/);
+    // A batch's proofs and events must fit MariaDB's packets and statement time: 5000 at most.
+    expect(() => parseConfig({ ...valid, NOTARIZATION_BATCH_SIZE: '100000' })).to.throw(ConfigError, /NOTARIZATION_BATCH_SIZE/);
   });
 });

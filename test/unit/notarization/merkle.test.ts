@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
-import { buildTree, leafHash, nodeHash, rootFromPath } from '../../../src/notarization/merkle.js';
+import { buildTree, leafHash, nodeHash, pathSides, rootFromPath } from '../../../src/notarization/merkle.js';
 
 const digest = (i: number) => createHash('sha256').update(`record ${i}`).digest('hex');
 const digests = (n: number) => Array.from({ length: n }, (_, i) => digest(i));
@@ -45,5 +45,20 @@ describe('Merkle trees (RFC 6962 shape)', () => {
     expect(() => buildTree([])).to.throw('at least one');
     expect(() => buildTree(['ABC'])).to.throw('64 lowercase hex');
     expect(() => rootFromPath(digest(1), [{ side: 'left', hash: 'zz' }])).to.throw('64 lowercase hex');
+  });
+});
+
+describe('Merkle path shapes', () => {
+  it('pathSides gives exactly the sides of every honest path, for every leaf of trees of 1 to 33', () => {
+    for (let n = 1; n <= 33; n++) {
+      const { paths } = buildTree(digests(n));
+      paths.forEach((p, i) => expect(pathSides(i, n), `leaf ${i} of ${n}`).to.deep.equal(p.map((s) => s.side)));
+    }
+  });
+
+  it('has no path for a leaf outside the tree', () => {
+    expect(() => pathSides(3, 3)).to.throw('no leaf 3');
+    expect(() => pathSides(-1, 3)).to.throw('no leaf -1');
+    expect(() => pathSides(0, 0)).to.throw('no leaf 0');
   });
 });
