@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { Webhook } from 'standardwebhooks';
 import { startWorkers } from '../../workers/index.js';
 import { createGuaranteeRepository } from '../../src/guarantees/guarantee.repository.js';
 import type { Anchor } from '../../src/notarization/anchor.js';
@@ -14,6 +15,7 @@ import { verifyProof } from '../../src/notarization/proof.js';
 import { execute, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { configWith, eventually, extraDb, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
+import { receiver } from '../support/receiver.js';
 
 const checksum = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -253,6 +255,42 @@ describe('notarization with the embedded ledger', function () {
       await eventually('the record to be notarized', async () => (await read(org, created.id as string)).body.notarizationStatus === 'COMPLETE', 15_000);
     } finally {
       await workers.close();
+    }
+  });
+});
+
+describe('notarization events at a webhook receiver', function () {
+  this.timeout(30_000);
+
+  it('an endpoint receives guarantee.notarized, signed, with the record as notarized; and guarantee.notarization_blocked', async () => {
+    const org = await newOrg();
+    const hook = await receiver('/notary');
+    const { http } = await harness();
+    const reg = await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: hook.url });
+    expect(reg.status).to.equal(200);
+    const good = await create(org, { details: { transactionId: 'HOOK-1' } });
+    const bad = await issueFile(org.orgId);
+    const blocked = await create(org, { docs: [{ key: bad }] });
+    const { db } = await harness();
+    await execute(db, "UPDATE files SET status = 'Error' WHERE object_key = $1", [bad]);
+    const workers = await startWorkers(['webhooks', 'notarization'], {
+      config: configWith({ NOTARIZATION_INTERVAL_MS: '200', WEBHOOK_RETRY_SCHEDULE: '0.2,0.3' }), logger: createLogger('silent'),
+    });
+    try {
+      const byType = async () => {
+        const events = hook.received.map((r) => new Webhook(reg.body.secret as string).verify(r.body, r.headers as Record<string, string>) as { type: string; data: { id: string } });
+        return new Map(events.map((e) => [`${e.type} ${e.data.id}`, e]));
+      };
+      const seen = await eventually('both notarization events at the receiver', async () => {
+        const m = await byType();
+        return m.has(`guarantee.notarized ${good.id as string}`) && m.has(`guarantee.notarization_blocked ${blocked.id as string}`) && m;
+      }, 20_000);
+      const notarized = seen.get(`guarantee.notarized ${good.id as string}`)?.data as unknown as Record<string, unknown>;
+      expect(notarized).to.deep.equal((await read(org, good.id as string)).body);
+      expect(notarized.notarizationStatus).to.equal('COMPLETE');
+    } finally {
+      await workers.close();
+      await hook.close();
     }
   });
 });
