@@ -277,12 +277,12 @@ describe('notarization events at a webhook receiver', function () {
       config: configWith({ NOTARIZATION_INTERVAL_MS: '200', WEBHOOK_RETRY_SCHEDULE: '0.2,0.3' }), logger: createLogger('silent'),
     });
     try {
-      const byType = async () => {
+      const byType = () => {
         const events = hook.received.map((r) => new Webhook(reg.body.secret as string).verify(r.body, r.headers as Record<string, string>) as { type: string; data: { id: string } });
         return new Map(events.map((e) => [`${e.type} ${e.data.id}`, e]));
       };
       const seen = await eventually('both notarization events at the receiver', async () => {
-        const m = await byType();
+        const m = byType();
         return m.has(`guarantee.notarized ${good.id as string}`) && m.has(`guarantee.notarization_blocked ${blocked.id as string}`) && m;
       }, 20_000);
       const notarized = seen.get(`guarantee.notarized ${good.id as string}`)?.data as unknown as Record<string, unknown>;
