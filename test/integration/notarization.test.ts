@@ -281,7 +281,7 @@ describe('notarization events at a webhook receiver', function () {
         const events = hook.received.map((r) => new Webhook(reg.body.secret as string).verify(r.body, r.headers as Record<string, string>) as { type: string; data: { id: string } });
         return new Map(events.map((e) => [`${e.type} ${e.data.id}`, e]));
       };
-      const seen = await eventually('both notarization events at the receiver', async () => {
+      const seen = await eventually('both notarization events at the receiver', () => {
         const m = byType();
         return m.has(`guarantee.notarized ${good.id as string}`) && m.has(`guarantee.notarization_blocked ${blocked.id as string}`) && m;
       }, 20_000);
