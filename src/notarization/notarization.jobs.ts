@@ -3,6 +3,7 @@
 // cycle of the notarization service; a run that finds another process's cycle under way does
 // nothing (the database lock), and a failed run is retried by the next one (and from Bull Board).
 import type { Queue } from 'bullmq';
+import { KEEP_FAILED } from '../shared/queues.js';
 
 export const NOTARIZATION_QUEUE = 'notarization';
 export const NotarizationJob = { notarize: 'notarize' } as const;
@@ -13,6 +14,7 @@ export type NotarizationQueue = Queue<NotarizationPayload>;
 
 export async function scheduleNotarization(queue: NotarizationQueue, everyMs: number): Promise<void> {
   await queue.upsertJobScheduler(NotarizationJob.notarize, { every: everyMs }, {
-    name: NotarizationJob.notarize, data: {}, opts: { removeOnComplete: 100, removeOnFail: { age: 7 * 24 * 3600 } },
+    // A stuck batch fails every run: the last thousand failures are plenty to read.
+    name: NotarizationJob.notarize, data: {}, opts: { removeOnComplete: 100, removeOnFail: { ...KEEP_FAILED, count: 1000 } },
   });
 }
