@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
 import { GUARANTEE_SQL } from '../src/guarantees/guarantee.repository.js';
+import { INSERT_EVENT_SQL } from '../src/webhooks/webhook.repository.js';
 import { FIND_API_KEY_SQL } from '../src/orgs/org.repository.js';
 import { toPositional } from '../src/shared/db/sequelize.js';
 
@@ -24,6 +25,7 @@ const Q = {
   byTx: stmt(GUARANTEE_SQL.findByTransactionId),
   count: stmt(GUARANTEE_SQL.count),
   list: stmt(GUARANTEE_SQL.listBySeq),
+  event: stmt(INSERT_EVENT_SQL),
 };
 
 const pool = mysql.createPool({ uri: process.env.DATABASE_URL, connectionLimit: Number(process.env.DATABASE_POOL_MAX ?? 20), timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true });
@@ -90,8 +92,11 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
     const id = uuidv7({ msecs: createdAt.getTime() });
     await conn.execute(...Q.insert([id, orgId, txId, d.policyNumber ?? null, d.actType ?? null, null, null, null, null, null,
       null, null, body.economics?.garantedAmount ?? null, null, null, '', null, hash, createdAt]));
+    const record = { details: { transactionId: txId, policyNumber: d.policyNumber, actType: d.actType }, economics: body.economics, note: { shared: '' }, txHash: null, notarizationStatus: 'PENDING', docs: [], createdAt, id, orgId };
+    // The same durable work as the app: the guarantee.created event in the outbox, in the same transaction.
+    await conn.execute(...Q.event([uuidv7({ msecs: createdAt.getTime() }), orgId, 'guarantee.created', JSON.stringify({ type: 'guarantee.created', timestamp: createdAt.toISOString(), data: record }), createdAt]));
     await conn.commit();
-    return { details: { transactionId: txId, policyNumber: d.policyNumber, actType: d.actType }, economics: body.economics, note: { shared: '' }, txHash: null, notarizationStatus: 'PENDING', docs: [], createdAt, id, orgId };
+    return record;
   } catch (err) {
     await conn.rollback();
     throw err;

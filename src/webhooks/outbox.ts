@@ -97,7 +97,7 @@ export function createRelay(deps: { repo: WebhookRepository; jobs: WebhookJobs; 
       logger.warn({ err: (err as Error).message, retryInMs: delay }, 'webhook relay failed; events stay in the outbox');
       if (!stopped) {
         clearTimeout(retryTimer);
-        retryTimer = setTimeout(() => void run(0), delay);
+        retryTimer = setTimeout(() => { retryTimer = undefined; void run(0); }, delay);
         retryTimer.unref();
       }
     }).finally(() => {
@@ -107,13 +107,17 @@ export function createRelay(deps: { repo: WebhookRepository; jobs: WebhookJobs; 
   }
 
   return {
-    /** After a commit: relay now (coalesced with a run in progress). */
+    /**
+     * After a commit: relay now (coalesced with a run in progress). While a failed round waits
+     * for its retry (Redis away), commits do not start rounds of their own: each would read
+     * the whole backlog again only to fail, on every request, just when the service is degraded.
+     */
     wake: (): void => {
-      if (!stopped) void run(0);
+      if (!stopped && !retryTimer) void run(0);
     },
-    /** The fallback: every `everyMs`, relay events older than `minAgeMs` that nobody relayed. */
+    /** The fallback: every `everyMs`, relay events older than `minAgeMs` that nobody relayed (not while a retry waits). */
     start(everyMs: number, minAgeMs: number): void {
-      interval = setInterval(() => void run(minAgeMs), everyMs);
+      interval = setInterval(() => { if (!retryTimer) void run(minAgeMs); }, everyMs);
       interval.unref();
     },
     async stop(): Promise<void> {

@@ -62,6 +62,9 @@ export interface AttemptOutcome {
  */
 const pairs = (keys: readonly DeliveryKey[]) => keys.map((k) => [k.eventId, k.endpointId]);
 
+/** The outbox write of every create (exported so that the API bench's raw baseline does the same durable work). */
+export const INSERT_EVENT_SQL = 'INSERT INTO webhook_events (id, org_id, type, body, created_at) VALUES ($1, $2, $3, $4, $5)';
+
 export function createWebhookRepository(db: Sequelize) {
   return {
     transaction<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
@@ -137,8 +140,7 @@ export function createWebhookRepository(db: Sequelize) {
     // ---- The outbox ----
 
     async insertEvent(e: EventRecord, t: Transaction): Promise<void> {
-      await execute(db, 'INSERT INTO webhook_events (id, org_id, type, body, created_at) VALUES ($1, $2, $3, $4, $5)',
-        [e.id, e.orgId, e.type, e.body, e.createdAt], t);
+      await execute(db, INSERT_EVENT_SQL, [e.id, e.orgId, e.type, e.body, e.createdAt], t);
     },
 
     /** Many events in one multi-row INSERT (a notarized batch writes one per record). */

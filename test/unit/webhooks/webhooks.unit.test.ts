@@ -140,3 +140,38 @@ describe('webhooks: the per-endpoint bound', () => {
     expect(slots.usage('a')).to.deep.equal({ inFlight: 0, waiting: 0 });
   });
 });
+
+describe('webhooks: the outbox relay while Redis is away', () => {
+  it('starts no round of its own on each commit while a failed round waits for its retry', async () => {
+    const { createRelay } = await import('../../../src/webhooks/outbox.js');
+    const { createLogger } = await import('../../../src/shared/logger.js');
+    let reads = 0;
+    let queued = 0;
+    const event = { id: 'e1', orgId: 'o1', createdAt: new Date() };
+    const repo = {
+      undispatched: () => { reads++; return Promise.resolve([event]); },
+      fanOut: () => Promise.resolve([]),
+      markDispatched: () => Promise.resolve(),
+    };
+    let redisUp = false;
+    const jobs = { queue: () => { if (!redisUp) return Promise.reject(new Error('Redis is away')); queued++; return Promise.resolve(); } };
+    const relay = createRelay({ repo: repo as never, jobs, logger: createLogger('silent'), settings: { retryMs: 300 } });
+    relay.wake();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(reads).to.equal(1);
+    // A hundred commits while the retry waits: no round each.
+    for (let i = 0; i < 100; i++) relay.wake();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(reads).to.equal(1);
+    // Redis is back: the retry relays the backlog, and commits wake the relay again.
+    redisUp = true;
+    repo.undispatched = () => { reads++; return Promise.resolve(queued ? [] : [event]); };
+    await new Promise((r) => setTimeout(r, 400));
+    expect(queued).to.equal(1);
+    const before = reads;
+    relay.wake();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(reads).to.equal(before + 1);
+    await relay.stop();
+  });
+});
