@@ -174,4 +174,17 @@ describe('webhooks: the outbox relay while Redis is away', () => {
     expect(reads).to.equal(before + 1);
     await relay.stop();
   });
+
+  it('relays the commits of one moment in one round, a few milliseconds after the first', async () => {
+    const { createRelay, WAKE_DELAY_MS } = await import('../../../src/webhooks/outbox.js');
+    const { createLogger } = await import('../../../src/shared/logger.js');
+    let reads = 0;
+    const repo = { undispatched: () => { reads++; return Promise.resolve([]); }, fanOut: () => Promise.resolve([]), markDispatched: () => Promise.resolve() };
+    const relay = createRelay({ repo: repo as never, jobs: { queue: () => Promise.resolve() }, logger: createLogger('silent') });
+    for (let i = 0; i < 50; i++) relay.wake();
+    expect(reads).to.equal(0);
+    await new Promise((r) => setTimeout(r, WAKE_DELAY_MS + 30));
+    expect(reads).to.equal(1);
+    await relay.stop();
+  });
 });
