@@ -142,6 +142,16 @@ describe('webhooks: the per-endpoint bound', () => {
 });
 
 describe('webhooks: the outbox relay while Redis is away', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Polls, so that a slow machine only makes the test slower, never wrong. */
+  const until = async (what: string, done: () => boolean, ms = 5000) => {
+    const end = Date.now() + ms;
+    while (!done()) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await sleep(5);
+    }
+  };
+
   it('starts no round of its own on each commit while a failed round waits for its retry', async () => {
     const { createRelay } = await import('../../../src/webhooks/outbox.js');
     const { createLogger } = await import('../../../src/shared/logger.js');
@@ -155,35 +165,33 @@ describe('webhooks: the outbox relay while Redis is away', () => {
     };
     let redisUp = false;
     const jobs = { queue: () => { if (!redisUp) return Promise.reject(new Error('Redis is away')); queued++; return Promise.resolve(); } };
-    const relay = createRelay({ repo: repo as never, jobs, logger: createLogger('silent'), settings: { retryMs: 300 } });
+    const relay = createRelay({ repo: repo as never, jobs, logger: createLogger('silent'), settings: { retryMs: 1000 } });
     relay.wake();
-    await new Promise((r) => setTimeout(r, 20));
-    expect(reads).to.equal(1);
-    // A hundred commits while the retry waits: no round each.
+    await until('the first round', () => reads === 1);
+    // A hundred commits while the retry waits (a second away): no round each.
     for (let i = 0; i < 100; i++) relay.wake();
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(50);
     expect(reads).to.equal(1);
     // Redis is back: the retry relays the backlog, and commits wake the relay again.
     redisUp = true;
     repo.undispatched = () => { reads++; return Promise.resolve(queued ? [] : [event]); };
-    await new Promise((r) => setTimeout(r, 400));
-    expect(queued).to.equal(1);
+    await until('the retry to relay the backlog', () => queued === 1);
     const before = reads;
     relay.wake();
-    await new Promise((r) => setTimeout(r, 20));
-    expect(reads).to.equal(before + 1);
+    await until('a commit to wake the relay again', () => reads === before + 1);
     await relay.stop();
   });
 
   it('relays the commits of one moment in one round, a few milliseconds after the first', async () => {
-    const { createRelay, WAKE_DELAY_MS } = await import('../../../src/webhooks/outbox.js');
+    const { createRelay } = await import('../../../src/webhooks/outbox.js');
     const { createLogger } = await import('../../../src/shared/logger.js');
     let reads = 0;
     const repo = { undispatched: () => { reads++; return Promise.resolve([]); }, fanOut: () => Promise.resolve([]), markDispatched: () => Promise.resolve() };
     const relay = createRelay({ repo: repo as never, jobs: { queue: () => Promise.resolve() }, logger: createLogger('silent') });
     for (let i = 0; i < 50; i++) relay.wake();
     expect(reads).to.equal(0);
-    await new Promise((r) => setTimeout(r, WAKE_DELAY_MS + 30));
+    await until('the round', () => reads >= 1);
+    await sleep(50);
     expect(reads).to.equal(1);
     await relay.stop();
   });
