@@ -138,7 +138,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       closers.push(() => sender.close());
     },
     notarization: async () => {
-      // NOTARIZATION_ANCHOR: the embedded ledger (the only kind so far).
+      // NOTARIZATION_ANCHOR: the embedded ledger, or an EVM chain.
       const anchor: Anchor = config.NOTARIZATION_ANCHOR === 'evm'
         ? createEvmAnchor({
           db, provider: evmProvider(config.EVM_RPC_URL as string, config.EVM_CHAIN_ID as number), keys: createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)),
@@ -147,14 +147,14 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         : createLedgerAnchor(db);
       // The notarizers' lock lives on a connection of its own, outside the pool the cycle works with.
       const lockDb = createSequelize({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
-      closers.push(() => lockDb.close());
       const notary = createNotarizationService({
         repo: createNotarizationRepository(db, lockDb), guarantees: createGuaranteeRepository(db), outbox: events.outbox, anchor,
         batchSize: config.NOTARIZATION_BATCH_SIZE, logger: log,
       });
       await scheduleNotarization(queues.notarization, config.NOTARIZATION_INTERVAL_MS);
       run<NotarizationPayload, string>(NOTARIZATION_QUEUE, async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' }, 1);
-      closers.push(async () => { await anchor.close?.(); });
+      // After the worker (pushed by run), which lets a cycle under way finish with its lock and anchor.
+      closers.push(async () => { await anchor.close?.(); await lockDb.close(); });
     },
   };
 
