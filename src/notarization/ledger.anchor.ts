@@ -75,18 +75,18 @@ export function createLedgerAnchor(db: Sequelize, now: () => Date = () => new Da
       const [row] = await select<LedgerRow>(db, `SELECT ${COLUMNS} FROM notarization_ledger WHERE entry_hash = $1`, [txHash]);
       if (!row) return undefined;
       const entry = entryOf(row);
-      // Walk forward to the head: every entry must hash to what it says, and name its predecessor.
-      let prev = row;
-      if (ledgerEntryHash(entry) !== row.entry_hash) return { entry, intact: false, problem: `entry ${entry.seq} does not hash to its recorded hash` };
-      for (;;) {
-        const next = await select<LedgerRow>(db, `SELECT ${COLUMNS} FROM notarization_ledger WHERE seq > $1 ORDER BY seq LIMIT 1000`, [prev.seq]);
-        if (!next.length) return { entry, intact: true };
-        for (const r of next) {
-          if (r.prev_hash !== prev.entry_hash) return { entry, intact: false, problem: `entry ${r.seq} does not follow entry ${prev.seq}` };
+      // From this entry to the head: every entry must hash to what it says, and name its predecessor.
+      let prev: LedgerRow | undefined;
+      let page = [row];
+      while (page.length) {
+        for (const r of page) {
+          if (prev && r.prev_hash !== prev.entry_hash) return { entry, intact: false, problem: `entry ${r.seq} does not follow entry ${prev.seq}` };
           if (ledgerEntryHash(entryOf(r)) !== r.entry_hash) return { entry, intact: false, problem: `entry ${r.seq} does not hash to its recorded hash` };
           prev = r;
         }
+        page = await select<LedgerRow>(db, `SELECT ${COLUMNS} FROM notarization_ledger WHERE seq > $1 ORDER BY seq LIMIT 1000`, [prev?.seq]);
       }
+      return { entry, intact: true };
     },
   };
 }

@@ -5,9 +5,6 @@ import { execute, select, write, type Sequelize, type Transaction } from '../sha
 import type { PathStep } from './merkle.js';
 import type { AnchorKind, Submission } from './anchor.js';
 
-/** Statuses a doc's file may end in that forbid notarization for ever. */
-export const BLOCKING_FILE_STATUSES = ['Infected', 'Error'] as const;
-
 export interface SealedProof { guaranteeId: string; leafIndex: number; digest: string; path: PathStep[] }
 
 export interface BatchRow { id: number; anchorKind: AnchorKind; root: string; size: number; state: 'sealed' | 'submitted' | 'anchored'; txHash: string | null; receipt: Record<string, unknown> | null; anchoredAt: Date | null }

@@ -44,8 +44,12 @@ export function createNotarizationService(deps: {
     if (!(await held())) throw new Error('lost the notarization lock mid-cycle (its database connection was closed): stopping before anchoring anything');
   }
 
-  /** Submits a batch and records it final when the anchor says so; how many records it completed (0 while not final). */
-  async function anchorBatch(batch: BatchToAnchor, held: () => Promise<boolean>, submitted?: Submission): Promise<number> {
+  /**
+   * Submits a batch and records it final when the anchor says so; how many records it
+   * completed (0 while not final). `members`: the batch's records when the caller has them
+   * (a batch just sealed); otherwise they are read back.
+   */
+  async function anchorBatch(batch: BatchToAnchor, held: () => Promise<boolean>, submitted?: Submission, members?: GuaranteeRecord[]): Promise<number> {
     let submission = submitted;
     if (!submission) {
       await stillExclusive(held);
@@ -54,7 +58,7 @@ export function createNotarizationService(deps: {
     }
     const receipt = await anchor.confirm(batch, submission);
     if (!receipt) return 0;
-    const records = await guarantees.findByIds(await repo.members(batch.id));
+    const records = members ?? await guarantees.findByIds(await repo.members(batch.id));
     const completed = await repo.transaction(async (t) => {
       if (!(await repo.complete(batch.id, receipt, t))) return false;
       await outbox.addMany(t, 'guarantee.notarized', records.map((g) => ({
@@ -130,7 +134,7 @@ export function createNotarizationService(deps: {
     })), now());
     if (batchId === undefined) return 0;
     result.batches++;
-    const n = await anchorBatch({ id: batchId, root, size: records.length }, held);
+    const n = await anchorBatch({ id: batchId, root, size: records.length }, held, undefined, records);
     if (n) result.notarized += n;
     else result.pending++;
     return records.length;

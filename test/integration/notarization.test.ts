@@ -10,7 +10,7 @@ import { createGuaranteeRepository } from '../../src/guarantees/guarantee.reposi
 import type { Anchor } from '../../src/notarization/anchor.js';
 import { createLedgerAnchor, GENESIS_HASH, ledgerEntryHash, type LedgerEntry } from '../../src/notarization/ledger.anchor.js';
 import { createNotarizationRepository } from '../../src/notarization/notarization.repository.js';
-import { createNotarizationService, type CycleResult } from '../../src/notarization/notarization.service.js';
+import { createNotarizationService, NOTARY_LOCK, type CycleResult } from '../../src/notarization/notarization.service.js';
 import { verifyProof } from '../../src/notarization/proof.js';
 import { execute, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -212,7 +212,7 @@ describe('notarization with the embedded ledger', function () {
     const real = createGuaranteeRepository(db);
     // While the cycle reads the records to batch, an operator (or a timeout) kills the lock's connection.
     const killing = { ...real, findByIds: async (ids: readonly string[]) => {
-      const [holder] = await select<{ id: number | null }>(db, 'SELECT IS_USED_LOCK($1) AS id', ['guarantee_registry_notary']);
+      const [holder] = await select<{ id: number | null }>(db, 'SELECT IS_USED_LOCK($1) AS id', [NOTARY_LOCK]);
       if (holder?.id) await execute(db, `KILL ${Number(holder.id)}`, []);
       return real.findByIds(ids);
     } };
@@ -232,7 +232,7 @@ describe('notarization with the embedded ledger', function () {
     const { db } = await harness();
     const service = await notary();
     const repo = createNotarizationRepository(db);
-    const inner = await repo.exclusive('guarantee_registry_notary', () => service.cycle());
+    const inner = await repo.exclusive(NOTARY_LOCK, () => service.cycle());
     expect(inner).to.equal(undefined);
   });
 
