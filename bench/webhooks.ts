@@ -125,43 +125,38 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
 
     // Throughput: the service and the raw baseline, alternating, `rounds` times each (this
     // machine's noise moves either by a fifth from one run to the next).
+    // One timed run of a delivering process over `events` queued deliveries: rate, CPU, statements.
+    const deliverAll = async (args: string[], ready: string) => {
+      arrivals = [];
+      const child = await startProcess(args, ready);
+      const cpu0 = cpuSeconds(processes);
+      const db0 = await dbStatus();
+      await waitArrivals(events);
+      const measured = { rate: rate(arrivals), cpu: cpuDelta(cpu0, cpuSeconds(processes)), db: perDelivery(db0, await dbStatus(), events) };
+      await stop(child);
+      return measured;
+    };
     const serviceRates: number[] = [];
     const rawRates: number[] = [];
-    let serviceCpu = '';
-    let rawCpu = '';
-    let serviceDb = '';
-    let rawDb = '';
+    let service = { rate: 0, cpu: '', db: '' };
+    let raw = { rate: 0, cpu: '', db: '' };
     let rows: Array<{ id: string; body: string }> = [];
     for (let round = 1; round <= rounds; round++) {
       log(`round ${round}: creating ${events} guarantees (no worker running)`);
       await createMany(events, 32, `tp${round}`);
       for (let i = 0; i < 200 && (await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`)) < events; i++) await new Promise((r) => setTimeout(r, 50));
-      arrivals = [];
-      const worker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
-      const cpu0 = cpuSeconds(processes);
-      const db0 = await dbStatus();
-      await waitArrivals(events);
-      serviceCpu = cpuDelta(cpu0, cpuSeconds(processes));
-      serviceDb = perDelivery(db0, await dbStatus(), events);
-      serviceRates.push(rate(arrivals));
-      await stop(worker);
+      service = await deliverAll([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
+      serviceRates.push(service.rate);
 
       // The raw baseline: the same bodies, the same concurrency.
       const [latest] = await db.query('SELECT id, body FROM webhook_events WHERE org_id = ? ORDER BY id DESC LIMIT ?', [orgId, events]);
       rows = latest as Array<{ id: string; body: string }>;
       const rawQueue = new Queue('raw-deliveries', { connection: redis, prefix: config.QUEUE_PREFIX });
       await rawQueue.addBulk(rows.map((r) => ({ name: 'raw', data: { id: r.id, body: r.body }, opts: { removeOnComplete: true } })));
-      arrivals = [];
-      const raw = await startProcess(['--import', 'tsx', 'bench/webhooks-raw-worker.ts', 'raw-deliveries', config.QUEUE_PREFIX, target, String(config.WEBHOOK_CONCURRENCY), webhookId], 'raw worker ready');
-      const cpu1 = cpuSeconds(processes);
-      const db1 = await dbStatus();
-      await waitArrivals(events);
-      rawCpu = cpuDelta(cpu1, cpuSeconds(processes));
-      rawDb = perDelivery(db1, await dbStatus(), events);
-      rawRates.push(rate(arrivals));
-      await stop(raw);
+      raw = await deliverAll(['--import', 'tsx', 'bench/webhooks-raw-worker.ts', 'raw-deliveries', config.QUEUE_PREFIX, target, String(config.WEBHOOK_CONCURRENCY), webhookId], 'raw worker ready');
+      rawRates.push(raw.rate);
       await rawQueue.close();
-      say(`round ${round}: service ${serviceRates[round - 1]?.toFixed(0)}/s | raw ${rawRates[round - 1]?.toFixed(0)}/s | service/raw ${((serviceRates[round - 1] ?? 0) / (rawRates[round - 1] ?? 1)).toFixed(2)}`);
+      say(`round ${round}: service ${service.rate.toFixed(0)}/s | raw ${raw.rate.toFixed(0)}/s | service/raw ${(service.rate / raw.rate).toFixed(2)}`);
     }
     const serviceRate = serviceRates.reduce((a, b) => a + b, 0) / rounds;
     const rawRate = rawRates.reduce((a, b) => a + b, 0) / rounds;
@@ -177,10 +172,10 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     const bareRate = rate(arrivals);
     await pool.close();
     say(`throughput, ${events} deliveries x ${rounds} rounds, concurrency ${config.WEBHOOK_CONCURRENCY}, means: service ${serviceRate.toFixed(0)}/s | raw BullMQ+HMAC+undici+INSERT ${rawRate.toFixed(0)}/s | bare undici loop ${bareRate.toFixed(0)}/s | service/raw ${(serviceRate / rawRate).toFixed(2)} | service/bare ${(serviceRate / bareRate).toFixed(3)}`);
-    say(`   CPU seconds, last round, service: ${serviceCpu}`);
-    say(`   CPU seconds, last round, raw: ${rawCpu}`);
-    say(`   database, per delivery, last round, service: ${serviceDb}`);
-    say(`   database, per delivery, last round, raw: ${rawDb}`);
+    say(`   CPU seconds, last round, service: ${service.cpu}`);
+    say(`   CPU seconds, last round, raw: ${raw.cpu}`);
+    say(`   database, per delivery, last round, service: ${service.db}`);
+    say(`   database, per delivery, last round, raw: ${raw.db}`);
 
     // Latency: a burst with the worker running.
     const latencyWorker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
