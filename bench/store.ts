@@ -2,9 +2,10 @@
 //
 // What each store operation of the uploads pipeline costs, in CPU of radosgw + ceph-osd and of
 // the client (this process), on the bench profile's radosgw: N objects of M MB, two requests
-// at a time, for PUT, HEAD, GET (drained), the conditional CopyObject the scan worker makes,
-// and DeleteObject. It explains the scan bench's gap to raw (see bench/README.md): the raw
-// baseline makes one GET a file; the pipeline a HEAD, a GET, a copy and a delete.
+// at a time, for PUT, HEAD, GET of that version (drained), ListObjectVersions (the scan's prune
+// of other versions) and DeleteObject of a version. It explains the scan bench's gap to raw
+// (see bench/README.md): the raw baseline makes one GET a file; the pipeline a HEAD, a GET and
+// a list.
 import { appendFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -31,7 +32,7 @@ export async function benchStore(argv: string[]): Promise<void> {
   const body = Buffer.alloc(mb * 1024 * 1024, 7);
   const prefix = `bench-store-${Date.now()}`;
   const keys = Array.from({ length: count }, (_, i) => `${prefix}/${i}.bin`);
-  const etags = new Map<string, string>();
+  const versions = new Map<string, string>();
   const lines: string[] = [];
   const run = async (name: string, op: (key: string) => Promise<unknown>) => {
     const store0 = cpuSeconds(store).store ?? 0;
@@ -46,11 +47,10 @@ export async function benchStore(argv: string[]): Promise<void> {
   };
   try {
     await run('put', (k) => storage.client.send(new PutObjectCommand({ Bucket: config.S3_BUCKET, Key: k, Body: body })));
-    await run('head', async (k) => etags.set(k, (await storage.head(k))?.etag ?? ''));
-    await run('get', async (k) => { for await (const chunk of await storage.read(k)) void chunk; });
-    await run('copy', (k) => storage.copyIfUnchanged(k, `${k}.copy`, etags.get(k) ?? ''));
-    await run('delete', (k) => storage.remove(k));
-    for (const k of keys) await storage.remove(`${k}.copy`);
+    await run('head', async (k) => versions.set(k, (await storage.head(k))?.versionId ?? ''));
+    await run('get', async (k) => { for await (const chunk of await storage.read(k, versions.get(k))) void chunk; });
+    await run('list', (k) => storage.versions(k));
+    await run('delete', (k) => storage.removeVersion(k, versions.get(k) ?? ''));
   } finally {
     storage.client.destroy();
   }

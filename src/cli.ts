@@ -4,7 +4,7 @@
 //   org create <name>      prints the new organization's id
 //   key create <orgId>     prints a new API key (shown once; only its hash is stored)
 //   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
-//   migrate                applies pending database migrations, the bucket's CORS rule and upload events
+//   migrate                applies pending database migrations, the bucket's versioning, CORS rule and upload events
 //   secrets reencrypt      re-seals every stored secret under the first ENCRYPTION_KEY (after a rotation)
 //   evm set-key            stores the EVM anchor's private key (read from standard input), sealed; prints its address
 //   evm address            prints the EVM anchor's address (fund it with gas)
@@ -45,9 +45,12 @@ export async function runCli(argv: string[]): Promise<number> {
   if (noun === 'migrate' && verb === undefined) {
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
-    // The release phase also brings the bucket's CORS rule in line with UPLOAD_CORS_ORIGINS.
+    // The release phase also turns the bucket's versioning on (documents are object versions),
+    // and brings its CORS rule in line with UPLOAD_CORS_ORIGINS.
     const storage = createStorage(config);
     try {
+      await storage.enableVersioning();
+      say(`bucket ${storage.bucket}: versioning enabled`);
       await storage.allowBrowserUploads(config.UPLOAD_CORS_ORIGINS);
       say(`bucket ${storage.bucket}: browser uploads allowed from ${config.UPLOAD_CORS_ORIGINS.join(', ') || 'no origin'}`);
       // And its upload events with STORAGE_EVENTS_URL (hints; the polling watch works without them).

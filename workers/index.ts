@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { DelayedError, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 import { getConfig, type Config } from '../config/index.js';
 import { createAntivirus } from '../src/files/antivirus.js';
-import { createFileJobs, FileJob, FileQueue, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
+import { createFileJobs, FileJob, FileQueue, SWEEP_IDLE_MS, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
 import { createFileRepository } from '../src/files/file.repository.js';
 import { createScanService } from '../src/files/scan.service.js';
 import { MAX_ENVELOPE_BYTES } from '../src/files/p7m/p7m.limits.js';
@@ -20,14 +20,15 @@ import { createAnchorKeys } from '../src/notarization/anchor-keys.js';
 import type { Anchor } from '../src/notarization/anchor.js';
 import { createEvmAnchor, evmProvider } from '../src/notarization/evm.anchor.js';
 import { createLedgerAnchor } from '../src/notarization/ledger.anchor.js';
-import { NOTARIZATION_QUEUE, scheduleNotarization, type NotarizationPayload } from '../src/notarization/notarization.jobs.js';
+import { NOTARIZATION_QUEUE, notarizationSchedule, type NotarizationPayload } from '../src/notarization/notarization.jobs.js';
 import { createNotarizationRepository } from '../src/notarization/notarization.repository.js';
 import { createNotarizationService } from '../src/notarization/notarization.service.js';
 import { openQueues } from '../src/queues.js';
 import { createSequelize } from '../src/shared/db/sequelize.js';
 import { createIdempotencyStore } from '../src/shared/idempotency.js';
 import { createLogger, type Logger } from '../src/shared/logger.js';
-import { MAINTENANCE_QUEUE, maintenanceHandlers, scheduleMaintenance, type MaintenanceJobName, type MaintenancePayload } from '../src/shared/maintenance.jobs.js';
+import { MAINTENANCE_QUEUE, maintenanceHandlers, maintenanceSchedules, type MaintenanceJobName, type MaintenancePayload } from '../src/shared/maintenance.jobs.js';
+import { keepSchedules, type Schedule } from '../src/shared/schedules.js';
 import { isLastAttempt, producerConnection, workerConnection } from '../src/shared/queues.js';
 import { createSecretBox } from '../src/shared/secrets.js';
 import { createStorage } from '../src/shared/storage.js';
@@ -42,8 +43,6 @@ export type WorkerName = (typeof WORKER_NAMES)[number];
 
 export interface RunningWorkers { close(): Promise<void> }
 
-/** Uploads that have not moved for this long get their watch restarted by the sweeper. */
-const SWEEP_IDLE_MS = 2 * 60_000;
 /** The webhooks worker relays outbox events at least this old that no process relayed (every RELAY_EVERY_MS). */
 const RELAY_MIN_AGE_MS = 2_000;
 const RELAY_EVERY_MS = 1_000;
@@ -68,9 +67,13 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const scans = createScanService({
     repo, storage, jobs, logger: log,
     antivirus: createAntivirus({ socket: config.CLAMD_SOCKET, host: config.CLAMD_HOST, port: config.CLAMD_PORT }, { timeoutMs: config.SCAN_TIMEOUT_MS }),
-    settings: { graceMs: config.UPLOAD_GRACE_SECONDS * 1000, pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS, clamdStreams: config.SCAN_CONCURRENCY },
+    settings: {
+      graceMs: config.UPLOAD_GRACE_SECONDS * 1000, pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS, clamdStreams: config.SCAN_CONCURRENCY, scanAttempts: config.SCAN_ATTEMPTS,
+    },
   });
   const closers: Array<() => Promise<unknown>> = [];
+  // The repeatable jobs of the workers started here: upserted at start, and again whenever Redis lost them.
+  const schedules: Schedule[] = [];
 
   const base: WorkerOptions = {
     connection, prefix: config.QUEUE_PREFIX,
@@ -84,9 +87,11 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   }
 
   const starters: Record<WorkerName, () => Promise<void> | void> = {
-    maintenance: async () => {
-      const handlers = maintenanceHandlers({ idempotency: createIdempotencyStore(db), sweepUploads: () => scans.sweep(SWEEP_IDLE_MS) });
-      await scheduleMaintenance(queues.maintenance);
+    maintenance: () => {
+      const handlers = maintenanceHandlers({
+        idempotency: createIdempotencyStore(db), sweepUploads: () => scans.sweep(SWEEP_IDLE_MS), reconcileDeliveries: () => events.reconcile(),
+      });
+      schedules.push(...maintenanceSchedules(queues.maintenance));
       run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, (job) => handlers[job.name](), 1);
     },
     scan: () => {
@@ -100,7 +105,12 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         return outcome;
       }, 8);
       // Four jobs per clamd stream: the copy, the database and the store's latency of some files overlap the scans of others.
-      run<ScanPayload, string>(FileQueue.scans, (job) => scans.scan(job.data.uuid, job.data.etag, isLastAttempt(job)), 4 * config.SCAN_CONCURRENCY);
+      run<ScanPayload, string>(FileQueue.scans, async (job) => {
+        const { uuid, versionId } = job.data;
+        // A job queued before versions were pinned names an ETag: look at the file again instead.
+        if (!versionId) return scans.advance(uuid, 'hint');
+        return scans.scan(uuid, versionId, isLastAttempt(job));
+      }, 4 * config.SCAN_CONCURRENCY);
     },
     signature: () => {
       const pool = createVerifyPool({
@@ -120,11 +130,12 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         repo: events.repo, sender, secrets: createSecretBox(config.ENCRYPTION_KEY), logger: log,
         settings: {
           disableAfterMs: config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000, endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY, attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
         },
       });
       const schedule = config.WEBHOOK_RETRY_SCHEDULE;
       run<DeliveryPayload, string>(WEBHOOK_QUEUE, async (job: Job<DeliveryPayload>, token) => {
-        const outcome = await deliveries.deliver(job.data.eventId, job.data.endpointId, isLastAttempt(job));
+        const outcome = await deliveries.deliver(job.data.eventId, job.data.endpointId, { made: job.attemptsMade, last: isLastAttempt(job) });
         if (outcome === 'busy') {
           // The endpoint has its share in flight: come back shortly, without spending an attempt.
           await job.moveToDelayed(Date.now() + 100 + Math.floor(Math.random() * 400), token);
@@ -137,7 +148,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       events.relay.start(RELAY_EVERY_MS, RELAY_MIN_AGE_MS);
       closers.push(() => sender.close());
     },
-    notarization: async () => {
+    notarization: () => {
       // NOTARIZATION_ANCHOR: the embedded ledger, or an EVM chain.
       const anchor: Anchor = config.NOTARIZATION_ANCHOR === 'evm'
         ? createEvmAnchor({
@@ -151,7 +162,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         repo: createNotarizationRepository(db, lockDb), guarantees: createGuaranteeRepository(db), outbox: events.outbox, anchor,
         batchSize: config.NOTARIZATION_BATCH_SIZE, logger: log,
       });
-      await scheduleNotarization(queues.notarization, config.NOTARIZATION_INTERVAL_MS);
+      schedules.push(notarizationSchedule(queues.notarization, config.NOTARIZATION_INTERVAL_MS));
       run<NotarizationPayload, string>(NOTARIZATION_QUEUE, async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' }, 1);
       // After the worker (pushed by run), which lets a cycle under way finish with its lock and anchor.
       closers.push(async () => { await anchor.close?.(); await lockDb.close(); });
@@ -159,10 +170,12 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   };
 
   for (const name of names) await starters[name]();
+  const keeper = await keepSchedules(schedules, log);
   log.info({ workers: names }, 'workers started');
   return {
     async close() {
       // Workers first (each finishes its active jobs), then what they used.
+      keeper.stop();
       for (const close of closers) await close();
       await events.relay.stop();
       await queues.close();

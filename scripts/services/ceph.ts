@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, HeadBucketCommand, PutBucketVersioningCommand } from '@aws-sdk/client-s3';
 import { createStorage } from '../../src/shared/storage.js';
 import { ensurePackages, log, readPid, run, startDaemon, stopDaemon, waitFor } from './process.js';
 import { socketPath, type LocalService, type ServiceContext } from './types.js';
@@ -144,9 +144,12 @@ async function ensureBucket(ctx: ServiceContext): Promise<void> {
     try {
       await client.send(new HeadBucketCommand({ Bucket: bucket }));
     } catch {
-      await client.send(new CreateBucketCommand({ Bucket: bucket }));
-      log(`created bucket ${bucket}`);
+      // Object Lock can only be had from a bucket's creation; it turns versioning on.
+      await client.send(new CreateBucketCommand({ Bucket: bucket, ObjectLockEnabledForBucket: true }));
+      log(`created bucket ${bucket} (versioned, Object Lock enabled)`);
     }
+    // A bucket made before documents were pinned by version gets versioning now (as `release` does).
+    await client.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } }));
   } finally {
     client.destroy();
   }

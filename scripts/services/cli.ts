@@ -1,5 +1,9 @@
 // npm run services -- up|down|status [--profile dev|test|bench] [--only mariadb,redis,clamd,s3]
-// `up` prints the environment for the application on stdout (`export NAME=value` lines).
+// `up` prints on stdout (`export NAME=value` lines) every variable the application's processes
+// need on these servers, the profile's own settings (ENCRYPTION_KEY, the admin password...)
+// included: enough to run the Procfile's compiled processes by hand (`eval "$(npm run -s
+// services -- up)"`, then `node dist/src/server.js`, `node dist/workers/index.js`).
+import { localAppEnv } from '../local-env.js';
 import { ALL, PROFILES, down, status, up, type Profile, type ServiceName } from './index.js';
 
 function parse(argv: string[]): { command: string; profile: Profile; only?: ServiceName[] } {
@@ -25,7 +29,7 @@ try {
   const { command, profile, only } = parse(process.argv.slice(2));
   if (command === 'up') {
     const { env } = await up(profile, only);
-    for (const [k, v] of Object.entries(env)) process.stdout.write(`export ${k}='${v}'\n`);
+    for (const [k, v] of Object.entries({ ...localAppEnv(profile), ...env })) process.stdout.write(`export ${k}='${v}'\n`);
   } else if (command === 'down') {
     await down(profile, only);
   } else {

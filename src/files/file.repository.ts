@@ -25,12 +25,13 @@ export interface FileRecord extends NewFile {
   status: FileStatus;
   size: number | null;
   checksum: string | null;
-  /** The object version judged by the scan; null until then. */
-  etag: string | null;
   /**
-   * The service-only copy of the judged bytes: the document from then on. Recorded, not derived
-   * from the ETag (storedKeyOf), so that a later change of layout never moves existing documents.
+   * The object version the scan judged (its VersionId): with `storedKey`, the document from then
+   * on. Null before the verdict, and for files judged before versions were pinned, whose
+   * document is the copy at `storedKey` (read without a version).
    */
+  versionId: string | null;
+  /** Where the document's bytes are: the upload's own key (pinned by `versionId`), or a legacy copy. Null until judged, and for Infected files. */
   storedKey: string | null;
   threat: string | null;
   scanEngine: string | null;
@@ -42,26 +43,26 @@ export interface FileRecord extends NewFile {
 
 interface FileRow {
   uuid: string; object_key: string; org_id: string; file_type: string; original_file_name: string | null;
-  is_document_public: number; status: FileStatus; size: number | string | null; checksum: string | null; etag: string | null;
+  is_document_public: number; status: FileStatus; size: number | string | null; checksum: string | null; version_id: string | null;
   stored_key: string | null; threat: string | null; scan_engine: string | null; scanned_at: Date | null; status_reason: string | null;
   signature: string | null; expires_at: Date; created_at: Date;
 }
 
-const FILE_COLUMNS = `uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, size, checksum, etag,
+const FILE_COLUMNS = `uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, size, checksum, version_id,
   stored_key, threat, scan_engine, scanned_at, status_reason, signature, expires_at, created_at`;
 
 function toRecord(r: FileRow): FileRecord {
   return {
     uuid: r.uuid, key: r.object_key, orgId: r.org_id, fileType: r.file_type, originalFileName: r.original_file_name,
     isDocumentPublic: r.is_document_public === 1, status: r.status, size: r.size === null ? null : Number(r.size), checksum: r.checksum,
-    etag: r.etag, storedKey: r.stored_key, threat: r.threat, scanEngine: r.scan_engine, scannedAt: r.scanned_at,
+    versionId: r.version_id, storedKey: r.stored_key, threat: r.threat, scanEngine: r.scan_engine, scannedAt: r.scanned_at,
     statusReason: r.status_reason, signature: r.signature, expiresAt: r.expires_at, createdAt: r.created_at,
   };
 }
 
 /** What a scan found in one object version. */
 export interface ScanRecord {
-  etag: string;
+  versionId: string;
   /** Null for an Infected file: its bytes are not kept. */
   storedKey: string | null;
   size: number;
@@ -110,10 +111,11 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
 
   return {
     /** The status of this organization's file by its UUID or its whole key; another organization's is absent. */
-    async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<{ uuid: string; status: FileStatus; etag: string | null } | undefined> {
+    async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<{ uuid: string; status: FileStatus; judged: boolean } | undefined> {
       const [where, bind] = byRef(orgId, by);
-      const [row] = await select<{ uuid: string; status: FileStatus; etag: string | null }>(db, `SELECT uuid, status, etag FROM files WHERE ${where}`, bind);
-      return row;
+      const [row] = await select<{ uuid: string; status: FileStatus; judged: number }>(db,
+        `SELECT uuid, status, scanned_at IS NOT NULL AS judged FROM files WHERE ${where}`, bind);
+      return row && { uuid: row.uuid, status: row.status, judged: Number(row.judged) === 1 };
     },
 
     /** This organization's file by UUID or whole key; another organization's is absent. */
@@ -128,10 +130,24 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
       return row && toRecord(row);
     },
 
-    async insert(f: NewFile): Promise<void> {
-      await execute(db, `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at)
-        VALUES ($1, $2, $3, $4, $5, $6, 'In Progress', $7, $8, $8)`,
-      [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt]);
+    /** Records an issued key; the sweeper first makes sure of its watch at `checkDueAt`. */
+    async insert(f: NewFile, checkDueAt: Date): Promise<void> {
+      await execute(db, `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at, check_due_at)
+        VALUES ($1, $2, $3, $4, $5, $6, 'In Progress', $7, $8, $8, $9)`,
+      [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt, checkDueAt]);
+    },
+
+    /** Moves the sweeper's next look at a file (sooner, when its watch could not be queued). */
+    async checkDueAt(uuid: string, at: Date): Promise<void> {
+      await execute(db, 'UPDATE files SET check_due_at = $2 WHERE uuid = $1', [uuid, at]);
+    },
+
+    /**
+     * Counts one more scan begun for the file; false when `max` had already begun: a file whose
+     * scans keep dying with their worker is given up on (Error) instead of being queued for ever.
+     */
+    async scanStarted(uuid: string, max: number): Promise<boolean> {
+      return 1 === await execute(db, 'UPDATE files SET scan_starts = scan_starts + 1 WHERE uuid = $1 AND scan_starts < $2', [uuid, max]);
     },
 
     /**
@@ -141,10 +157,10 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
     async recordScan(uuid: string, s: ScanRecord): Promise<boolean> {
       const threat = s.threat ? truncate(s.threat, 255) : null;
       return changeStatus(uuid, s.at, { status: s.status, ...(threat && { threat }) }, async (t) => 1 === await execute(db,
-        `UPDATE files SET status = $2, etag = $3, stored_key = $4, size = $5, checksum = $6, threat = $7,
+        `UPDATE files SET status = $2, version_id = $3, stored_key = $4, size = $5, checksum = $6, threat = $7,
           scan_engine = $8, scanned_at = $9, status_reason = NULL, updated_at = $9
-        WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`,
-        [uuid, s.status, s.etag, s.storedKey, s.size, s.checksum, threat, truncate(s.engine, 255), s.at], t));
+        WHERE uuid = $1 AND scanned_at IS NULL AND status IN ('In Progress', 'Error')`,
+        [uuid, s.status, s.versionId, s.storedKey, s.size, s.checksum, threat, truncate(s.engine, 255), s.at], t));
     },
 
     /** Error, with its reason, for a file that has no verdict yet; false when it has one. */
@@ -152,21 +168,32 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
       const statusReason = truncate(reason, 500);
       return changeStatus(uuid, at, { status: 'Error', statusReason }, async (t) => 1 === await execute(db,
         `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3
-        WHERE uuid = $1 AND etag IS NULL AND status IN ('In Progress', 'Error')`, [uuid, statusReason, at], t));
+        WHERE uuid = $1 AND scanned_at IS NULL AND status IN ('In Progress', 'Error')`, [uuid, statusReason, at], t));
     },
 
     /** The outcome of the signature check of a scanned, clean file; false when it already has one. */
     async recordSignature(uuid: string, status: 'Signed' | 'Clean', verdict: string, at: Date): Promise<boolean> {
       return changeStatus(uuid, at, { status, signature: JSON.parse(verdict) as unknown }, async (t) => 1 === await execute(db,
         `UPDATE files SET status = $2, signature = $3, updated_at = $4
-        WHERE uuid = $1 AND etag IS NOT NULL AND status = 'In Progress'`, [uuid, status, verdict, at], t));
+        WHERE uuid = $1 AND scanned_at IS NOT NULL AND status = 'In Progress'`, [uuid, status, verdict, at], t));
     },
 
-    /** Files still In Progress whose row has not moved since `before`, oldest first. */
-    async stalled(before: Date, limit: number): Promise<string[]> {
-      const rows = await select<{ uuid: string }>(db,
-        `SELECT uuid FROM files WHERE status = 'In Progress' AND updated_at < $1 ORDER BY updated_at LIMIT ${Math.trunc(limit)}`, [before]);
-      return rows.map((r) => r.uuid);
+    /**
+     * Up to `limit` files In Progress whose check is due (longest due first), each pushed back
+     * to `next` in the same transaction: a sweep takes every stalled file in turn, never the
+     * same oldest ones again and again, and two sweepers never take the same file.
+     */
+    async takeDue(at: Date, next: Date, limit: number): Promise<string[]> {
+      return db.transaction(async (t) => {
+        const rows = await select<{ uuid: string }>(db,
+          `SELECT uuid FROM files WHERE status = 'In Progress' AND check_due_at <= $1 ORDER BY check_due_at LIMIT ${Math.trunc(limit)} FOR UPDATE SKIP LOCKED`,
+          [at], t);
+        const uuids = rows.map((r) => r.uuid);
+        if (uuids.length) {
+          await execute(db, `UPDATE files SET check_due_at = $1 WHERE uuid IN (${uuids.map((_, i) => `$${i + 2}`).join(', ')})`, [next, ...uuids], t);
+        }
+        return uuids;
+      });
     },
   };
 }

@@ -8,9 +8,10 @@ import { UUID_PATTERN } from '../shared/validation.js';
 import { allowedExtension } from './file-type.js';
 import { NotFoundError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import type { FileJobs } from './file.jobs.js';
 import type { FileRecord, FileRepository, FileStatus } from './file.repository.js';
 import type { FileView, PresignResult } from './file.schemas.js';
+import { withTimeout } from '../shared/queues.js';
+import { SWEEP_IDLE_MS, type FileJobs } from './file.jobs.js';
 import type { SignatureVerdict } from './p7m/p7m.verifier.js';
 
 const UUID_ONLY = new RegExp(`^${UUID_PATTERN}$`);
@@ -33,6 +34,8 @@ export interface UploadRequest {
 const FIRST_CHECK_MS = 500;
 /** A status read nudges a check of the same file at most this often. */
 const NUDGE_EVERY_MS = 1000;
+/** The longest a presign waits for Redis to take the upload's watch. */
+const ENQUEUE_WAIT_MS = 500;
 
 /** `<uuid>` or `<uuid>.<ext>` as a lookup; undefined when it can be neither. */
 export function fileRef(uuidOrKey: string): { uuid: string } | { key: string } | undefined {
@@ -73,14 +76,14 @@ export function createFileService(deps: {
       const ref = fileRef(uuidOrKey);
       const row = ref && await repo.statusOf(orgId, ref);
       if (!row) throw new NotFoundError(`No file ${uuidOrKey}.`);
-      if (row.status === 'In Progress' && !row.etag) nudge(row.uuid);
+      if (row.status === 'In Progress' && !row.judged) nudge(row.uuid);
       return row.status;
     },
 
     /** Everything known about one of this organization's files, for humans. */
     async view(orgId: string, uuidOrKey: string): Promise<FileView> {
       const f = await find(orgId, uuidOrKey);
-      if (f.status === 'In Progress' && !f.etag) nudge(f.uuid);
+      if (f.status === 'In Progress' && !f.scannedAt) nudge(f.uuid);
       return {
         uuid: f.uuid, key: f.key, fileType: f.fileType, fileName: f.originalFileName, isDocumentPublic: f.isDocumentPublic,
         status: f.status, statusReason: f.statusReason, size: f.size, checksum: f.checksum, threat: f.threat,
@@ -114,10 +117,15 @@ export function createFileService(deps: {
       await repo.insert({
         uuid, key, orgId, fileType: ext, originalFileName: req.fileName ?? null, isDocumentPublic: req.isDocumentPublic ?? false,
         expiresAt: new Date(createdAt.getTime() + policy.ttlSeconds * 1000), createdAt,
-      });
-      // If Redis is down the URL still works: the sweeper starts the watch later.
-      await jobs.watchUpload(uuid, FIRST_CHECK_MS)
-        .catch((err: unknown) => logger.warn({ file: uuid, err: (err as Error).message }, 'could not start the upload watch'));
+      }, new Date(createdAt.getTime() + SWEEP_IDLE_MS));
+      // The URL is issued from the database alone. Redis away (or never reached since boot) costs
+      // at most ENQUEUE_WAIT_MS: the file is then due for the sweeper at once, which starts its watch.
+      try {
+        await withTimeout(jobs.watchUpload(uuid, FIRST_CHECK_MS), ENQUEUE_WAIT_MS, 'queueing the upload watch');
+      } catch (err) {
+        logger.warn({ file: uuid, err: (err as Error).message }, 'could not start the upload watch; the sweeper will');
+        await repo.checkDueAt(uuid, createdAt);
+      }
       return { presignedUrl: url, fields, fileType: req.fileType, key };
     },
   };

@@ -1,12 +1,13 @@
 // From an issued key to a verdict. Whatever noticed an upload (a store event, the polling
 // watch, a status read, the sweeper), `advance` confirms it with HeadObject and queues one scan
-// per object version. `scan` streams that version into clamd while hashing it, copies the
-// judged version (on condition that its ETag is unchanged) to a place only the service writes,
-// and records the verdict; the upload location is then emptied, and anything uploaded there
-// later is discarded without changing the verdict.
+// per object version. The bucket is versioned: `scan` streams exactly that version into clamd
+// while hashing it and records the verdict with its VersionId; that version is the document
+// from then on (the signature check, the checksum, notarization and every later read name it).
+// Every other version of the key (a replay of the form, before or after the verdict) is
+// deleted, and never judged as this document. No decision rests on an ETag.
 import pLimit from 'p-limit';
 import type { Logger } from '../shared/logger.js';
-import { isChanged, isMissing, type Storage } from '../shared/storage.js';
+import { isMissing, type Storage } from '../shared/storage.js';
 import type { Antivirus } from './antivirus.js';
 import type { FileRepository, FileRecord } from './file.repository.js';
 import type { FileJobs } from './file.jobs.js';
@@ -14,6 +15,8 @@ import type { FileJobs } from './file.jobs.js';
 export interface ScanSettings {
   /** After the upload URL expires, how long a started upload may still arrive. */
   graceMs: number;
+  /** Attempts of one scan job (SCAN_ATTEMPTS); a file gets at most three times as many scan starts. */
+  scanAttempts: number;
   /** The polling watch backs off up to this interval. */
   pollMaxMs: number;
   /**
@@ -24,18 +27,27 @@ export interface ScanSettings {
   clamdStreams?: number;
 }
 
-/** Where the judged copy of an upload lives: a prefix no presigned POST can write (those bind flat `<uuid>.<ext>` keys). */
-export function storedKeyOf(file: Pick<FileRecord, 'key'>, etag: string): string {
-  return `documents/${etag}/${file.key}`;
-}
-
 export type AdvanceOutcome =
-  | { state: 'unknown' | 'judged' | 'scan-queued' | 'scan-failed' | 'error' | 'expired' }
+  | { state: 'unknown' | 'judged' | 'scan-queued' | 'error' | 'expired' }
   | { state: 'waiting'; retryInMs?: number };
 
-export type ScanOutcome = 'unknown' | 'already-judged' | 'gone' | 'superseded' | 'Clean' | 'Infected' | 'In Progress';
+/** How a scan job ended: a verdict, or why there is none (`gone`: the version vanished, and the file was looked at again). */
+export type ScanOutcome = 'unknown' | 'already-judged' | 'gone' | 'gave-up' | 'Clean' | 'Infected' | 'In Progress';
 
 export const NOT_UPLOADED = 'No file was uploaded before the upload URL expired.';
+/** The reasons a file shows; what went wrong in detail goes to the log, never to the client. */
+export const SCAN_FAILED = 'The scan could not complete after its retries.';
+export const SCAN_INTERRUPTED = 'The scan could not complete: it was interrupted too many times.';
+export const NOT_VERSIONED = 'the bucket keeps no object versions: run the release (cli migrate), which turns versioning on';
+
+/**
+ * The sweeper makes sure of the job of every file In Progress this often (a lost job, a Redis
+ * flush, a watch that could not be queued when the URL was issued, a watch whose attempts ran out).
+ */
+export const SWEEP_IDLE_MS = 60_000;
+
+/** Whether the scan recorded a verdict for the file. */
+export const isJudged = (file: Pick<FileRecord, 'scannedAt'>) => file.scannedAt !== null;
 
 /** The next poll of an upload not seen yet: about a fifth of its age, between 0.5 s and `maxMs`. */
 export function nextPollDelay(ageMs: number, maxMs: number): number {
@@ -48,12 +60,20 @@ export function createScanService(deps: {
   const { repo, storage, antivirus, jobs, settings, logger } = deps;
   const now = deps.now ?? (() => new Date());
   const clamdSlot = pLimit(settings.clamdStreams ?? 2);
+  // Every attempt of a scan job counts, and so does a job taken over after its worker died.
+  const maxScanStarts = 3 * settings.scanAttempts;
 
-  /** Empties the upload location of a file that has its verdict: a replayed upload changes nothing. */
-  async function discardLateUpload(file: FileRecord): Promise<void> {
-    if (await storage.head(file.key)) {
-      await storage.remove(file.key);
-      logger.info({ file: file.uuid }, 'discarded an upload that arrived after the verdict');
+  /**
+   * Deletes every version of a judged file's key but its document: replays of the form, and for
+   * an Infected file the judged bytes too. (A file judged before versions were pinned keeps its
+   * document under its own stored key: nothing at the upload key is kept.)
+   */
+  async function pruneVersions(file: FileRecord): Promise<void> {
+    const keep = file.storedKey === file.key ? file.versionId : null;
+    for (const versionId of await storage.versions(file.key)) {
+      if (versionId === keep) continue;
+      await storage.removeVersion(file.key, versionId);
+      logger.info({ file: file.uuid, versionId }, keep ? 'deleted an upload that is not the judged document' : 'deleted bytes that are not kept');
     }
   }
 
@@ -66,21 +86,18 @@ export function createScanService(deps: {
     async advance(uuid: string, mode: 'watch' | 'hint'): Promise<AdvanceOutcome> {
       const file = await repo.get(uuid);
       if (!file) return { state: 'unknown' };
-      if (file.etag) {
+      if (isJudged(file)) {
         if (file.status === 'In Progress') await jobs.verifySignature(uuid);
-        else await discardLateUpload(file);
+        else await pruneVersions(file);
         return { state: 'judged' };
       }
       if (file.status !== 'In Progress' && file.status !== 'Error') return { state: 'judged' };
 
       const version = await storage.head(file.key);
       if (version) {
-        const job = await jobs.scan(uuid, version.etag);
-        if (job === 'failed') {
-          // The version's scan ran out of retries (or its worker died too often): terminal.
-          if (file.status === 'In Progress') await repo.markError(uuid, 'The scan could not complete after its retries.', now());
-          return { state: 'scan-failed' };
-        }
+        // Nothing can be pinned without versions: the job fails visibly (Bull Board, the log).
+        if (!version.versionId) throw new Error(NOT_VERSIONED);
+        await jobs.scan(uuid, version.versionId);
         return { state: 'scan-queued' };
       }
       if (file.status === 'Error') return { state: 'error' };
@@ -100,62 +117,66 @@ export function createScanService(deps: {
      * Scans one object version of the upload of `uuid`. Throws when the scan could not complete
      * (clamd or the store unreachable): the job retries; `lastAttempt` records Error first.
      */
-    async scan(uuid: string, etag: string, lastAttempt: boolean): Promise<ScanOutcome> {
+    async scan(uuid: string, versionId: string, lastAttempt: boolean): Promise<ScanOutcome> {
       const file = await repo.get(uuid);
       if (!file) return 'unknown';
-      if (file.etag) {
-        await discardLateUpload(file);
+      if (isJudged(file)) {
+        await pruneVersions(file);
         return 'already-judged';
       }
       if (file.status !== 'In Progress' && file.status !== 'Error') return 'already-judged';
+      if (!(await repo.scanStarted(uuid, maxScanStarts))) {
+        await repo.markError(uuid, SCAN_INTERRUPTED, now());
+        return 'gave-up';
+      }
 
       try {
         const engine = await antivirus.version();
-        const verdict = await clamdSlot(async () => antivirus.scan(await storage.read(file.key, etag)));
-        let storedKey: string | null = null;
-        if (!verdict.infected) {
-          storedKey = storedKeyOf(file, etag);
-          if (!(await storage.copyIfUnchanged(file.key, storedKey, etag))) {
-            // Replaced (or removed) while it was scanned: the new version gets its own scan.
-            await jobs.hint(uuid);
-            return 'superseded';
-          }
-        }
+        const verdict = await clamdSlot(async () => antivirus.scan(await storage.read(file.key, versionId)));
         const status = verdict.infected ? 'Infected' : file.isDocumentPublic ? 'In Progress' : 'Clean';
+        const storedKey = verdict.infected ? null : file.key;
+        const at = now();
         const recorded = await repo.recordScan(uuid, {
-          etag, storedKey, size: verdict.bytes, checksum: verdict.sha256 ?? null, threat: verdict.infected ? verdict.threat : null,
-          engine, status, at: now(),
+          versionId, storedKey, size: verdict.bytes, checksum: verdict.sha256 ?? null,
+          threat: verdict.infected ? verdict.threat : null, engine, status, at,
         });
         if (!recorded) {
-          // Another version won the race for the verdict: this copy is not the document.
-          if (storedKey) await storage.remove(storedKey);
+          // Another version's verdict was recorded first: that one is the document, this one goes.
+          const judged = await repo.get(uuid);
+          if (judged && isJudged(judged)) await pruneVersions(judged);
           return 'already-judged';
         }
-        logger.info({ file: uuid, status: verdict.infected ? 'Infected' : 'Clean', threat: verdict.infected ? verdict.threat : undefined, engine }, 'file scanned');
+        // Every other version of the key goes (for an Infected file, this one too).
+        await pruneVersions({ ...file, versionId, storedKey, scannedAt: at });
+        logger.info({ file: uuid, versionId, status: verdict.infected ? 'Infected' : 'Clean', threat: verdict.infected ? verdict.threat : undefined, engine }, 'file scanned');
         if (status === 'In Progress') await jobs.verifySignature(uuid);
-        // The upload location is emptied; a replay of the form until it expires is discarded by
-        // the store's event, or by a last look after the URL's expiry and grace.
-        await storage.remove(file.key);
+        // A replay of the form until it expires is deleted when the store's event comes, or by a
+        // last look after the URL's expiry and grace.
         await jobs.lastLook(uuid, file.expiresAt.getTime() + settings.graceMs - now().getTime());
         return status;
       } catch (err) {
-        if (isMissing(err) || isChanged(err)) {
-          // This version is gone or replaced before the scan began; a newer one gets its own scan.
+        if (isMissing(err)) {
+          // This version is gone before it could be read: whatever the key holds now gets its own scan.
           await jobs.hint(uuid);
-          return isMissing(err) ? 'gone' : 'superseded';
+          return 'gone';
         }
-        if (lastAttempt) await repo.markError(uuid, `The scan could not complete after its retries: ${(err as Error).message}`, now());
+        logger.warn({ file: uuid, versionId, err: (err as Error).message, lastAttempt }, 'scan attempt failed');
+        if (lastAttempt) await repo.markError(uuid, SCAN_FAILED, now());
         throw err;
       }
     },
 
     /**
-     * Restarts the watch of files In Progress that have not moved for `idleMs` (a lost job, a
-     * Redis flush, an enqueue that failed when the URL was issued). Idempotent: a pending watch
-     * or scan of the same file is not duplicated.
+     * Makes sure every file In Progress has its job (a lost job, a Redis flush, a watch that
+     * could not be queued when the URL was issued, or whose attempts ran out while the store or
+     * the database was away): up to `limit` files whose check is due, longest due first, each
+     * due again `idleMs` later, so that every stalled file gets its turn. The watch finds
+     * whatever the file needs (a scan, a signature check). Idempotent: a pending or running
+     * job of the same file is not duplicated.
      */
     async sweep(idleMs: number, limit = 1000): Promise<number> {
-      const uuids = await repo.stalled(new Date(now().getTime() - idleMs), limit);
+      const at = now();
+      const uuids = await repo.takeDue(at, new Date(at.getTime() + idleMs), limit);
       await jobs.watchUploads(uuids);
       return uuids.length;
     },

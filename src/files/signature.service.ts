@@ -48,17 +48,19 @@ export function createSignatureService(deps: {
     async check(uuid: string, lastAttempt: boolean): Promise<SignatureOutcome> {
       const file = await repo.get(uuid);
       if (!file) return 'unknown';
-      if (file.status !== 'In Progress' || !file.etag || !file.storedKey) return 'not-pending';
+      if (file.status !== 'In Progress' || !file.scannedAt || !file.storedKey) return 'not-pending';
       try {
-        const bytes = (file.size ?? 0) > maxBytes ? undefined : await readBounded(await storage.read(file.storedKey), maxBytes);
+        // Exactly the version the scan judged (or, for a file judged before versions were pinned, its copy).
+        const bytes = (file.size ?? 0) > maxBytes ? undefined
+          : await readBounded(await storage.read(file.storedKey, file.versionId ?? undefined), maxBytes);
         const verdict: SignatureVerdict = bytes
           ? await verify(bytes)
           : notChecked(`Too large for a signature check (over ${maxBytes} bytes).`);
         return await record(uuid, verdict);
       } catch (err) {
-        if (lastAttempt) {
-          await record(uuid, notChecked(`The signature check could not complete: ${(err as Error).message}`));
-        }
+        logger.warn({ file: uuid, err: (err as Error).message, lastAttempt }, 'signature check attempt failed');
+        // The reason a client sees names no host and no internal error; the log has the detail.
+        if (lastAttempt) await record(uuid, notChecked('The signature check could not complete after its retries.'));
         throw err;
       }
     },

@@ -1,27 +1,41 @@
-// Housekeeping jobs: purge expired Idempotency-Key records, and restart the watch of uploads
-// that stopped moving. Scheduled once per worker start with fixed scheduler ids, so that
-// several worker processes share one schedule.
+// Housekeeping jobs: purge expired Idempotency-Key records; make sure every upload In Progress
+// has its job (the sweeper); queue again webhook deliveries whose job Redis lost (the
+// reconciler). Fixed scheduler ids, so that several worker processes share one schedule; kept
+// by keepSchedules, so that a Redis that forgot them gets them back.
 import type { Queue } from 'bullmq';
 import type { IdempotencyStore } from './idempotency.js';
+import type { Schedule } from './schedules.js';
 
 export const MAINTENANCE_QUEUE = 'maintenance';
 
-export const MaintenanceJob = { purgeIdempotency: 'purge-idempotency-keys', sweepUploads: 'sweep-uploads' } as const;
+export const MaintenanceJob = {
+  purgeIdempotency: 'purge-idempotency-keys', sweepUploads: 'sweep-uploads', reconcileDeliveries: 'reconcile-deliveries',
+} as const;
 export type MaintenanceJobName = (typeof MaintenanceJob)[keyof typeof MaintenanceJob];
 
 /** Payload of every maintenance job: none, the job's name says it all. */
 export type MaintenancePayload = Record<string, never>;
 
-export async function scheduleMaintenance(queue: Queue<MaintenancePayload>, everyMs = { purge: 15 * 60_000, sweep: 60_000 }): Promise<void> {
-  await queue.upsertJobScheduler(MaintenanceJob.purgeIdempotency, { every: everyMs.purge }, { name: MaintenanceJob.purgeIdempotency, data: {} });
-  await queue.upsertJobScheduler(MaintenanceJob.sweepUploads, { every: everyMs.sweep }, { name: MaintenanceJob.sweepUploads, data: {} });
+export interface MaintenanceEvery { purge: number; sweep: number; reconcile: number }
+export const MAINTENANCE_EVERY: MaintenanceEvery = { purge: 15 * 60_000, sweep: 30_000, reconcile: 30_000 };
+
+export function maintenanceSchedules(queue: Queue<MaintenancePayload>, everyMs: MaintenanceEvery = MAINTENANCE_EVERY): Schedule[] {
+  const keep = { removeOnComplete: 100, removeOnFail: { age: 7 * 24 * 3600, count: 1000 } };
+  return [
+    { queue, id: MaintenanceJob.purgeIdempotency, everyMs: everyMs.purge, name: MaintenanceJob.purgeIdempotency, opts: keep },
+    { queue, id: MaintenanceJob.sweepUploads, everyMs: everyMs.sweep, name: MaintenanceJob.sweepUploads, opts: keep },
+    { queue, id: MaintenanceJob.reconcileDeliveries, everyMs: everyMs.reconcile, name: MaintenanceJob.reconcileDeliveries, opts: keep },
+  ];
 }
 
 /** Handlers by job name: a missing handler is a compile error. */
-export function maintenanceHandlers(deps: { idempotency: IdempotencyStore; sweepUploads: () => Promise<number> }): Record<MaintenanceJobName, () => Promise<unknown>> {
+export function maintenanceHandlers(deps: {
+  idempotency: IdempotencyStore; sweepUploads: () => Promise<number>; reconcileDeliveries: () => Promise<number>;
+}): Record<MaintenanceJobName, () => Promise<unknown>> {
   const { idempotency } = deps;
   return {
-    [MaintenanceJob.sweepUploads]: async () => ({ restarted: await deps.sweepUploads() }),
+    [MaintenanceJob.sweepUploads]: async () => ({ ensured: await deps.sweepUploads() }),
+    [MaintenanceJob.reconcileDeliveries]: async () => ({ requeued: await deps.reconcileDeliveries() }),
     [MaintenanceJob.purgeIdempotency]: async () => {
       let total = 0;
       for (let n = -1; n !== 0;) { n = await idempotency.purgeExpired(); total += n; }

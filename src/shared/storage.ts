@@ -1,8 +1,14 @@
 // The S3-compatible store: one client per process, configured for AWS or for a compatible
-// endpoint (radosgw here), and the presigned POST that lets a client upload one object.
+// endpoint (radosgw here), and the presigned POST that lets a client upload one object. The
+// bucket is versioned: a document is one object version, named by its VersionId, and reads
+// name that version, so a later upload to the same key never changes what was judged. Every
+// call is bounded in time (connect, then the whole request), so a store that hangs cannot
+// wedge a worker's slots while BullMQ keeps renewing their locks.
 import {
-  CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutBucketCorsCommand, S3Client, S3ServiceException,
+  DeleteObjectCommand, GetBucketVersioningCommand, GetObjectCommand, HeadObjectCommand, ListObjectVersionsCommand, PutBucketCorsCommand,
+  PutBucketVersioningCommand, S3Client, S3ServiceException,
 } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Readable } from 'node:stream';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import type { Config } from '../../config/index.js';
@@ -14,29 +20,43 @@ export interface Storage {
   presignUpload(key: string, maxBytes: number, ttlSeconds: number): Promise<{ url: string; fields: Record<string, string> }>;
   /** Lets browsers on `origins` POST uploads to the bucket (replaces its CORS rules; none when empty). */
   allowBrowserUploads(origins: readonly string[]): Promise<void>;
+  /** Turns bucket versioning on (idempotent); `release` calls it. */
+  enableVersioning(): Promise<void>;
+  /** Whether the bucket keeps versions. */
+  isVersioned(): Promise<boolean>;
   /** The object's current version, or undefined when there is none. */
   head(key: string): Promise<ObjectVersion | undefined>;
-  /** Streams the object, only if it is still the version `etag` (else PreconditionFailed). */
-  read(key: string, etag?: string): Promise<Readable>;
-  /** Copies `from` to `to` only if `from` is still the version `etag`; false when it changed or vanished. */
-  copyIfUnchanged(from: string, to: string, etag: string): Promise<boolean>;
+  /** Streams the object: exactly version `versionId` when given (else NoSuchVersion/NoSuchKey), the current one otherwise. */
+  read(key: string, versionId?: string): Promise<Readable>;
+  /** Every version (and delete marker) of exactly `key`. */
+  versions(key: string): Promise<string[]>;
+  /** Deletes one version of `key` for good (a missing one is no error). */
+  removeVersion(key: string, versionId: string): Promise<void>;
+  /** Deletes the current object of `key` (on a versioned bucket: a delete marker; use removeVersion to erase). */
   remove(key: string): Promise<void>;
 }
 
 export interface ObjectVersion {
-  /** Without quotes. */
-  etag: string;
+  /**
+   * The version's id, as the store names it; undefined when the bucket keeps no versions (then
+   * nothing can be pinned, and the pipeline refuses to judge the object).
+   */
+  versionId: string | undefined;
+  size: number;
 }
 
-/** The store's answer for a missing object, or for a condition (If-Match) that failed. */
+/** How long the store may take to accept a connection, and to answer a request (a streamed body: each wait for data). */
+export interface StoreTimeouts { connectMs: number; requestMs: number }
+export const DEFAULT_STORE_TIMEOUTS: StoreTimeouts = { connectMs: 5_000, requestMs: 30_000 };
+
+/** The store's answer for a missing object or object version. */
 export function isMissing(err: unknown): boolean {
-  return err instanceof S3ServiceException && (err.$metadata.httpStatusCode === 404 || err.name === 'NoSuchKey' || err.name === 'NotFound');
-}
-export function isChanged(err: unknown): boolean {
-  return err instanceof S3ServiceException && (err.$metadata.httpStatusCode === 412 || err.name === 'PreconditionFailed');
+  return err instanceof S3ServiceException
+    && (err.$metadata.httpStatusCode === 404 || err.name === 'NoSuchKey' || err.name === 'NotFound' || err.name === 'NoSuchVersion');
 }
 
-const unquote = (etag: string | undefined) => (etag ?? '').replace(/^"|"$/g, '');
+/** The version id a store without versioning reports (S3's literal "null"), as undefined. */
+const versionOf = (id: string | undefined) => (id && id !== 'null' ? id : undefined);
 
 type StoreConfig = Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>;
 
@@ -51,21 +71,28 @@ export function storeClientSettings(config: Omit<StoreConfig, 'S3_BUCKET'>) {
   };
 }
 
-export function createStorage(config: StoreConfig): Storage {
+export function createStorage(config: StoreConfig, timeouts: StoreTimeouts = DEFAULT_STORE_TIMEOUTS): Storage {
   const client = new S3Client({
     ...storeClientSettings(config),
     ...(config.S3_ENDPOINT && { forcePathStyle: true }),
     // radosgw (and other compatible stores) refuse the SDK's default streaming checksums.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    // Without these the SDK waits for ever on a store that accepts connections and never answers:
+    // requestTimeout bounds the wait for the answer's headers, socketTimeout each silence while a
+    // body streams (a long download that keeps moving is not cut).
+    requestHandler: new NodeHttpHandler({
+      connectionTimeout: timeouts.connectMs, requestTimeout: timeouts.requestMs, throwOnRequestTimeout: true, socketTimeout: timeouts.requestMs,
+    }),
   });
+  const Bucket = config.S3_BUCKET;
   return {
     client,
     bucket: config.S3_BUCKET,
     async presignUpload(key, maxBytes, ttlSeconds) {
       // createPresignedPost binds the key itself (a `key` condition); signing is local, no request.
       const post = await createPresignedPost(client, {
-        Bucket: config.S3_BUCKET,
+        Bucket,
         Key: key,
         Conditions: [['content-length-range', 1, maxBytes]],
         Expires: ttlSeconds,
@@ -74,7 +101,7 @@ export function createStorage(config: StoreConfig): Storage {
     },
     async allowBrowserUploads(origins) {
       await client.send(new PutBucketCorsCommand({
-        Bucket: config.S3_BUCKET,
+        Bucket,
         CORSConfiguration: {
           CORSRules: origins.length
             ? [{ AllowedOrigins: [...origins], AllowedMethods: ['POST'], AllowedHeaders: ['*'], ExposeHeaders: ['ETag', 'Location'], MaxAgeSeconds: 3600 }]
@@ -82,47 +109,43 @@ export function createStorage(config: StoreConfig): Storage {
         },
       }));
     },
+    async enableVersioning() {
+      await client.send(new PutBucketVersioningCommand({ Bucket, VersioningConfiguration: { Status: 'Enabled' } }));
+    },
+    async isVersioned() {
+      return (await client.send(new GetBucketVersioningCommand({ Bucket }))).Status === 'Enabled';
+    },
     async head(key) {
       try {
-        const out = await client.send(new HeadObjectCommand({ Bucket: config.S3_BUCKET, Key: key }));
-        return { etag: unquote(out.ETag) };
+        const out = await client.send(new HeadObjectCommand({ Bucket, Key: key }));
+        return { versionId: versionOf(out.VersionId), size: out.ContentLength ?? 0 };
       } catch (err) {
         if (isMissing(err)) return undefined;
         throw err;
       }
     },
-    async read(key, etag) {
-      const out = await client.send(new GetObjectCommand({ Bucket: config.S3_BUCKET, Key: key, ...(etag && { IfMatch: `"${etag}"` }) }));
+    async read(key, versionId) {
+      const out = await client.send(new GetObjectCommand({ Bucket, Key: key, ...(versionId && { VersionId: versionId }) }));
       return out.Body as Readable;
     },
-    async copyIfUnchanged(from, to, etag) {
-      const command = new CopyObjectCommand({
-        Bucket: config.S3_BUCKET, Key: to, CopySource: `${config.S3_BUCKET}/${encodeURIComponent(from)}`, CopySourceIfMatch: `"${etag}"`,
-      });
-      // radosgw 16 ignores x-amz-copy-source-if-match and honours only the legacy
-      // x-amz-copy-if-match: a compatible endpoint gets both.
-      if (config.S3_ENDPOINT) {
-        command.middlewareStack.add((next) => async (args) => {
-          const request = args.request as { headers?: Record<string, string> };
-          if (request.headers) request.headers['x-amz-copy-if-match'] = `"${etag}"`;
-          return next(args);
-        }, { step: 'build', name: 'legacyCopyIfMatch' });
-      }
-      try {
-        const out = await client.send(command);
-        // And whatever the store did with the condition, the copy must be the version judged.
-        if (unquote(out.CopyObjectResult?.ETag) !== etag) {
-          await client.send(new DeleteObjectCommand({ Bucket: config.S3_BUCKET, Key: to }));
-          return false;
+    async versions(key) {
+      const ids: string[] = [];
+      let KeyMarker: string | undefined;
+      let VersionIdMarker: string | undefined;
+      do {
+        const out = await client.send(new ListObjectVersionsCommand({ Bucket, Prefix: key, KeyMarker, VersionIdMarker, MaxKeys: 1000 }));
+        for (const v of [...(out.Versions ?? []), ...(out.DeleteMarkers ?? [])]) {
+          if (v.Key === key && v.VersionId) ids.push(v.VersionId);
         }
-        return true;
-      } catch (err) {
-        if (isChanged(err) || isMissing(err)) return false;
-        throw err;
-      }
+        [KeyMarker, VersionIdMarker] = out.IsTruncated ? [out.NextKeyMarker, out.NextVersionIdMarker] : [undefined, undefined];
+      } while (KeyMarker);
+      return ids;
+    },
+    async removeVersion(key, versionId) {
+      await client.send(new DeleteObjectCommand({ Bucket, Key: key, VersionId: versionId }));
     },
     async remove(key) {
-      await client.send(new DeleteObjectCommand({ Bucket: config.S3_BUCKET, Key: key }));
+      await client.send(new DeleteObjectCommand({ Bucket, Key: key }));
     },
   };
 }

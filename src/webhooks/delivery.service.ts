@@ -11,7 +11,7 @@ import type { Logger } from '../shared/logger.js';
 import type { SecretBox } from '../shared/secrets.js';
 import type { Sender } from './sender.js';
 import { createEndpointSlots } from './endpoint-slots.js';
-import { DeliveryFailedError } from './webhook.jobs.js';
+import { DeliveryFailedError, latestRetryMs } from './webhook.jobs.js';
 import type { AttemptOutcome, DeliveryKey, EndpointRecord, RecordedAttempt, WebhookRepository } from './webhook.repository.js';
 
 /** Most deliveries read or recorded in one statement. */
@@ -26,7 +26,12 @@ export interface DeliverySettings {
   endpointWaitMs?: number;
   /** The longest an attempt may take (WEBHOOK_TIMEOUT_MS). */
   attemptTimeoutMs: number;
+  /** WEBHOOK_RETRY_SCHEDULE, seconds: when a retry is due by (the reconciler's mark). */
+  retrySchedule: readonly number[];
 }
+
+/** Where the job stands: attempts made before this one, and whether this is its last. */
+export interface AttemptOf { made: number; last: boolean }
 
 export type DeliveryOutcome = 'delivered' | 'skipped' | 'busy' | 'endpoint-disabled';
 
@@ -76,14 +81,17 @@ export function createDeliveryService(deps: {
      * wait (the caller retries shortly, no attempt spent, nothing read); throws DeliveryFailedError to be
      * retried, or UnrecoverableError when retrying is pointless (410, endpoint disabled).
      */
-    async deliver(eventId: string, endpointId: string, lastAttempt: boolean): Promise<DeliveryOutcome> {
+    async deliver(eventId: string, endpointId: string, attempt: AttemptOf): Promise<DeliveryOutcome> {
       if (!(await slots.acquire(endpointId))) return 'busy';
       let endpoint: EndpointRecord;
       let at: Date;
       let result;
       try {
         const context = await contextOf({ eventId, endpointId });
-        if (context?.status !== 'pending') return 'skipped';
+        // A failed delivery whose job runs again was retried by hand (Bull Board): it is due again.
+        if (context?.status === 'failed' && await repo.reopen(eventId, endpointId, now())) {
+          logger.info({ event: eventId, endpoint: endpointId }, 'failed delivery retried');
+        } else if (context?.status !== 'pending') return 'skipped';
         endpoint = context.endpoint;
         if (endpoint.status === 'disabled') {
           await repo.failWithoutAttempt(eventId, endpointId, `endpoint disabled: ${endpoint.disabledReason ?? ''}`, now());
@@ -120,7 +128,9 @@ export function createDeliveryService(deps: {
           throw new UnrecoverableError(`endpoint disabled: ${reason}`);
         }
       }
-      await record(eventId, endpointId, { ...base, deliveryStatus: lastAttempt ? 'failed' : 'pending' }, wasFailing);
+      // A retry not begun by this time (and a margin) lost its job; the reconciler queues it again.
+      const dueAt = new Date(at.getTime() + latestRetryMs(settings.retrySchedule, attempt.made + 1, result.retryAfterMs) + settings.attemptTimeoutMs);
+      await record(eventId, endpointId, { ...base, deliveryStatus: attempt.last ? 'failed' : 'pending', dueAt }, wasFailing);
       throw new DeliveryFailedError(result.error ?? 'delivery failed', result.retryAfterMs);
     },
   };

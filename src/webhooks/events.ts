@@ -9,11 +9,31 @@ import { createOutbox, createRelay, type Outbox, type Relay } from './outbox.js'
 import { createWebhookJobs, type WebhookQueue } from './webhook.jobs.js';
 import { createWebhookRepository, type WebhookRepository } from './webhook.repository.js';
 
-export interface Events { repo: WebhookRepository; outbox: Outbox; relay: Relay }
+export interface Events {
+  repo: WebhookRepository;
+  outbox: Outbox;
+  relay: Relay;
+  /**
+   * Queues again up to `limit` deliveries pending more than `graceMs` past their due time: their
+   * job was lost (Redis restarted without its data, a failover, a flush) or never queued. Each
+   * is due again `againMs` later; a delivery whose job still exists is not duplicated. Returns how many.
+   */
+  reconcile(opts?: { graceMs?: number; againMs?: number; limit?: number }): Promise<number>;
+}
 
 export function createEvents(db: Sequelize, queue: WebhookQueue, retrySchedule: readonly number[], logger: Logger, relayDb: Sequelize = db): Events {
   const repo = createWebhookRepository(db);
   const relayRepo = relayDb === db ? repo : createWebhookRepository(relayDb);
-  const relay = createRelay({ repo: relayRepo, jobs: createWebhookJobs(queue, retrySchedule), logger });
-  return { repo, relay, outbox: createOutbox(repo, relay.wake) };
+  const jobs = createWebhookJobs(queue, retrySchedule);
+  const relay = createRelay({ repo: relayRepo, jobs, logger });
+  return {
+    repo, relay, outbox: createOutbox(repo, relay.wake),
+    async reconcile({ graceMs = 60_000, againMs = 5 * 60_000, limit = 1000 } = {}) {
+      const at = Date.now();
+      const overdue = await repo.takeOverdue(new Date(at - graceMs), new Date(at + againMs), limit);
+      await jobs.queue(overdue);
+      if (overdue.length) logger.info({ deliveries: overdue.length }, 'queued overdue webhook deliveries again');
+      return overdue.length;
+    },
+  };
 }

@@ -1,5 +1,7 @@
-// The delivery queue: one job per delivery (event × endpoint), with a deterministic id (a
-// replay gets the next one), so that the relay may queue the same delivery twice harmlessly.
+// The delivery queue: one job per delivery (event × endpoint). Job ids are fresh; BullMQ's
+// deduplication on the delivery (and its replay count) keeps one job per delivery while it is
+// waiting, delayed or running, so the relay and the reconciler may queue the same delivery
+// twice harmlessly, and a finished job (kept for Bull Board) never blocks queueing it again.
 // Retries follow WEBHOOK_RETRY_SCHEDULE, with jitter, or the receiver's Retry-After.
 import type { Queue } from 'bullmq';
 import { KEEP_FAILED } from '../shared/queues.js';
@@ -13,7 +15,7 @@ export interface DeliveryPayload { eventId: string; endpointId: string }
 
 export type WebhookQueue = Queue<DeliveryPayload, unknown, typeof DELIVER>;
 
-export const deliveryJobId = (d: DeliveryRef) => `wh-${d.eventId}-${d.endpointId}-${d.replays}`;
+export const deliveryDedupId = (d: DeliveryRef) => `wh:${d.eventId}:${d.endpointId}:${d.replays}`;
 
 /** Completed deliveries stay an hour for Bull Board (the attempts table is the record). */
 const KEEP_DONE = { age: 3600, count: 10_000 };
@@ -25,7 +27,7 @@ export function createWebhookJobs(queue: WebhookQueue, schedule: readonly number
       await queue.addBulk(deliveries.map((d) => ({
         name: DELIVER,
         data: { eventId: d.eventId, endpointId: d.endpointId },
-        opts: { jobId: deliveryJobId(d), attempts: schedule.length + 1, backoff: { type: BACKOFF_TYPE }, removeOnComplete: KEEP_DONE, removeOnFail: KEEP_FAILED },
+        opts: { deduplication: { id: deliveryDedupId(d) }, attempts: schedule.length + 1, backoff: { type: BACKOFF_TYPE }, removeOnComplete: KEEP_DONE, removeOnFail: KEEP_FAILED },
       })));
     },
   };
@@ -43,6 +45,16 @@ export class DeliveryFailedError extends Error {
 
 /** Longest wait a Retry-After may ask for. */
 export const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
+
+/**
+ * By when the retry that follows attempt `attemptsMade` (1-based) should have begun: the
+ * longest delay retryDelay may choose for it (the schedule's entry +20%, or the receiver's
+ * Retry-After). A pending delivery past this (and a margin) has lost its job.
+ */
+export function latestRetryMs(schedule: readonly number[], attemptsMade: number, retryAfterMs: number | undefined): number {
+  if (retryAfterMs !== undefined) return Math.min(Math.max(retryAfterMs, 0), MAX_RETRY_AFTER_MS);
+  return Math.round((schedule[Math.min(attemptsMade, schedule.length) - 1] ?? schedule[schedule.length - 1] ?? 5) * 1200);
+}
 
 /**
  * The delay before the retry that follows attempt `attemptsMade` (1-based): the receiver's

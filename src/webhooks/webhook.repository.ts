@@ -54,6 +54,8 @@ export interface AttemptOutcome {
   deliveryStatus: DeliveryStatus;
   /** Disable the endpoint, with this reason (410 Gone, failing too long). */
   disable?: string;
+  /** For a delivery left pending: by when its next attempt should have run (the reconciler's mark). */
+  dueAt?: Date;
 }
 
 /**
@@ -167,8 +169,8 @@ export function createWebhookRepository(db: Sequelize) {
       if (!events.length) return [];
       const ids = events.map((e) => e.id);
       // A disabled endpoint's delivery is failed at once, kept for a replay once it is enabled.
-      await execute(db, `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at)
-        SELECT ev.id, ep.id, ev.org_id, IF(ep.status = 'active', 'pending', 'failed'), IF(ep.status = 'active', NULL, 'endpoint disabled'), $1, $1
+      await execute(db, `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at, due_at)
+        SELECT ev.id, ep.id, ev.org_id, IF(ep.status = 'active', 'pending', 'failed'), IF(ep.status = 'active', NULL, 'endpoint disabled'), $1, $1, $1
         FROM webhook_events ev JOIN webhook_endpoints ep ON ep.org_id = ev.org_id AND ep.created_at <= ev.created_at
         WHERE ev.id IN ($2)`, [at, ids], undefined, { prepared: false });
       const rows = await select<{ event_id: string; endpoint_id: string; replays: number }>(db,
@@ -244,8 +246,8 @@ export function createWebhookRepository(db: Sequelize) {
       };
       for (const [i, { eventId, endpointId, outcome: o }] of items.entries()) {
         if (o.deliveryStatus === 'succeeded') continue;
-        await own(i, () => execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5
-          WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'`, [eventId, endpointId, o.deliveryStatus, errorOf(o), o.at]));
+        await own(i, () => execute(db, `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5, due_at = $6
+          WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'`, [eventId, endpointId, o.deliveryStatus, errorOf(o), o.at, o.dueAt ?? o.at]));
       }
       // Per endpoint, each change once (a batch often holds many deliveries to one endpoint).
       const changed = new Set<string>();
@@ -284,6 +286,34 @@ export function createWebhookRepository(db: Sequelize) {
       await execute(db, 'UPDATE webhook_endpoints SET failing_since = $2 WHERE id = $1', [endpointId, at]);
     },
 
+    /**
+     * A failed delivery whose job runs again (retried from Bull Board): pending again, so that
+     * the job attempts it. False when it was not failed (delivered meanwhile, or gone).
+     */
+    async reopen(eventId: string, endpointId: string, at: Date): Promise<boolean> {
+      return 1 === await execute(db, `UPDATE webhook_deliveries SET status = 'pending', updated_at = $3, due_at = $3
+        WHERE event_id = $1 AND endpoint_id = $2 AND status = 'failed'`, [eventId, endpointId, at]);
+    },
+
+    /**
+     * The reconciler's share: up to `limit` deliveries still pending whose next attempt was due
+     * by `dueBefore` (their job lost with Redis's data, or never queued), longest due first, each
+     * due again at `next` in the same transaction, so that every one gets its turn and two
+     * reconcilers never take the same one.
+     */
+    async takeOverdue(dueBefore: Date, next: Date, limit: number): Promise<DeliveryRef[]> {
+      return db.transaction(async (t) => {
+        const rows = await select<{ event_id: string; endpoint_id: string; replays: number }>(db,
+          `SELECT event_id, endpoint_id, replays FROM webhook_deliveries WHERE status = 'pending' AND due_at <= $1
+           ORDER BY due_at LIMIT ${Math.trunc(limit)} FOR UPDATE SKIP LOCKED`, [dueBefore], t);
+        const refs = rows.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id, replays: r.replays }));
+        if (refs.length) {
+          await execute(db, 'UPDATE webhook_deliveries SET due_at = $1 WHERE (event_id, endpoint_id) IN ($2)', [next, pairs(refs)], t, { prepared: false });
+        }
+        return refs;
+      });
+    },
+
     /** A delivery that will not be attempted (its endpoint is disabled): failed, kept for replay. */
     async failWithoutAttempt(eventId: string, endpointId: string, reason: string, at: Date): Promise<void> {
       await execute(db, `UPDATE webhook_deliveries SET status = 'failed', last_error = $3, updated_at = $4
@@ -301,15 +331,15 @@ export function createWebhookRepository(db: Sequelize) {
         if ('eventId' in which) {
           const found = await select<{ id: string }>(db, 'SELECT id FROM webhook_events WHERE id = $1 AND org_id = $2', [which.eventId, orgId], t);
           if (!found.length) return 0;
-          await execute(db, `INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, created_at, updated_at) VALUES ($1, $2, $3, 'pending', $4, $4)
-            ON DUPLICATE KEY UPDATE status = 'pending', replays = replays + 1, updated_at = $4`, [which.eventId, endpointId, orgId, at], t);
+          await execute(db, `INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, created_at, updated_at, due_at) VALUES ($1, $2, $3, 'pending', $4, $4, $4)
+            ON DUPLICATE KEY UPDATE status = 'pending', replays = replays + 1, updated_at = $4, due_at = $4`, [which.eventId, endpointId, orgId, at], t);
           eventIds = [which.eventId];
         } else {
           const rows = await select<{ event_id: string }>(db, `SELECT event_id FROM webhook_deliveries
             WHERE endpoint_id = $1 AND status = 'failed' AND created_at >= $2 FOR UPDATE`, [endpointId, which.failedSince], t);
           eventIds = rows.map((r) => r.event_id);
           if (!eventIds.length) return 0;
-          await execute(db, `UPDATE webhook_deliveries SET status = 'pending', replays = replays + 1, updated_at = $1
+          await execute(db, `UPDATE webhook_deliveries SET status = 'pending', replays = replays + 1, updated_at = $1, due_at = $1
             WHERE endpoint_id = $2 AND event_id IN ($3)`, [at, endpointId, eventIds], t, { prepared: false });
         }
         await execute(db, 'UPDATE webhook_events SET dispatched_at = NULL WHERE id IN ($1)', [eventIds], t, { prepared: false });

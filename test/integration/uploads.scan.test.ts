@@ -4,7 +4,8 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FAST_PIPELINE, configWith, eventually, fileRow, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { FAST_PIPELINE, configWith, eventually, fileRow, harness, newOrg, pendingJob, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { FileDedup } from '../../src/files/file.jobs.js';
 import { storageEventsToken } from '../../src/files/storage-events.routes.js';
 import { execute } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -17,16 +18,17 @@ const PROJECT_TEST_MALWARE = 'GUARANTEE-REGISTRY-TEST-MALWARE-SIGNATURE-2f9c41';
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
 
-async function readObject(storage: Storage, key: string): Promise<Buffer | undefined> {
+async function readObject(storage: Storage, key: string, versionId?: string): Promise<Buffer | undefined> {
   if (!(await storage.head(key))) return undefined;
   const chunks: Buffer[] = [];
-  for await (const c of await storage.read(key)) chunks.push(c as Buffer);
+  for await (const c of await storage.read(key, versionId)) chunks.push(c as Buffer);
   return Buffer.concat(chunks);
 }
 
-/** Whether the upload location is emptied within a few seconds (the worker empties it just after recording the verdict). */
-async function emptied(storage: Storage, key: string): Promise<boolean> {
-  return eventually('the upload location to be emptied', async () => !(await storage.head(key)), 5000).then(() => true, () => false);
+/** Whether the key's versions come down to exactly `keep` within a few seconds (the worker prunes just after recording the verdict). */
+async function prunedTo(storage: Storage, key: string, keep: readonly string[]): Promise<boolean> {
+  const want = [...keep].sort().join(',');
+  return eventually('the other versions to be deleted', async () => (await storage.versions(key)).sort().join(',') === want, 5000).then(() => true, () => false);
 }
 
 describe('uploads: noticed, scanned with the real clamd, kept', function () {
@@ -44,7 +46,7 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
   });
   beforeEach(async () => { org = await newOrg(); });
 
-  it('a clean upload becomes Clean with its checksum, size and engine; the judged bytes are copied and the upload location emptied', async () => {
+  it('a clean upload becomes Clean with its checksum, size and engine; the judged version is the document, pinned by its VersionId', async () => {
     const up = await presign(org, { fileType: 'pdf', fileName: 'polizza.pdf' }, 1);
     const content = Buffer.from('%PDF-1.7 a perfectly ordinary guarantee\n');
     expect((await uploadForm(up.url, up.fields, content)).status).to.equal(204);
@@ -52,9 +54,10 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     expect(row).to.include({ status: 'Clean', checksum: sha256(content), threat: null });
     expect(Number(row.size)).to.equal(content.length);
     expect(row.scan_engine).to.match(/^ClamAV \d+\.\d+/);
-    expect(row.stored_key).to.equal(`documents/${row.etag}/${up.key}`);
-    expect((await readObject(storage, row.stored_key ?? ''))?.equals(content)).to.equal(true);
-    expect(await emptied(storage, up.key)).to.equal(true);
+    expect(row.stored_key).to.equal(up.key);
+    expect(row.version_id).to.be.a('string').and.not.equal('');
+    expect(await storage.versions(up.key)).to.deep.equal([row.version_id]);
+    expect((await readObject(storage, up.key, row.version_id ?? ''))?.equals(content)).to.equal(true);
 
     const view = await (await harness()).http.get(`/api/v2/files/${up.uuid}`).set('X-API-Key', org.key);
     expect(view.status).to.equal(200);
@@ -72,7 +75,7 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
       expect(row.status).to.equal('Infected');
       expect(row.threat).to.match(threat);
       expect(row.stored_key).to.equal(null);
-      expect(await emptied(storage, up.key)).to.equal(true);
+      expect(await prunedTo(storage, up.key, [])).to.equal(true);
     }
   });
 
@@ -103,7 +106,7 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     }
   });
 
-  it('a second upload to the same key after the verdict is discarded and changes nothing', async () => {
+  it('a second upload to the same key after the verdict is another version: never judged as the document, and deleted', async () => {
     const up = await presign(org);
     const first = Buffer.from('first, clean');
     expect((await uploadForm(up.url, up.fields, first)).status).to.equal(204);
@@ -113,16 +116,18 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     expect((await uploadForm(up.url, up.fields, EICAR)).status).to.equal(204);
     // ...a last look is scheduled for when the form can no longer be used...
     const { queues, http, config } = await harness();
-    const lastLook = await queues.checks.getJob(`last-look-${up.uuid}`);
-    expect(await lastLook?.getState()).to.equal('delayed');
+    const lastLook = await eventually('the last look to be queued', () => pendingJob(queues.checks, FileDedup.lastLook(up.uuid)), 5000);
+    expect(await lastLook.getState()).to.equal('delayed');
+    expect(await storage.versions(up.key)).to.have.length(2);
     // ...and the store's event (as radosgw would push it) gets it discarded at once.
     const event = { Records: [{ eventName: 'ObjectCreated:Post', s3: { bucket: { name: config.S3_BUCKET }, object: { key: up.key, size: EICAR.length } } }] };
     const token = storageEventsToken(config.ENCRYPTION_KEY[0] as Buffer);
     expect((await http.post(`/internal/storage-events/${token}`).send(event)).status).to.equal(204);
-    await eventually('the late upload to be discarded', async () => !(await storage.head(up.key)));
+    expect(await prunedTo(storage, up.key, [judged.version_id ?? ''])).to.equal(true);
     const after = await fileRow(up.uuid);
     expect(after).to.deep.equal(judged);
-    expect((await readObject(storage, judged.stored_key ?? ''))?.equals(first)).to.equal(true);
+    expect((await readObject(storage, up.key, judged.version_id ?? ''))?.equals(first)).to.equal(true);
+    expect((await readObject(storage, up.key))?.equals(first)).to.equal(true);
   });
 
   it('a key never uploaded becomes Error once its URL has expired and the grace period passed; a late upload within the grace is scanned', async () => {
@@ -148,7 +153,7 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     expect((await fileRow(up.uuid))?.status).to.equal('In Progress');
     await execute(db, 'UPDATE files SET expires_at = $2 WHERE uuid = $1', [up.uuid, new Date(Date.now() - 60_000)]);
     const row = await waitForStatus(up.uuid, ['Error', 'Clean', 'Infected']);
-    expect(row).to.include({ status: 'Error', etag: null, scan_engine: null });
+    expect(row).to.include({ status: 'Error', version_id: null, scan_engine: null });
   });
 
   it('a scanned file attached to a guarantee shows its checksum in docs; an Infected one cannot be attached', async () => {

@@ -1,6 +1,7 @@
 // The integration tests' world: the real app, in-process, over the real MariaDB that
 // `npm test` started. Each test makes its own organizations and data.
 import { randomUUID } from 'node:crypto';
+import type { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type Koa from 'koa';
 import supertest from 'supertest';
@@ -123,12 +124,18 @@ export async function presign(org: TestOrg, body: Record<string, unknown> = { fi
   return { key, uuid: key.slice(0, key.indexOf('.')), url: res.body.presignedUrl as string, fields: res.body.fields as Record<string, string> };
 }
 
-export interface FileRowView { status: string; status_reason: string | null; checksum: string | null; size: number | null; threat: string | null; etag: string | null; stored_key: string | null; scan_engine: string | null; signature: string | null }
+export interface FileRowView { status: string; status_reason: string | null; checksum: string | null; size: number | null; threat: string | null; version_id: string | null; stored_key: string | null; scan_engine: string | null; signature: string | null }
 
 export async function fileRow(uuid: string): Promise<FileRowView | undefined> {
   const { db } = await harness();
-  const [row] = await select<FileRowView>(db, 'SELECT status, status_reason, checksum, size, threat, etag, stored_key, scan_engine, signature FROM files WHERE uuid = $1', [uuid]);
+  const [row] = await select<FileRowView>(db, 'SELECT status, status_reason, checksum, size, threat, version_id, stored_key, scan_engine, signature FROM files WHERE uuid = $1', [uuid]);
   return row;
+}
+
+/** The job that holds deduplication id `dedupId` in `queue` (one waiting, delayed or running), if any. */
+export async function pendingJob<T>(queue: Queue<T>, dedupId: string): Promise<Job<T> | undefined> {
+  const id = await queue.getDeduplicationJobId(dedupId);
+  return id ? (await queue.getJob(id)) ?? undefined : undefined;
 }
 
 /**

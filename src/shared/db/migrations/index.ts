@@ -7,6 +7,7 @@ import { migration as webhooks } from './0004-webhooks.js';
 import { migration as webhookAttemptSuccesses } from './0005-webhook-attempt-successes.js';
 import { migration as notarization } from './0006-notarization.js';
 import { migration as evmAnchor } from './0007-evm-anchor.js';
+import { migration as selfHealing } from './0008-self-healing.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -16,4 +17,4 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor];
+export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor, selfHealing];
