@@ -48,6 +48,10 @@ const schema = z.object({
   S3_REGION: z.string().trim().min(1).default('us-east-1'),
   AWS_ACCESS_KEY_ID: optionalString,
   AWS_SECRET_ACCESS_KEY: optionalString,
+  /** Longest the store may take to accept a connection. */
+  S3_CONNECT_TIMEOUT_MS: int(100, 120_000).default(5_000),
+  /** Longest the store may take to start answering a request, and to send more of a body it is streaming. */
+  S3_REQUEST_TIMEOUT_MS: int(100, 600_000).default(30_000),
 
   CLAMD_HOST: optionalString,
   CLAMD_PORT: int(1, 65535).optional(),
@@ -68,6 +72,10 @@ const schema = z.object({
   WEBHOOK_ALLOW_HTTP: z.enum(['true', 'false']).optional().transform((v) => (v === undefined ? undefined : v === 'true')),
   /** Longest one delivery attempt may take (connect, send, answer). */
   WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(15_000),
+  /** Longest the resolution of an endpoint's name may take (DNS queries, never getaddrinfo's thread pool). */
+  WEBHOOK_DNS_TIMEOUT_MS: int(100, 60_000).default(5_000),
+  /** Name servers for endpoints' names (host or host:port, comma-separated); default: the system's (/etc/resolv.conf). */
+  WEBHOOK_DNS_SERVERS: z.string().default('').transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
   /** An endpoint failing without a success for this long is disabled. */
   WEBHOOK_DISABLE_AFTER_SECONDS: int(1).default(5 * 24 * 3600),
   /** Deliveries in flight at once per worker process. */
@@ -108,7 +116,7 @@ const schema = z.object({
   SCAN_CONCURRENCY: int(1, 64).default(2),
   /** Attempts of a scan (clamd or the store unreachable) before the file is Error. */
   SCAN_ATTEMPTS: int(1, 50).default(8),
-  /** First retry delay of a failed scan attempt; each next one doubles. */
+  /** First retry delay of a failed scan attempt (and of an upload check whose store or database was away); each next one doubles. */
   SCAN_BACKOFF_MS: int(10, 600_000).default(2000),
   /** Longest one scan attempt may take before it is abandoned and retried. */
   SCAN_TIMEOUT_MS: int(1000, 3_600_000).default(300_000),

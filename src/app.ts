@@ -28,7 +28,7 @@ import type { Logger } from './shared/logger.js';
 import { createSecretBox } from './shared/secrets.js';
 import { createStorage, type Storage } from './shared/storage.js';
 import { createEvents, type Events } from './webhooks/events.js';
-import { createAddressPolicy, systemResolver, type Resolver } from './webhooks/ssrf.js';
+import { createAddressPolicy, dnsResolver, type Resolver } from './webhooks/ssrf.js';
 import { registerWebhookRoutes } from './webhooks/webhook.routes.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
 
@@ -55,7 +55,7 @@ export function createApp(deps: AppDeps): Koa {
   const webhooks = createWebhookService({
     repo: events.repo,
     secrets: createSecretBox(config.ENCRYPTION_KEY),
-    resolver: deps.resolver ?? systemResolver,
+    resolver: deps.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }),
     policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
     settings: { allowHttp: config.WEBHOOK_ALLOW_HTTP ?? config.NODE_ENV !== 'production', rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },
     wake: events.relay.wake,

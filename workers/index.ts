@@ -35,7 +35,7 @@ import { createStorage } from '../src/shared/storage.js';
 import { createDeliveryService } from '../src/webhooks/delivery.service.js';
 import { createEvents } from '../src/webhooks/events.js';
 import { createSender } from '../src/webhooks/sender.js';
-import { createAddressPolicy, systemResolver, type Resolver } from '../src/webhooks/ssrf.js';
+import { createAddressPolicy, dnsResolver, type Resolver } from '../src/webhooks/ssrf.js';
 import { BACKOFF_TYPE, retryDelay, WEBHOOK_QUEUE, type DeliveryPayload } from '../src/webhooks/webhook.jobs.js';
 
 export const WORKER_NAMES = ['maintenance', 'scan', 'signature', 'webhooks', 'notarization'] as const;
@@ -47,7 +47,15 @@ export interface RunningWorkers { close(): Promise<void> }
 const RELAY_MIN_AGE_MS = 2_000;
 const RELAY_EVERY_MS = 1_000;
 
-export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, opts: { logger?: Logger; config?: Config; resolver?: Resolver } = {}): Promise<RunningWorkers> {
+export interface WorkerOptionsForTests {
+  logger?: Logger;
+  config?: Config;
+  resolver?: Resolver;
+  /** How often the repeatable jobs are checked (KEEP_EVERY_MS). */
+  keepSchedulesEveryMs?: number;
+}
+
+export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, opts: WorkerOptionsForTests = {}): Promise<RunningWorkers> {
   const config = opts.config ?? getConfig();
   const log = opts.logger ?? createLogger(config.LOG_LEVEL);
   const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
@@ -83,7 +91,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     const worker = new Worker<T, unknown, N>(queue, processor, { ...base, ...extra, concurrency });
     worker.on('error', (err) => log.warn({ err: err.message, queue }, 'worker error'));
     worker.on('failed', (job, err) => log.warn({ queue, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'));
-    closers.push(() => worker.close());
+    closers.push(() => closeWithin(worker, config.WORKER_LOCK_DURATION_MS, log));
   }
 
   const starters: Record<WorkerName, () => Promise<void> | void> = {
@@ -124,7 +132,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     },
     webhooks: () => {
       const sender = createSender({
-        resolver: opts.resolver ?? systemResolver, policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS), timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+        resolver: opts.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }), policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS), timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       });
       const deliveries = createDeliveryService({
         repo: events.repo, sender, secrets: createSecretBox(config.ENCRYPTION_KEY), logger: log,
@@ -170,7 +178,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   };
 
   for (const name of names) await starters[name]();
-  const keeper = await keepSchedules(schedules, log);
+  const keeper = await keepSchedules(schedules, log, opts.keepSchedulesEveryMs);
   log.info({ workers: names }, 'workers started');
   return {
     async close() {
@@ -186,6 +194,24 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       await db.close();
     },
   };
+}
+
+/**
+ * Closes a worker, letting its active jobs finish for at most `ms`; then it is left behind (its
+ * connections are closed with the process's). A job whose completion could not be recorded
+ * (Redis restarted empty under it: "Missing key for job") otherwise keeps BullMQ's close
+ * waiting for ever, and SIGTERM with it (seen here; taskforcesh/bullmq#2430 is the same kind; a
+ * forced close then returns the same pending promise). A job abandoned so is taken over by
+ * another worker once its lock lapses; its handlers are idempotent.
+ */
+async function closeWithin(worker: Pick<Worker, 'close' | 'name'>, ms: number, log: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([
+    worker.close().then(() => true, () => true),
+    new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); }),
+  ]);
+  clearTimeout(timer);
+  if (!closed) log.warn({ queue: worker.name, waitedMs: ms }, 'worker did not close in time; left to close with the process');
 }
 
 const isMain = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/workers/index.js');

@@ -31,7 +31,7 @@ export interface FileQueues {
 
 export interface FileJobSettings {
   scanAttempts: number;
-  /** First retry delay of a scan; doubles each attempt. */
+  /** First retry delay of a scan, and of a check; doubles each attempt. */
   scanBackoffMs?: number;
 }
 
@@ -58,7 +58,7 @@ export function createFileJobs(queues: FileQueues, settings: FileJobSettings) {
   // the running look may have just missed the upload that the new hint announces.
   const checkOpts = (dedupId: string, delay: number, keepLastIfActive = false): JobsOptions => ({
     deduplication: { id: dedupId, ...(keepLastIfActive && { keepLastIfActive }) },
-    delay, removeOnComplete: true, removeOnFail: KEEP_FAILED, attempts: 5, backoff: { type: 'exponential', delay: 1000 },
+    delay, removeOnComplete: true, removeOnFail: KEEP_FAILED, attempts: 5, backoff: { type: 'exponential', delay: settings.scanBackoffMs ?? 2000 },
   });
   return {
     /** Starts (or keeps) the polling watch over an issued key: a no-op while one is pending. */

@@ -45,9 +45,6 @@ export interface ObjectVersion {
   size: number;
 }
 
-/** How long the store may take to accept a connection, and to answer a request (a streamed body: each wait for data). */
-export interface StoreTimeouts { connectMs: number; requestMs: number }
-export const DEFAULT_STORE_TIMEOUTS: StoreTimeouts = { connectMs: 5_000, requestMs: 30_000 };
 
 /** The store's answer for a missing object or object version. */
 export function isMissing(err: unknown): boolean {
@@ -58,7 +55,8 @@ export function isMissing(err: unknown): boolean {
 /** The version id a store without versioning reports (S3's literal "null"), as undefined. */
 const versionOf = (id: string | undefined) => (id && id !== 'null' ? id : undefined);
 
-type StoreConfig = Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>;
+type StoreConfig = Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>
+  & Partial<Pick<Config, 'S3_CONNECT_TIMEOUT_MS' | 'S3_REQUEST_TIMEOUT_MS'>>;
 
 /** Region, endpoint and credentials of any AWS SDK client that talks to the store (S3, or radosgw's SNS topics). */
 export function storeClientSettings(config: Omit<StoreConfig, 'S3_BUCKET'>) {
@@ -71,7 +69,9 @@ export function storeClientSettings(config: Omit<StoreConfig, 'S3_BUCKET'>) {
   };
 }
 
-export function createStorage(config: StoreConfig, timeouts: StoreTimeouts = DEFAULT_STORE_TIMEOUTS): Storage {
+export function createStorage(config: StoreConfig): Storage {
+  const connectMs = config.S3_CONNECT_TIMEOUT_MS ?? 5_000;
+  const requestMs = config.S3_REQUEST_TIMEOUT_MS ?? 30_000;
   const client = new S3Client({
     ...storeClientSettings(config),
     ...(config.S3_ENDPOINT && { forcePathStyle: true }),
@@ -82,7 +82,7 @@ export function createStorage(config: StoreConfig, timeouts: StoreTimeouts = DEF
     // requestTimeout bounds the wait for the answer's headers, socketTimeout each silence while a
     // body streams (a long download that keeps moving is not cut).
     requestHandler: new NodeHttpHandler({
-      connectionTimeout: timeouts.connectMs, requestTimeout: timeouts.requestMs, throwOnRequestTimeout: true, socketTimeout: timeouts.requestMs,
+      connectionTimeout: connectMs, requestTimeout: requestMs, throwOnRequestTimeout: true, socketTimeout: requestMs,
     }),
   });
   const Bucket = config.S3_BUCKET;

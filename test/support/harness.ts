@@ -116,9 +116,9 @@ export async function uploadForm(url: string, fields: Record<string, unknown>, c
 
 export interface IssuedUpload { key: string; uuid: string; url: string; fields: Record<string, string> }
 
-/** POST /api/v{1,2}/presigned-url for `org`; fails the test on anything but 200. */
-export async function presign(org: TestOrg, body: Record<string, unknown> = { fileType: 'pdf' }, version: 1 | 2 = 2): Promise<IssuedUpload> {
-  const res = await (await harness()).http.post(`/api/v${version}/presigned-url`).set('X-API-Key', org.key).send(body);
+/** POST /api/v{1,2}/presigned-url for `org` (to the shared app, or `http`); fails the test on anything but 200. */
+export async function presign(org: TestOrg, body: Record<string, unknown> = { fileType: 'pdf' }, version: 1 | 2 = 2, http?: ReturnType<typeof supertest>): Promise<IssuedUpload> {
+  const res = await (http ?? (await harness()).http).post(`/api/v${version}/presigned-url`).set('X-API-Key', org.key).send(body);
   if (res.status !== 200) throw new Error(`presigned-url answered ${res.status}`);
   const key = res.body.key as string;
   return { key, uuid: key.slice(0, key.indexOf('.')), url: res.body.presignedUrl as string, fields: res.body.fields as Record<string, string> };

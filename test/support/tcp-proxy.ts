@@ -9,6 +9,12 @@ export interface TcpProxy {
   start(): Promise<void>;
   /** Refuses new connections and cuts the open ones. */
   stop(): Promise<void>;
+  /**
+   * Hangs: connections are accepted (new and open ones) but nothing more is forwarded either
+   * way, as a server that stopped answering without closing anything. `false` resumes for new
+   * connections (the hung ones are cut).
+   */
+  stall(on?: boolean): void;
 }
 
 /** A free local port, nothing listening on it. */
@@ -32,12 +38,21 @@ function throttle(bytesPerSecond: number): Transform {
 export async function tcpProxy(target: { host: string; port: number }, opts: { port?: number; listening?: boolean; uploadBytesPerSecond?: number } = {}): Promise<TcpProxy> {
   const port = opts.port ?? await freePort();
   let server: Server | undefined;
+  let stalled = false;
   const sockets = new Set<Socket>();
   const proxy: TcpProxy = {
     port,
     async start() {
       if (server) return;
       const s = createServer((client) => {
+        if (stalled) {
+          // Accepted, read and never answered.
+          sockets.add(client);
+          client.on('error', () => client.destroy());
+          client.on('close', () => sockets.delete(client));
+          client.resume();
+          return;
+        }
         const upstream = connect(target.port, target.host);
         sockets.add(client).add(upstream);
         for (const sock of [client, upstream]) {
@@ -49,6 +64,12 @@ export async function tcpProxy(target: { host: string; port: number }, opts: { p
       });
       await new Promise<void>((resolve) => s.listen(port, '127.0.0.1', resolve));
       server = s;
+    },
+    stall(on = true) {
+      stalled = on;
+      for (const sock of sockets) {
+        if (on) { sock.unpipe(); sock.pause(); } else sock.destroy();
+      }
     },
     async stop() {
       const s = server;
