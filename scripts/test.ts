@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { applyEnv, localAppEnv } from './local-env.js';
 import { databaseName, rootSql } from './services/mariadb.js';
 import { context, down, startedByThisProcess, up } from './services/index.js';
+import { ensurePackages } from './services/process.js';
 
 const mochaArgs = process.argv.slice(2);
 let stopping = false;
@@ -32,6 +33,8 @@ function step(name: string, command: string, args: string[]): boolean {
 
 let ok = false;
 try {
+  // Tools the tests themselves use: Info-ZIP builds the archives the scanner is tested with.
+  ensurePackages(['zip'], ['zip']);
   const result = await up('test');
   applyEnv(result.env, localAppEnv('test'), {
     LOG_LEVEL: 'silent', RUN_ID: String(Date.now()), QUEUE_PREFIX: `test-${Date.now()}`,

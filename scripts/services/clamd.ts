@@ -29,12 +29,16 @@ export const clamd: LocalService = {
         if (!existsSync(join(db, f))) symlinkSync(join(OFFICIAL_DB, f), join(db, f));
       }
     }
-    // The limits are above the largest allowed upload (50 MiB by default), and anything over
-    // them is reported as Heuristics.Limits.Exceeded instead of passing unscanned as clean.
-    // The test profile's are small, so that tests reach them with a few megabytes.
+    // Never Clean unless fully scanned (README "Operations: clamd"). The limits are above the
+    // largest allowed upload (50 MiB by default), and anything over them is reported as
+    // Heuristics.Limits.Exceeded instead of passing unscanned as clean. MaxFileSize equals
+    // MaxScanSize: a single archive entry larger than MaxFileSize is otherwise scanned up to
+    // that size without any alert (ClamAV 1.4, seen here), while one that exceeds MaxScanSize
+    // alerts. Encrypted archives and documents, which cannot be scanned, alert too. The test
+    // profile's limits are small, so that tests reach them with a few megabytes.
     const limits = ctx.profile === 'test'
-      ? ['StreamMaxLength 8M', 'MaxFileSize 4M', 'MaxScanSize 16M']
-      : ['StreamMaxLength 100M', 'MaxFileSize 100M', 'MaxScanSize 400M'];
+      ? ['StreamMaxLength 8M', 'MaxFileSize 6M', 'MaxScanSize 6M']
+      : ['StreamMaxLength 100M', 'MaxFileSize 400M', 'MaxScanSize 400M'];
     writeFileSync(join(dir, 'clamd.conf'), [
       'Foreground yes',
       `LocalSocket ${socketPath(dir, 'clamd.sock')}`,
@@ -46,6 +50,7 @@ export const clamd: LocalService = {
       'MaxRecursion 16',
       'MaxFiles 10000',
       'AlertExceedsMax yes',
+      'AlertEncrypted yes',
       'MaxThreads 4',
       'SelfCheck 0',
       '',

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { FAST_PIPELINE, configWith, eventually, fileRow, harness, newOrg, pendingJob, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
 import { FileDedup } from '../../src/files/file.jobs.js';
 import { storageEventsToken } from '../../src/files/storage-events.routes.js';
+import { encryptedPdf, zipOf } from '../support/encrypted-fixtures.js';
 import { execute } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { createStorage, type Storage } from '../../src/shared/storage.js';
@@ -79,7 +80,7 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     }
   });
 
-  it('files over the scanner\'s limits and archive bombs are Infected, never Clean', async () => {
+  it('files over the scanner\'s limits, archive bombs, an archive entry over the limit, an encrypted zip and an encrypted PDF are Infected, never Clean', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bomb-'));
     try {
       // Many entries whose expansion exceeds MaxScanSize (16 MB in the test clamd): 30 × 1 MB of zeros in a 30 kB zip.
@@ -90,9 +91,14 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
       // clamscan may see the closed socket (EPIPE) before that answer, so the attempt can also
       // fail and end, after its retries, in Error. Either way, never Clean.
       const cases: Array<[Buffer, RegExp, string[]]> = [
-        [Buffer.alloc(5 * 1024 * 1024, 'a'), /Limits\.Exceeded\.MaxFileSize/, ['Infected']], // over MaxFileSize (4 MB)
+        [Buffer.alloc(7 * 1024 * 1024, 'a'), /Limits\.Exceeded\.Max(File|Scan)Size/, ['Infected']], // over MaxFileSize (6 MB)
         [Buffer.alloc(9 * 1024 * 1024, 'a'), /Limits\.Exceeded\.StreamMaxLength/, ['Infected', 'Error']],
         [bomb, /Limits\.Exceeded\.MaxScanSize/, ['Infected']],
+        // One entry over MaxFileSize, 10 MB of text in a 20 kB zip: with MaxFileSize below MaxScanSize it came back Clean.
+        [zipOf({ 'polizza.txt': 'polizza fideiussoria '.repeat(500_000) }), /Limits\.Exceeded\.Max(File|Scan)Size/, ['Infected']],
+        // Contents the scanner cannot read: a password-protected zip and a PDF encrypted with a user password.
+        [zipOf({ 'polizza.pdf': '%PDF-1.4 a guarantee' }, 'segreta'), /Heuristics\.Encrypted\.Zip/, ['Infected']],
+        [encryptedPdf(), /Heuristics\.Encrypted\.PDF/, ['Infected']],
       ];
       for (const [content, threat, statuses] of cases) {
         const up = await presign(org, { fileType: 'pdf' });

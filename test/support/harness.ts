@@ -162,7 +162,7 @@ export async function waitForStatus(uuid: string, statuses: readonly string[], t
   return row as FileRowView;
 }
 
-/** Settings that make the pipeline quick to observe; the test clamd has small limits (4 MB a file, 8 MB a stream). */
+/** Settings that make the pipeline quick to observe; the test clamd has small limits (6 MB a file and in all, 8 MB a stream). */
 export const FAST_PIPELINE = {
   WORKER_STALLED_INTERVAL_MS: '1000', WORKER_LOCK_DURATION_MS: '2000', SCAN_BACKOFF_MS: '200', SCAN_ATTEMPTS: '4',
   UPLOAD_POLL_MAX_INTERVAL_MS: '500', UPLOAD_GRACE_SECONDS: '30',
