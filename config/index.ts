@@ -130,6 +130,9 @@ const schema = z.object({
   QUEUE_PREFIX: z.string().trim().regex(/^[\w-]{1,40}$/, 'must be letters, digits, - or _').default('grs'),
   SIGNATURE_TRUST_STORE: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
   /** Requests per minute per API key; 0 turns the limit off. */
+  /** Bytes of request bodies being received at once by a web process, and by one API key (a stalled body holds its bytes until the request timeout). */
+  BODY_BYTES_IN_FLIGHT: int(1024 * 1024, 1024 ** 3).default(64 * 1024 * 1024),
+  BODY_BYTES_IN_FLIGHT_PER_KEY: int(1024 * 1024, 1024 ** 3).default(8 * 1024 * 1024),
   RATE_LIMIT_PER_MINUTE: int(0).default(3000),
   /** Failed authentications per minute per client address before 429. */
   AUTH_FAILURES_PER_MINUTE: int(1).default(60),

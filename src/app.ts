@@ -6,7 +6,7 @@ import { createFileRepository } from './files/file.repository.js';
 import { registerFileRoutes } from './files/file.routes.js';
 import { createFileJobs } from './files/file.jobs.js';
 import { createFileService } from './files/file.service.js';
-import { registerStorageEventRoutes } from './files/storage-events.routes.js';
+import { registerStorageEventRoutes, STORAGE_EVENTS_PATH } from './files/storage-events.routes.js';
 import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
 import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { createGuaranteeService } from './guarantees/guarantee.service.js';
@@ -20,6 +20,8 @@ import { createOrgService } from './orgs/org.service.js';
 import type { OpenQueues } from './queues.js';
 import type { Sequelize } from './shared/db/sequelize.js';
 import { adminBoard } from './shared/http/admin.js';
+import { MAX_BODY_BYTES } from './shared/http/body.js';
+import { createBodyBudget } from './shared/http/body-budget.js';
 import { errorHandler } from './shared/http/error-handler.js';
 import { createMetrics, observe, type HttpMetrics } from './shared/http/observability.js';
 import { registerOpsRoutes } from './shared/http/ops.routes.js';
@@ -81,10 +83,14 @@ export function createApp(deps: AppDeps): Koa {
 
   // Every /api path needs a key, matched by a route or not (so that probing reveals nothing).
   const requireKey = authenticate(orgs, { perKeyPerMinute: config.RATE_LIMIT_PER_MINUTE, failuresPerMinute: config.AUTH_FAILURES_PER_MINUTE });
+  // Bodies are received only once the key is known, within its share of the process's bytes in flight.
+  const bodies = createBodyBudget({ processBytes: config.BODY_BYTES_IN_FLIGHT, perOwnerBytes: config.BODY_BYTES_IN_FLIGHT_PER_KEY, maxBodyBytes: MAX_BODY_BYTES });
   // The prefix is compared case-insensitively: no spelling of /api gets past without a key.
   app.use(async (ctx, next) => {
     const path = ctx.path.toLowerCase();
-    if (path.startsWith('/api/') || path === '/api') await requireKey(ctx, next);
+    if (path.startsWith('/api/') || path === '/api') {
+      await requireKey(ctx, () => bodies.within(ctx, (ctx.state as AuthState).principal.keyPrefix, next));
+    } else if (path.startsWith(STORAGE_EVENTS_PATH)) await bodies.within(ctx, 'storage-events', next);
     else await next();
   });
 

@@ -56,10 +56,12 @@ export function authenticate(orgs: OrgService, opts: AuthOptions): Middleware<Au
     const key = presentedKey(credentialHeaders(ctx.req.rawHeaders));
     let principal = key === undefined ? undefined : orgs.authenticateCached(key);
     if (!principal) {
-      // An address that keeps failing is refused before any database lookup.
-      await failures.refuseIfLimited(ctx.ip);
       principal = key === undefined ? undefined : await orgs.authenticate(key);
       if (!principal) {
+        // An address that keeps failing gets 429 instead of 401. A valid key is never refused:
+        // at 256 bits a key cannot be guessed, and refusing valid keys let anyone who shares the
+        // address (everyone behind the router when TRUST_PROXY is off, a NAT) lock every key out.
+        await failures.refuseIfLimited(ctx.ip);
         await failures.record(ctx.ip);
         throw new UnauthorizedError();
       }

@@ -90,4 +90,14 @@ describe('API keys', () => {
     expect(statuses).to.deep.equal([401, 401, 401, 429, 429]);
     expect((await http.get('/api/v1/guarantees').set('X-API-Key', org.key)).status).to.equal(200);
   });
+
+  it('never refuses a valid key, even one this process has not seen, from an address over the failure limit (all clients behind one router share it)', async () => {
+    const http = await appWith({ AUTH_FAILURES_PER_MINUTE: '3' });
+    for (let i = 0; i < 5; i++) await http.get('/api/v1/guarantees').set('X-API-Key', `wrong-${i}`);
+    expect((await http.get('/api/v1/guarantees').set('X-API-Key', 'wrong-again')).status).to.equal(429);
+    // A key created after the failures: never cached here, so it is looked up.
+    const late = await newOrg();
+    expect((await http.get('/api/v1/guarantees').set('X-API-Key', late.key)).status).to.equal(200);
+    expect((await http.get('/api/v1/guarantees')).status).to.equal(429);
+  });
 });

@@ -1,0 +1,56 @@
+// Bytes of request bodies in flight, bounded per process and per owner (an API key). A body is
+// read whole before it is parsed, so a client that opens many requests, sends most of a
+// large body on each and stalls holds that memory until the request timeout: without a bound,
+// one key opening 200 such requests holds 200 MiB of one process. A request whose body would
+// go over either bound is refused at once, before any of it is read (429 for the owner's
+// share, 503 for the process's), and its connection closed; everyone else goes on.
+import type { Context, Next } from 'koa';
+import { RateLimitedError, UnavailableError } from '../errors.js';
+
+export interface BodyBudgetLimits {
+  /** All bodies in flight in this process. */
+  processBytes: number;
+  /** One owner's bodies in flight. */
+  perOwnerBytes: number;
+  /** The largest body a route reads; what a body of unknown length (chunked) is counted as. */
+  maxBodyBytes: number;
+}
+
+export interface BodyBudget {
+  /** Runs `next` with the request's body counted against `owner`'s share, or refuses it. */
+  within(ctx: Context, owner: string, next: Next): Promise<void>;
+  /** Bytes counted now (for tests and metrics). */
+  inFlight(): number;
+}
+
+export function createBodyBudget(limits: BodyBudgetLimits): BodyBudget {
+  let total = 0;
+  const byOwner = new Map<string, number>();
+  return {
+    async within(ctx, owner, next) {
+      const declared = Number(ctx.get('Content-Length') || '0');
+      const chunked = ctx.get('Transfer-Encoding') !== '';
+      // No body, or one larger than any route reads (the route answers 413 without reading it).
+      if ((!chunked && !(declared > 0)) || declared > limits.maxBodyBytes) return next();
+      const bytes = declared > 0 ? declared : limits.maxBodyBytes;
+      const mine = byOwner.get(owner) ?? 0;
+      if (mine + bytes > limits.perOwnerBytes || total + bytes > limits.processBytes) {
+        // Not read, and not left on a kept-alive connection: the stalled sender is cut off.
+        ctx.set('Connection', 'close');
+        if (mine + bytes > limits.perOwnerBytes) throw new RateLimitedError(1);
+        throw new UnavailableError('Too many request bodies in flight; retry shortly.');
+      }
+      total += bytes;
+      byOwner.set(owner, mine + bytes);
+      try {
+        await next();
+      } finally {
+        total -= bytes;
+        const left = (byOwner.get(owner) ?? bytes) - bytes;
+        if (left > 0) byOwner.set(owner, left);
+        else byOwner.delete(owner);
+      }
+    },
+    inFlight: () => total,
+  };
+}
