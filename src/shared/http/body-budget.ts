@@ -31,7 +31,10 @@ export function createBodyBudget(limits: BodyBudgetLimits): BodyBudget {
       const declared = Number(ctx.get('Content-Length') || '0');
       const chunked = ctx.get('Transfer-Encoding') !== '';
       // No body, or one larger than any route reads (the route answers 413 without reading it).
-      if ((!chunked && !(declared > 0)) || declared > limits.maxBodyBytes) return next();
+      if ((!chunked && !(declared > 0)) || declared > limits.maxBodyBytes) {
+        await next();
+        return;
+      }
       const bytes = declared > 0 ? declared : limits.maxBodyBytes;
       const mine = byOwner.get(owner) ?? 0;
       if (mine + bytes > limits.perOwnerBytes || total + bytes > limits.processBytes) {
