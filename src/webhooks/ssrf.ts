@@ -47,7 +47,22 @@ export function dnsResolver(opts: { timeoutMs: number; servers?: readonly string
 
 export class RefusedAddressError extends Error {
   override readonly name = 'RefusedAddressError';
+  /**
+   * @param publicReason what may be told to the client that registers the endpoint: never an
+   * address a name resolved to (that would map private networks for anyone) nor a DNS error's text.
+   */
+  constructor(message: string, readonly publicReason: string) {
+    super(message);
+  }
 }
+
+/**
+ * Cloud platforms' own services, refused whatever WEBHOOK_ALLOWED_NETWORKS says: Azure's
+ * WireServer and IMDS gateway 168.63.129.16 (a public unicast address), Alibaba's metadata
+ * 100.100.100.200, Oracle's legacy 192.0.0.192, AWS's IPv6 metadata fd00:ec2::254, and every
+ * link-local address (169.254.169.254 and the ECS/EKS agents among them).
+ */
+const PLATFORM_NETWORKS = ['168.63.129.16/32', '100.100.100.200/32', '192.0.0.192/32', '169.254.0.0/16', 'fd00:ec2::254/128', 'fe80::/10'];
 
 export interface AddressPolicy {
   /** Why `address` may not be reached, or undefined when it may. */
@@ -56,12 +71,16 @@ export interface AddressPolicy {
 
 export function createAddressPolicy(allowedNetworks: readonly string[]): AddressPolicy {
   const allowed = allowedNetworks.map((cidr) => ipaddr.parseCIDR(cidr));
+  const platform = PLATFORM_NETWORKS.map((cidr) => ipaddr.parseCIDR(cidr));
+  const within = (ip: ipaddr.IPv4 | ipaddr.IPv6, nets: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]>) =>
+    nets.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits));
   return {
     refusal(address) {
       if (!ipaddr.isValid(address)) return `${address} is not an IP address`;
       let ip = ipaddr.parse(address);
       if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
-      if (allowed.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits))) return undefined;
+      if (within(ip, platform)) return `${address} is a cloud platform's service address`;
+      if (within(ip, allowed)) return undefined;
       const range = ip.range();
       return range === 'unicast' ? undefined : `${address} is a ${range} address`;
     },
@@ -76,18 +95,20 @@ export function hostOf(url: URL): string {
 /** Resolves `host` and checks every address; throws RefusedAddressError naming the first refused one. */
 export async function checkHost(host: string, resolver: Resolver, policy: AddressPolicy): Promise<ResolvedAddress[]> {
   let addresses: ResolvedAddress[];
-  if (isIP(host)) addresses = [{ address: host, family: isIP(host) }];
+  const literal = isIP(host) !== 0;
+  if (literal) addresses = [{ address: host, family: isIP(host) }];
   else {
     try {
       addresses = await resolver(host);
     } catch (err) {
-      throw new RefusedAddressError(`${host} does not resolve (${(err as Error).message})`);
+      throw new RefusedAddressError(`${host} does not resolve (${(err as Error).message})`, `${host} does not resolve`);
     }
   }
-  if (!addresses.length) throw new RefusedAddressError(`${host} does not resolve`);
+  if (!addresses.length) throw new RefusedAddressError(`${host} does not resolve`, `${host} does not resolve`);
   for (const { address } of addresses) {
     const why = policy.refusal(address);
-    if (why) throw new RefusedAddressError(`${host} resolves to a refused address: ${why}`);
+    // A literal address is the client's own; what a name resolves to is not told.
+    if (why) throw new RefusedAddressError(`${host} resolves to a refused address: ${why}`, literal ? why : `${host} resolves to an address that is not public`);
   }
   return addresses;
 }

@@ -63,7 +63,7 @@ export function createWebhookService(deps: {
         await checkHost(hostOf(checked.url), deps.resolver, deps.policy);
       } catch (err) {
         if (!(err instanceof RefusedAddressError)) throw err;
-        const detail = `endpoint is not reachable as a public address: ${err.message}`;
+        const detail = `endpoint is not reachable as a public address: ${err.publicReason}`;
         throw new ValidationError(detail, [{ pointer: '#/endpoint', detail }]);
       }
       const urlHash = createHash('sha256').update(checked.normalized).digest();

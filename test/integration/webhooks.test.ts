@@ -164,6 +164,27 @@ describe('webhooks: the SSRF guard at registration', () => {
     expect((await post('http://allowed.test/x')).status).to.equal(200);
     expect((await post('http://127.0.0.2:8080/x')).status).to.equal(200);
   });
+
+  it('refuses cloud platforms\' service addresses even inside an allowed network (Azure\'s 168.63.129.16 is public unicast)', async () => {
+    const org = await newOrg();
+    const app = await appWith({ WEBHOOK_ALLOWED_NETWORKS: '168.63.0.0/16,100.64.0.0/10,169.254.0.0/16,fd00::/8' }, undefined, { resolver });
+    for (const refused of ['http://168.63.129.16/x', 'http://100.100.100.200/x', 'http://169.254.169.254/x', 'http://[fd00:ec2::254]/x', 'http://192.0.0.192/x']) {
+      const res = await app.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: refused });
+      expect(res.status, refused).to.equal(400);
+    }
+    expect((await app.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://168.63.129.17/x' })).status).to.equal(200);
+  });
+
+  it('never tells the client what a name resolved to, nor the resolver\'s error', async () => {
+    const org = await newOrg();
+    const app = await appWith({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.2/32' }, undefined, { resolver });
+    for (const [endpoint, hidden] of [['http://inside.test/x', '127.0.0.1'], ['http://mixed.test/x', '10.0.0.5'], ['http://metadata.test/x', '169.254'], ['http://nowhere.test/x', 'ENOTFOUND']] as const) {
+      const res = await app.post('/api/v1/webhooks').set('X-API-Key', org.key).set('Accept', 'application/problem+json').send({ endpoint });
+      expect(res.status).to.equal(400);
+      expect(JSON.stringify(res.body), endpoint).to.not.include(hidden);
+      expect(String(res.body.error ?? res.body.detail), endpoint).to.match(/does not resolve|not public/);
+    }
+  });
 });
 
 describe('webhooks: delivery', function () {
