@@ -30,6 +30,7 @@ import { createLogger, type Logger } from '../src/shared/logger.js';
 import { MAINTENANCE_QUEUE, maintenanceHandlers, maintenanceSchedules, type MaintenanceJobName, type MaintenancePayload } from '../src/shared/maintenance.jobs.js';
 import { keepSchedules, type Schedule } from '../src/shared/schedules.js';
 import { isLastAttempt, producerConnection, workerConnection } from '../src/shared/queues.js';
+import { redactingProxy, secretPartsOfUrl } from '../src/shared/redact.js';
 import { createSecretBox } from '../src/shared/secrets.js';
 import { createStorage } from '../src/shared/storage.js';
 import { createDeliveryService } from '../src/webhooks/delivery.service.js';
@@ -158,11 +159,13 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     },
     notarization: () => {
       // NOTARIZATION_ANCHOR: the embedded ledger, or an EVM chain.
+      // The RPC URL carries the provider's API key, and ethers puts it in its errors: they are
+      // redacted before they reach the job's failure (Bull Board) or a log line.
       const anchor: Anchor = config.NOTARIZATION_ANCHOR === 'evm'
-        ? createEvmAnchor({
+        ? redactingProxy(createEvmAnchor({
           db, provider: evmProvider(config.EVM_RPC_URL as string, config.EVM_CHAIN_ID as number), keys: createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)),
           settings: { chainId: config.EVM_CHAIN_ID as number, confirmations: config.EVM_CONFIRMATIONS }, logger: log,
-        })
+        }), secretPartsOfUrl(config.EVM_RPC_URL as string))
         : createLedgerAnchor(db);
       // The notarizers' lock lives on a connection of its own, outside the pool the cycle works with.
       const lockDb = createSequelize({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });

@@ -26,6 +26,16 @@ export function evmProvider(rpcUrl: string, chainId: number, timeoutMs = 30_000)
   return new JsonRpcProvider(request, Network.from(chainId), { staticNetwork: true, cacheTimeout: -1, batchMaxCount: 1, pollingInterval: 200 });
 }
 
+/**
+ * The registry's own record of which of its keys sent the transaction `txHash` (every
+ * transaction is written before it is broadcast), or undefined when it sent none such. A proof
+ * anchored before `cli evm set-key` changed the key names its own sender, still the registry's.
+ */
+export async function evmSenderOf(db: Sequelize, txHash: string): Promise<string | undefined> {
+  const [row] = await select<{ from_address: string }>(db, 'SELECT from_address FROM evm_transactions WHERE tx_hash = $1', [txHash]);
+  return row?.from_address;
+}
+
 interface TxRow { batch_id: string | number; chain_id: string | number; from_address: string; nonce: string | number; tx_hash: string; raw_tx: string }
 
 export interface EvmSettings { chainId: number; confirmations: number }

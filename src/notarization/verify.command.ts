@@ -6,7 +6,8 @@ import { getConfig } from '../../config/index.js';
 import { createSequelize } from '../shared/db/sequelize.js';
 import { createSecretBox } from '../shared/secrets.js';
 import { createAnchorKeys } from './anchor-keys.js';
-import { checkOnChain, evmProvider } from './evm.anchor.js';
+import { checkOnChain, evmProvider, evmSenderOf } from './evm.anchor.js';
+import { redactText, secretPartsOfUrl } from '../shared/redact.js';
 import { createLedgerAnchor } from './ledger.anchor.js';
 import { verifyProof } from './proof.js';
 
@@ -84,7 +85,11 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
       }
     } else {
       const url = parsed.rpc ?? config?.EVM_RPC_URL;
-      const from = parsed.from ?? (config && db ? await createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)).evmAddress().catch(() => undefined) : undefined);
+      // The sender to expect: --from, else the one of the registry's keys that the registry
+      // recorded for this transaction (its key may have changed since), else its key now.
+      const from = parsed.from ?? (config && db
+        ? await evmSenderOf(db, anchor.txHash).then((sender) => sender ?? createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)).evmAddress()).catch(() => undefined)
+        : undefined);
       if (!url) unchecked = 'no --rpc URL (or EVM_RPC_URL) to read the chain from';
       else {
         const provider = evmProvider(url, anchor.chainId ?? 1, 15_000);
@@ -94,7 +99,8 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
           failed = !onChain.every((c) => c.ok);
           if (!from) unchecked = 'the sender was not compared with the registry\'s address (give it with --from)';
         } catch (err) {
-          unchecked = `${url} did not answer (${(err as Error).message})`;
+          // The URL may carry an API key: it is named by neither the message nor the error.
+          unchecked = `the EVM node did not answer (${redactText((err as Error).message, secretPartsOfUrl(url))})`;
         } finally {
           provider.destroy();
         }

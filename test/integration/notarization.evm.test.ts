@@ -111,6 +111,32 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     expect(verifyProof(record, other).ok).to.equal(false);
   });
 
+  it('cli verify accepts a proof anchored under an earlier key of the registry, after `evm set-key` replaced it', async () => {
+    const org = await newOrg();
+    const id = await create(org, { details: { transactionId: 'EVM-OLD-KEY' } });
+    const service = await evmNotary();
+    await cycle(service);
+    await mine(3);
+    await cycle(service);
+    const record = await read(org, `/api/v2/guarantees/${id}`);
+    const proof = await read(org, `/api/v2/guarantees/${id}/proof`);
+    expect(record.notarizationStatus).to.equal('COMPLETE');
+    const { db, config } = await harness();
+    const keys = createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY));
+    // Hardhat's development account #2 becomes the registry's key.
+    const next = await keys.setEvmKey('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a');
+    try {
+      expect(next).to.not.equal(address);
+      const file = join(mkdtempSync(join(tmpdir(), 'verify-old-key-')), 'pair.json');
+      writeFileSync(file, JSON.stringify({ guarantee: record, proof }));
+      const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: process.env });
+      expect(cli.status, cli.stderr).to.equal(0);
+      expect(cli.stderr).to.include('ok   the transaction comes from the expected sender');
+    } finally {
+      await keys.setEvmKey(DEV_CHAIN_KEY);
+    }
+  });
+
   it('refuses a proof anchored by someone else: a transaction with the same root from another key is not the registry\'s', async () => {
     const org = await newOrg();
     const id = await create(org, { details: { transactionId: 'EVM-FORGED' } });
