@@ -10,7 +10,7 @@
 //   evm address            prints the EVM anchor's address (fund it with gas)
 //   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}, or the
 //                          guarantee's JSON and the proof's), then against the anchor when reachable
-import { getConfig } from '../config/index.js';
+import { getConfig, type Config } from '../config/index.js';
 import { createAnchorKeys } from './notarization/anchor-keys.js';
 import { verifyCommand } from './notarization/verify.command.js';
 import { createOrgRepository } from './orgs/org.repository.js';
@@ -20,7 +20,7 @@ import { createSequelize } from './shared/db/sequelize.js';
 import { AppError } from './shared/errors.js';
 import { createLogger } from './shared/logger.js';
 import { configureUploadEvents } from './files/storage-events.setup.js';
-import { createSecretBox } from './shared/secrets.js';
+import { createSecretBox, SecretContext } from './shared/secrets.js';
 import { createStorage } from './shared/storage.js';
 import { createWebhookRepository } from './webhooks/webhook.repository.js';
 
@@ -38,6 +38,30 @@ const USAGE = `usage:
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
 
+/**
+ * Seals again, under the first ENCRYPTION_KEY and bound to its row, every stored secret that
+ * is not (an older key's, or sealed before secrets were bound); returns how many.
+ */
+async function resealSecrets(config: Config): Promise<number> {
+  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
+  try {
+    const box = createSecretBox(config.ENCRYPTION_KEY);
+    const repo = createWebhookRepository(db);
+    let resealed = 0;
+    for (const row of await repo.sealedSecrets()) {
+      if (box.isCurrent(row.secretEnc) && (!row.previousSecretEnc || box.isCurrent(row.previousSecretEnc))) continue;
+      const context = SecretContext.webhook(row.id);
+      await repo.resealSecrets(row.id, box.seal(box.open(row.secretEnc, context), context), row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc, context), context));
+      resealed++;
+    }
+    const keys = await createAnchorKeys(db, box).reseal();
+    say(`re-sealed ${resealed} webhook secret(s) and ${keys} anchor key(s) under the first ENCRYPTION_KEY`);
+    return resealed + keys;
+  } finally {
+    await db.close();
+  }
+}
+
 export async function runCli(argv: string[]): Promise<number> {
   const [noun, verb, arg] = argv;
   if (noun === 'verify') return verifyCommand(argv.slice(1), say, USAGE);
@@ -45,6 +69,8 @@ export async function runCli(argv: string[]): Promise<number> {
   if (noun === 'migrate' && verb === undefined) {
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
+    // Secrets sealed before they were bound to their row (or under an older first key) are sealed again.
+    await resealSecrets(config);
     // The release phase also turns the bucket's versioning on (documents are object versions),
     // and brings its CORS rule in line with UPLOAD_CORS_ORIGINS.
     const storage = createStorage(config);
@@ -64,23 +90,9 @@ export async function runCli(argv: string[]): Promise<number> {
   if (noun === 'secrets' && verb === 'reencrypt' && argv.length === 2) {
     // After putting a new key first in ENCRYPTION_KEY: every secret sealed under an older key
     // is sealed again under the new one; then the old key can be removed from the list.
-    const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
-    try {
-      const box = createSecretBox(config.ENCRYPTION_KEY);
-      const repo = createWebhookRepository(db);
-      let resealed = 0;
-      for (const row of await repo.sealedSecrets()) {
-        if (box.isCurrent(row.secretEnc) && (!row.previousSecretEnc || box.isCurrent(row.previousSecretEnc))) continue;
-        await repo.resealSecrets(row.id, box.seal(box.open(row.secretEnc)), row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc)));
-        resealed++;
-      }
-      const keys = await createAnchorKeys(db, box).reseal();
-      say(`re-sealed ${resealed} webhook secret(s) and ${keys} anchor key(s) under the first ENCRYPTION_KEY`);
-      process.stdout.write(`${resealed + keys}\n`);
-      return 0;
-    } finally {
-      await db.close();
-    }
+    const n = await resealSecrets(config);
+    process.stdout.write(`${n}\n`);
+    return 0;
   }
   if (noun === 'evm' && (verb === 'set-key' || verb === 'address') && argv.length === 2) {
     const db = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });

@@ -4,7 +4,7 @@
 import { Wallet } from 'ethers';
 import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
 import { ValidationError } from '../shared/errors.js';
-import type { SecretBox } from '../shared/secrets.js';
+import { SecretContext, type SecretBox } from '../shared/secrets.js';
 
 export function createAnchorKeys(db: Sequelize, box: SecretBox) {
   return {
@@ -15,14 +15,14 @@ export function createAnchorKeys(db: Sequelize, box: SecretBox) {
       const wallet = new Wallet(hex.startsWith('0x') ? hex : `0x${hex}`);
       await execute(db, `INSERT INTO anchor_keys (kind, address, key_enc, created_at) VALUES ('evm', $1, $2, $3)
         ON DUPLICATE KEY UPDATE address = VALUES(address), key_enc = VALUES(key_enc), created_at = VALUES(created_at)`,
-      [wallet.address, box.seal(wallet.privateKey), new Date()]);
+      [wallet.address, box.seal(wallet.privateKey, SecretContext.anchorKey('evm')), new Date()]);
       return wallet.address;
     },
 
     /** The EVM anchor's key, opened; undefined when none was set. */
     async evmKey(): Promise<{ address: string; privateKey: string } | undefined> {
       const [row] = await select<{ address: string; key_enc: Buffer }>(db, "SELECT address, key_enc FROM anchor_keys WHERE kind = 'evm'", []);
-      return row && { address: row.address, privateKey: box.open(row.key_enc) };
+      return row && { address: row.address, privateKey: box.open(row.key_enc, SecretContext.anchorKey('evm')) };
     },
 
     /** The EVM anchor's address (no key opened): the sender its proofs must name. */
@@ -31,12 +31,12 @@ export function createAnchorKeys(db: Sequelize, box: SecretBox) {
       return row?.address;
     },
 
-    /** Re-seals every key under the first ENCRYPTION_KEY; how many were re-sealed. */
+    /** Re-seals every key under the first ENCRYPTION_KEY, bound to its kind; how many were re-sealed. */
     async reseal(): Promise<number> {
       let n = 0;
       for (const row of await select<{ kind: string; key_enc: Buffer }>(db, 'SELECT kind, key_enc FROM anchor_keys', [])) {
         if (box.isCurrent(row.key_enc)) continue;
-        await execute(db, 'UPDATE anchor_keys SET key_enc = $2 WHERE kind = $1', [row.kind, box.seal(box.open(row.key_enc))]);
+        await execute(db, 'UPDATE anchor_keys SET key_enc = $2 WHERE kind = $1', [row.kind, box.seal(box.open(row.key_enc, SecretContext.anchorKey(row.kind)), SecretContext.anchorKey(row.kind))]);
         n++;
       }
       return n;

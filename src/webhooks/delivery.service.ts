@@ -8,7 +8,7 @@ import { UnrecoverableError } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
 import { createBatcher } from '../shared/batch.js';
 import type { Logger } from '../shared/logger.js';
-import type { SecretBox } from '../shared/secrets.js';
+import { SecretContext, type SecretBox } from '../shared/secrets.js';
 import type { Sender } from './sender.js';
 import { createEndpointSlots } from './endpoint-slots.js';
 import { DeliveryFailedError, latestRetryMs } from './webhook.jobs.js';
@@ -52,12 +52,12 @@ export function createDeliveryService(deps: {
     if (err) throw err;
   }
 
-  function signer(sealed: Buffer): Webhook {
-    const key = sealed.toString('base64');
+  function signer(endpointId: string, sealed: Buffer): Webhook {
+    const key = `${endpointId} ${sealed.toString('base64')}`;
     let wh = signers.get(key);
     if (!wh) {
       if (signers.size >= 1000) signers.clear();
-      wh = new Webhook(secrets.open(sealed));
+      wh = new Webhook(secrets.open(sealed, SecretContext.webhook(endpointId)));
       signers.set(key, wh);
     }
     return wh;
@@ -70,7 +70,7 @@ export function createDeliveryService(deps: {
     return {
       'webhook-id': eventId,
       'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-      'webhook-signature': keys.map((k) => signer(k).sign(eventId, at, body)).join(' '),
+      'webhook-signature': keys.map((k) => signer(endpoint.id, k).sign(eventId, at, body)).join(' '),
     };
   }
 

@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
-import type { SecretBox } from '../shared/secrets.js';
+import { SecretContext, type SecretBox } from '../shared/secrets.js';
 import { UUID_PATTERN } from '../shared/validation.js';
 import { checkHost, hostOf, RefusedAddressError, type AddressPolicy, type Resolver } from './ssrf.js';
 import { checkEndpointUrl } from './webhook-url.js';
@@ -71,14 +71,14 @@ export function createWebhookService(deps: {
         // Registrations of one organization take turns: the duplicate check and the limit hold.
         if (!(await repo.lockOrganization(orgId, t))) throw new NotFoundError('The organization no longer exists.');
         const existing = await repo.endpointByUrl(orgId, urlHash, t);
-        if (existing) return { webhookId: existing.id, secret: secrets.open(existing.secretEnc), created: false };
+        if (existing) return { webhookId: existing.id, secret: secrets.open(existing.secretEnc, SecretContext.webhook(existing.id)), created: false };
         if ((await repo.countEndpoints(orgId, t)) >= MAX_WEBHOOKS_PER_ORG) {
           const detail = `at most ${MAX_WEBHOOKS_PER_ORG} webhooks per organization; delete one first`;
           throw new ValidationError(detail, [{ pointer: '#/endpoint', detail }]);
         }
         const secret = newSecret();
         const id = uuidv7();
-        await repo.insertEndpoint({ id, orgId, url: checked.normalized, urlHash, secretEnc: secrets.seal(secret), at: now() }, t);
+        await repo.insertEndpoint({ id, orgId, url: checked.normalized, urlHash, secretEnc: secrets.seal(secret, SecretContext.webhook(id)), at: now() }, t);
         return { webhookId: id, secret, created: true };
       });
     },
@@ -101,7 +101,7 @@ export function createWebhookService(deps: {
       const secret = newSecret();
       const at = now();
       const until = new Date(at.getTime() + settings.rotationGraceMs);
-      if (!(await repo.rotateSecret(orgId, id, secrets.seal(secret), until, at))) throw new NotFoundError(`No webhook ${id}.`);
+      if (!(await repo.rotateSecret(orgId, id, secrets.seal(secret, SecretContext.webhook(id)), until, at))) throw new NotFoundError(`No webhook ${id}.`);
       return { webhookId: id, secret, previousSecretValidUntil: until.toISOString() };
     },
 

@@ -14,6 +14,8 @@ function cliWith(env: Record<string, string>, ...args: string[]) {
 
 describe('administration CLI', function () {
   this.timeout(60_000);
+  // The schema the CLI works on, whatever ran before (the harness migrates).
+  before(async () => { await harness(); });
 
   it('creates an organization and a key, printing only the value on stdout; the key works; revocation stops it', async () => {
     const org = cli('org', 'create', 'ACME Assicurazioni');
@@ -57,6 +59,37 @@ describe('administration CLI', function () {
     // Idempotent; and back under the run's key for the tests that follow.
     expect(cliWith({ ENCRYPTION_KEY: `${newKey},${oldKey}` }, 'secrets', 'reencrypt').stdout.trim()).to.equal('0');
     expect(cliWith({ ENCRYPTION_KEY: `${oldKey},${newKey}` }, 'secrets', 'reencrypt').code).to.equal(0);
+  });
+
+  it('binds secrets to their row: one copied into another endpoint does not open; the release seals again those sealed before binding', async () => {
+    const { appWith, newOrg } = await import('../support/harness.js');
+    const { createCipheriv, createHash, randomBytes } = await import('node:crypto');
+    const { execute, select } = await import('../../src/shared/db/sequelize.js');
+    const { createSecretBox, SecretContext } = await import('../../src/shared/secrets.js');
+    const { http, db, config } = await harness();
+    const org = await newOrg();
+    const a = await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/bound-a' });
+    const b = await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/bound-b' });
+    const box = createSecretBox(config.ENCRYPTION_KEY);
+    const sealedOf = async (id: string) => (await select<{ secret_enc: Buffer }>(db, 'SELECT secret_enc FROM webhook_endpoints WHERE id = $1', [id]))[0]?.secret_enc as Buffer;
+    // A's sealed secret written into B's row (someone with write access to the table) does not open as B's.
+    const aSealed = await sealedOf(a.body.webhookId as string);
+    await execute(db, 'UPDATE webhook_endpoints SET secret_enc = $2 WHERE id = $1', [b.body.webhookId, aSealed]);
+    expect(() => box.open(aSealed, SecretContext.webhook(b.body.webhookId as string))).to.throw(/authentication/);
+    expect((await (await appWith({})).post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/bound-b' })).body.secret).to.equal(undefined);
+    // A secret as the previous release sealed it (version 1, bound to nothing) ...
+    const key = config.ENCRYPTION_KEY[0] as Buffer;
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    const body = Buffer.concat([cipher.update(b.body.secret as string, 'utf8'), cipher.final()]);
+    const v1 = Buffer.concat([Buffer.from([1]), createHash('sha256').update(key).digest().subarray(0, 4), iv, cipher.getAuthTag(), body]);
+    await execute(db, 'UPDATE webhook_endpoints SET secret_enc = $2 WHERE id = $1', [b.body.webhookId, v1]);
+    // ... is sealed again, bound, by the release.
+    const release = cli('migrate');
+    expect(release.code, release.stderr).to.equal(0);
+    const resealed = await sealedOf(b.body.webhookId as string);
+    expect(resealed[0]).to.equal(2);
+    expect(box.open(resealed, SecretContext.webhook(b.body.webhookId as string))).to.equal(b.body.secret);
   });
 
   it('fails clearly on an unknown organization, a bad command or a bad configuration', () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
-import { createSecretBox, SecretDecryptionError } from '../../../src/shared/secrets.js';
+import { createCipheriv, createHash, randomBytes } from 'node:crypto';
+import { createSecretBox, SecretContext, SecretDecryptionError } from '../../../src/shared/secrets.js';
 import { createEndpointSlots } from '../../../src/webhooks/endpoint-slots.js';
 import { parseRetryAfter } from '../../../src/webhooks/sender.js';
 import { checkHost, createAddressPolicy, RefusedAddressError } from '../../../src/webhooks/ssrf.js';
@@ -75,27 +75,44 @@ describe('webhooks: retry delays', () => {
 describe('secrets at rest', () => {
   const k1 = randomBytes(32);
   const k2 = randomBytes(32);
+  const ctx = SecretContext.webhook('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b');
   it('seals and opens; each sealing differs', () => {
     const box = createSecretBox([k1]);
-    const a = box.seal('whsec_abc');
-    expect(box.open(a)).to.equal('whsec_abc');
-    expect(box.seal('whsec_abc').equals(a)).to.equal(false);
+    const a = box.seal('whsec_abc', ctx);
+    expect(box.open(a, ctx)).to.equal('whsec_abc');
+    expect(box.seal('whsec_abc', ctx).equals(a)).to.equal(false);
   });
   it('opens under any listed key, seals under the first (rotation)', () => {
-    const old = createSecretBox([k1]).seal('s');
+    const old = createSecretBox([k1]).seal('s', ctx);
     const rotated = createSecretBox([k2, k1]);
-    expect(rotated.open(old)).to.equal('s');
+    expect(rotated.open(old, ctx)).to.equal('s');
     expect(rotated.isCurrent(old)).to.equal(false);
-    expect(rotated.isCurrent(rotated.seal('s'))).to.equal(true);
-    expect(() => createSecretBox([k2]).open(old)).to.throw(SecretDecryptionError);
+    expect(rotated.isCurrent(rotated.seal('s', ctx))).to.equal(true);
+    expect(() => createSecretBox([k2]).open(old, ctx)).to.throw(SecretDecryptionError);
+  });
+  it('binds a secret to its row and purpose: copied into another row or another purpose, it does not open', () => {
+    const box = createSecretBox([k1]);
+    const sealed = box.seal('whsec_abc', ctx);
+    expect(() => box.open(sealed, SecretContext.webhook('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c'))).to.throw(SecretDecryptionError);
+    expect(() => box.open(sealed, SecretContext.anchorKey('evm'))).to.throw(SecretDecryptionError);
+  });
+  it('opens a secret sealed before binding (version 1) until it is sealed again, which binds it', () => {
+    // Version 1 as the previous release wrote it: no associated data.
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', k1, iv);
+    const body = Buffer.concat([cipher.update('legacy', 'utf8'), cipher.final()]);
+    const v1 = Buffer.concat([Buffer.from([1]), createHash('sha256').update(k1).digest().subarray(0, 4), iv, cipher.getAuthTag(), body]);
+    const box = createSecretBox([k1]);
+    expect(box.open(v1, ctx)).to.equal('legacy');
+    expect(box.isCurrent(v1)).to.equal(false);
   });
   it('refuses tampered or truncated ciphertext', () => {
     const box = createSecretBox([k1]);
-    const sealed = box.seal('secret');
+    const sealed = box.seal('secret', ctx);
     const tampered = Buffer.from(sealed);
     tampered[tampered.length - 1] = (tampered[tampered.length - 1] ?? 0) ^ 1;
-    expect(() => box.open(tampered)).to.throw(SecretDecryptionError);
-    expect(() => box.open(sealed.subarray(0, 10))).to.throw(SecretDecryptionError);
+    expect(() => box.open(tampered, ctx)).to.throw(SecretDecryptionError);
+    expect(() => box.open(sealed.subarray(0, 10), ctx)).to.throw(SecretDecryptionError);
   });
 });
 
