@@ -75,7 +75,8 @@ export function createSender(opts: { resolver: Resolver; policy: AddressPolicy; 
       } catch (err) {
         const durationMs = performance.now() - started;
         const refused = findRefusal(err);
-        if (refused) return { statusCode: null, durationMs, error: `refused: ${refused.message}` };
+        // The organization reads attempts: what its name resolved to is not told (as at registration).
+        if (refused) return { statusCode: null, durationMs, error: `refused: ${refused.publicReason}` };
         const e = err as Error & { code?: string };
         const timedOut = e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT';
         return { statusCode: null, durationMs, error: timedOut ? `no answer within ${opts.timeoutMs} ms` : `${e.code ?? e.name}: ${e.message}` };
