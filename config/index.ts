@@ -122,11 +122,13 @@ const schema = z.object({
   SCAN_TIMEOUT_MS: int(1000, 3_600_000).default(300_000),
   /** Signature checks run at once per worker process, each on its own thread. */
   SIGNATURE_CONCURRENCY: int(1, 64).default(1),
-  /** BullMQ job lock: a job whose worker stops renewing it for this long is taken over. */
-  WORKER_LOCK_DURATION_MS: int(500, 600_000).default(30_000),
+  /** BullMQ job lock (renewed every half of it): a job whose worker stops renewing it for this long is taken over at the next stalled check. Together with the interval below: a killed worker's jobs are taken over within about 25 s. */
+  WORKER_LOCK_DURATION_MS: int(500, 600_000).default(15_000),
   /** How often workers look for jobs whose worker died (stalled jobs). */
-  WORKER_STALLED_INTERVAL_MS: int(500, 600_000).default(30_000),
+  WORKER_STALLED_INTERVAL_MS: int(500, 600_000).default(5_000),
   /** Prefix of every Redis key the queues use (one per environment sharing a Redis). */
+  /** Whether REDIS_URL is one node of a Redis Cluster (the others are discovered); the queue prefix is then hash-tagged. */
+  REDIS_CLUSTER: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   QUEUE_PREFIX: z.string().trim().regex(/^[\w-]{1,40}$/, 'must be letters, digits, - or _').default('grs'),
   SIGNATURE_TRUST_STORE: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
   /** Requests per minute per API key; 0 turns the limit off. */
@@ -168,7 +170,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   if (!result.success) {
     throw new ConfigError(result.error.issues.map((i) => `${i.path.join('.') || 'environment'}: ${i.message}`));
   }
-  return Object.freeze(result.data);
+  // On a Redis Cluster every key of a queue must hash to one slot, which BullMQ's scripts need:
+  // the prefix becomes a hash tag ({grs}). Not elsewhere: it would move a running deployment's keys.
+  const data = result.data.REDIS_CLUSTER ? { ...result.data, QUEUE_PREFIX: `{${result.data.QUEUE_PREFIX}}` } : result.data;
+  return Object.freeze(data);
 }
 
 let loaded: Config | undefined;

@@ -1,10 +1,10 @@
 // Every queue of the service, opened on one connection: the web process enqueues through
 // them and shows them in Bull Board; the worker process runs their workers.
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { FileQueue, type FileQueues } from './files/file.jobs.js';
 import { NOTARIZATION_QUEUE, type NotarizationQueue } from './notarization/notarization.jobs.js';
 import type { Logger } from './shared/logger.js';
+import type { RedisConnection } from './shared/queues.js';
 import { MAINTENANCE_QUEUE, type MaintenancePayload } from './shared/maintenance.jobs.js';
 import { WEBHOOK_QUEUE, type WebhookQueue } from './webhooks/webhook.jobs.js';
 
@@ -16,7 +16,7 @@ export interface Queues extends FileQueues {
 
 export type OpenQueues = Queues & { all: Queue[]; close(): Promise<void> };
 
-export function openQueues(connection: Redis, prefix: string, logger: Logger): OpenQueues {
+export function openQueues(connection: RedisConnection, prefix: string, logger: Logger): OpenQueues {
   const open = <T>(name: string) => {
     const queue = new Queue(name, { connection, prefix }) as T & Queue;
     queue.on('error', (err) => logger.warn({ err: err.message, queue: name }, 'queue error'));

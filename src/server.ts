@@ -18,7 +18,7 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const metrics = createMetrics();
   // Redis serves uploads (enqueueing checks), store events and Bull Board; guarantees never need it.
-  const redis = producerConnection(config.REDIS_URL);
+  const redis = producerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
   watchRedisHealth(redis, metrics.registry, logger);
   const queues = openQueues(redis, config.QUEUE_PREFIX, logger);
   // Events committed here (guarantee.created) are relayed to the delivery queue by this

@@ -1,22 +1,41 @@
 // BullMQ plumbing shared by producers and workers. Workers use connections with
-// `maxRetriesPerRequest: null` (they wait for Redis to come back); producers fail fast.
-import { Redis, type RedisOptions } from 'ioredis';
+// `maxRetriesPerRequest: null` (they wait for Redis to come back); producers fail fast. With
+// `cluster`, REDIS_URL is one node of a Redis Cluster and the others are discovered.
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from './logger.js';
 
-export function workerConnection(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true } satisfies RedisOptions);
+/** A connection to Redis: one server, or a cluster. */
+export type RedisConnection = Redis | Cluster;
+
+function connect(url: string, cluster: boolean, options: RedisOptions, clusterOptions: { enableOfflineQueue?: boolean } = {}): RedisConnection {
+  if (!cluster) return new Redis(url, options);
+  const u = new URL(url);
+  return new Cluster([{ host: u.hostname, port: Number(u.port || 6379) }], {
+    ...clusterOptions,
+    enableReadyCheck: true,
+    redisOptions: {
+      ...options,
+      ...(u.username && { username: decodeURIComponent(u.username) }),
+      ...(u.password && { password: decodeURIComponent(u.password) }),
+      ...(u.protocol === 'rediss:' && { tls: {} }),
+    },
+  });
 }
 
-export function producerConnection(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 } satisfies RedisOptions);
+export function workerConnection(url: string, cluster = false): RedisConnection {
+  return connect(url, cluster, { maxRetriesPerRequest: null, enableReadyCheck: true });
+}
+
+export function producerConnection(url: string, cluster = false): RedisConnection {
+  return connect(url, cluster, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2_000 }, { enableOfflineQueue: false });
 }
 
 /**
  * Redis health as a metric (`redis_up`, 1 or 0) and a log line on each change: the API keeps
  * serving without Redis (CONTRACT "Availability"), so this is what tells an operator.
  */
-export function watchRedisHealth(connection: Redis, registry: Registry, logger: Logger): void {
+export function watchRedisHealth(connection: RedisConnection, registry: Registry, logger: Logger): void {
   const up = new Gauge({ name: 'redis_up', help: 'Whether this process is connected to Redis (1) or not (0)', registers: [registry] });
   let last: number | undefined;
   const set = (value: 0 | 1, why: string) => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { request, type IncomingMessage } from 'node:http';
 import { once } from 'node:events';
 import { newOrg } from '../support/harness.js';
@@ -42,6 +42,22 @@ describe('the API process', function () {
 
 describe('npm run services', function () {
   this.timeout(60_000);
+
+  it('up prints every variable the Procfile\'s processes need (ENCRYPTION_KEY and the admin password among them): the configuration they validate at boot', async () => {
+    const { parseConfig } = await import('../../config/index.js');
+    // As an operator trying the Procfile locally: a shell with nothing of the app's set.
+    const res = spawnSync(process.execPath, ['scripts/run.mjs', 'services', 'up', '--profile', 'test'], {
+      encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root' },
+    });
+    expect(res.status, res.stderr).to.equal(0);
+    const env = Object.fromEntries(res.stdout.trim().split('\n').map((line) => {
+      const m = /^export (\w+)='(.*)'$/.exec(line);
+      if (!m) throw new Error(`not an export line: ${line}`);
+      return [m[1], m[2]];
+    }));
+    expect(env).to.include.keys('ENCRYPTION_KEY', 'DATABASE_URL', 'REDIS_URL', 'S3_BUCKET', 'CLAMD_PORT', 'ADMIN_USER', 'ADMIN_PASSWORD');
+    expect(() => parseConfig({ PATH: process.env.PATH, ...env })).to.not.throw();
+  });
 
   it('up is idempotent: with the test servers running, a second up starts nothing and gives the same addresses', async () => {
     const { ALL, context, up } = await import('../../scripts/services/index.js');

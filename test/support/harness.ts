@@ -2,7 +2,7 @@
 // `npm test` started. Each test makes its own organizations and data.
 import { randomUUID } from 'node:crypto';
 import type { Job, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+
 import type Koa from 'koa';
 import supertest from 'supertest';
 import { v7 as uuidv7 } from 'uuid';
@@ -14,7 +14,7 @@ import { migrate } from '../../src/shared/db/migrator.js';
 import { createSequelize, execute, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { openQueues, type OpenQueues } from '../../src/queues.js';
-import { producerConnection } from '../../src/shared/queues.js';
+import { producerConnection, type RedisConnection } from '../../src/shared/queues.js';
 import { createEvents, type Events } from '../../src/webhooks/events.js';
 import type { Resolver } from '../../src/webhooks/ssrf.js';
 
@@ -26,7 +26,7 @@ export interface Harness {
   orgs: OrgService;
   /** The run's queues (a prefix of its own), as the API enqueues to them. */
   queues: OpenQueues;
-  redis: Redis;
+  redis: RedisConnection;
   /** The outbox and the app's relay. */
   events: Events;
 }
@@ -45,7 +45,7 @@ export async function harness(): Promise<Harness> {
     const config = getConfig();
     await migrate(config.DATABASE_URL, createLogger('silent'));
     const db = createSequelize({ url: config.DATABASE_URL, poolMax: 20, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
-    const redis = producerConnection(config.REDIS_URL);
+    const redis = producerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
     const queues = openQueues(redis, config.QUEUE_PREFIX, createLogger('silent'));
     const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, createLogger('silent'));
     const app = createApp({ config, logger: createLogger('silent'), db, queues, events });
