@@ -61,10 +61,10 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const log = opts.logger ?? createLogger(config.LOG_LEVEL);
   const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const connection = workerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
-  connection.on('error', (err) => log.warn({ err: err.message }, 'redis connection error'));
+  connection.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   // Enqueueing from inside a job uses a connection of its own that fails fast (the job retries).
   const producer = producerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
-  producer.on('error', (err) => log.warn({ err: err.message }, 'redis producer connection error'));
+  producer.on('error', (err: Error) => log.warn({ err: err.message }, 'redis producer connection error'));
   const queues = openQueues(producer, config.QUEUE_PREFIX, log);
   const storage = createStorage(config);
   // Events committed here (file.status.changed) are relayed by this process's relay, on a
