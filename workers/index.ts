@@ -6,6 +6,7 @@
 //   webhooks     delivers webhook events (signed, retried); relays outbox events nobody relayed
 //   notarization batches the digests of records whose docs are settled and anchors their Merkle roots
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { DelayedError, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 import { getConfig, type Config } from '../config/index.js';
 import { createAntivirus } from '../src/files/antivirus.js';
@@ -85,6 +86,8 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const schedules: Schedule[] = [];
 
   const base: WorkerOptions = {
+    // Stored on every job it takes: Bull Board (and an operator) sees which process has it.
+    name: `${hostname()}:${process.pid}`,
     connection, prefix: config.QUEUE_PREFIX,
     lockDuration: config.WORKER_LOCK_DURATION_MS, stalledInterval: config.WORKER_STALLED_INTERVAL_MS, maxStalledCount: 2,
   };
