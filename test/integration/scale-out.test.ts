@@ -36,7 +36,7 @@ describe('scale-out: the compiled Procfile processes, two web and two worker', f
   it('scans every file once, delivers every event, notarizes every record once, and takes a killed worker\'s scan over within about 25 s', async () => {
     const build = spawnSync('npm', ['run', '-s', 'build'], { encoding: 'utf8' });
     expect(build.status, build.stdout + build.stderr).to.equal(0);
-    const { config, db, http } = await harness();
+    const { config, db } = await harness();
     // Both workers reach clamd through a slow link (300 kB/s), so that a 3 MB scan lasts ~10 s.
     const slowClamd = await tcpProxy({ host: config.CLAMD_HOST ?? '127.0.0.1', port: config.CLAMD_PORT ?? 0 }, { uploadBytesPerSecond: 300_000 });
     const shared = { CLAMD_PORT: String(slowClamd.port), NOTARIZATION_INTERVAL_MS: '1000', WEBHOOK_RETRY_SCHEDULE: '1,2,4' };
