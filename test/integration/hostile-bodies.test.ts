@@ -50,10 +50,13 @@ describe('the API process under hostile bodies', function () {
       // Refusals come at once, without waiting for the bodies.
       const answered = await Promise.all(posts.map((p) => Promise.race([p.status, new Promise<'pending'>((r) => setTimeout(() => r('pending'), 5000))])));
       const refused = answered.filter((s) => s === 429).length;
+      // Refused and closed at once: a client still writing its body may see the reset before the 429.
+      const cutOff = answered.filter((s) => s === undefined).length;
       const pending = answered.filter((s) => s === 'pending').length;
-      // BODY_BYTES_IN_FLIGHT_PER_KEY (8 MiB) holds 8 bodies of 1 MiB - 1.
+      // BODY_BYTES_IN_FLIGHT_PER_KEY (8 MiB) holds 8 bodies of 1 MiB - 1; the other 192 are turned away at once.
       expect(pending).to.equal(8);
-      expect(refused).to.equal(192);
+      expect(refused + cutOff).to.equal(192);
+      expect(refused).to.be.above(0);
       expect(proc.exitCode).to.equal(null);
 
       // Another key is served at once meanwhile, reads and writes.

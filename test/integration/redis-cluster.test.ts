@@ -46,6 +46,7 @@ describe('on a Redis Cluster', function () {
       expect(row?.notarization_status).to.equal('COMPLETE');
     } finally {
       await workers.close();
+      await events.relay.stop();
       await hooks.close();
       await queues.close();
       producer.disconnect();

@@ -131,7 +131,8 @@ describe('self-healing: uploads after outages', function () {
     const deadRedis = producerConnection(`redis://127.0.0.1:${await freePort()}/0`);
     deadRedis.on('error', () => undefined);
     const queues = openQueues(deadRedis, config.QUEUE_PREFIX, silent);
-    const http = supertest(createApp({ config, logger: silent, db, queues, events: createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, silent) }).callback());
+    const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, silent);
+    const http = supertest(createApp({ config, logger: silent, db, queues, events }).callback());
     let workers: RunningWorkers | undefined;
     try {
       const rows = [];
@@ -154,6 +155,7 @@ describe('self-healing: uploads after outages', function () {
       await workers?.close();
       await queues.close();
       deadRedis.disconnect();
+      void events.relay.stop();
     }
   });
 
@@ -232,10 +234,13 @@ describe('self-healing: what Redis loses is rebuilt', function () {
         };
         const before = await create(5, 'before');
         // The relay handed them to Redis: dispatched, deliveries pending, jobs waiting there.
+        const relayed = async () => select<{ status: string; dispatched: number }>(db,
+          'SELECT d.status, e.dispatched_at IS NOT NULL AS dispatched FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.org_id = $1', [org.orgId]);
+        let seen: Awaited<ReturnType<typeof relayed>> = [];
         await eventually('the events to be relayed', async () => {
-          const [row] = await select<{ n: number }>(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE org_id = $1 AND status = 'pending'", [org.orgId]);
-          return Number(row?.n) === 5;
-        });
+          seen = await relayed();
+          return seen.length === 5 && seen.every((r) => r.status === 'pending' && Number(r.dispatched) === 1);
+        }, 15_000, () => JSON.stringify(seen));
         expect(await queues.webhooks.count()).to.be.at.least(5);
 
         if (loss === 'flushed') await redis.flushAll();
@@ -259,6 +264,7 @@ describe('self-healing: what Redis loses is rebuilt', function () {
       } finally {
         await webhooks?.close();
         await running.close();
+        await events.relay.stop();
         await hooks.close();
         await queues.close();
         producer.disconnect();
