@@ -74,8 +74,9 @@ const schema = z.object({
   WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(15_000),
   /** Longest the resolution of an endpoint's name may take (DNS queries, never getaddrinfo's thread pool). */
   WEBHOOK_DNS_TIMEOUT_MS: int(100, 60_000).default(5_000),
-  /** Name servers for endpoints' names (host or host:port, comma-separated); default: the system's (/etc/resolv.conf). */
-  WEBHOOK_DNS_SERVERS: z.string().default('').transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean)),
+  /** Name servers for endpoints' names (IP or IP:port, comma-separated); default: the system's (/etc/resolv.conf). */
+  WEBHOOK_DNS_SERVERS: z.string().default('').transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .refine((list) => list.every((s) => isIP(s) !== 0 || /^\d{1,3}(\.\d{1,3}){3}:\d{1,5}$/.test(s) || /^\[[0-9a-fA-F:.]+\]:\d{1,5}$/.test(s)), 'must be IP addresses, with :port if not 53 ([v6]:port)'),
   /** An endpoint failing without a success for this long is disabled. */
   WEBHOOK_DISABLE_AFTER_SECONDS: int(1).default(5 * 24 * 3600),
   /** Deliveries in flight at once per worker process. */
@@ -126,15 +127,15 @@ const schema = z.object({
   WORKER_LOCK_DURATION_MS: int(500, 600_000).default(15_000),
   /** How often workers look for jobs whose worker died (stalled jobs). */
   WORKER_STALLED_INTERVAL_MS: int(500, 600_000).default(5_000),
-  /** Prefix of every Redis key the queues use (one per environment sharing a Redis). */
   /** Whether REDIS_URL is one node of a Redis Cluster (the others are discovered); the queue prefix is then hash-tagged. */
   REDIS_CLUSTER: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
+  /** Prefix of every Redis key the queues use (one per environment sharing a Redis). */
   QUEUE_PREFIX: z.string().trim().regex(/^[\w-]{1,40}$/, 'must be letters, digits, - or _').default('grs'),
   SIGNATURE_TRUST_STORE: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
-  /** Requests per minute per API key; 0 turns the limit off. */
   /** Bytes of request bodies being received at once by a web process, and by one API key (a stalled body holds its bytes until the request timeout). */
   BODY_BYTES_IN_FLIGHT: int(1024 * 1024, 1024 ** 3).default(64 * 1024 * 1024),
   BODY_BYTES_IN_FLIGHT_PER_KEY: int(1024 * 1024, 1024 ** 3).default(8 * 1024 * 1024),
+  /** Requests per minute per API key; 0 turns the limit off. */
   RATE_LIMIT_PER_MINUTE: int(0).default(3000),
   /** Failed authentications per minute per client address before 429. */
   AUTH_FAILURES_PER_MINUTE: int(1).default(60),

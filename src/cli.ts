@@ -51,8 +51,15 @@ async function resealSecrets(config: Config): Promise<number> {
     for (const row of await repo.sealedSecrets()) {
       if (box.isCurrent(row.secretEnc) && (!row.previousSecretEnc || box.isCurrent(row.previousSecretEnc))) continue;
       const context = SecretContext.webhook(row.id);
-      await repo.resealSecrets(row.id, box.seal(box.open(row.secretEnc, context), context), row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc, context), context));
-      resealed++;
+      let next: { secretEnc: Buffer; previousSecretEnc: Buffer | null };
+      try {
+        next = { secretEnc: box.seal(box.open(row.secretEnc, context), context), previousSecretEnc: row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc, context), context) };
+      } catch (err) {
+        say(`webhook ${row.id}: its secret does not open (${(err as Error).message}); left as it is`);
+        continue;
+      }
+      // Only if unchanged since it was read: a rotation meanwhile wins.
+      if (await repo.resealSecrets(row.id, row, next)) resealed++;
     }
     const keys = await createAnchorKeys(db, box).reseal();
     say(`re-sealed ${resealed} webhook secret(s) and ${keys} anchor key(s) under the first ENCRYPTION_KEY`);
@@ -69,8 +76,6 @@ export async function runCli(argv: string[]): Promise<number> {
   if (noun === 'migrate' && verb === undefined) {
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
-    // Secrets sealed before they were bound to their row (or under an older first key) are sealed again.
-    await resealSecrets(config);
     // The release phase also turns the bucket's versioning on (documents are object versions),
     // and brings its CORS rule in line with UPLOAD_CORS_ORIGINS.
     const storage = createStorage(config);

@@ -12,7 +12,7 @@ import { getConfig, type Config } from '../config/index.js';
 import { createAntivirus } from '../src/files/antivirus.js';
 import { createFileJobs, FileJob, FileQueue, SWEEP_IDLE_MS, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
 import { createFileRepository } from '../src/files/file.repository.js';
-import { createScanService } from '../src/files/scan.service.js';
+import { createScanService, NOT_VERSIONED } from '../src/files/scan.service.js';
 import { MAX_ENVELOPE_BYTES } from '../src/files/p7m/p7m.limits.js';
 import { createVerifyPool } from '../src/files/signature.pool.js';
 import { createSignatureService } from '../src/files/signature.service.js';
@@ -81,6 +81,8 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       graceMs: config.UPLOAD_GRACE_SECONDS * 1000, pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS, clamdStreams: config.SCAN_CONCURRENCY, scanAttempts: config.SCAN_ATTEMPTS,
     },
   });
+  const workers: Array<Pick<Worker, 'close' | 'name'>> = [];
+  // What the workers use, closed after them.
   const closers: Array<() => Promise<unknown>> = [];
   // The repeatable jobs of the workers started here: upserted at start, and again whenever Redis lost them.
   const schedules: Schedule[] = [];
@@ -95,7 +97,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     const worker = new Worker<T, unknown, N>(queue, processor, { ...base, ...extra, concurrency });
     worker.on('error', (err) => log.warn({ err: err.message, queue }, 'worker error'));
     worker.on('failed', (job, err) => log.warn({ queue, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'));
-    closers.push(() => closeWithin(worker, config.WORKER_LOCK_DURATION_MS, log));
+    workers.push(worker);
   }
 
   const starters: Record<WorkerName, () => Promise<void> | void> = {
@@ -106,7 +108,14 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       schedules.push(...maintenanceSchedules(queues.maintenance));
       run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, (job) => handlers[job.name](), 1);
     },
-    scan: () => {
+    scan: async () => {
+      // Documents are object versions: on a bucket without versioning nothing could be pinned.
+      // A store that does not answer now is no reason not to start (the jobs retry).
+      const versioned = await storage.isVersioned().catch((err: unknown) => {
+        log.warn({ err: (err as Error).message }, 'could not ask the store whether the bucket is versioned');
+        return true;
+      });
+      if (!versioned) throw new Error(`bucket ${storage.bucket}: ${NOT_VERSIONED}`);
       run<CheckPayload, string>(FileQueue.checks, async (job: Job<CheckPayload>, token) => {
         const outcome = await scans.advance(job.data.uuid, job.name === FileJob.watch ? 'watch' : 'hint');
         if (outcome.state === 'waiting' && outcome.retryInMs !== undefined) {
@@ -121,7 +130,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         const { uuid, versionId } = job.data;
         // A job queued before versions were pinned names an ETag: look at the file again instead.
         if (!versionId) return scans.advance(uuid, 'hint');
-        return scans.scan(uuid, versionId, isLastAttempt(job));
+        return scans.scan(uuid, versionId, { last: isLastAttempt(job), restarted: job.attemptsStarted > 1 });
       }, 4 * config.SCAN_CONCURRENCY);
     },
     signature: () => {
@@ -178,7 +187,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       });
       schedules.push(notarizationSchedule(queues.notarization, config.NOTARIZATION_INTERVAL_MS));
       run<NotarizationPayload, string>(NOTARIZATION_QUEUE, async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' }, 1);
-      // After the worker (pushed by run), which lets a cycle under way finish with its lock and anchor.
+      // After the worker, which lets a cycle under way finish with its lock and anchor.
       closers.push(async () => { await anchor.close?.(); await lockDb.close(); });
     },
   };
@@ -190,6 +199,8 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     async close() {
       // Workers first (each finishes its active jobs), then what they used.
       keeper.stop();
+      // All at once, under one deadline (a platform's SIGKILL comes some 30 s after SIGTERM).
+      await Promise.all(workers.map((w) => closeWithin(w, config.WORKER_LOCK_DURATION_MS, log)));
       for (const close of closers) await close();
       await events.relay.stop();
       await queues.close();

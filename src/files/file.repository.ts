@@ -157,17 +157,24 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
     async recordScan(uuid: string, s: ScanRecord): Promise<boolean> {
       const threat = s.threat ? truncate(s.threat, 255) : null;
       return changeStatus(uuid, s.at, { status: s.status, ...(threat && { threat }) }, async (t) => 1 === await execute(db,
-        `UPDATE files SET status = $2, version_id = $3, stored_key = $4, size = $5, checksum = $6, threat = $7,
+        // etag is written (the version id, never read as an ETag) only so that the previous
+        // release's workers, which took a file with a NULL etag for unjudged, judge it no more
+        // while a release rolls out.
+        `UPDATE files SET status = $2, version_id = $3, etag = LEFT($3, 128), stored_key = $4, size = $5, checksum = $6, threat = $7,
           scan_engine = $8, scanned_at = $9, status_reason = NULL, updated_at = $9
         WHERE uuid = $1 AND scanned_at IS NULL AND status IN ('In Progress', 'Error')`,
         [uuid, s.status, s.versionId, s.storedKey, s.size, s.checksum, threat, truncate(s.engine, 255), s.at], t));
     },
 
-    /** Error, with its reason, for a file that has no verdict yet; false when it has one. */
+    /**
+     * Error, with its reason, for a file that has no verdict yet; false when it has one. Its count
+     * of scan starts begins again: a later upload (a store event, a retry from Bull Board) gets
+     * its own chances.
+     */
     async markError(uuid: string, reason: string, at: Date): Promise<boolean> {
       const statusReason = truncate(reason, 500);
       return changeStatus(uuid, at, { status: 'Error', statusReason }, async (t) => 1 === await execute(db,
-        `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3
+        `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3, scan_starts = 0
         WHERE uuid = $1 AND scanned_at IS NULL AND status IN ('In Progress', 'Error')`, [uuid, statusReason, at], t));
     },
 

@@ -3,8 +3,10 @@
 // per object version. The bucket is versioned: `scan` streams exactly that version into clamd
 // while hashing it and records the verdict with its VersionId; that version is the document
 // from then on (the signature check, the checksum, notarization and every later read name it).
-// Every other version of the key (a replay of the form, before or after the verdict) is
-// deleted, and never judged as this document. No decision rests on an ETag.
+// Every other version of the key (a replay of the form, before or after the verdict) is never
+// judged as this document, and is deleted: at the store's event for it, at the last look after
+// the URL's expiry and grace, when its own scan finds the verdict taken; an Infected file's
+// bytes at once. No decision rests on an ETag.
 import pLimit from 'p-limit';
 import type { Logger } from '../shared/logger.js';
 import { isMissing, type Storage } from '../shared/storage.js';
@@ -39,12 +41,6 @@ export const NOT_UPLOADED = 'No file was uploaded before the upload URL expired.
 export const SCAN_FAILED = 'The scan could not complete after its retries.';
 export const SCAN_INTERRUPTED = 'The scan could not complete: it was interrupted too many times.';
 export const NOT_VERSIONED = 'the bucket keeps no object versions: run the release (cli migrate), which turns versioning on';
-
-/**
- * The sweeper makes sure of the job of every file In Progress this often (a lost job, a Redis
- * flush, a watch that could not be queued when the URL was issued, a watch whose attempts ran out).
- */
-export const SWEEP_IDLE_MS = 60_000;
 
 /** Whether the scan recorded a verdict for the file. */
 export const isJudged = (file: Pick<FileRecord, 'scannedAt'>) => file.scannedAt !== null;
@@ -95,8 +91,6 @@ export function createScanService(deps: {
 
       const version = await storage.head(file.key);
       if (version) {
-        // Nothing can be pinned without versions: the job fails visibly (Bull Board, the log).
-        if (!version.versionId) throw new Error(NOT_VERSIONED);
         await jobs.scan(uuid, version.versionId);
         return { state: 'scan-queued' };
       }
@@ -115,9 +109,12 @@ export function createScanService(deps: {
 
     /**
      * Scans one object version of the upload of `uuid`. Throws when the scan could not complete
-     * (clamd or the store unreachable): the job retries; `lastAttempt` records Error first.
+     * (clamd or the store unreachable): the job retries; its last attempt records Error first.
+     * `attempt.restarted`: the job ran before (a retry, or taken over from a worker that died):
+     * only then is the start counted (one statement less on the path of almost every file).
      */
-    async scan(uuid: string, versionId: string, lastAttempt: boolean): Promise<ScanOutcome> {
+    async scan(uuid: string, versionId: string, attempt: { last: boolean; restarted: boolean }): Promise<ScanOutcome> {
+      const lastAttempt = attempt.last;
       const file = await repo.get(uuid);
       if (!file) return 'unknown';
       if (isJudged(file)) {
@@ -125,7 +122,7 @@ export function createScanService(deps: {
         return 'already-judged';
       }
       if (file.status !== 'In Progress' && file.status !== 'Error') return 'already-judged';
-      if (!(await repo.scanStarted(uuid, maxScanStarts))) {
+      if (attempt.restarted && !(await repo.scanStarted(uuid, maxScanStarts))) {
         await repo.markError(uuid, SCAN_INTERRUPTED, now());
         return 'gave-up';
       }
@@ -146,12 +143,12 @@ export function createScanService(deps: {
           if (judged && isJudged(judged)) await pruneVersions(judged);
           return 'already-judged';
         }
-        // Every other version of the key goes (for an Infected file, this one too).
-        await pruneVersions({ ...file, versionId, storedKey, scannedAt: at });
+        // An Infected file's bytes go at once. Other versions of a clean file's key (a replay of
+        // the form) are deleted by the last look below, or as soon as the store's event for them
+        // comes: never read as the document, and no request on the path of every file.
+        if (verdict.infected) await pruneVersions({ ...file, versionId, storedKey, scannedAt: at });
         logger.info({ file: uuid, versionId, status: verdict.infected ? 'Infected' : 'Clean', threat: verdict.infected ? verdict.threat : undefined, engine }, 'file scanned');
         if (status === 'In Progress') await jobs.verifySignature(uuid);
-        // A replay of the form until it expires is deleted when the store's event comes, or by a
-        // last look after the URL's expiry and grace.
         await jobs.lastLook(uuid, file.expiresAt.getTime() + settings.graceMs - now().getTime());
         return status;
       } catch (err) {

@@ -13,11 +13,18 @@ export interface OrgServiceOptions {
   now?: () => number;
 }
 
+/** How long a prefix that matched no key is answered as unknown without asking the database. */
+export const UNKNOWN_TTL_MS = 60_000;
+
 export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = {}) {
   const ttl = opts.cacheTtlMs ?? 1000;
   const maxEntries = opts.cacheMaxEntries ?? 10_000;
   const now = opts.now ?? Date.now;
   const cache = new Map<string, { key: StoredApiKey; until: number }>();
+  // Prefixes that matched no key: asked again only after UNKNOWN_TTL_MS. A client hammering with
+  // a wrong or deleted key costs no database read per request. (Prefixes are random: one unknown
+  // now is not about to be created.)
+  const unknown = new Map<string, number>();
 
   /** The cached record of a key's prefix, while it is fresh. */
   function cached(prefix: string): StoredApiKey | undefined {
@@ -63,8 +70,13 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
       if (prefix === undefined) return undefined;
       const fresh = cached(prefix);
       if (fresh) return principalOf(presented, fresh);
+      if ((unknown.get(prefix) ?? 0) > now()) return undefined;
       const stored = await repo.findApiKey(prefix);
-      if (!stored) return undefined;
+      if (!stored) {
+        if (unknown.size >= maxEntries) unknown.clear();
+        unknown.set(prefix, now() + UNKNOWN_TTL_MS);
+        return undefined;
+      }
       if (cache.size >= maxEntries) cache.clear();
       cache.set(prefix, { key: stored, until: now() + ttl });
       return principalOf(presented, stored);

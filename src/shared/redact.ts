@@ -17,6 +17,10 @@ export function secretPartsOfUrl(url: string): string[] {
   if (parsed.pathname.length > 1) parts.push(parsed.pathname);
   if (parsed.search.length > 1) parts.push(parsed.search.slice(1));
   if (parsed.password) parts.push(parsed.password);
+  if (parsed.username) parts.push(parsed.username);
+  // A key may also be echoed alone (a provider's error body): each path segment and query value long enough to be one.
+  for (const segment of parsed.pathname.split('/')) if (segment.length >= 8) parts.push(segment);
+  for (const value of parsed.searchParams.values()) if (value.length >= 8) parts.push(value);
   // Longest first, so that a part inside a longer one never leaves the rest behind.
   return [...new Set(parts.filter((p) => p.length >= 4))].sort((a, b) => b.length - a.length);
 }

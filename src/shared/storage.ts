@@ -32,16 +32,14 @@ export interface Storage {
   versions(key: string): Promise<string[]>;
   /** Deletes one version of `key` for good (a missing one is no error). */
   removeVersion(key: string, versionId: string): Promise<void>;
-  /** Deletes the current object of `key` (on a versioned bucket: a delete marker; use removeVersion to erase). */
-  remove(key: string): Promise<void>;
 }
 
 export interface ObjectVersion {
   /**
-   * The version's id, as the store names it; undefined when the bucket keeps no versions (then
-   * nothing can be pinned, and the pipeline refuses to judge the object).
+   * The version's id, as the store names it: `null` (S3's literal) for an object written before
+   * the bucket's versioning was turned on, which names that version all the same.
    */
-  versionId: string | undefined;
+  versionId: string;
   size: number;
 }
 
@@ -52,8 +50,6 @@ export function isMissing(err: unknown): boolean {
     && (err.$metadata.httpStatusCode === 404 || err.name === 'NoSuchKey' || err.name === 'NotFound' || err.name === 'NoSuchVersion');
 }
 
-/** The version id a store without versioning reports (S3's literal "null"), as undefined. */
-const versionOf = (id: string | undefined) => (id && id !== 'null' ? id : undefined);
 
 type StoreConfig = Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>
   & Partial<Pick<Config, 'S3_CONNECT_TIMEOUT_MS' | 'S3_REQUEST_TIMEOUT_MS'>>;
@@ -118,7 +114,8 @@ export function createStorage(config: StoreConfig): Storage {
     async head(key) {
       try {
         const out = await client.send(new HeadObjectCommand({ Bucket, Key: key }));
-        return { versionId: versionOf(out.VersionId), size: out.ContentLength ?? 0 };
+        // No header: the object predates versioning (its version is S3's "null").
+        return { versionId: out.VersionId || 'null', size: out.ContentLength ?? 0 };
       } catch (err) {
         if (isMissing(err)) return undefined;
         throw err;
@@ -144,8 +141,6 @@ export function createStorage(config: StoreConfig): Storage {
     async removeVersion(key, versionId) {
       await client.send(new DeleteObjectCommand({ Bucket, Key: key, VersionId: versionId }));
     },
-    async remove(key) {
-      await client.send(new DeleteObjectCommand({ Bucket, Key: key }));
-    },
+
   };
 }

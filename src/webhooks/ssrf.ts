@@ -31,13 +31,20 @@ export function dnsResolver(opts: { timeoutMs: number; servers?: readonly string
     const limit = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`DNS gave no answer for ${hostname} within ${opts.timeoutMs} ms`)), opts.timeoutMs);
     });
+    limit.catch(() => undefined); // raced twice; a rejection nobody awaits is not unhandled
+    // Each family on its own within the limit: a name whose AAAA queries are dropped (some
+    // middleboxes do) still resolves by its A records, and the other way round.
+    const within = <T>(query: Promise<T>) => Promise.race([query, limit]);
     try {
-      const [v4, v6] = await Promise.race([Promise.allSettled([dns.resolve4(hostname), dns.resolve6(hostname)]), limit]);
+      const [v4, v6] = await Promise.allSettled([within(dns.resolve4(hostname)), within(dns.resolve6(hostname))]);
       const found = [
         ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
         ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
       ];
-      if (!found.length) throw new Error(`${hostname} has no address (${v4.status === 'rejected' ? (v4.reason as { code?: string }).code ?? 'no answer' : 'no A or AAAA record'})`);
+      if (!found.length) {
+        const why = v4.status === 'rejected' ? v4.reason as Error & { code?: string } : undefined;
+        throw new Error(why?.code ? `${hostname} has no address (${why.code})` : why?.message ?? `${hostname} has no A or AAAA record`);
+      }
       return found;
     } finally {
       clearTimeout(timer);

@@ -52,8 +52,7 @@ export const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
  * Retry-After). A pending delivery past this (and a margin) has lost its job.
  */
 export function latestRetryMs(schedule: readonly number[], attemptsMade: number, retryAfterMs: number | undefined): number {
-  if (retryAfterMs !== undefined) return Math.min(Math.max(retryAfterMs, 0), MAX_RETRY_AFTER_MS);
-  return Math.round((schedule[Math.min(attemptsMade, schedule.length) - 1] ?? schedule[schedule.length - 1] ?? 5) * 1200);
+  return retryDelay(schedule, attemptsMade, retryAfterMs === undefined ? undefined : new DeliveryFailedError('', retryAfterMs), () => 1);
 }
 
 /**

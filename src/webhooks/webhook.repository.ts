@@ -135,8 +135,10 @@ export function createWebhookRepository(db: Sequelize) {
       return rows.map((r) => ({ id: r.id, secretEnc: r.secret_enc, previousSecretEnc: r.previous_secret_enc }));
     },
 
-    async resealSecrets(id: string, secretEnc: Buffer, previousSecretEnc: Buffer | null): Promise<void> {
-      await execute(db, 'UPDATE webhook_endpoints SET secret_enc = $2, previous_secret_enc = $3 WHERE id = $1', [id, secretEnc, previousSecretEnc]);
+    /** Replaces an endpoint's sealed secrets, only if they are still `was` (false when a rotation changed them meanwhile). */
+    async resealSecrets(id: string, was: { secretEnc: Buffer; previousSecretEnc: Buffer | null }, next: { secretEnc: Buffer; previousSecretEnc: Buffer | null }): Promise<boolean> {
+      return 1 === await execute(db, `UPDATE webhook_endpoints SET secret_enc = $2, previous_secret_enc = $3
+        WHERE id = $1 AND secret_enc = $4 AND previous_secret_enc <=> $5`, [id, next.secretEnc, next.previousSecretEnc, was.secretEnc, was.previousSecretEnc]);
     },
 
     // ---- The outbox ----
@@ -307,9 +309,10 @@ export function createWebhookRepository(db: Sequelize) {
           `SELECT event_id, endpoint_id, replays FROM webhook_deliveries WHERE status = 'pending' AND due_at <= $1
            ORDER BY due_at LIMIT ${Math.trunc(limit)} FOR UPDATE SKIP LOCKED`, [dueBefore], t);
         const refs = rows.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id, replays: r.replays }));
-        if (refs.length) {
-          await execute(db, 'UPDATE webhook_deliveries SET due_at = $1 WHERE (event_id, endpoint_id) IN ($2)', [next, pairs(refs)], t, { prepared: false });
-        }
+        const [one] = refs;
+        // A one-pair IN list is asked by equality (MariaDB reads the whole index for it, here under locks).
+        if (refs.length === 1 && one) await execute(db, 'UPDATE webhook_deliveries SET due_at = $1 WHERE event_id = $2 AND endpoint_id = $3', [next, one.eventId, one.endpointId], t);
+        else if (refs.length) await execute(db, 'UPDATE webhook_deliveries SET due_at = $1 WHERE (event_id, endpoint_id) IN ($2)', [next, pairs(refs)], t, { prepared: false });
         return refs;
       });
     },

@@ -5,6 +5,8 @@
 // scan, and a Bull Board retry of a failed delivery.
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { v7 as uuidv7 } from 'uuid';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.js';
 import { createFileJobs, FileDedup } from '../../src/files/file.jobs.js';
@@ -17,6 +19,7 @@ import { createStorage, type Storage } from '../../src/shared/storage.js';
 import { createEvents } from '../../src/webhooks/events.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
 import { FAST_PIPELINE, appWith, configWith, eventually, fileRow, harness, newOrg, pendingJob, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { p7mFixtures } from '../support/p7m-fixtures.js';
 import { privateRedis } from '../support/private-redis.js';
 import { receiver } from '../support/receiver.js';
 import { freePort, tcpProxy } from '../support/tcp-proxy.js';
@@ -165,6 +168,8 @@ describe('self-healing: uploads after outages', function () {
     expect((await uploadForm(up.url, up.fields, a)).status).to.equal(204);
     expect((await uploadForm(up.url, up.fields, b)).status).to.equal(204);
     expect(await storage.versions(up.key)).to.have.length(2);
+    // As if the form had expired with its grace (30 s here) while the scan waited: the last look comes right after the verdict.
+    await execute((await harness()).db, 'UPDATE files SET expires_at = $2 WHERE uuid = $1', [up.uuid, new Date(Date.now() - 31_000)]);
     const workers = await startWorkers(['scan'], { config: configWith(FAST_PIPELINE), logger: silent });
     try {
       const row = await waitForStatus(up.uuid, ['Clean', 'Error', 'Infected']);
@@ -199,6 +204,74 @@ describe('self-healing: uploads after outages', function () {
       expect(await pendingJob(queues.scans, FileDedup.scan(up.uuid, vanished))).to.not.equal(undefined);
     } finally {
       await workers.close();
+    }
+  });
+});
+
+describe('documents judged before versions were pinned', function () {
+  this.timeout(60_000);
+
+  it('stay readable at their copy (documents/<etag>/<key>, no version): a signature check still pending reads it and the file becomes Signed', async () => {
+    const { db, config } = await harness();
+    const org = await newOrg();
+    const storage = createStorage(config);
+    const envelope = p7mFixtures().der.rsa;
+    const uuid = uuidv7();
+    const key = `${uuid}.pdf.p7m`;
+    const copy = `documents/0123456789abcdef0123456789abcdef/${key}`;
+    await storage.client.send(new PutObjectCommand({ Bucket: config.S3_BUCKET, Key: copy, Body: envelope }));
+    // The row as the previous release left it: scanned, copied, its signature check queued.
+    const now = new Date();
+    await execute(db, `INSERT INTO files (uuid, object_key, org_id, file_type, is_document_public, status, size, checksum, etag, stored_key,
+        scan_engine, scanned_at, expires_at, created_at, updated_at)
+      VALUES ($1, $2, $3, 'pdf.p7m', 1, 'In Progress', $4, $5, '0123456789abcdef0123456789abcdef', $6, 'ClamAV', $7, $8, $7, $7)`,
+    [uuid, key, org.orgId, envelope.length, sha256(envelope), copy, now, new Date(now.getTime() + 900_000)]);
+    const workers = await startWorkers(['scan', 'signature'], { config: configWith(FAST_PIPELINE), logger: silent });
+    try {
+      // Its lost job is found again by the sweeper (as after the upgrade).
+      const { queues } = await harness();
+      await queues.maintenance.add(MaintenanceJob.sweepUploads, {});
+      const maintenance = await startWorkers(['maintenance'], { config: configWith(FAST_PIPELINE), logger: silent });
+      try {
+        const row = await waitForStatus(uuid, ['Signed', 'Clean', 'Error', 'Infected'], 30_000);
+        expect(row).to.include({ status: 'Signed', stored_key: copy, version_id: null });
+      } finally {
+        await maintenance.close();
+      }
+    } finally {
+      await workers.close();
+      storage.client.destroy();
+    }
+  });
+});
+
+describe('a bucket whose versioning came late', function () {
+  this.timeout(60_000);
+
+  it('a worker refuses to scan on a bucket without versioning; an upload made before versioning was turned on (version "null") is pinned and judged all the same', async () => {
+    const { config } = await harness();
+    const bucket = `registry-late-${Date.now()}`;
+    const storage = createStorage({ ...config, S3_BUCKET: bucket });
+    await storage.client.send(new CreateBucketCommand({ Bucket: bucket }));
+    try {
+      const settings = configWith({ ...FAST_PIPELINE, S3_BUCKET: bucket });
+      let refused: unknown;
+      await startWorkers(['scan'], { config: settings, logger: silent }).then((w) => w.close(), (err: unknown) => { refused = err; });
+      expect((refused as Error | undefined)?.message).to.include('keeps no object versions');
+
+      const org = await newOrg();
+      const up = await presign(org, { fileType: 'pdf' }, 2, await appWith({ ...FAST_PIPELINE, S3_BUCKET: bucket }));
+      expect((await uploadForm(up.url, up.fields, 'uploaded before the release turned versioning on')).status).to.equal(204);
+      await storage.enableVersioning();
+      const workers = await startWorkers(['scan'], { config: settings, logger: silent });
+      try {
+        const row = await waitForStatus(up.uuid, ['Clean', 'Error', 'Infected'], 30_000);
+        expect(row).to.include({ status: 'Clean', version_id: 'null', checksum: sha256('uploaded before the release turned versioning on') });
+      } finally {
+        await workers.close();
+      }
+    } finally {
+      storage.client.destroy();
     }
   });
 });

@@ -17,7 +17,7 @@ export interface BodyBudgetLimits {
 }
 
 export interface BodyBudget {
-  /** Runs `next` with the request's body counted against `owner`'s share, or refuses it. */
+  /** Runs `next` with the request's body counted against `owner`'s share until it is received, or refuses it. */
   within(ctx: Context, owner: string, next: Next): Promise<void>;
   /** Bytes counted now (for tests and metrics). */
   inFlight(): number;
@@ -45,13 +45,23 @@ export function createBodyBudget(limits: BodyBudgetLimits): BodyBudget {
       }
       total += bytes;
       byOwner.set(owner, mine + bytes);
-      try {
-        await next();
-      } finally {
+      let released = false;
+      // Given back once the body has been received (the request's work goes on without it), or
+      // when the request ends without reading it.
+      const release = () => {
+        if (released) return;
+        released = true;
         total -= bytes;
         const left = (byOwner.get(owner) ?? bytes) - bytes;
         if (left > 0) byOwner.set(owner, left);
         else byOwner.delete(owner);
+      };
+      ctx.req.once('end', release);
+      ctx.req.once('close', release);
+      try {
+        await next();
+      } finally {
+        release();
       }
     },
     inFlight: () => total,

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { apiKeyMatches, apiKeyPrefix, generateApiKey, hashApiKey } from '../../../src/orgs/api-key.js';
 import { credentialHeaders, presentedKey } from '../../../src/orgs/auth.middleware.js';
-import { createOrgService } from '../../../src/orgs/org.service.js';
+import { createOrgService, UNKNOWN_TTL_MS } from '../../../src/orgs/org.service.js';
 import type { OrgRepository, StoredApiKey } from '../../../src/orgs/org.repository.js';
 
 describe('API key format', () => {
@@ -54,6 +54,19 @@ describe('key authentication cache', () => {
     expect(lookups).to.equal(1);
     clock = 1000;
     expect(await svc.authenticate(key)).to.equal(undefined);
+    expect(lookups).to.equal(2);
+  });
+
+  it('remembers a prefix that matched no key for a minute: a client hammering with a wrong key costs one lookup', async () => {
+    const { key } = generateApiKey();
+    let lookups = 0;
+    const repo = { findApiKey: () => { lookups++; return Promise.resolve(undefined); } } as unknown as OrgRepository;
+    let clock = 0;
+    const svc = createOrgService(repo, { now: () => clock });
+    for (let i = 0; i < 100; i++) expect(await svc.authenticate(key)).to.equal(undefined);
+    expect(lookups).to.equal(1);
+    clock = UNKNOWN_TTL_MS;
+    await svc.authenticate(key);
     expect(lookups).to.equal(2);
   });
 });

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { EventEmitter } from 'node:events';
 import type { Context } from 'koa';
 import { createBodyBudget } from '../../../src/shared/http/body-budget.js';
 import { RateLimitedError, UnavailableError } from '../../../src/shared/errors.js';
@@ -6,9 +7,11 @@ import { RateLimitedError, UnavailableError } from '../../../src/shared/errors.j
 const MiB = 1024 * 1024;
 
 /** The part of a Koa context the budget reads and writes. */
-function request(headers: Record<string, string>): Context & { sent: Record<string, string> } {
+function request(headers: Record<string, string>): Context & { sent: Record<string, string>; req: EventEmitter } {
   const sent: Record<string, string> = {};
-  return { get: (name: string) => headers[name.toLowerCase()] ?? '', set: (name: string, value: string) => { sent[name] = value; }, sent } as unknown as Context & { sent: Record<string, string> };
+  return {
+    get: (name: string) => headers[name.toLowerCase()] ?? '', set: (name: string, value: string) => { sent[name] = value; }, sent, req: new EventEmitter(),
+  } as unknown as Context & { sent: Record<string, string>; req: EventEmitter };
 }
 
 describe('bodies in flight (createBodyBudget)', () => {
@@ -45,6 +48,20 @@ describe('bodies in flight (createBodyBudget)', () => {
     await budget.within(request({}), 'a', () => { ran++; expect(budget.inFlight()).to.equal(0); return Promise.resolve(); });
     await budget.within(request({ 'content-length': String(5 * MiB) }), 'a', () => { ran++; expect(budget.inFlight()).to.equal(0); return Promise.resolve(); });
     expect(ran).to.equal(2);
+  });
+
+  it('gives the share back as soon as the body is received, while the request goes on', async () => {
+    const budget = createBodyBudget(limits);
+    const ctx = request({ 'content-length': String(MiB) });
+    let received = 0;
+    await budget.within(ctx, 'a', async () => {
+      expect(budget.inFlight()).to.equal(MiB);
+      ctx.req.emit('end');
+      received = budget.inFlight();
+      await Promise.resolve();
+    });
+    expect(received).to.equal(0);
+    expect(budget.inFlight()).to.equal(0);
   });
 
   it('gives the share back when the request fails', async () => {

@@ -28,6 +28,12 @@ describe('secrets in configuration URLs (redact)', () => {
     }
   });
 
+  it('takes out a key echoed alone, and one given as the URL\'s user name', () => {
+    const secrets = secretPartsOfUrl('https://USERKEY-0001@rpc.example.org/v3/PATHKEY-abcdef?apikey=QUERYKEY-abcdef');
+    const text = redactText('invalid project id PATHKEY-abcdef; key QUERYKEY-abcdef; user USERKEY-0001', secrets);
+    for (const secret of ['PATHKEY-abcdef', 'QUERYKEY-abcdef', 'USERKEY-0001']) expect(text).to.not.include(secret);
+  });
+
   it('leaves text without the secrets as it is', () => {
     expect(redactText('nonce too low', secretPartsOfUrl('https://rpc.example.org/KEY-abcdef'))).to.equal('nonce too low');
   });
