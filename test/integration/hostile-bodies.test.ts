@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { newOrg } from '../support/harness.js';
+import { killOnExit } from '../support/private-redis.js';
 import { freePort } from '../support/tcp-proxy.js';
 
 const rssOf = (pid: number) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1] ?? 0) * 1024;
@@ -39,6 +40,7 @@ describe('the API process under hostile bodies', function () {
       env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = proc;
+    killOnExit(proc);
     let out = '';
     proc.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
     for (let i = 0; i < 200 && !(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));

@@ -45,12 +45,15 @@ describe('on a Redis Cluster', function () {
       const [row] = await select<{ notarization_status: string }>(db, 'SELECT notarization_status FROM guarantees WHERE id = $1', [created.body.id]);
       expect(row?.notarization_status).to.equal('COMPLETE');
     } finally {
-      await workers.close();
-      await events.relay.stop();
-      await hooks.close();
-      await queues.close();
-      producer.disconnect();
-      await cluster.stop();
+      try {
+        await workers.close();
+        await events.relay.stop();
+        await hooks.close();
+        await queues.close();
+        producer.disconnect();
+      } finally {
+        await cluster.stop();
+      }
     }
   });
 });

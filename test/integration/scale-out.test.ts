@@ -8,6 +8,7 @@ import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { select } from '../../src/shared/db/sequelize.js';
 import { eventually, harness, newOrg, uploadForm, waitForStatus } from '../support/harness.js';
+import { killOnExit } from '../support/private-redis.js';
 import { receiver } from '../support/receiver.js';
 import { freePort, tcpProxy } from '../support/tcp-proxy.js';
 
@@ -15,6 +16,7 @@ interface Proc { name: string; child: ChildProcess; out: string[] }
 
 function start(name: string, args: string[], env: Record<string, string>): Proc {
   const child = spawn(process.execPath, args, { env: { ...process.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  killOnExit(child);
   const proc: Proc = { name, child, out: [] };
   let partial = '';
   child.stdout?.on('data', (d: Buffer) => {

@@ -8,6 +8,13 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './tcp-proxy.js';
 
+/** A server a test started never outlives the test run, even one that ends before its `finally` (a timeout, mocha's exit). */
+export function killOnExit(child: ChildProcess): void {
+  const kill = () => { if (child.exitCode === null) child.kill('SIGKILL'); };
+  process.once('exit', kill);
+  child.once('exit', () => process.removeListener('exit', kill));
+}
+
 export interface PrivateRedis {
   url: string;
   /** SIGKILL, then a new empty server on the same port. */
@@ -27,6 +34,7 @@ export async function privateRedis(): Promise<PrivateRedis> {
 
   async function start(): Promise<void> {
     child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+    killOnExit(child);
     const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => undefined);
     try {

@@ -5,6 +5,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { killOnExit } from './private-redis.js';
 import { freePort } from './tcp-proxy.js';
 
 export interface LocalRedisCluster {
@@ -22,6 +23,7 @@ export async function redisCluster(): Promise<LocalRedisCluster> {
     return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(nodeDir, 'nodes.conf'),
       '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--dir', nodeDir, '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
   });
+  for (const node of nodes) killOnExit(node);
   const cli = (...args: string[]) => execFileSync('redis-cli', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const stop = async () => {
     await Promise.all(nodes.map((n) => new Promise<void>((resolve) => {
