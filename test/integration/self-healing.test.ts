@@ -9,7 +9,8 @@ import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { v7 as uuidv7 } from 'uuid';
 import supertest from 'supertest';
 import { createApp } from '../../src/app.js';
-import { createFileJobs, FileDedup } from '../../src/files/file.jobs.js';
+import type { Job } from 'bullmq';
+import { createFileJobs, FileDedup, type CheckPayload } from '../../src/files/file.jobs.js';
 import { openQueues } from '../../src/queues.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -54,77 +55,65 @@ describe('self-healing: uploads after outages', function () {
   after(() => { storage.client.destroy(); });
   beforeEach(async () => { org = await newOrg(); });
 
-  it('after an outage of the store before an upload, the file reaches its verdict once the store is back (the watch whose attempts ran out is queued again)', async () => {
-    const { config } = await harness();
-    const s3 = new URL(config.S3_ENDPOINT ?? '');
-    const proxy = await tcpProxy({ host: s3.hostname, port: Number(s3.port) }, { listening: false });
+  /**
+   * An upload while the scan worker cannot use `broken` (its configuration routed through a
+   * proxy that is down or hangs): the watch's attempts run out (`checkFailure` looks at the
+   * failed job), then `heal` and a sweep, and the file is judged Clean.
+   */
+  async function outageBeforeUpload(broken: Record<string, string>, heal: () => Promise<void> | void, checkFailure?: (failed: Job<CheckPayload>, tookMs: number) => void) {
     const api = await appWith(FAST_PIPELINE);
-    const workers = await startWorkers(['scan'], { config: configWith({ ...FAST_PIPELINE, S3_ENDPOINT: `http://127.0.0.1:${proxy.port}` }), logger: silent });
+    const workers = await startWorkers(['scan'], { config: configWith({ ...FAST_PIPELINE, ...broken }), logger: silent });
     let maintenance: RunningWorkers | undefined;
     try {
       const up = await presign(org, { fileType: 'pdf' }, 2, api);
-      expect((await uploadForm(up.url, up.fields, 'uploaded while the workers could not see the store')).status).to.equal(204);
-      const failed = await failedJobOf('checks', up.uuid);
+      expect((await uploadForm(up.url, up.fields, 'uploaded while the workers could not use a server')).status).to.equal(204);
+      const started = Date.now();
+      const failed = await failedJobOf('checks', up.uuid, 40_000);
       expect(failed.name).to.equal('watch-upload');
+      checkFailure?.(failed, Date.now() - started);
       expect((await fileRow(up.uuid))?.status).to.equal('In Progress');
-      await proxy.start();
+      await heal();
       maintenance = await sweepNow(up.uuid);
       expect((await waitForStatus(up.uuid, ['Clean', 'Error', 'Infected'], 30_000)).status).to.equal('Clean');
     } finally {
       await maintenance?.close();
       await workers.close();
+    }
+  }
+
+  it('after an outage of the store before an upload, the file reaches its verdict once the store is back (the watch whose attempts ran out is queued again)', async () => {
+    const s3 = new URL((await harness()).config.S3_ENDPOINT ?? '');
+    const proxy = await tcpProxy({ host: s3.hostname, port: Number(s3.port) }, { listening: false });
+    try {
+      await outageBeforeUpload({ S3_ENDPOINT: `http://127.0.0.1:${proxy.port}` }, () => proxy.start());
+    } finally {
       await proxy.stop();
     }
   });
 
   it('after an outage of the database before an upload, the file reaches its verdict once the database is back', async () => {
-    const { config } = await harness();
-    const dbUrl = new URL(config.DATABASE_URL);
+    const dbUrl = new URL((await harness()).config.DATABASE_URL);
     const proxy = await tcpProxy({ host: dbUrl.hostname, port: Number(dbUrl.port) }, { listening: false });
-    const viaProxy = new URL(config.DATABASE_URL);
+    const viaProxy = new URL(dbUrl);
     viaProxy.host = `127.0.0.1:${proxy.port}`;
-    const workers = await startWorkers(['scan'], { config: configWith({ ...FAST_PIPELINE, DATABASE_URL: viaProxy.toString() }), logger: silent });
-    const api = await appWith(FAST_PIPELINE);
-    let maintenance: RunningWorkers | undefined;
     try {
-      const up = await presign(org, { fileType: 'pdf' }, 2, api);
-      expect((await uploadForm(up.url, up.fields, 'uploaded while the workers could not reach the database')).status).to.equal(204);
-      await failedJobOf('checks', up.uuid);
-      expect((await fileRow(up.uuid))?.status).to.equal('In Progress');
-      await proxy.start();
-      maintenance = await sweepNow(up.uuid);
-      expect((await waitForStatus(up.uuid, ['Clean', 'Error', 'Infected'], 30_000)).status).to.equal('Clean');
+      await outageBeforeUpload({ DATABASE_URL: viaProxy.toString() }, () => proxy.start());
     } finally {
-      await maintenance?.close();
-      await workers.close();
       await proxy.stop();
     }
   });
 
   it('a hung store (connections accepted, never answered) fails each attempt within S3_REQUEST_TIMEOUT_MS instead of holding the job, and the file is judged once it answers again', async () => {
-    const { config } = await harness();
-    const s3 = new URL(config.S3_ENDPOINT ?? '');
+    const s3 = new URL((await harness()).config.S3_ENDPOINT ?? '');
     const proxy = await tcpProxy({ host: s3.hostname, port: Number(s3.port) });
     proxy.stall();
-    const api = await appWith(FAST_PIPELINE);
-    const workers = await startWorkers(['scan'], {
-      config: configWith({ ...FAST_PIPELINE, S3_ENDPOINT: `http://127.0.0.1:${proxy.port}`, S3_REQUEST_TIMEOUT_MS: '400', S3_CONNECT_TIMEOUT_MS: '400' }), logger: silent,
-    });
-    let maintenance: RunningWorkers | undefined;
     try {
-      const up = await presign(org, { fileType: 'pdf' }, 2, api);
-      expect((await uploadForm(up.url, up.fields, 'uploaded while the store hung')).status).to.equal(204);
-      const started = Date.now();
-      const failed = await failedJobOf('checks', up.uuid, 40_000);
-      // Five attempts, each bounded (the SDK's own retries included), with backoff between them.
-      expect(Date.now() - started).to.be.below(30_000);
-      expect(failed.failedReason).to.match(/timed out|timeout/i);
-      proxy.stall(false);
-      maintenance = await sweepNow(up.uuid);
-      expect((await waitForStatus(up.uuid, ['Clean', 'Error', 'Infected'], 30_000)).status).to.equal('Clean');
+      await outageBeforeUpload({ S3_ENDPOINT: `http://127.0.0.1:${proxy.port}`, S3_REQUEST_TIMEOUT_MS: '400', S3_CONNECT_TIMEOUT_MS: '400' }, () => proxy.stall(false), (failed, tookMs) => {
+        // Five attempts, each bounded (the SDK's own retries included), with backoff between them.
+        expect(tookMs).to.be.below(30_000);
+        expect(failed.failedReason).to.match(/timed out|timeout/i);
+      });
     } finally {
-      await maintenance?.close();
-      await workers.close();
       await proxy.stop();
     }
   });
@@ -307,8 +296,10 @@ describe('self-healing: what Redis loses is rebuilt', function () {
         };
         const before = await create(5, 'before');
         // The relay handed them to Redis: dispatched, deliveries pending, jobs waiting there.
+        // guarantee.created only: the records' guarantee.notarized events come as the notarizer gets to them.
         const relayed = async () => select<{ status: string; dispatched: number }>(db,
-          'SELECT d.status, e.dispatched_at IS NOT NULL AS dispatched FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE d.org_id = $1', [org.orgId]);
+          `SELECT d.status, e.dispatched_at IS NOT NULL AS dispatched FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+           WHERE d.org_id = $1 AND e.type = 'guarantee.created'`, [org.orgId]);
         let seen: Awaited<ReturnType<typeof relayed>> = [];
         await eventually('the events to be relayed', async () => {
           seen = await relayed();
