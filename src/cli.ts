@@ -1,7 +1,9 @@
 // Administration CLI (`npm run -s cli -- ...` in development, `node dist/src/cli.js ...` in
 // production). What a script needs goes alone on stdout, one value a line; messages go to stderr.
 //
-//   org create <name>      prints the new organization's id
+//   org create <name> [--vat V] [--register R]   prints the new organization's id; V and R are
+//                          its public identifiers, shown to whoever verifies its guarantees
+//   org set <orgId> [--name N] [--vat V] [--register R]   changes them (the operator only: no API route does)
 //   key create <orgId>     prints a new API key (shown once; only its hash is stored)
 //   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
 //   migrate                applies pending database migrations, the bucket's versioning, CORS rule and upload events
@@ -25,7 +27,8 @@ import { createStorage } from './shared/storage.js';
 import { createWebhookRepository } from './webhooks/webhook.repository.js';
 
 const USAGE = `usage:
-  cli org create <name>
+  cli org create <name> [--vat <VAT number>] [--register <register entry>]
+  cli org set <orgId> [--name <name>] [--vat <VAT number>] [--register <register entry>]
   cli key create <orgId>
   cli key revoke <keyPrefix>
   cli migrate
@@ -123,17 +126,38 @@ export async function runCli(argv: string[]): Promise<number> {
       await db.close();
     }
   }
-  if (!arg || argv.length !== 3) {
+  // Options after the positional arguments: `--vat`, `--register`, `--name`, each with a value.
+  const options = new Map<string, string>();
+  for (let i = 3; i < argv.length; i += 2) {
+    const [flag, value] = [argv[i] ?? '', argv[i + 1]];
+    if (!['--vat', '--register', '--name'].includes(flag) || value === undefined || options.has(flag) || noun !== 'org') {
+      say(USAGE);
+      return 2;
+    }
+    options.set(flag, value);
+  }
+  if (!arg || (noun === 'org' && verb === 'create' && options.has('--name'))) {
     say(USAGE);
     return 2;
   }
   const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
   try {
     const orgs = createOrgService(createOrgRepository(db));
+    const identity = { vat: options.get('--vat'), register: options.get('--register'), name: options.get('--name') };
+    const described = (o: { name: string; vatNumber: string | null; register: string | null }) =>
+      `"${o.name}"${o.vatNumber ? `, VAT ${o.vatNumber}` : ''}${o.register ? `, ${o.register}` : ''}`;
     if (noun === 'org' && verb === 'create') {
-      const org = await orgs.createOrganization(arg);
-      say(`created organization "${org.name}"`);
+      const org = await orgs.createOrganization(arg, {
+        ...(identity.vat !== undefined && { vat: identity.vat }), ...(identity.register !== undefined && { register: identity.register }),
+      });
+      say(`created organization ${described(org)}`);
       process.stdout.write(`${org.id}\n`);
+    } else if (noun === 'org' && verb === 'set') {
+      const org = await orgs.setPublicIdentity(arg, {
+        ...(identity.name !== undefined && { name: identity.name }), ...(identity.vat !== undefined && { vat: identity.vat }),
+        ...(identity.register !== undefined && { register: identity.register }),
+      });
+      say(`organization ${org.id} is now ${described(org)}`);
     } else if (noun === 'key' && verb === 'create') {
       const { key, prefix } = await orgs.createApiKey(arg);
       say(`created API key ${prefix} for organization ${arg}: store it now, it is not shown again`);

@@ -2,7 +2,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
 
-export interface Organization { id: string; name: string; createdAt: Date }
+export interface Organization { id: string; name: string; vatNumber: string | null; register: string | null; createdAt: Date }
 export interface StoredApiKey { prefix: string; orgId: string; hash: Buffer; revokedAt: Date | null }
 
 /** The key lookup of every request (cache miss); exported for the API benchmark's raw baseline. */
@@ -10,15 +10,33 @@ export const FIND_API_KEY_SQL = 'SELECT prefix, org_id, key_hash, revoked_at FRO
 
 export function createOrgRepository(db: Sequelize) {
   return {
-    async createOrganization(name: string): Promise<Organization> {
-      const org = { id: uuidv7(), name, createdAt: new Date() };
-      await execute(db, 'INSERT INTO organizations (id, name, guarantee_count, created_at) VALUES ($1, $2, 0, $3)', [org.id, org.name, org.createdAt]);
+    async createOrganization(name: string, identity: { vatNumber?: string; register?: string } = {}): Promise<Organization> {
+      const org = { id: uuidv7(), name, vatNumber: identity.vatNumber ?? null, register: identity.register ?? null, createdAt: new Date() };
+      await execute(db, 'INSERT INTO organizations (id, name, vat_number, register_entry, guarantee_count, created_at) VALUES ($1, $2, $3, $4, 0, $5)',
+        [org.id, org.name, org.vatNumber, org.register, org.createdAt]);
       return org;
     },
 
     async findOrganization(id: string): Promise<Organization | undefined> {
-      const [row] = await select<{ id: string; name: string; created_at: Date }>(db, 'SELECT id, name, created_at FROM organizations WHERE id = $1', [id]);
-      return row && { id: row.id, name: row.name, createdAt: row.created_at };
+      const [row] = await select<{ id: string; name: string; vat_number: string | null; register_entry: string | null; created_at: Date }>(db,
+        'SELECT id, name, vat_number, register_entry, created_at FROM organizations WHERE id = $1', [id]);
+      return row && { id: row.id, name: row.name, vatNumber: row.vat_number, register: row.register_entry, createdAt: row.created_at };
+    },
+
+    /** Changes the given fields of an organization's public identity; false when there is no such organization. */
+    async setIdentity(id: string, changes: { name?: string; vatNumber?: string; register?: string }): Promise<boolean> {
+      const sets: string[] = [];
+      const values: unknown[] = [id];
+      for (const [column, value] of [['name', changes.name], ['vat_number', changes.vatNumber], ['register_entry', changes.register]] as const) {
+        if (value === undefined) continue;
+        values.push(value);
+        sets.push(`${column} = $${values.length}`);
+      }
+      // affectedRows counts matched rows here only when something changed: ask existence apart.
+      const [exists] = await select(db, 'SELECT 1 FROM organizations WHERE id = $1', [id]);
+      if (!exists) return false;
+      if (sets.length) await execute(db, `UPDATE organizations SET ${sets.join(', ')} WHERE id = $1`, values);
+      return true;
     },
 
     async insertApiKey(orgId: string, prefix: string, hash: Buffer): Promise<void> {

@@ -1,6 +1,7 @@
 // Organizations and API keys: creation, revocation, and authentication of a presented key.
 import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { apiKeyMatches, apiKeyPrefix, generateApiKey } from './api-key.js';
+import { normalizeRegister, normalizeVat } from './org-identity.js';
 import type { Organization, OrgRepository, StoredApiKey } from './org.repository.js';
 
 /** Who is calling: the organization a valid key belongs to. */
@@ -15,6 +16,12 @@ export interface OrgServiceOptions {
 
 /** How long a prefix that matched no key is answered as unknown without asking the database. */
 export const UNKNOWN_TTL_MS = 60_000;
+
+function orgName(name: string): string {
+  const trimmed = name.trim();
+  if (!trimmed || trimmed.length > 255) throw new ValidationError('An organization name has 1 to 255 characters.');
+  return trimmed;
+}
 
 export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = {}) {
   const ttl = opts.cacheTtlMs ?? 1000;
@@ -38,10 +45,27 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
   }
 
   return {
-    async createOrganization(name: string): Promise<Organization> {
-      const trimmed = name.trim();
-      if (!trimmed || trimmed.length > 255) throw new ValidationError('An organization name has 1 to 255 characters.');
-      return repo.createOrganization(trimmed);
+    /** Creates an organization, with the public identifiers the operator records for it (VAT number, register entry). */
+    async createOrganization(name: string, identity: { vat?: string; register?: string } = {}): Promise<Organization> {
+      return repo.createOrganization(orgName(name), {
+        ...(identity.vat !== undefined && { vatNumber: normalizeVat(identity.vat) }),
+        ...(identity.register !== undefined && { register: normalizeRegister(identity.register) }),
+      });
+    },
+
+    /** Changes an organization's public identity (the operator's CLI only: no API route reaches it). */
+    async setPublicIdentity(orgId: string, changes: { name?: string; vat?: string; register?: string }): Promise<Organization> {
+      if (changes.name === undefined && changes.vat === undefined && changes.register === undefined) {
+        throw new ValidationError('Nothing to change: give --name, --vat or --register.');
+      }
+      const found = await repo.setIdentity(orgId, {
+        ...(changes.name !== undefined && { name: orgName(changes.name) }),
+        ...(changes.vat !== undefined && { vatNumber: normalizeVat(changes.vat) }),
+        ...(changes.register !== undefined && { register: normalizeRegister(changes.register) }),
+      });
+      const org = found ? await repo.findOrganization(orgId) : undefined;
+      if (!org) throw new NotFoundError(`No organization ${orgId}.`);
+      return org;
     },
 
     /** Creates a key for an organization; the returned key is shown once and never stored. */

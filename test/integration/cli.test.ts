@@ -94,6 +94,29 @@ describe('administration CLI', function () {
     expect(box.open(resealed, SecretContext.webhook(b.body.webhookId as string))).to.equal(b.body.secret);
   });
 
+  it('records an organization\'s public identifiers (VAT number, register entry) at creation and changes them later; refuses a mistyped partita IVA', async () => {
+    const { select } = await import('../../src/shared/db/sequelize.js');
+    const { db } = await harness();
+    const created = cli('org', 'create', 'Fideiussioni Lombarde S.p.A.', '--vat', 'IT 00743110157', '--register', 'Albo IVASS n. 1.00123');
+    expect(created.code, created.stderr).to.equal(0);
+    expect(created.stdout).to.match(/^[0-9a-f-]{36}\n$/);
+    const orgId = created.stdout.trim();
+    const row = async () => (await select<{ name: string; vat_number: string | null; register_entry: string | null }>(db,
+      'SELECT name, vat_number, register_entry FROM organizations WHERE id = $1', [orgId]))[0];
+    expect(await row()).to.deep.equal({ name: 'Fideiussioni Lombarde S.p.A.', vat_number: 'IT00743110157', register_entry: 'Albo IVASS n. 1.00123' });
+    const set = cli('org', 'set', orgId, '--register', 'Albo IVASS n. 1.00999');
+    expect(set.code, set.stderr).to.equal(0);
+    expect(set.stdout).to.equal('');
+    expect(await row()).to.include({ vat_number: 'IT00743110157', register_entry: 'Albo IVASS n. 1.00999' });
+    const mistyped = cli('org', 'set', orgId, '--vat', 'IT00743110158');
+    expect(mistyped.code).to.equal(1);
+    expect(mistyped.stderr).to.include('partita IVA');
+    expect((await row())?.vat_number).to.equal('IT00743110157');
+    expect(cli('org', 'set', orgId).code).to.equal(1);
+    expect(cli('org', 'set', '00000000-0000-7000-8000-000000000000', '--vat', 'IT00743110157').code).to.equal(1);
+    expect(cli('org', 'create', 'X', '--color', 'red').code).to.equal(2);
+  });
+
   it('fails clearly on an unknown organization, a bad command or a bad configuration', () => {
     const missing = cli('key', 'create', '00000000-0000-7000-8000-000000000000');
     expect(missing.code).to.equal(1);
