@@ -56,7 +56,8 @@ export function createScanService(deps: {
   const { repo, storage, antivirus, jobs, settings, logger } = deps;
   const now = deps.now ?? (() => new Date());
   const clamdSlot = pLimit(settings.clamdStreams ?? 2);
-  // Every attempt of a scan job counts, and so does a job taken over after its worker died.
+  // Starts of restarted scan jobs (retried, or taken over after their worker died): a file whose
+  // scans keep dying gets at most three times a job's attempts, then Error.
   const maxScanStarts = 3 * settings.scanAttempts;
 
   /**
