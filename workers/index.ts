@@ -33,6 +33,7 @@ import { keepSchedules, type Schedule } from '../src/shared/schedules.js';
 import { isLastAttempt, producerConnection, workerConnection } from '../src/shared/queues.js';
 import { redactingProxy, secretPartsOfUrl } from '../src/shared/redact.js';
 import { createSecretBox } from '../src/shared/secrets.js';
+import { TimeLimitError, withTimeout } from '../src/shared/time-limit.js';
 import { createStorage } from '../src/shared/storage.js';
 import { createDeliveryService } from '../src/webhooks/delivery.service.js';
 import { createEvents } from '../src/webhooks/events.js';
@@ -222,13 +223,9 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
  * another worker once its lock lapses; its handlers are idempotent.
  */
 async function closeWithin(worker: Pick<Worker, 'close' | 'name'>, ms: number, log: Logger): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const closed = await Promise.race([
-    worker.close().then(() => true, () => true),
-    new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); }),
-  ]);
-  clearTimeout(timer);
-  if (!closed) log.warn({ queue: worker.name, waitedMs: ms }, 'worker did not close in time; left to close with the process');
+  await withTimeout(worker.close(), ms, `closing the ${worker.name} worker`).catch((err: unknown) => {
+    if (err instanceof TimeLimitError) log.warn({ queue: worker.name, waitedMs: ms }, 'worker did not close in time; left to close with the process');
+  });
 }
 
 const isMain = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/workers/index.js');

@@ -10,7 +10,7 @@ import { NotFoundError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { FileRecord, FileRepository, FileStatus } from './file.repository.js';
 import type { FileView, PresignResult } from './file.schemas.js';
-import { withTimeout } from '../shared/queues.js';
+import { withTimeout } from '../shared/time-limit.js';
 import { SWEEP_IDLE_MS, type FileJobs } from './file.jobs.js';
 import type { SignatureVerdict } from './p7m/p7m.verifier.js';
 
@@ -118,8 +118,10 @@ export function createFileService(deps: {
         uuid, key, orgId, fileType: ext, originalFileName: req.fileName ?? null, isDocumentPublic: req.isDocumentPublic ?? false,
         expiresAt: new Date(createdAt.getTime() + policy.ttlSeconds * 1000), createdAt,
       }, new Date(createdAt.getTime() + SWEEP_IDLE_MS));
-      // The URL is issued from the database alone. Redis away (or never reached since boot) costs
-      // at most ENQUEUE_WAIT_MS: the file is then due for the sweeper at once, which starts its watch.
+      // The URL is issued from the database alone. Redis away (or never reached since boot: a
+      // BullMQ Queue waits for its client without limit) costs at most ENQUEUE_WAIT_MS: the file
+      // is then due for the sweeper at once, which starts its watch (jobs are deduplicated, so
+      // an add that lands later is harmless).
       try {
         await withTimeout(jobs.watchUpload(uuid, FIRST_CHECK_MS), ENQUEUE_WAIT_MS, 'queueing the upload watch');
       } catch (err) {

@@ -63,16 +63,3 @@ export const KEEP_FAILED = { age: 7 * 24 * 3600, count: 10_000 };
 export function isLastAttempt(job: { attemptsMade: number; opts: { attempts?: number } }): boolean {
   return job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
 }
-
-/**
- * `work`, or a rejection after `ms`: for enqueueing on a request's path, where a BullMQ call
- * may wait for a connection to Redis that is not coming (a Queue waits for its client to be
- * ready, without limit). The work itself is not cancelled; whatever it does later is harmless
- * (deduplicated jobs).
- */
-export function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: no answer from Redis within ${ms} ms`)), ms); });
-  work.catch(() => undefined); // a late failure after the limit is not an unhandled rejection
-  return Promise.race([work, limit]).finally(() => clearTimeout(timer));
-}

@@ -9,6 +9,7 @@ import { Resolver as DnsResolver } from 'node:dns/promises';
 import type { LookupFunction } from 'node:net';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { withTimeout } from '../shared/time-limit.js';
 
 export interface ResolvedAddress { address: string; family: number }
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
@@ -27,28 +28,19 @@ export function dnsResolver(opts: { timeoutMs: number; servers?: readonly string
   if (opts.servers?.length) dns.setServers([...opts.servers]);
   return async (hostname) => {
     if (hostname === 'localhost' || hostname.endsWith('.localhost')) return [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }];
-    let timer: NodeJS.Timeout | undefined;
-    const limit = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`DNS gave no answer for ${hostname} within ${opts.timeoutMs} ms`)), opts.timeoutMs);
-    });
-    limit.catch(() => undefined); // raced twice; a rejection nobody awaits is not unhandled
     // Each family on its own within the limit: a name whose AAAA queries are dropped (some
     // middleboxes do) still resolves by its A records, and the other way round.
-    const within = <T>(query: Promise<T>) => Promise.race([query, limit]);
-    try {
-      const [v4, v6] = await Promise.allSettled([within(dns.resolve4(hostname)), within(dns.resolve6(hostname))]);
-      const found = [
-        ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
-        ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
-      ];
-      if (!found.length) {
-        const why = v4.status === 'rejected' ? v4.reason as Error & { code?: string } : undefined;
-        throw new Error(why?.code ? `${hostname} has no address (${why.code})` : why?.message ?? `${hostname} has no A or AAAA record`);
-      }
-      return found;
-    } finally {
-      clearTimeout(timer);
+    const within = <T>(query: Promise<T>) => withTimeout(query, opts.timeoutMs, `DNS for ${hostname}`);
+    const [v4, v6] = await Promise.allSettled([within(dns.resolve4(hostname)), within(dns.resolve6(hostname))]);
+    const found = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (!found.length) {
+      const why = v4.status === 'rejected' ? v4.reason as Error & { code?: string } : undefined;
+      throw new Error(why?.code ? `${hostname} has no address (${why.code})` : why?.message ?? `${hostname} has no A or AAAA record`);
     }
+    return found;
   };
 }
 

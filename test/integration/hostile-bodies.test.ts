@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { newOrg } from '../support/harness.js';
-import { killOnExit } from '../support/private-redis.js';
+import { killOnExit } from '../support/processes.js';
 import { freePort } from '../support/tcp-proxy.js';
 
 const rssOf = (pid: number) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1] ?? 0) * 1024;

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { select } from '../../src/shared/db/sequelize.js';
 import { eventually, harness, newOrg, uploadForm, waitForStatus } from '../support/harness.js';
-import { killOnExit } from '../support/private-redis.js';
+import { killOnExit } from '../support/processes.js';
 import { receiver } from '../support/receiver.js';
 import { freePort, tcpProxy } from '../support/tcp-proxy.js';
 

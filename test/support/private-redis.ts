@@ -6,14 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { killOnExit } from './processes.js';
 import { freePort } from './tcp-proxy.js';
-
-/** A server a test started never outlives the test run, even one that ends before its `finally` (a timeout, mocha's exit). */
-export function killOnExit(child: ChildProcess): void {
-  const kill = () => { if (child.exitCode === null) child.kill('SIGKILL'); };
-  process.once('exit', kill);
-  child.once('exit', () => process.removeListener('exit', kill));
-}
 
 export interface PrivateRedis {
   url: string;

@@ -5,7 +5,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { killOnExit } from './private-redis.js';
+import { killOnExit } from './processes.js';
 import { freePort } from './tcp-proxy.js';
 
 export interface LocalRedisCluster {
