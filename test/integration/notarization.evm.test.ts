@@ -47,6 +47,17 @@ async function create(org: TestOrg, body: Record<string, unknown> = {}): Promise
 
 const read = async (org: TestOrg, path: string) => (await (await harness()).http.get(path).set('X-API-Key', org.key)).body as Record<string, unknown>;
 
+/** A record registered and notarized on the chain (a cycle, three confirmations, a cycle): the record and its proof as the API gives them. */
+async function notarizedOnChain(transactionId: string) {
+  const org = await newOrg();
+  const id = await create(org, { details: { transactionId } });
+  const service = await evmNotary();
+  await cycle(service);
+  await mine(3);
+  await cycle(service);
+  return { record: await read(org, `/api/v2/guarantees/${id}`), proof: await read(org, `/api/v2/guarantees/${id}/proof`) as { root: string; anchor: Record<string, unknown> } };
+}
+
 describe('notarization on an EVM chain (hardhat 2, local)', function () {
   this.timeout(60_000);
   let address: string;
@@ -112,14 +123,7 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
   });
 
   it('cli verify accepts a proof anchored under an earlier key of the registry, after `evm set-key` replaced it', async () => {
-    const org = await newOrg();
-    const id = await create(org, { details: { transactionId: 'EVM-OLD-KEY' } });
-    const service = await evmNotary();
-    await cycle(service);
-    await mine(3);
-    await cycle(service);
-    const record = await read(org, `/api/v2/guarantees/${id}`);
-    const proof = await read(org, `/api/v2/guarantees/${id}/proof`);
+    const { record, proof } = await notarizedOnChain('EVM-OLD-KEY');
     expect(record.notarizationStatus).to.equal('COMPLETE');
     const { db, config } = await harness();
     const keys = createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY));
@@ -138,14 +142,7 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
   });
 
   it('refuses a proof anchored by someone else: a transaction with the same root from another key is not the registry\'s', async () => {
-    const org = await newOrg();
-    const id = await create(org, { details: { transactionId: 'EVM-FORGED' } });
-    const service = await evmNotary();
-    await cycle(service);
-    await mine(3);
-    await cycle(service);
-    const record = await read(org, `/api/v2/guarantees/${id}`);
-    const proof = await read(org, `/api/v2/guarantees/${id}/proof`) as { root: string; anchor: Record<string, unknown> };
+    const { record, proof } = await notarizedOnChain('EVM-FORGED');
     // Anyone can put the same root on chain from their own account (hardhat's account #1 here).
     const { Wallet } = await import('ethers');
     const provider = evmProvider((await harness()).config.EVM_RPC_URL as string, CHAIN);
