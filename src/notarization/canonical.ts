@@ -9,9 +9,10 @@
 //   - amounts: decimal strings with exactly two decimals ("15000.50"), never binary floats
 //   - docs: sorted by key (UTF-16 code units, as RFC 8785 sorts), each {key, type, originalFileName, checksum}
 //   - serialized with RFC 8785 (JSON Canonicalization Scheme), hashed with SHA-256 (hex)
-import { createHash } from 'node:crypto';
+// Runs in the browser too (the verification page recomputes the digest).
 import canonicalize from 'canonicalize';
 import type { GuaranteeV2 } from '../guarantees/guarantee.schemas.js';
+import { sha256Hex } from '../shared/sha256.js';
 
 /** Names the projection below; a change of projection gets a new name. */
 export const CANONICAL_SCHEMA = 'guarantee-registry/notarization/v1';
@@ -60,5 +61,5 @@ export function canonicalForm(g: GuaranteeV2): string {
 
 /** SHA-256 (hex) of the canonical form: the record's notarization digest. */
 export function guaranteeDigest(g: GuaranteeV2): string {
-  return createHash('sha256').update(canonicalForm(g), 'utf8').digest('hex');
+  return sha256Hex(canonicalForm(g));
 }

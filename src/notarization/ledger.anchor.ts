@@ -4,21 +4,12 @@
 // with prevHash of the first entry 64 zeros. Changing any past entry changes every hash after
 // it. What it cannot prove: anything against whoever controls the database, who can rewrite
 // the whole chain (README "Notarization"). An EVM chain is the anchor for that.
-import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import { ER_DUP_ENTRY, mysqlErrno, select, execute, type Sequelize } from '../shared/db/sequelize.js';
 import type { Anchor, BatchToAnchor, FinalReceipt, Submission } from './anchor.js';
+import { LEDGER_SCHEMA, ledgerEntryHash, type LedgerEntry } from './ledger-entry.js';
 
-export const LEDGER_SCHEMA = 'guarantee-registry/ledger/v1';
+export { LEDGER_SCHEMA, ledgerEntryHash, type LedgerEntry };
 export const GENESIS_HASH = '0'.repeat(64);
-
-/** A ledger entry as it is hashed. */
-export interface LedgerEntry { schema: string; seq: number; prevHash: string; root: string; size: number; recordedAt: string }
-
-export function ledgerEntryHash(entry: LedgerEntry): string {
-  const { schema, seq, prevHash, root, size, recordedAt } = entry;
-  return createHash('sha256').update(canonicalize({ schema, seq, prevHash, root, size, recordedAt }) as string, 'utf8').digest('hex');
-}
 
 interface LedgerRow { seq: string | number; prev_hash: string; entry_hash: string; root: string; size: number; recorded_at: Date; batch_id: string | number }
 

@@ -6,26 +6,22 @@
 // The prefixes keep a leaf from passing for a node (second preimages); the split never
 // duplicates a leaf, so no two different lists of digests share a root (unlike Bitcoin's
 // odd-leaf duplication).
-import { createHash } from 'node:crypto';
+// Runs in the browser too (the verification page), hence Uint8Array and src/shared/sha256.ts.
+import { bytesToHex, hexToBytes, sha256 } from '../shared/sha256.js';
 
 /** One step from a leaf to the root: the sibling's hash and which side it stands on. */
 export interface PathStep { side: 'left' | 'right'; hash: string }
 
-const sha256 = (...parts: Buffer[]): Buffer => {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p);
-  return h.digest();
-};
-const LEAF = Buffer.from([0]);
-const NODE = Buffer.from([1]);
+const LEAF = Uint8Array.of(0);
+const NODE = Uint8Array.of(1);
 
-const hex32 = (value: string, what: string): Buffer => {
+const hex32 = (value: string, what: string): Uint8Array => {
   if (!/^[0-9a-f]{64}$/.test(value)) throw new Error(`${what} must be 64 lowercase hex digits`);
-  return Buffer.from(value, 'hex');
+  return hexToBytes(value);
 };
 
-export const leafHash = (digest: string): Buffer => sha256(LEAF, hex32(digest, 'a digest'));
-export const nodeHash = (left: Buffer, right: Buffer): Buffer => sha256(NODE, left, right);
+export const leafHash = (digest: string): Uint8Array => sha256(LEAF, hex32(digest, 'a digest'));
+export const nodeHash = (left: Uint8Array, right: Uint8Array): Uint8Array => sha256(NODE, left, right);
 
 /** The largest power of two strictly below n (n > 1). */
 function split(n: number): number {
@@ -42,18 +38,18 @@ export function buildTree(digests: readonly string[]): { root: string; paths: Pa
   if (!digests.length) throw new Error('a Merkle tree needs at least one digest');
   const paths: PathStep[][] = digests.map(() => []);
   const leaves = digests.map((d) => leafHash(d));
-  const hashOf = (from: number, to: number): Buffer => {
-    if (to - from === 1) return leaves[from] as Buffer;
+  const hashOf = (from: number, to: number): Uint8Array => {
+    if (to - from === 1) return leaves[from] as Uint8Array;
     const mid = from + split(to - from);
     const left = hashOf(from, mid);
     const right = hashOf(mid, to);
-    const l = left.toString('hex');
-    const r = right.toString('hex');
+    const l = bytesToHex(left);
+    const r = bytesToHex(right);
     for (let i = from; i < mid; i++) paths[i]?.push({ side: 'right', hash: r });
     for (let i = mid; i < to; i++) paths[i]?.push({ side: 'left', hash: l });
     return nodeHash(left, right);
   };
-  return { root: hashOf(0, digests.length).toString('hex'), paths };
+  return { root: bytesToHex(hashOf(0, digests.length)), paths };
 }
 
 /** The root that `digest` and its path lead to. */
@@ -63,7 +59,7 @@ export function rootFromPath(digest: string, path: readonly PathStep[]): string 
     const sibling = hex32(step.hash, 'a path hash');
     h = step.side === 'left' ? nodeHash(sibling, h) : nodeHash(h, sibling);
   }
-  return h.toString('hex');
+  return bytesToHex(h);
 }
 
 /**

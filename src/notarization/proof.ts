@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { guaranteeV2, type GuaranteeV2 } from '../guarantees/guarantee.schemas.js';
 import { ANCHOR_KINDS } from './anchor.js';
 import { CANONICAL_SCHEMA, guaranteeDigest } from './canonical.js';
-import { LEDGER_SCHEMA, ledgerEntryHash, type LedgerEntry } from './ledger.anchor.js';
+import { LEDGER_SCHEMA, ledgerEntryHash, type LedgerEntry } from './ledger-entry.js';
 import { pathSides, rootFromPath } from './merkle.js';
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits');
@@ -46,7 +46,16 @@ export const pendingProof = z.object({
 export type NotarizationProof = z.infer<typeof notarizationProof>;
 export type PendingProof = z.infer<typeof pendingProof>;
 
-export interface Check { name: string; ok: boolean; detail?: string }
+/**
+ * One check of a proof. `id` names it for machines (the verification page labels it in Italian
+ * and English by id); `name` says it in English for the CLI.
+ */
+export interface Check { id: CheckId; name: string; ok: boolean; detail?: string }
+
+export type CheckId =
+  | 'guarantee-shape' | 'proof-shape' | 'proof-subject' | 'digest' | 'path-well-formed' | 'merkle-root' | 'path-position' | 'tx-named'
+  | 'ledger-entry-present' | 'ledger-root' | 'ledger-size' | 'ledger-hash'
+  | 'evm-tx-present' | 'evm-tx-hash' | 'evm-tx-root' | 'evm-tx-sender';
 
 /** The offline checks of a proof against the guarantee's JSON (v2 shape). Every check must pass. */
 export function verifyProof(guaranteeJson: unknown, proofJson: unknown): { ok: boolean; checks: Check[]; guarantee?: GuaranteeV2; proof?: NotarizationProof } {
@@ -54,39 +63,39 @@ export function verifyProof(guaranteeJson: unknown, proofJson: unknown): { ok: b
   const p = notarizationProof.safeParse(proofJson);
   if (!g.success || !p.success) {
     const checks: Check[] = [];
-    if (!g.success) checks.push({ name: 'guarantee JSON is a v2 guarantee', ok: false, detail: g.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
-    if (!p.success) checks.push({ name: 'proof JSON is a notarization proof', ok: false, detail: p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
+    if (!g.success) checks.push({ id: 'guarantee-shape', name: 'guarantee JSON is a v2 guarantee', ok: false, detail: g.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
+    if (!p.success) checks.push({ id: 'proof-shape', name: 'proof JSON is a notarization proof', ok: false, detail: p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
     return { ok: false, checks };
   }
   const guarantee = g.data;
   const proof = p.data;
   const checks: Check[] = [];
-  const check = (name: string, ok: boolean, detail?: string) => checks.push({ name, ok, ...(detail !== undefined && !ok && { detail }) });
+  const check = (id: CheckId, name: string, ok: boolean, detail?: string) => checks.push({ id, name, ok, ...(detail !== undefined && !ok && { detail }) });
 
-  check('the proof is for this guarantee', proof.guaranteeId === guarantee.id, `proof for ${proof.guaranteeId}, guarantee ${guarantee.id}`);
+  check('proof-subject', 'the proof is for this guarantee', proof.guaranteeId === guarantee.id, `proof for ${proof.guaranteeId}, guarantee ${guarantee.id}`);
   const digest = guaranteeDigest(guarantee);
-  check('the guarantee hashes to the proof\'s digest', digest === proof.digest, `computed ${digest}, proof says ${proof.digest}`);
+  check('digest', 'the guarantee hashes to the proof\'s digest', digest === proof.digest, `computed ${digest}, proof says ${proof.digest}`);
   let root: string | undefined;
   try {
     root = rootFromPath(proof.digest, proof.path);
   } catch (err) {
-    check('the Merkle path is well formed', false, (err as Error).message);
+    check('path-well-formed', 'the Merkle path is well formed', false, (err as Error).message);
   }
-  if (root !== undefined) check('the Merkle path leads to the root', root === proof.root, `path leads to ${root}, proof says ${proof.root}`);
+  if (root !== undefined) check('merkle-root', 'the Merkle path leads to the root', root === proof.root, `path leads to ${root}, proof says ${proof.root}`);
   let sides: string[];
   try { sides = pathSides(proof.leafIndex, proof.batchSize); } catch { sides = ['(no such leaf)']; }
-  check('the path is the one of leaf leafIndex in a tree of batchSize', sides.join() === proof.path.map((p) => p.side).join(),
+  check('path-position', 'the path is the one of leaf leafIndex in a tree of batchSize', sides.join() === proof.path.map((p) => p.side).join(),
     `leaf ${proof.leafIndex} of ${proof.batchSize} has sides ${sides.join(',') || 'none'}, the path ${proof.path.map((p) => p.side).join(',') || 'none'}`);
-  if (guarantee.txHash !== null) check('the guarantee names the anchor transaction', guarantee.txHash === proof.anchor.txHash, `guarantee ${guarantee.txHash}, proof ${proof.anchor.txHash}`);
+  if (guarantee.txHash !== null) check('tx-named', 'the guarantee names the anchor transaction', guarantee.txHash === proof.anchor.txHash, `guarantee ${guarantee.txHash}, proof ${proof.anchor.txHash}`);
 
   if (proof.anchor.kind === 'ledger') {
     const entry = proof.anchor.entry as LedgerEntry | undefined;
-    if (!entry) check('the proof carries its ledger entry', false);
+    if (!entry) check('ledger-entry-present', 'the proof carries its ledger entry', false);
     else {
-      check('the ledger entry holds the root', entry.root === proof.root, `entry holds ${entry.root}`);
-      check('the ledger entry names the batch\'s size', entry.size === proof.batchSize, `entry says ${entry.size}, proof ${proof.batchSize}`);
+      check('ledger-root', 'the ledger entry holds the root', entry.root === proof.root, `entry holds ${entry.root}`);
+      check('ledger-size', 'the ledger entry names the batch\'s size', entry.size === proof.batchSize, `entry says ${entry.size}, proof ${proof.batchSize}`);
       const hash = ledgerEntryHash(entry);
-      check('the ledger entry hashes to txHash', hash === proof.anchor.txHash, `entry hashes to ${hash}`);
+      check('ledger-hash', 'the ledger entry hashes to txHash', hash === proof.anchor.txHash, `entry hashes to ${hash}`);
     }
   }
   if (proof.anchor.kind === 'evm') {
@@ -97,11 +106,11 @@ export function verifyProof(guaranteeJson: unknown, proofJson: unknown): { ok: b
       const parsed = raw ? Transaction.from(raw) : undefined;
       tx = parsed && { hash: parsed.hash, data: parsed.data, from: parsed.from, chainId: parsed.chainId };
     } catch { tx = undefined; }
-    if (!tx) check('the proof carries its signed transaction', false);
+    if (!tx) check('evm-tx-present', 'the proof carries its signed transaction', false);
     else {
-      check('the signed transaction hashes to txHash', tx.hash === proof.anchor.txHash, `it hashes to ${tx.hash ?? 'nothing'}`);
-      check('the signed transaction carries the root', tx.data.toLowerCase() === `0x${proof.root}`, `its data is ${tx.data}`);
-      check('the signed transaction is from the proof\'s sender, on its chain',
+      check('evm-tx-hash', 'the signed transaction hashes to txHash', tx.hash === proof.anchor.txHash, `it hashes to ${tx.hash ?? 'nothing'}`);
+      check('evm-tx-root', 'the signed transaction carries the root', tx.data.toLowerCase() === `0x${proof.root}`, `its data is ${tx.data}`);
+      check('evm-tx-sender', 'the signed transaction is from the proof\'s sender, on its chain',
         tx.from?.toLowerCase() === proof.anchor.from?.toLowerCase() && Number(tx.chainId) === proof.anchor.chainId, `from ${tx.from ?? '?'} on chain ${tx.chainId}`);
     }
   }

@@ -4,7 +4,7 @@ import { buildTree, leafHash, nodeHash, pathSides, rootFromPath } from '../../..
 
 const digest = (i: number) => createHash('sha256').update(`record ${i}`).digest('hex');
 const digests = (n: number) => Array.from({ length: n }, (_, i) => digest(i));
-const hex = (b: Buffer) => b.toString('hex');
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 describe('Merkle trees (RFC 6962 shape)', () => {
   it('gives every leaf of trees of 1 to 33 leaves a path that leads to the root', () => {
