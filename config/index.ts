@@ -1,6 +1,7 @@
 // The service's configuration: read from the environment once, validated with zod, frozen.
 // Nothing else in the project reads process.env. A bad or missing value stops the process at
 // boot with one line per variable.
+import { createPrivateKey, type KeyObject } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
@@ -28,6 +29,21 @@ const encryptionKeys = z.string({ error: 'is required (32 bytes, base64): openss
     return z.NEVER;
   }
   return keys;
+});
+
+/** An Ed25519 private key: PKCS#8 PEM (newlines may be written \\n) or a private JWK (JSON). */
+const signingKey = z.string().trim().transform((value, ctx): KeyObject => {
+  let key: KeyObject | undefined;
+  try {
+    key = value.startsWith('{')
+      ? createPrivateKey({ key: JSON.parse(value) as { kty: string }, format: 'jwk' })
+      : createPrivateKey({ key: value.replace(/\\n/g, '\n'), format: 'pem' });
+  } catch { key = undefined; }
+  if (key?.asymmetricKeyType !== 'ed25519') {
+    ctx.addIssue({ code: 'custom', message: 'must be an Ed25519 private key: PKCS#8 PEM (openssl genpkey -algorithm ed25519) or a private JWK' });
+    return z.NEVER;
+  }
+  return key;
 });
 
 const schema = z.object({
@@ -139,7 +155,21 @@ const schema = z.object({
   RATE_LIMIT_PER_MINUTE: int(0).default(3000),
   /** Failed authentications per minute per client address before 429. */
   AUTH_FAILURES_PER_MINUTE: int(1).default(60),
+  /** Public verifications per minute per client address (malformed requests count too); 0 turns the limit off. */
+  VERIFY_RATE_PER_MINUTE: int(0).default(30),
+  /** Signs verification receipts; required in production (elsewhere a key is generated once and sealed in the database). */
+  VERIFICATION_SIGNING_KEY: signingKey.optional(),
+  /** Where contracting authorities reach the service: the verification URL and QR code point to <PUBLIC_BASE_URL>/verify. Required in production. */
+  PUBLIC_BASE_URL: z.url({ error: 'must be a URL such as https://registry.example.com' })
+    .refine((u) => /^https?:\/\/[^?#]+$/.test(u), 'must be http(s), without a query or fragment')
+    .transform((u) => u.replace(/\/$/, '')).optional(),
 }).superRefine((c, ctx) => {
+  if (c.NODE_ENV === 'production' && !c.VERIFICATION_SIGNING_KEY) {
+    ctx.addIssue({ code: 'custom', path: ['VERIFICATION_SIGNING_KEY'], message: 'is required in production (openssl genpkey -algorithm ed25519): receipts must be signed by a key you keep' });
+  }
+  if (c.NODE_ENV === 'production' && !c.PUBLIC_BASE_URL) {
+    ctx.addIssue({ code: 'custom', path: ['PUBLIC_BASE_URL'], message: 'is required in production: the verification URLs printed on guarantees point there' });
+  }
   if (!c.CLAMD_SOCKET && !(c.CLAMD_HOST && c.CLAMD_PORT)) {
     ctx.addIssue({ code: 'custom', path: ['CLAMD_HOST'], message: 'set CLAMD_HOST and CLAMD_PORT, or CLAMD_SOCKET' });
   }

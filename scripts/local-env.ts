@@ -1,6 +1,6 @@
 // The application settings of a local run (dev, test or bench profile): everything that is
 // not a server address. Secrets are made once per profile and kept under .data/<profile>/.
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { context, type Profile } from './services/index.js';
@@ -26,6 +26,11 @@ export function localAppEnv(profile: Profile): Record<string, string> {
     UPLOAD_CORS_ORIGINS: 'http://localhost:3000,http://127.0.0.1:3000',
     // npm start's radosgw pushes upload events to npm start's API (tests set up their own).
     ...(profile === 'dev' && { STORAGE_EVENTS_URL: `http://127.0.0.1:${process.env.PORT || 3000}` }),
+    // The bench runs as production does, which needs the receipts' key and the public URL set.
+    ...(profile === 'bench' && {
+      VERIFICATION_SIGNING_KEY: secret(profile, 'verification-signing-key.pem', () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string),
+      PUBLIC_BASE_URL: `http://127.0.0.1:${process.env.PORT || 3000}`,
+    }),
   };
 }
 

@@ -29,6 +29,11 @@ import { createIdempotencyStore } from './shared/idempotency.js';
 import type { Logger } from './shared/logger.js';
 import { createSecretBox } from './shared/secrets.js';
 import { createStorage, type Storage } from './shared/storage.js';
+import { createSigningKeys } from './verification/signing-keys.js';
+import { createVerificationRepository } from './verification/verification.repository.js';
+import { perAddressLimit, registerVerificationRoutes } from './verification/verification.routes.js';
+import { createVerificationService } from './verification/verification.service.js';
+import { registerVerifyPage } from './verification/verify-page.js';
 import { createEvents, type Events } from './webhooks/events.js';
 import { createAddressPolicy, dnsResolver, type Resolver } from './webhooks/ssrf.js';
 import { registerWebhookRoutes } from './webhooks/webhook.routes.js';
@@ -53,7 +58,14 @@ export function createApp(deps: AppDeps): Koa {
   const metrics = deps.metrics ?? createMetrics();
   const orgs = createOrgService(createOrgRepository(db));
   const events = deps.events ?? createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
-  const guarantees = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db), outbox: events.outbox });
+  const guaranteeRepo = createGuaranteeRepository(db);
+  const guarantees = createGuaranteeService({ repo: guaranteeRepo, idempotency: createIdempotencyStore(db), outbox: events.outbox });
+  const proofs = createProofService(createNotarizationRepository(db));
+  const verifications = createVerificationService({
+    guarantees: guaranteeRepo, proofs, repo: createVerificationRepository(db), outbox: events.outbox,
+    keys: createSigningKeys(db, createSecretBox(config.ENCRYPTION_KEY)), configuredKey: config.VERIFICATION_SIGNING_KEY,
+    publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
+  });
   const webhooks = createWebhookService({
     repo: events.repo,
     secrets: createSecretBox(config.ENCRYPTION_KEY),
@@ -85,10 +97,14 @@ export function createApp(deps: AppDeps): Koa {
   const requireKey = authenticate(orgs, { perKeyPerMinute: config.RATE_LIMIT_PER_MINUTE, failuresPerMinute: config.AUTH_FAILURES_PER_MINUTE });
   // Bodies are received only once the key is known, within its share of the process's bytes in flight.
   const bodies = createBodyBudget({ processBytes: config.BODY_BYTES_IN_FLIGHT, perOwnerBytes: config.BODY_BYTES_IN_FLIGHT_PER_KEY, maxBodyBytes: MAX_BODY_BYTES });
+  const publicLimit = perAddressLimit(config.VERIFY_RATE_PER_MINUTE);
   // The prefix is compared case-insensitively: no spelling of /api gets past without a key.
+  // Only /api/public/ (contracting authorities' verifications) takes none: limited per address instead.
   app.use(async (ctx, next) => {
     const path = ctx.path.toLowerCase();
-    if (path.startsWith('/api/') || path === '/api') {
+    if (path.startsWith('/api/public/')) {
+      await publicLimit(ctx, () => bodies.within(ctx, 'public', next));
+    } else if (path.startsWith('/api/') || path === '/api') {
       await requireKey(ctx, () => bodies.within(ctx, (ctx.state as AuthState).principal.keyPrefix, next));
     } else if (path.startsWith(STORAGE_EVENTS_PATH)) await bodies.within(ctx, 'storage-events', next);
     else await next();
@@ -99,7 +115,9 @@ export function createApp(deps: AppDeps): Koa {
   const router = new Router<AuthState>({ sensitive: true });
   registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
   registerGuaranteeRoutes(router, guarantees);
-  registerNotarizationRoutes(router, guarantees, createProofService(createNotarizationRepository(db)));
+  registerNotarizationRoutes(router, guarantees, proofs);
+  registerVerificationRoutes(router, { verifications, guarantees });
+  registerVerifyPage(router);
   registerFileRoutes(router, files);
   registerWebhookRoutes(router, webhooks);
   registerStorageEventRoutes(router, files, config.ENCRYPTION_KEY[0] as Buffer);

@@ -24,6 +24,7 @@ import { createLogger } from './shared/logger.js';
 import { configureUploadEvents } from './files/storage-events.setup.js';
 import { createSecretBox, SecretContext } from './shared/secrets.js';
 import { createStorage } from './shared/storage.js';
+import { createSigningKeys } from './verification/signing-keys.js';
 import { createWebhookRepository } from './webhooks/webhook.repository.js';
 
 const USAGE = `usage:
@@ -65,8 +66,9 @@ async function resealSecrets(config: Config): Promise<number> {
       if (await repo.resealSecrets(row.id, row, next)) resealed++;
     }
     const keys = await createAnchorKeys(db, box).reseal();
-    say(`re-sealed ${resealed} webhook secret(s) and ${keys} anchor key(s) under the first ENCRYPTION_KEY`);
-    return resealed + keys;
+    const receiptKeys = await createSigningKeys(db, box).reseal();
+    say(`re-sealed ${resealed} webhook secret(s), ${keys} anchor key(s) and ${receiptKeys} receipt signing key(s) under the first ENCRYPTION_KEY`);
+    return resealed + keys + receiptKeys;
   } finally {
     await db.close();
   }

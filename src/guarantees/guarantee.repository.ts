@@ -21,6 +21,9 @@ const COLUMNS = `g.id, g.org_id, g.transaction_id, g.policy_number, g.act_type, 
   g.request_hash, d.position AS doc_position, d.type AS doc_type, d.file_key AS doc_key,
   d.original_file_name AS doc_name, d.notarized_at AS doc_notarized_at, f.checksum AS doc_checksum`;
 
+/** The shortest checkCode that can be verified publicly: a shorter one could be guessed. */
+export const MIN_PUBLIC_CHECK_CODE = 8;
+
 const FROM = `FROM guarantees g
   LEFT JOIN guarantee_docs d ON d.guarantee_id = g.id
   LEFT JOIN files f ON f.object_key = d.file_key`;
@@ -43,6 +46,19 @@ export const GUARANTEE_SQL = {
   findByTransactionId: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.transaction_id = $2 ORDER BY d.position`,
   count: 'SELECT guarantee_count AS n FROM organizations WHERE id = $1',
   listBySeq: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.seq > $2 AND g.seq <= $3 ORDER BY g.seq DESC, d.position`,
+  /**
+   * A public verification: one seek of ix_guarantees_verification (policy_number, check_code),
+   * whose collation folds case, then exact byte comparisons; codes under 8 characters never
+   * match; cig and the amount only when given. Every kind of miss is the same seek and at most
+   * a row read: the answer's time does not tell them apart.
+   */
+  findForVerification: `SELECT ${COLUMNS}, f.status AS doc_status, f.signature AS doc_signature,
+    o.name AS org_name, o.vat_number AS org_vat, o.register_entry AS org_register
+    ${FROM} JOIN organizations o ON o.id = g.org_id
+    WHERE g.policy_number = $1 AND g.check_code = $2 AND BINARY g.policy_number = BINARY $1 AND BINARY g.check_code = BINARY $2
+      AND CHAR_LENGTH(g.check_code) >= ${MIN_PUBLIC_CHECK_CODE}
+      AND ($3 IS NULL OR BINARY g.cig = BINARY $3) AND ($4 IS NULL OR g.garanted_amount = CAST($4 AS DECIMAL(15,2)))
+    ORDER BY g.created_at, g.id, d.position`,
 } as const;
 
 const bool = (v: number | null): boolean | null => (v === null ? null : v !== 0);
@@ -86,6 +102,16 @@ function fold(rows: Row[]): Array<{ record: GuaranteeRecord; requestHash: Buffer
   }
   return out;
 }
+
+/** A guarantee found by a public verification, with its issuer's public identity and its documents' verdicts. */
+export interface VerificationHit {
+  record: GuaranteeRecord;
+  issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null };
+  /** Per doc, in the record's order: the file's status and its signature verdict (JSON) when checked. */
+  files: Array<{ key: string; status: string | null; signature: string | null }>;
+}
+
+interface VerificationRow extends Row { doc_status: string | null; doc_signature: string | null; org_name: string; org_vat: string | null; org_register: string | null }
 
 export interface FileForDoc { key: string; status: string; originalFileName: string | null; checksum: string | null }
 
@@ -139,6 +165,24 @@ export function createGuaranteeRepository(db: Sequelize) {
       const marks = ids.map((_, i) => `$${i + 1}`).join(', ');
       const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.id IN (${marks}) ORDER BY g.id, d.position`, [...ids], undefined, { prepared: false });
       return fold(rows).map((r) => r.record);
+    },
+
+    /** The guarantees, of any organization, that a public verification with these codes finds. */
+    async findForVerification(q: { policyNumber: string; checkCode: string; cig: string | null; garantedAmount: string | null }): Promise<VerificationHit[]> {
+      const rows = await select<VerificationRow>(db, GUARANTEE_SQL.findForVerification, [q.policyNumber, q.checkCode, q.cig, q.garantedAmount]);
+      const hits: VerificationHit[] = [];
+      const records = fold(rows);
+      let at = 0;
+      for (const { record } of records) {
+        const first = rows[at] as VerificationRow;
+        const files = record.docs.map((_, i) => {
+          const r = rows[at + i] as VerificationRow;
+          return { key: r.doc_key ?? '', status: r.doc_status, signature: r.doc_signature };
+        });
+        at += Math.max(1, record.docs.length);
+        hits.push({ record, issuer: { orgId: record.orgId, name: first.org_name, vatNumber: first.org_vat, register: first.org_register }, files });
+      }
+      return hits;
     },
 
     /** The organization's number of guarantees: one primary-key read of its counter. */

@@ -25,6 +25,7 @@ function keyId(key: Buffer): Buffer {
 export const SecretContext = {
   webhook: (endpointId: string) => `webhook-secret:${endpointId}`,
   anchorKey: (kind: string) => `anchor-key:${kind}`,
+  verificationKey: (kid: string) => `verification-key:${kid}`,
 };
 
 export interface SecretBox {

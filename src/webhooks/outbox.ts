@@ -12,7 +12,7 @@ import type { Logger } from '../shared/logger.js';
 import type { WebhookJobs } from './webhook.jobs.js';
 import type { WebhookRepository } from './webhook.repository.js';
 
-export const EVENT_TYPES = ['guarantee.created', 'file.status.changed', 'guarantee.notarized', 'guarantee.notarization_blocked'] as const;
+export const EVENT_TYPES = ['guarantee.created', 'file.status.changed', 'guarantee.notarized', 'guarantee.notarization_blocked', 'guarantee.verified'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export interface Outbox {

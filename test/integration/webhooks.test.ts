@@ -10,7 +10,7 @@ import { createSequelize, select } from '../../src/shared/db/sequelize.js';
 import type { Resolver } from '../../src/webhooks/ssrf.js';
 import { createWebhookRepository } from '../../src/webhooks/webhook.repository.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
-import { appWith, configWith, eventually, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
+import { appWith, configWith, eventually, harness, issueFile, newOrg, PRODUCTION_EXTRAS, type TestOrg } from '../support/harness.js';
 import { receiver, type Receiver, type Received } from '../support/receiver.js';
 
 const silent = createLogger('silent');
@@ -94,11 +94,11 @@ describe('webhooks: registration (endpoints 9 and 10)', () => {
   });
 
   it('requires https in production, unless WEBHOOK_ALLOW_HTTP', async () => {
-    const prod = await appWith({ NODE_ENV: 'production' });
+    const prod = await appWith({ NODE_ENV: 'production', ...PRODUCTION_EXTRAS });
     const res = await prod.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1/x' });
     expect(res.status).to.equal(400);
     expect(res.body.error).to.match(/https/);
-    const allowed = await appWith({ NODE_ENV: 'production', WEBHOOK_ALLOW_HTTP: 'true' });
+    const allowed = await appWith({ NODE_ENV: 'production', WEBHOOK_ALLOW_HTTP: 'true', ...PRODUCTION_EXTRAS });
     expect((await allowed.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1/x' })).status).to.equal(200);
   });
 

@@ -1,6 +1,6 @@
 // The integration tests' world: the real app, in-process, over the real MariaDB that
 // `npm test` started. Each test makes its own organizations and data.
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { Job, Queue } from 'bullmq';
 
 import type Koa from 'koa';
@@ -33,6 +33,12 @@ export interface Harness {
 
 let shared: Harness | undefined;
 const extraDbs: Sequelize[] = [];
+
+/** What NODE_ENV=production needs on top of the run's settings (the receipts' key, the public URL). */
+export const PRODUCTION_EXTRAS = {
+  VERIFICATION_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
+  PUBLIC_BASE_URL: 'https://registry.example.com',
+};
 
 /** A configuration like the run's, with some variables changed. */
 export function configWith(overrides: Record<string, string>): Config {

@@ -1,5 +1,9 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { expect } from 'chai';
 import { ConfigError, parseConfig } from '../../../config/index.js';
+
+const ed25519 = generateKeyPairSync('ed25519').privateKey;
+const PEM = ed25519.export({ format: 'pem', type: 'pkcs8' }) as string;
 
 const valid = {
   DATABASE_URL: 'mysql://u:p@127.0.0.1:3306/db',
@@ -8,6 +12,8 @@ const valid = {
   CLAMD_HOST: '127.0.0.1',
   CLAMD_PORT: '3310',
   ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+  VERIFICATION_SIGNING_KEY: PEM,
+  PUBLIC_BASE_URL: 'https://registry.example.com',
 };
 
 describe('configuration', () => {
@@ -29,6 +35,20 @@ describe('configuration', () => {
       const problems = (err as ConfigError).problems.join('\n');
       for (const name of ['PORT', 'DATABASE_URL', 'ENCRYPTION_KEY', 'WEBHOOK_ALLOWED_NETWORKS']) expect(problems).to.include(name);
     }
+  });
+
+  it('needs, in production, the receipts\' Ed25519 key (PEM, one line with \\n, or a JWK) and the public base URL', () => {
+    expect(() => parseConfig({ ...valid, VERIFICATION_SIGNING_KEY: undefined })).to.throw(ConfigError, /VERIFICATION_SIGNING_KEY: is required in production/);
+    expect(() => parseConfig({ ...valid, PUBLIC_BASE_URL: undefined })).to.throw(ConfigError, /PUBLIC_BASE_URL: is required in production/);
+    expect(parseConfig({ ...valid, NODE_ENV: 'development', VERIFICATION_SIGNING_KEY: undefined, PUBLIC_BASE_URL: undefined }).VERIFICATION_SIGNING_KEY).to.equal(undefined);
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+    expect(() => parseConfig({ ...valid, VERIFICATION_SIGNING_KEY: rsa })).to.throw(ConfigError, /must be an Ed25519 private key/);
+    expect(() => parseConfig({ ...valid, VERIFICATION_SIGNING_KEY: 'not a key' })).to.throw(ConfigError, /must be an Ed25519 private key/);
+    for (const form of [PEM, PEM.replace(/\n/g, '\\n'), JSON.stringify(ed25519.export({ format: 'jwk' }))]) {
+      expect(parseConfig({ ...valid, VERIFICATION_SIGNING_KEY: form }).VERIFICATION_SIGNING_KEY?.asymmetricKeyType).to.equal('ed25519');
+    }
+    expect(parseConfig({ ...valid, PUBLIC_BASE_URL: 'https://example.org/registry/' }).PUBLIC_BASE_URL).to.equal('https://example.org/registry');
+    expect(() => parseConfig({ ...valid, PUBLIC_BASE_URL: 'https://example.org/?a=1' })).to.throw(ConfigError, /PUBLIC_BASE_URL/);
   });
 
   it('needs clamd by host and port or by socket, and admin user and password together', () => {

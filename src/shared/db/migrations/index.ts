@@ -9,6 +9,7 @@ import { migration as notarization } from './0006-notarization.js';
 import { migration as evmAnchor } from './0007-evm-anchor.js';
 import { migration as selfHealing } from './0008-self-healing.js';
 import { migration as organizationIdentity } from './0009-organization-identity.js';
+import { migration as publicVerification } from './0010-public-verification.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -18,4 +19,4 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor, selfHealing, organizationIdentity];
+export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor, selfHealing, organizationIdentity, publicVerification];

@@ -1,0 +1,156 @@
+// Public verification: a contracting authority's codes find the guarantees they identify, each
+// with its issuer, its record as registered, its proof and its documents' verdicts, and a
+// signed receipt. A miss is one answer whatever its kind (404, NotFoundError). Each match is
+// counted for its issuer and announced (`guarantee.verified`), in one transaction per turn of
+// the event loop (src/shared/batch.ts), before the answer leaves.
+import type { GuaranteeRepository, VerificationHit } from '../guarantees/guarantee.repository.js';
+import { toV2 } from '../guarantees/guarantee.serializer.js';
+import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
+import { guaranteeDigest } from '../notarization/canonical.js';
+import type { ProofService } from '../notarization/notarization.service.js';
+import type { SignatureVerdict } from '../files/p7m/p7m.verifier.js';
+import { createBatcher } from '../shared/batch.js';
+import { NotFoundError } from '../shared/errors.js';
+import type { Outbox } from '../webhooks/outbox.js';
+import { signReceipt, type ReceiptPayload } from './receipt.js';
+import type { PublicJwk, SigningKey, SigningKeys } from './signing-keys.js';
+import type { KeyObject } from 'node:crypto';
+import type { VerificationRepository } from './verification.repository.js';
+import type { IssuerVerificationView, VerificationMatch, VerificationRequest, VerificationResult } from './verification.schemas.js';
+import { MIN_PUBLIC_CHECK_CODE } from '../guarantees/guarantee.repository.js';
+
+export const NO_MATCH = 'No guarantee matches these codes.';
+
+/** The URL a contracting authority opens (the QR code's): the codes travel in the fragment, which no server logs. */
+export function verificationUrl(publicBaseUrl: string, g: Pick<GuaranteeRecord, 'details'>): string {
+  const fragment = new URLSearchParams({ policyNumber: g.details.policyNumber ?? '', checkCode: g.details.checkCode ?? '' });
+  return `${publicBaseUrl}/verify#${fragment.toString()}`;
+}
+
+/** Why a guarantee cannot be verified publicly; undefined when it can. */
+export function notVerifiableReason(g: Pick<GuaranteeRecord, 'details'>): string | undefined {
+  if (!g.details.policyNumber) return 'The guarantee has no policyNumber: a contracting authority needs it to verify the guarantee.';
+  if (!g.details.checkCode) return 'The guarantee has no checkCode: a contracting authority needs it to verify the guarantee.';
+  if ([...g.details.checkCode].length < MIN_PUBLIC_CHECK_CODE) {
+    return `The checkCode has fewer than ${MIN_PUBLIC_CHECK_CODE} characters: so short a code could be guessed, and it never matches a public verification.`;
+  }
+  return undefined;
+}
+
+/** The record's canonical digest: it exists once every document has its checksum. */
+const digestOf = (record: GuaranteeRecord): string | null =>
+  (record.docs.every((d) => d.checksum !== null) ? guaranteeDigest(toV2(record)) : null);
+
+function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
+  return hit.record.docs.map((doc, i) => {
+    const file = hit.files[i];
+    const verdict = file?.signature ? JSON.parse(file.signature) as SignatureVerdict : null;
+    return {
+      type: doc.type, key: doc.key, originalFileName: doc.originalFileName, checksum: doc.checksum, status: file?.status ?? null,
+      signature: verdict && {
+        outcome: verdict.outcome,
+        signers: verdict.signers.map((s) => ({
+          subject: s.subject, signingTime: s.signingTime, chain: s.chain, valid: s.digestMatches && s.signatureValid && s.certificateValid,
+        })),
+      },
+    };
+  });
+}
+
+export function createVerificationService(deps: {
+  guarantees: Pick<GuaranteeRepository, 'findForVerification'>;
+  proofs: ProofService;
+  repo: VerificationRepository;
+  outbox: Outbox;
+  keys: Pick<SigningKeys, 'current' | 'publicKeys'>;
+  /** VERIFICATION_SIGNING_KEY; without it, the generated development key signs. */
+  configuredKey: KeyObject | undefined;
+  publicBaseUrl: string;
+  now?: () => Date;
+}) {
+  const { guarantees, proofs, repo, outbox, publicBaseUrl } = deps;
+  const now = deps.now ?? (() => new Date());
+  // Resolved once, on first use (its public key is then recorded for the JWKS); again after a failure.
+  let key: Promise<SigningKey> | undefined;
+  const signingKey = (): Promise<SigningKey> => {
+    key ??= deps.keys.current(deps.configuredKey).catch((err: unknown) => { key = undefined; throw err; });
+    return key;
+  };
+
+  // The verifications of one turn share a transaction: their counts in one statement, their events in another.
+  const record = createBatcher(async (items: Array<{ records: GuaranteeRecord[]; at: Date }>) => {
+    const counts = new Map<string, number>();
+    const events: Array<{ orgId: string; data: unknown }> = [];
+    for (const { records, at } of items) {
+      for (const g of records) {
+        counts.set(g.id, (counts.get(g.id) ?? 0) + 1);
+        events.push({ orgId: g.orgId, data: { guaranteeId: g.id, verifiedAt: at.toISOString() } });
+      }
+    }
+    const at = items.reduce((latest, i) => (i.at > latest ? i.at : latest), items[0]?.at ?? now());
+    await repo.transaction(async (t) => {
+      await repo.add(t, counts, at);
+      await outbox.addMany(t, 'guarantee.verified', events, at);
+    });
+    return items.map(() => undefined);
+  }, { maxItems: 200 });
+
+  return {
+    async verify(q: VerificationRequest): Promise<VerificationResult> {
+      const found = await guarantees.findForVerification({
+        policyNumber: q.policyNumber, checkCode: q.checkCode, cig: q.cig ?? null,
+        garantedAmount: q.garantedAmount === undefined ? null : q.garantedAmount.toFixed(2),
+      });
+      // The query compares exactly already; this says so once more, in the language of the contract.
+      const hits = found.filter((h) => h.record.details.policyNumber === q.policyNumber && h.record.details.checkCode === q.checkCode
+        && notVerifiableReason(h.record) === undefined);
+      if (!hits.length) throw new NotFoundError(NO_MATCH);
+
+      const matches: VerificationMatch[] = [];
+      for (const hit of hits) {
+        const proof = hit.record.notarizationStatus === 'COMPLETE' ? await proofs.proof(hit.record.orgId, hit.record) : null;
+        matches.push({
+          issuer: hit.issuer,
+          guarantee: toV2(hit.record),
+          proof: proof?.notarizationStatus === 'COMPLETE' ? proof : null,
+          documents: documentsOf(hit),
+        });
+      }
+      const verifiedAt = now();
+      await record({ records: hits.map((h) => h.record), at: verifiedAt });
+      const payload: ReceiptPayload = {
+        verifiedAt: verifiedAt.toISOString(),
+        query: { policyNumber: q.policyNumber, ...(q.cig !== undefined && { cig: q.cig }), ...(q.garantedAmount !== undefined && { garantedAmount: q.garantedAmount }) },
+        matches: matches.map((m, i) => ({
+          guaranteeId: m.guarantee.id,
+          digest: m.proof?.digest ?? digestOf((hits[i] as VerificationHit).record),
+          notarizationStatus: m.guarantee.notarizationStatus,
+          txHash: m.guarantee.txHash,
+        })),
+      };
+      return { verifiedAt: payload.verifiedAt, matches, receipt: await signReceipt(await signingKey(), payload) };
+    },
+
+    /** Every public key that has signed receipts, the current one included. */
+    async publicKeys(): Promise<PublicJwk[]> {
+      await signingKey();
+      return deps.keys.publicKeys();
+    },
+
+    urlOf: (record: GuaranteeRecord): string => verificationUrl(publicBaseUrl, record),
+
+    /** What the issuer sees of its guarantee's public verification. */
+    async issuerView(record: GuaranteeRecord): Promise<IssuerVerificationView> {
+      const reason = notVerifiableReason(record);
+      const { count, lastAt } = await repo.countOf(record.id);
+      return {
+        verifiable: reason === undefined,
+        ...(reason !== undefined && { reason }),
+        url: verificationUrl(publicBaseUrl, record),
+        verifications: { count, lastAt: lastAt?.toISOString() ?? null },
+      };
+    },
+  };
+}
+
+export type VerificationService = ReturnType<typeof createVerificationService>;

@@ -1,0 +1,318 @@
+// Public verification (CONTRACT.md "Public verification (beneficiaries)"), through the API
+// against the real MariaDB: matches and what they carry, the signed receipt and the JWKS,
+// one answer for every kind of miss, malformed requests, the per-address limit, the issuer's
+// view with its QR codes, counts and events.
+import { createHash, generateKeyPairSync } from 'node:crypto';
+import { expect } from 'chai';
+import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet } from 'jose';
+import jsqr from 'jsqr';
+import { PNG } from 'pngjs';
+import type supertest from 'supertest';
+import { createGuaranteeRepository, GUARANTEE_SQL } from '../../src/guarantees/guarantee.repository.js';
+import { createLedgerAnchor } from '../../src/notarization/ledger.anchor.js';
+import { createNotarizationRepository } from '../../src/notarization/notarization.repository.js';
+import { createNotarizationService } from '../../src/notarization/notarization.service.js';
+import { verifyProof } from '../../src/notarization/proof.js';
+import { execute, select } from '../../src/shared/db/sequelize.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { RECEIPT_TYPE } from '../../src/verification/receipt.js';
+import { appWith, eventually, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
+
+// jsqr is CommonJS whose module.exports is the function; its types describe an ES default export.
+const jsQR = jsqr as unknown as typeof jsqr.default;
+
+const checksum = (s: string) => createHash('sha256').update(s).digest('hex');
+const unique = () => Math.random().toString(36).slice(2, 10).toUpperCase();
+
+interface MatchBody {
+  issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null };
+  guarantee: { id: string; notarizationStatus: string; details: Record<string, unknown> };
+  proof: unknown;
+  documents: Array<{ key: string; status: string; checksum: string | null; signature: unknown }>;
+}
+
+let publicHttp: ReturnType<typeof supertest>;
+
+async function create(org: TestOrg, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).send(body);
+  expect(res.status, JSON.stringify(res.body)).to.equal(200);
+  return res.body as Record<string, unknown>;
+}
+
+async function notarizeAll(): Promise<void> {
+  const { db, events } = await harness();
+  const service = createNotarizationService({
+    repo: createNotarizationRepository(db), guarantees: createGuaranteeRepository(db), outbox: events.outbox,
+    anchor: createLedgerAnchor(db), batchSize: 1000, logger: createLogger('silent'),
+  });
+  await eventually('a notarization cycle to run', () => service.cycle(), 10_000);
+}
+
+const SIGNATURE = JSON.stringify({
+  outcome: 'signed', encoding: 'der', levels: 1, chain: 'checked',
+  signers: [{
+    level: 1, subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT', issuer: 'CN=Test CA', serialNumber: '01', signingTime: '2026-03-01T10:00:00.000Z',
+    digestAlgorithm: 'sha256', signatureAlgorithm: 'rsa', digestMatches: true, signatureValid: true, certificateValid: true, chain: 'trusted', problems: [],
+  }],
+});
+
+/** An issuer with its public identity, and a guarantee with a clean and a signed document. */
+async function registered(opts: { checkCode?: string; policyNumber?: string; org?: TestOrg; cig?: string; amount?: number } = {}) {
+  const { orgs, db } = await harness();
+  const org = opts.org ?? await newOrg(`Assicurazioni ${unique()} S.p.A.`);
+  if (!opts.org) await orgs.setPublicIdentity(org.orgId, { vat: 'IT00743110157', register: 'IVASS 1.00012' });
+  const pdf = await issueFile(org.orgId, { status: 'Clean', checksum: checksum(`pdf-${unique()}`), fileName: 'polizza.pdf' });
+  const p7m = await issueFile(org.orgId, { status: 'Signed', checksum: checksum(`p7m-${unique()}`), fileName: 'polizza.pdf.p7m', ext: 'pdf.p7m' });
+  await execute(db, 'UPDATE files SET signature = $2 WHERE object_key = $1', [p7m, SIGNATURE]);
+  const policyNumber = opts.policyNumber ?? `POL-${unique()}`;
+  const checkCode = opts.checkCode ?? `K${unique()}x`;
+  const g = await create(org, {
+    details: { policyNumber, checkCode, actType: 'BAIL_ACT', cig: opts.cig ?? 'A1B2C3D4E5', expiresAt: '2027-12-31T00:00:00Z' },
+    economics: { garantedAmount: opts.amount ?? 15000.5 },
+    docs: [{ type: 'BAIL_ACT', key: pdf }, { type: 'BAIL_ACT', key: p7m }],
+  });
+  return { org, g, id: g.id as string, policyNumber, checkCode, pdf, p7m };
+}
+
+const verify = (body: unknown, http = publicHttp) => http.post('/api/public/v1/verifications').send(body as object);
+
+async function jwks(http = publicHttp): Promise<JSONWebKeySet> {
+  const res = await http.get('/.well-known/jwks.json');
+  expect(res.status).to.equal(200);
+  return res.body as JSONWebKeySet;
+}
+
+describe('public verification (contracting authorities)', function () {
+  this.timeout(30_000);
+
+  before(async () => {
+    publicHttp = await appWith({ VERIFY_RATE_PER_MINUTE: '0' });
+  });
+
+  it('finds a notarized guarantee by its codes, without a key: the issuer first, the record, a proof that verifies, the documents with their verdicts', async () => {
+    const { id, policyNumber, checkCode, pdf, p7m } = await registered();
+    await notarizeAll();
+
+    const res = await verify({ policyNumber, checkCode });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.headers['cache-control']).to.equal('no-store');
+    const body = res.body as { verifiedAt: string; matches: Array<Record<string, unknown>>; receipt: string };
+    expect(body.matches).to.have.length(1);
+    const [match] = body.matches as unknown as [MatchBody];
+    expect(Object.keys(match)[0]).to.equal('issuer');
+    expect(match.issuer).to.include({ name: match.issuer.name, vatNumber: 'IT00743110157', register: 'IVASS 1.00012' });
+    expect(match.issuer.name).to.match(/^Assicurazioni .* S\.p\.A\.$/);
+    expect(match.guarantee).to.include({ id, notarizationStatus: 'COMPLETE' });
+    expect(match.guarantee.details).to.include({ policyNumber, checkCode });
+    const offline = verifyProof(match.guarantee, match.proof);
+    expect(offline.ok, JSON.stringify(offline.checks)).to.equal(true);
+    expect(match.documents.map((d) => [d.key, d.status])).to.deep.equal([[pdf, 'Clean'], [p7m, 'Signed']]);
+    expect(match.documents[0]?.signature).to.equal(null);
+    expect(match.documents[1]?.signature).to.deep.equal({
+      outcome: 'signed', signers: [{ subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT', signingTime: '2026-03-01T10:00:00.000Z', chain: 'trusted', valid: true }],
+    });
+    expect(match.documents[0]?.checksum).to.match(/^[0-9a-f]{64}$/);
+  });
+
+  it('signs a receipt (EdDSA) that a JOSE library verifies with the JWKS, naming the query and each match but never the checkCode', async () => {
+    const { id, policyNumber, checkCode } = await registered({ cig: 'Z9Y8X7W6V5' });
+    await notarizeAll();
+    const res = await verify({ policyNumber, checkCode, cig: 'Z9Y8X7W6V5', garantedAmount: 15000.5 });
+    expect(res.status).to.equal(200);
+    const { receipt, matches, verifiedAt } = res.body as { receipt: string; matches: Array<{ proof: { digest: string }; guarantee: { txHash: string } }>; verifiedAt: string };
+
+    expect(decodeProtectedHeader(receipt)).to.include({ alg: 'EdDSA', typ: RECEIPT_TYPE });
+    const { payload } = await compactVerify(receipt, createLocalJWKSet(await jwks()));
+    const text = new TextDecoder().decode(payload);
+    expect(text).not.to.include(checkCode);
+    expect(JSON.parse(text)).to.deep.equal({
+      verifiedAt,
+      query: { policyNumber, cig: 'Z9Y8X7W6V5', garantedAmount: 15000.5 },
+      matches: [{ guaranteeId: id, digest: matches[0]?.proof.digest, notarizationStatus: 'COMPLETE', txHash: matches[0]?.guarantee.txHash }],
+    });
+    // A receipt changed by one character no longer verifies.
+    const forged = `${receipt.slice(0, 40)}${receipt[40] === 'A' ? 'B' : 'A'}${receipt.slice(41)}`;
+    let refused = false;
+    await compactVerify(forged, createLocalJWKSet(await jwks())).catch(() => { refused = true; });
+    expect(refused).to.equal(true);
+  });
+
+  it('finds a PENDING record and says it is not notarized yet: no proof, the receipt with its digest (null while a document has no checksum)', async () => {
+    const org = await newOrg();
+    const clean = await issueFile(org.orgId, { status: 'Clean', checksum: checksum(unique()) });
+    const waiting = await issueFile(org.orgId, { status: 'In Progress' });
+    const code = `PENDING-${unique()}`;
+    const ready = await create(org, { details: { policyNumber: `P-${code}`, checkCode: code }, docs: [{ key: clean }] });
+    const notReady = await create(org, { details: { policyNumber: `Q-${code}`, checkCode: code }, docs: [{ key: waiting }] });
+
+    const a = await verify({ policyNumber: `P-${code}`, checkCode: code });
+    expect(a.status).to.equal(200);
+    expect(a.body.matches[0]).to.include({ proof: null });
+    expect(a.body.matches[0].guarantee).to.include({ id: ready.id, notarizationStatus: 'PENDING', txHash: null });
+    const receiptA = JSON.parse(new TextDecoder().decode((await compactVerify(a.body.receipt as string, createLocalJWKSet(await jwks()))).payload));
+    expect(receiptA.matches[0]).to.deep.include({ guaranteeId: ready.id, notarizationStatus: 'PENDING', txHash: null });
+    expect(receiptA.matches[0].digest).to.match(/^[0-9a-f]{64}$/);
+
+    const b = await verify({ policyNumber: `Q-${code}`, checkCode: code });
+    expect(b.status).to.equal(200);
+    expect(b.body.matches[0].documents[0]).to.include({ key: waiting, status: 'In Progress', checksum: null });
+    const receiptB = JSON.parse(new TextDecoder().decode((await compactVerify(b.body.receipt as string, createLocalJWKSet(await jwks()))).payload));
+    expect(receiptB.matches[0]).to.deep.include({ guaranteeId: notReady.id, digest: null });
+  });
+
+  it('shows every issuer that holds the same pair of codes, each with its own identity', async () => {
+    const first = await registered();
+    const second = await registered({ policyNumber: first.policyNumber, checkCode: first.checkCode });
+    const res = await verify({ policyNumber: first.policyNumber, checkCode: first.checkCode });
+    expect(res.status).to.equal(200);
+    const matches = res.body.matches as Array<{ issuer: { orgId: string }; guarantee: { id: string } }>;
+    expect(matches.map((m) => [m.issuer.orgId, m.guarantee.id])).to.deep.equal([[first.org.orgId, first.id], [second.org.orgId, second.id]]);
+  });
+
+  it('answers every kind of miss the same: 404, no body, the same headers (unknown policy, wrong code, other case, a space, short code, other amount or CIG)', async () => {
+    const { policyNumber, checkCode } = await registered({ cig: 'C1G0000001', amount: 2500 });
+    const short = await registered({ checkCode: 'Ab3$5z7' }); // 7 characters: never verifiable publicly
+    const misses = {
+      unknownPolicy: { policyNumber: `NOPE-${unique()}`, checkCode },
+      wrongCode: { policyNumber, checkCode: `${checkCode}0` },
+      otherCase: { policyNumber, checkCode: checkCode.toLowerCase() },
+      otherCasePolicy: { policyNumber: policyNumber.toLowerCase(), checkCode },
+      trailingSpace: { policyNumber, checkCode: `${checkCode} ` },
+      shortCode: { policyNumber: short.policyNumber, checkCode: short.checkCode },
+      otherAmount: { policyNumber, checkCode, garantedAmount: 2500.01 },
+      otherCig: { policyNumber, checkCode, cig: 'C1G0000002' },
+    };
+    const shapes = new Set<string>();
+    for (const [name, body] of Object.entries(misses)) {
+      const res = await verify(body);
+      expect(res.status, name).to.equal(404);
+      expect(res.text, name).to.equal('');
+      const { date: _date, 'x-request-id': _id, ...headers } = res.headers as Record<string, string>;
+      shapes.add(JSON.stringify(headers));
+    }
+    expect([...shapes], 'the headers of every miss').to.have.length(1);
+    const asked = await verify(misses.wrongCode).set('Accept', 'application/problem+json');
+    expect(asked.status).to.equal(404);
+    expect(asked.body).to.deep.include({ status: 404, detail: 'No guarantee matches these codes.' });
+    // The right codes with the right optional values still match.
+    expect((await verify({ policyNumber, checkCode, cig: 'C1G0000001', garantedAmount: 2500 })).status).to.equal(200);
+  });
+
+  it('refuses malformed requests with 400 and an oversized one with 413, and never a 500', async () => {
+    const cases: Array<[string, unknown, number]> = [
+      ['an unknown property', { policyNumber: 'P-1', checkCode: '12345678', orgId: 'x' }, 400],
+      ['no checkCode', { policyNumber: 'P-1' }, 400],
+      ['an empty policyNumber', { policyNumber: '', checkCode: '12345678' }, 400],
+      ['a number as code', { policyNumber: 'P-1', checkCode: 12345678 }, 400],
+      ['three decimals', { policyNumber: 'P-1', checkCode: '12345678', garantedAmount: 1.005 }, 400],
+      ['an array', [{ policyNumber: 'P-1', checkCode: '12345678' }], 400],
+      ['an oversized body', { policyNumber: 'P-1', checkCode: 'x'.repeat(5000) }, 413],
+    ];
+    for (const [name, body, status] of cases) {
+      const res = await verify(body).set('Accept', 'application/problem+json');
+      expect(res.status, name).to.equal(status);
+    }
+    const notJson = await publicHttp.post('/api/public/v1/verifications').set('Content-Type', 'application/json').send('{"policyNumber":');
+    expect(notJson.status).to.equal(400);
+  });
+
+  it('limits requests per client address, malformed ones counted, with Retry-After; another address still verifies the same policy', async () => {
+    const { policyNumber, checkCode } = await registered();
+    const http = await appWith({ VERIFY_RATE_PER_MINUTE: '3', TRUST_PROXY: 'true' });
+    const from = (address: string, body: unknown) => http.post('/api/public/v1/verifications').set('X-Forwarded-For', address).send(body as object);
+    expect((await from('198.51.100.7', { policyNumber, checkCode })).status).to.equal(200);
+    expect((await from('198.51.100.7', { policyNumber: 'x' })).status).to.equal(400);
+    expect((await from('198.51.100.7', { policyNumber, checkCode: 'wrong-code' })).status).to.equal(404);
+    const limited = await from('198.51.100.7', { policyNumber, checkCode });
+    expect(limited.status).to.equal(429);
+    expect(Number(limited.headers['retry-after'])).to.be.within(1, 60);
+    expect((await from('203.0.113.9', { policyNumber, checkCode })).status).to.equal(200);
+  });
+
+  it('looks codes up with one seek of the (policy_number, check_code) index', async () => {
+    const { db } = await harness();
+    const plan = await select<{ table: string; key: string | null; type: string }>(db, `EXPLAIN ${GUARANTEE_SQL.findForVerification}`, ['P-1', 'ABCDEFGH', null, null], undefined, { prepared: false });
+    const g = plan.find((r) => r.table === 'g');
+    expect(g, JSON.stringify(plan)).to.include({ key: 'ix_guarantees_verification', type: 'ref' });
+  });
+
+  it('counts each verification for the issuer and emits guarantee.verified (who verified is not said)', async () => {
+    const { org, id, policyNumber, checkCode } = await registered();
+    const { http, db } = await harness();
+    const before = await http.get(`/api/v2/guarantees/${id}/verification`).set('X-API-Key', org.key);
+    expect(before.body.verifications).to.deep.equal({ count: 0, lastAt: null });
+    const answers = await Promise.all([1, 2, 3].map(() => verify({ policyNumber, checkCode })));
+    expect(answers.map((a) => a.status)).to.deep.equal([200, 200, 200]);
+    await verify({ policyNumber, checkCode: 'not-the-code' });
+
+    const after = await http.get(`/api/v2/guarantees/${id}/verification`).set('X-API-Key', org.key);
+    expect(after.body.verifications.count).to.equal(3);
+    const latest = answers.map((a) => a.body.verifiedAt as string).sort().at(-1);
+    expect(after.body.verifications.lastAt).to.equal(latest);
+    const events = await select<{ body: string }>(db, "SELECT body FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.verified' ORDER BY id", [org.orgId]);
+    expect(events).to.have.length(3);
+    for (const e of events) {
+      const { data } = JSON.parse(e.body) as { data: Record<string, unknown> };
+      expect(Object.keys(data).sort()).to.deep.equal(['guaranteeId', 'verifiedAt']);
+      expect(data.guaranteeId).to.equal(id);
+    }
+  });
+
+  it('shows the issuer whether its guarantee is verifiable, the URL (codes in the fragment) and QR codes of it; other organizations get 404', async () => {
+    const { org, id, policyNumber, checkCode } = await registered({ policyNumber: 'POL 1/2026', checkCode: 'Ab+c d&e=F' });
+    const { http, config } = await harness();
+    const view = await http.get(`/api/v2/guarantees/${id}/verification`).set('X-API-Key', org.key);
+    expect(view.status).to.equal(200);
+    const base = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
+    expect(view.body).to.deep.equal({
+      verifiable: true, url: `${base}/verify#policyNumber=POL+1%2F2026&checkCode=Ab%2Bc+d%26e%3DF`, verifications: { count: 0, lastAt: null },
+    });
+    const fragment = new URLSearchParams(new URL(view.body.url as string).hash.slice(1));
+    expect([fragment.get('policyNumber'), fragment.get('checkCode')]).to.deep.equal([policyNumber, checkCode]);
+
+    const png = await http.get(`/api/v2/guarantees/${id}/verification.png`).set('X-API-Key', org.key).buffer(true);
+    expect(png.status).to.equal(200);
+    expect(png.headers['content-type']).to.equal('image/png');
+    const image = PNG.sync.read(png.body as Buffer);
+    expect(jsQR(new Uint8ClampedArray(image.data), image.width, image.height)?.data).to.equal(view.body.url);
+
+    const svg = await http.get(`/api/v2/guarantees/${id}/verification.svg`).set('X-API-Key', org.key).buffer(true);
+    expect(svg.status).to.equal(200);
+    expect(svg.headers['content-type']).to.equal('image/svg+xml');
+    expect(String(svg.body ?? svg.text)).to.match(/^<svg [^>]*viewBox="0 0 \d+ \d+"/);
+
+    const other = await newOrg();
+    for (const suffix of ['', '.svg', '.png']) {
+      expect((await http.get(`/api/v2/guarantees/${id}/verification${suffix}`).set('X-API-Key', other.key)).status, suffix).to.equal(404);
+      expect((await http.get(`/api/v2/guarantees/${id}/verification${suffix}`)).status, suffix).to.equal(401);
+    }
+  });
+
+  it('tells the issuer why a guarantee cannot be verified: no checkCode, or one under 8 characters', async () => {
+    const { http } = await harness();
+    const { org, id } = await registered({ checkCode: 'short7c' });
+    const view = await http.get(`/api/v2/guarantees/${id}/verification`).set('X-API-Key', org.key);
+    expect(view.body).to.include({ verifiable: false });
+    expect(view.body.reason).to.match(/fewer than 8 characters/);
+    const bare = await create(org, { details: { policyNumber: 'NO-CODE' } });
+    const bareView = await http.get(`/api/v2/guarantees/${bare.id as string}/verification`).set('X-API-Key', org.key);
+    expect(bareView.body).to.include({ verifiable: false });
+    expect(bareView.body.reason).to.match(/no checkCode/);
+    expect(bareView.body.url).to.match(/\/verify#policyNumber=NO-CODE&checkCode=$/);
+  });
+
+  it('signs with VERIFICATION_SIGNING_KEY when set, and the JWKS keeps the keys that signed before (rotation)', async () => {
+    const { policyNumber, checkCode } = await registered();
+    const before = (await jwks()).keys.map((k) => k.kid);
+    const pem = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+    const rotated = await appWith({ VERIFY_RATE_PER_MINUTE: '0', VERIFICATION_SIGNING_KEY: pem.replace(/\n/g, '\\n') });
+    const res = await verify({ policyNumber, checkCode }, rotated);
+    expect(res.status).to.equal(200);
+    const kid = decodeProtectedHeader(res.body.receipt as string).kid as string;
+    expect(before).not.to.include(kid);
+    const after = await jwks(rotated);
+    expect(after.keys.map((k) => k.kid)).to.include.members([...before, kid]);
+    for (const k of after.keys) expect(k).to.include({ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' }).and.not.have.property('d');
+    await compactVerify(res.body.receipt as string, createLocalJWKSet(after));
+  });
+});
