@@ -33,8 +33,9 @@ function step(name: string, command: string, args: string[]): boolean {
 
 let ok = false;
 try {
-  // Tools the tests themselves use: Info-ZIP builds the archives the scanner is tested with.
-  ensurePackages(['zip'], ['zip']);
+  // Tools the tests themselves use: Info-ZIP builds the archives the scanner is tested with;
+  // Debian's Chromium opens the verification page (npm cannot download a browser here).
+  ensurePackages(['zip', 'chromium'], ['zip', 'chromium']);
   const result = await up('test');
   applyEnv(result.env, localAppEnv('test'), {
     LOG_LEVEL: 'silent', RUN_ID: String(Date.now()), QUEUE_PREFIX: `test-${Date.now()}`,
@@ -49,6 +50,7 @@ try {
   }
   const bin = (name: string) => `node_modules/.bin/${name}`;
   ok = step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'])
+    && step('type-check the verification page (DOM)', bin('tsc'), ['-p', 'src/verification/page/tsconfig.json'])
     && step('lint (eslint) and import cycles (dpdm)', 'npm', ['run', '-s', 'lint'])
     && step('mocha', bin('mocha'), mochaArgs);
 } catch (err) {

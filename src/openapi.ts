@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { FILE_STATUSES } from './files/file.repository.js';
 import { notarizationProof, pendingProof } from './notarization/proof.js';
+import { issuerVerificationView, verificationRequest, verificationResult } from './verification/verification.schemas.js';
 import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
 import {
   createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery,
@@ -210,6 +211,65 @@ const paths: ZodOpenApiPathsObject = {
       },
     },
   },
+  '/api/public/v1/verifications': {
+    post: {
+      summary: 'Verify a guarantee by its codes (contracting authorities; no key)',
+      description: [
+        'The policy number and checkCode printed on the guarantee, compared exactly; a checkCode under 8 characters never matches; cig and garantedAmount must match too when given.',
+        'Each match: the issuer\'s public identity (recorded by the registry\'s operator), the record as registered, its notarization proof (null while PENDING) and its documents with their verdicts.',
+        'The receipt is a compact JWS (EdDSA, Ed25519) to check against /.well-known/jwks.json; it never contains the checkCode.',
+        'Every kind of miss is the same 404. Limited per client address (VERIFY_RATE_PER_MINUTE, malformed requests counted), never per policy.',
+      ].join(' '),
+      tags: ['Public verification'],
+      security: [],
+      requestBody: { content: { 'application/json': { schema: verificationRequest } } },
+      responses: {
+        200: { description: 'One or more guarantees match.', content: { 'application/json': { schema: verificationResult } } },
+        400: errorResponse('Malformed body or unknown property.'),
+        404: errorResponse('No guarantee matches (whatever the reason).'),
+        413: errorResponse('Body over 4 KiB.'),
+        429: errorResponse('Too many requests from this address; see Retry-After.'),
+        500: commonErrors[500],
+        503: commonErrors[503],
+      },
+    },
+  },
+  '/.well-known/jwks.json': {
+    get: {
+      summary: 'The public keys of verification receipts (every key that has signed, rotated ones included)', tags: ['Public verification'], security: [],
+      responses: { 200: { description: 'A JWK Set of Ed25519 (OKP) keys.', content: { 'application/json': { schema: z.object({ keys: z.array(z.object({ kty: z.literal('OKP'), crv: z.literal('Ed25519'), x: z.string(), kid: z.string(), alg: z.literal('EdDSA'), use: z.literal('sig') })) }) } } } },
+    },
+  },
+  '/verify': {
+    get: {
+      summary: 'The verification page (HTML, Italian and English): codes from the URL fragment #policyNumber=...&checkCode=...', tags: ['Public verification'], security: [],
+      responses: { 200: { description: 'The page.', content: { 'text/html': { schema: z.string() } } } },
+    },
+  },
+  '/api/v2/guarantees/{id}/verification': {
+    get: {
+      summary: 'Whether contracting authorities can verify the guarantee, its verification URL, and how often it was verified',
+      tags: ['Public verification'],
+      requestParams: { path: idParam },
+      responses: {
+        200: { description: 'The issuer\'s view.', content: { 'application/json': { schema: issuerVerificationView } } },
+        404: errorResponse('No such guarantee in this organization.'),
+        ...commonErrors,
+      },
+    },
+  },
+  '/api/v2/guarantees/{id}/verification.svg': {
+    get: {
+      summary: 'A QR code (SVG) of the verification URL, to print on the guarantee', tags: ['Public verification'], requestParams: { path: idParam },
+      responses: { 200: { description: 'The QR code.', content: { 'image/svg+xml': { schema: z.string() } } }, 404: errorResponse('No such guarantee in this organization.'), ...commonErrors },
+    },
+  },
+  '/api/v2/guarantees/{id}/verification.png': {
+    get: {
+      summary: 'A QR code (PNG, 8 pixels a module) of the verification URL', tags: ['Public verification'], requestParams: { path: idParam },
+      responses: { 200: { description: 'The QR code.', content: { 'image/png': { schema: z.string() } } }, 404: errorResponse('No such guarantee in this organization.'), ...commonErrors },
+    },
+  },
   '/healthz': { get: { summary: 'Liveness', tags: ['Operations'], security: [], responses: { 200: empty('The process is up.') } } },
   '/readyz': { get: { summary: 'Readiness: the database answers', tags: ['Operations'], security: [], responses: { 200: empty('Ready.'), 503: empty('The database does not answer.') } } },
   '/metrics': { get: { summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)', tags: ['Operations'], security: [], responses: { 200: empty('Metrics in the Prometheus text format.'), 401: empty('Missing or wrong token.') } } },
@@ -221,7 +281,7 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
     info: {
       title: 'Guarantee Registry Service',
       version: '1.0.0',
-      description: 'Registry of guarantees (fideiussioni, cauzioni) for Italian public tenders and contracts, with their signed documents. Every /api path requires an API key.',
+      description: 'Registry of guarantees (fideiussioni, cauzioni) for Italian public tenders and contracts, with their signed documents. Every /api path requires an API key, except /api/public/ (contracting authorities\' verifications).',
     },
     components: {
       securitySchemes: {

@@ -38,7 +38,7 @@ describe('operations endpoints', () => {
     const res = await http.get('/openapi.json');
     expect(res.status).to.equal(200);
     expect(res.body.openapi).to.equal('3.1.0');
-    for (const path of ['/api/v1/guarantees', '/api/v1/guarantees/{id}', '/api/v2/guarantees', '/api/v2/guarantees/{id}', '/api/v1/presigned-url', '/api/v2/presigned-url', '/api/v2/file-status/{uuid}', '/api/v2/files/{uuid}', '/api/v2/guarantees/{id}/proof', '/healthz', '/readyz', '/metrics']) {
+    for (const path of ['/api/v1/guarantees', '/api/v1/guarantees/{id}', '/api/v2/guarantees', '/api/v2/guarantees/{id}', '/api/v1/presigned-url', '/api/v2/presigned-url', '/api/v2/file-status/{uuid}', '/api/v2/files/{uuid}', '/api/v2/guarantees/{id}/proof', '/api/public/v1/verifications', '/.well-known/jwks.json', '/verify', '/api/v2/guarantees/{id}/verification', '/api/v2/guarantees/{id}/verification.svg', '/api/v2/guarantees/{id}/verification.png', '/healthz', '/readyz', '/metrics']) {
       expect(res.body.paths, path).to.have.property(path);
     }
     const create = res.body.components.schemas.CreateGuaranteeV2;

@@ -2,27 +2,21 @@
 // against the real MariaDB: matches and what they carry, the signed receipt and the JWKS,
 // one answer for every kind of miss, malformed requests, the per-address limit, the issuer's
 // view with its QR codes, counts and events.
-import { createHash, generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import { expect } from 'chai';
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet } from 'jose';
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
 import type supertest from 'supertest';
-import { createGuaranteeRepository, GUARANTEE_SQL } from '../../src/guarantees/guarantee.repository.js';
-import { createLedgerAnchor } from '../../src/notarization/ledger.anchor.js';
-import { createNotarizationRepository } from '../../src/notarization/notarization.repository.js';
-import { createNotarizationService } from '../../src/notarization/notarization.service.js';
+import { GUARANTEE_SQL } from '../../src/guarantees/guarantee.repository.js';
 import { verifyProof } from '../../src/notarization/proof.js';
-import { execute, select } from '../../src/shared/db/sequelize.js';
-import { createLogger } from '../../src/shared/logger.js';
+import { select } from '../../src/shared/db/sequelize.js';
 import { RECEIPT_TYPE } from '../../src/verification/receipt.js';
-import { appWith, eventually, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
+import { checksum, create, notarizeAll, registered, unique } from '../support/guarantees.js';
+import { appWith, harness, issueFile, newOrg } from '../support/harness.js';
 
 // jsqr is CommonJS whose module.exports is the function; its types describe an ES default export.
 const jsQR = jsqr as unknown as typeof jsqr.default;
-
-const checksum = (s: string) => createHash('sha256').update(s).digest('hex');
-const unique = () => Math.random().toString(36).slice(2, 10).toUpperCase();
 
 interface MatchBody {
   issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null };
@@ -32,47 +26,6 @@ interface MatchBody {
 }
 
 let publicHttp: ReturnType<typeof supertest>;
-
-async function create(org: TestOrg, body: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).send(body);
-  expect(res.status, JSON.stringify(res.body)).to.equal(200);
-  return res.body as Record<string, unknown>;
-}
-
-async function notarizeAll(): Promise<void> {
-  const { db, events } = await harness();
-  const service = createNotarizationService({
-    repo: createNotarizationRepository(db), guarantees: createGuaranteeRepository(db), outbox: events.outbox,
-    anchor: createLedgerAnchor(db), batchSize: 1000, logger: createLogger('silent'),
-  });
-  await eventually('a notarization cycle to run', () => service.cycle(), 10_000);
-}
-
-const SIGNATURE = JSON.stringify({
-  outcome: 'signed', encoding: 'der', levels: 1, chain: 'checked',
-  signers: [{
-    level: 1, subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT', issuer: 'CN=Test CA', serialNumber: '01', signingTime: '2026-03-01T10:00:00.000Z',
-    digestAlgorithm: 'sha256', signatureAlgorithm: 'rsa', digestMatches: true, signatureValid: true, certificateValid: true, chain: 'trusted', problems: [],
-  }],
-});
-
-/** An issuer with its public identity, and a guarantee with a clean and a signed document. */
-async function registered(opts: { checkCode?: string; policyNumber?: string; org?: TestOrg; cig?: string; amount?: number } = {}) {
-  const { orgs, db } = await harness();
-  const org = opts.org ?? await newOrg(`Assicurazioni ${unique()} S.p.A.`);
-  if (!opts.org) await orgs.setPublicIdentity(org.orgId, { vat: 'IT00743110157', register: 'IVASS 1.00012' });
-  const pdf = await issueFile(org.orgId, { status: 'Clean', checksum: checksum(`pdf-${unique()}`), fileName: 'polizza.pdf' });
-  const p7m = await issueFile(org.orgId, { status: 'Signed', checksum: checksum(`p7m-${unique()}`), fileName: 'polizza.pdf.p7m', ext: 'pdf.p7m' });
-  await execute(db, 'UPDATE files SET signature = $2 WHERE object_key = $1', [p7m, SIGNATURE]);
-  const policyNumber = opts.policyNumber ?? `POL-${unique()}`;
-  const checkCode = opts.checkCode ?? `K${unique()}x`;
-  const g = await create(org, {
-    details: { policyNumber, checkCode, actType: 'BAIL_ACT', cig: opts.cig ?? 'A1B2C3D4E5', expiresAt: '2027-12-31T00:00:00Z' },
-    economics: { garantedAmount: opts.amount ?? 15000.5 },
-    docs: [{ type: 'BAIL_ACT', key: pdf }, { type: 'BAIL_ACT', key: p7m }],
-  });
-  return { org, g, id: g.id as string, policyNumber, checkCode, pdf, p7m };
-}
 
 const verify = (body: unknown, http = publicHttp) => http.post('/api/public/v1/verifications').send(body as object);
 

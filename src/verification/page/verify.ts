@@ -20,7 +20,7 @@ const TEXT = {
     required: 'Inserisca il numero di polizza e il codice di verifica.', badAmount: 'L\'importo deve essere un numero con al massimo due decimali, ad esempio 15000,50.',
     verifying: 'Verifica in corso…',
     notFound: 'Nessuna garanzia corrisponde a questi dati.',
-    notFoundHelp: 'Controlli di aver copiato esattamente il numero di polizza e il codice di verifica (maiuscole, minuscole e spazi contano) e, se li ha inseriti, CIG e importo. Se i dati sono corretti, la garanzia non risulta registrata presso questo emittente: non la accetti prima di averne chiarito l\'origine con l\'emittente.',
+    notFoundHelp: 'Controlli di aver copiato esattamente il numero di polizza e il codice di verifica (maiuscole, minuscole e spazi contano) e, se li ha inseriti, CIG e importo. Se i dati sono corretti, la garanzia non risulta in questo registro: non la accetti prima di averne chiarito l\'origine con chi dichiara di averla emessa.',
     limited: (s: number) => `Troppe verifiche da questo indirizzo. Riprovi tra ${s} secondi.`,
     invalid: 'La richiesta non è valida: controlli i dati inseriti.',
     failed: 'Il servizio non ha risposto. Riprovi tra qualche istante.',
@@ -45,6 +45,7 @@ const TEXT = {
     fileHash: 'Impronta del file', receipt: 'Ricevuta della verifica',
     receiptHelp: 'Ricevuta firmata dal registro (JWS, EdDSA): la conservi come prova della verifica. Chiunque può controllarla con le chiavi pubblicate in /.well-known/jwks.json.',
     verifiedAt: 'Verificata il', print: 'Stampa la ricevuta',
+    acts: { BAIL_ACT: 'Cauzione (fideiussione)', POST_SALE: 'Post-vendita', OTHER: 'Altro' } as Record<string, string>,
     status: { Clean: 'Nessuna minaccia rilevata', Signed: 'Firmato, firma verificata', Infected: 'Minaccia rilevata', Error: 'Errore di verifica', 'In Progress': 'Verifica in corso' } as Record<string, string>,
     checks: {
       'guarantee-shape': 'I dati della garanzia sono completi', 'proof-shape': 'La prova è completa', 'proof-subject': 'La prova riguarda questa garanzia',
@@ -66,7 +67,7 @@ const TEXT = {
     required: 'Enter the policy number and the verification code.', badAmount: 'The amount must be a number with at most two decimals, such as 15000.50.',
     verifying: 'Verifying…',
     notFound: 'No guarantee matches these details.',
-    notFoundHelp: 'Check that you copied the policy number and the verification code exactly (case and spaces matter) and, if you entered them, the CIG and the amount. If they are right, the guarantee is not registered with this issuer: do not accept it before clarifying its origin with the issuer.',
+    notFoundHelp: 'Check that you copied the policy number and the verification code exactly (case and spaces matter) and, if you entered them, the CIG and the amount. If they are right, the guarantee is not in this registry: do not accept it before clarifying its origin with whoever claims to have issued it.',
     limited: (s: number) => `Too many verifications from this address. Try again in ${s} seconds.`,
     invalid: 'The request is not valid: check what you entered.',
     failed: 'The service did not answer. Try again in a moment.',
@@ -91,6 +92,7 @@ const TEXT = {
     fileHash: 'File fingerprint', receipt: 'Verification receipt',
     receiptHelp: 'A receipt signed by the registry (JWS, EdDSA): keep it as proof of the check. Anyone can verify it with the keys published at /.well-known/jwks.json.',
     verifiedAt: 'Verified on', print: 'Print the receipt',
+    acts: { BAIL_ACT: 'Bail bond (surety)', POST_SALE: 'After-sale', OTHER: 'Other' } as Record<string, string>,
     status: { Clean: 'No threat found', Signed: 'Signed, signature verified', Infected: 'Threat found', Error: 'Could not be checked', 'In Progress': 'Being checked' } as Record<string, string>,
     checks: {
       'guarantee-shape': 'The guarantee\'s data is complete', 'proof-shape': 'The proof is complete', 'proof-subject': 'The proof is about this guarantee',
@@ -165,7 +167,7 @@ function termsBlock(g: Guarantee): HTMLElement {
   const d = g.details;
   return h('section', { class: 'block' }, h('h4', {}, s.terms),
     h('dl', { class: 'facts' },
-      row(s.policy, d.policyNumber), row(s.actType, d.actType), row(s.cig, d.cig),
+      row(s.policy, d.policyNumber), row(s.actType, d.actType === null ? null : s.acts[d.actType] ?? d.actType), row(s.cig, d.cig),
       row(s.garantedAmount, euro(g.economics.garantedAmount)), row(s.contractAmount, euro(g.economics.contractAmount)),
       row(s.emittedAt, day(d.emittedAt)), row(s.effectiveAt, day(d.effectiveAt)), row(s.expiresAt, day(d.expiresAt)),
       row(s.fixedExpiry, yesNo(d.isFixedExpiry)), row(s.renewal, yesNo(g.economics.isAutomaticRenewal)),
@@ -213,7 +215,7 @@ function notarizationBlock(m: Match): HTMLElement {
 function documentsBlock(m: Match): HTMLElement {
   const s = t();
   const items = m.documents.map((d) => h('li', { class: 'doc' },
-    h('p', { class: 'doc-name' }, d.originalFileName ?? d.key, d.type !== null && h('span', { class: 'tag' }, d.type)),
+    h('p', { class: 'doc-name' }, d.originalFileName ?? d.key, d.type !== null && h('span', { class: 'tag' }, t().acts[d.type] ?? d.type)),
     h('p', { class: `status status-${(d.status ?? 'none').replace(/\s+/g, '-').toLowerCase()}` }, `${s.verdict}: ${d.status === null ? s.none : s.status[d.status] ?? d.status}`),
     d.signature !== null && d.signature.signers.length > 0 && h('ul', { class: 'signers', 'aria-label': s.signers },
       ...d.signature.signers.map((g) => h('li', {},

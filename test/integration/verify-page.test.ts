@@ -1,0 +1,182 @@
+// The verification page (GET /verify) in a real browser, opened as a clerk would: from the QR
+// code's URL, with a wrong code, with the file received (the registered one and another), with a
+// proof whose ledger entry was tampered with, on a phone, by keyboard, in English, printed.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import type { Browser, Page } from 'puppeteer-core';
+import { execute, select } from '../../src/shared/db/sequelize.js';
+import { launch, screenshot, serve, watchedPage, type Served, type WatchedPage } from '../support/browser.js';
+import { notarizeAll, registered, unique } from '../support/guarantees.js';
+import { harness } from '../support/harness.js';
+
+const PDF = `%PDF-1.4\n% polizza fideiussoria ${unique()}\n%%EOF\n`;
+
+async function resultOf(page: Page): Promise<string> {
+  await page.waitForSelector('[data-verify-result]', { timeout: 10_000 });
+  return page.$eval('[data-verify-result]', (el) => el.getAttribute('data-status') ?? '');
+}
+
+const checks = (page: Page) => page.$$eval('[data-check]', (els) => els.map((e) => [e.getAttribute('data-check'), e.getAttribute('data-passed')]));
+
+describe('the verification page in Chromium', function () {
+  this.timeout(60_000);
+  let browser: Browser;
+  let app: Served;
+  let files: string;
+  let watched: WatchedPage[] = [];
+
+  before(async () => {
+    browser = await launch();
+    app = await serve({ VERIFY_RATE_PER_MINUTE: '0' });
+    files = mkdtempSync(join(tmpdir(), 'verify-page-'));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await new Promise((resolve) => app?.server.close(resolve));
+  });
+
+  afterEach(async () => {
+    for (const w of watched) {
+      expect(w.problems, 'console errors, exceptions and requests to other hosts').to.deep.equal([]);
+      await w.page.close();
+    }
+    watched = [];
+  });
+
+  async function open(url: string, viewport?: { width: number; height: number; deviceScaleFactor?: number; isMobile?: boolean; hasTouch?: boolean }): Promise<Page> {
+    const w = await watchedPage(browser, app.origin, viewport);
+    watched.push(w);
+    await w.page.goto(url, { waitUntil: 'domcontentloaded' });
+    return w.page;
+  }
+
+  async function qrUrl(org: { key: string }, id: string): Promise<string> {
+    const { http } = await harness();
+    const view = await http.get(`/api/v2/guarantees/${id}/verification`).set('X-API-Key', org.key);
+    // The issuer's URL is PUBLIC_BASE_URL's; the page is opened on this test's server.
+    return (view.body.url as string).replace(/^http:\/\/[^/]+/, app.origin);
+  }
+
+  it('from the QR code\'s URL: verifies at once, shows the issuer first, the terms, every proof step passed, the documents; matches the file received, not another', async () => {
+    const g = await registered({ pdfContent: PDF, policyNumber: `POL/${unique()}`, amount: 150000 });
+    await notarizeAll();
+    const page = await open(await qrUrl(g.org, g.id));
+
+    expect(await resultOf(page)).to.equal('found');
+    expect(await page.$eval('#policyNumber', (el) => (el as unknown as { value: string }).value)).to.equal(g.policyNumber);
+    const article = await page.$eval('article.match', (el) => ({ first: el.firstElementChild?.className, text: el.textContent ?? '' }));
+    expect(article.first).to.equal('issuer');
+    expect(article.text).to.include('IT00743110157').and.include('IVASS 1.00012').and.include(g.policyNumber);
+    expect(article.text).to.match(/150\.000,00\s€/);
+    const steps = await checks(page);
+    expect(steps.map(([id]) => id)).to.include.members(['digest', 'merkle-root', 'path-position', 'ledger-root', 'ledger-hash']);
+    expect(steps.every(([, passed]) => passed === 'true'), JSON.stringify(steps)).to.equal(true);
+    expect(await page.$$eval('.doc', (els) => els.map((e) => e.textContent ?? ''))).to.satisfy((docs: string[]) =>
+      docs[0]?.includes('Nessuna minaccia rilevata') && docs[1]?.includes('Firmato da CN=Mario Rossi'));
+
+    writeFileSync(join(files, 'ricevuta.pdf'), PDF);
+    const input = await page.$('#file-input');
+    await (input as NonNullable<typeof input>).uploadFile(join(files, 'ricevuta.pdf'));
+    await page.waitForSelector('[data-file-match]');
+    expect(await page.$eval('[data-file-match]', (el) => el.getAttribute('data-matched-key'))).to.equal(g.pdf);
+    await screenshot(page, 'verify-desktop');
+
+    writeFileSync(join(files, 'altro.pdf'), `${PDF} `);
+    await (input as NonNullable<typeof input>).uploadFile(join(files, 'altro.pdf'));
+    await page.waitForFunction("document.querySelector('[data-file-match]')?.getAttribute('data-matched-key') === ''");
+    expect(await page.$eval('[data-file-match]', (el) => el.textContent)).to.include('NON corrisponde');
+
+    // The receipt is there to print: the print stylesheet keeps it and drops the form.
+    const jws = await page.$eval('[data-receipt]', (el) => el.textContent ?? '');
+    expect(jws.split('.')).to.have.length(3);
+    await page.emulateMediaType('print');
+    expect(await page.evaluate("getComputedStyle(document.getElementById('verify-form')).display")).to.equal('none');
+    expect(await page.evaluate("getComputedStyle(document.querySelector('[data-receipt]')).display")).not.to.equal('none');
+    await screenshot(page, 'verify-print');
+  });
+
+  it('a wrong code shows one neutral message; changing the fragment verifies again', async () => {
+    const g = await registered();
+    const page = await open(`${app.origin}/verify#policyNumber=${encodeURIComponent(g.policyNumber)}&checkCode=WRONG-${unique()}`);
+    expect(await resultOf(page)).to.equal('not-found');
+    expect(await page.$eval('[data-verify-result]', (el) => el.textContent)).to.include('Nessuna garanzia corrisponde');
+    await screenshot(page, 'verify-not-found');
+
+    await page.evaluate(`location.hash = ${JSON.stringify(new URLSearchParams({ policyNumber: g.policyNumber, checkCode: g.checkCode }).toString())}`);
+    await page.waitForSelector('[data-verify-result][data-status="found"]', { timeout: 10_000 });
+    // Not yet notarized: found, and says so; no proof steps yet.
+    expect(await page.$eval('[data-verify-result]', (el) => el.textContent)).to.include('non ancora notarizzata');
+    expect(await checks(page)).to.deep.equal([]);
+  });
+
+  it('shows a failed step when the ledger entry behind the proof was tampered with in the database', async () => {
+    const g = await registered();
+    await notarizeAll();
+    const { db } = await harness();
+    const [batch] = await select<{ id: number; receipt: string }>(db,
+      'SELECT b.id, b.receipt FROM notarization_batches b JOIN notarization_proofs p ON p.batch_id = b.id WHERE p.guarantee_id = $1', [g.id]);
+    const original = (batch as { receipt: string }).receipt;
+    const receipt = JSON.parse(original) as { entry: { recordedAt: string } };
+    receipt.entry.recordedAt = '2020-01-01T00:00:00.000Z';
+    await execute(db, 'UPDATE notarization_batches SET receipt = $2 WHERE id = $1', [batch?.id, JSON.stringify(receipt)]);
+    try {
+      const page = await open(await qrUrl(g.org, g.id));
+      expect(await resultOf(page)).to.equal('found');
+      const steps = Object.fromEntries(await checks(page));
+      expect(steps['ledger-hash']).to.equal('false');
+      expect(steps.digest).to.equal('true');
+      expect(await page.$eval('.banner.bad', (el) => el.textContent)).to.include('NON è superato');
+      await screenshot(page, 'verify-tampered');
+    } finally {
+      await execute(db, 'UPDATE notarization_batches SET receipt = $2 WHERE id = $1', [batch?.id, original]);
+    }
+  });
+
+  it('on a phone: fits the screen without sideways scrolling', async () => {
+    const g = await registered();
+    await notarizeAll();
+    const page = await open(await qrUrl(g.org, g.id), { width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+    expect(await resultOf(page)).to.equal('found');
+    const widths = await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]') as number[];
+    expect(widths[0], 'page width against the screen').to.be.at.most(widths[1] as number);
+    await screenshot(page, 'verify-phone');
+  });
+
+  it('works by keyboard alone, with labelled fields, and in English', async () => {
+    const g = await registered();
+    const page = await open(`${app.origin}/verify`);
+    for (const id of ['policyNumber', 'checkCode', 'cig', 'garantedAmount']) {
+      expect(await page.$(`label[for="${id}"]`), `label of ${id}`).not.to.equal(null);
+    }
+    await page.click('[data-lang="en"]');
+    expect(await page.$eval('h1', (el) => el.textContent)).to.equal('Guarantee verification');
+    expect(await page.$eval('html', (el) => el.lang)).to.equal('en');
+    await page.focus('#policyNumber');
+    await page.keyboard.type(g.policyNumber);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(g.checkCode);
+    await page.keyboard.press('Enter');
+    expect(await resultOf(page)).to.equal('found');
+    expect(await page.$eval('[data-verify-result] h2', (el) => el.textContent)).to.equal('Guarantee found');
+  });
+
+  it('says when to retry after too many verifications (429)', async () => {
+    const limited = await serve({ VERIFY_RATE_PER_MINUTE: '1' });
+    try {
+      const w = await watchedPage(browser, limited.origin);
+      const page = w.page;
+      await page.goto(`${limited.origin}/verify#policyNumber=P-${unique()}&checkCode=CODE-${unique()}`, { waitUntil: 'domcontentloaded' });
+      expect(await resultOf(page)).to.equal('not-found');
+      await page.evaluate("location.hash = 'policyNumber=P-2&checkCode=CODE-22222'");
+      await page.waitForSelector('[role="alert"].banner', { timeout: 10_000 });
+      expect(await page.$eval('[role="alert"].banner', (el) => el.textContent)).to.match(/Riprovi tra \d+ secondi/);
+      expect(w.problems).to.deep.equal([]);
+      await page.close();
+    } finally {
+      await new Promise((resolve) => limited.server.close(resolve));
+    }
+  });
+});
