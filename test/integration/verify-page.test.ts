@@ -13,12 +13,19 @@ import { harness } from '../support/harness.js';
 
 const PDF = `%PDF-1.4\n% polizza fideiussoria ${unique()}\n%%EOF\n`;
 
+/** Runs `expression` in the page (a string: these tests are type-checked without the DOM's types). */
+const inPage = <T>(page: Page, expression: string): Promise<T> => page.evaluate(expression) as Promise<T>;
+const q = (selector: string) => `document.querySelector(${JSON.stringify(selector)})`;
+const text = (page: Page, selector: string) => inPage<string>(page, `${q(selector)}?.textContent ?? ''`);
+const attr = (page: Page, selector: string, name: string) => inPage<string | null>(page, `${q(selector)}?.getAttribute(${JSON.stringify(name)}) ?? null`);
+
 async function resultOf(page: Page): Promise<string> {
   await page.waitForSelector('[data-verify-result]', { timeout: 10_000 });
-  return page.$eval('[data-verify-result]', (el) => el.getAttribute('data-status') ?? '');
+  return (await attr(page, '[data-verify-result]', 'data-status')) ?? '';
 }
 
-const checks = (page: Page) => page.$$eval('[data-check]', (els) => els.map((e) => [e.getAttribute('data-check'), e.getAttribute('data-passed')]));
+const checks = (page: Page) => inPage<Array<[string, string]>>(page,
+  "[...document.querySelectorAll('[data-check]')].map((e) => [e.getAttribute('data-check'), e.getAttribute('data-passed')])");
 
 describe('the verification page in Chromium', function () {
   this.timeout(60_000);
@@ -66,35 +73,35 @@ describe('the verification page in Chromium', function () {
     const page = await open(await qrUrl(g.org, g.id));
 
     expect(await resultOf(page)).to.equal('found');
-    expect(await page.$eval('#policyNumber', (el) => (el as unknown as { value: string }).value)).to.equal(g.policyNumber);
-    const article = await page.$eval('article.match', (el) => ({ first: el.firstElementChild?.className, text: el.textContent ?? '' }));
+    expect(await inPage<string>(page, `${q('#policyNumber')}.value`)).to.equal(g.policyNumber);
+    const article = await inPage<{ first: string; text: string }>(page, `({ first: ${q('article.match')}.firstElementChild.className, text: ${q('article.match')}.textContent })`);
     expect(article.first).to.equal('issuer');
     expect(article.text).to.include('IT00743110157').and.include('IVASS 1.00012').and.include(g.policyNumber);
     expect(article.text).to.match(/150\.000,00\s€/);
     const steps = await checks(page);
     expect(steps.map(([id]) => id)).to.include.members(['digest', 'merkle-root', 'path-position', 'ledger-root', 'ledger-hash']);
     expect(steps.every(([, passed]) => passed === 'true'), JSON.stringify(steps)).to.equal(true);
-    expect(await page.$$eval('.doc', (els) => els.map((e) => e.textContent ?? ''))).to.satisfy((docs: string[]) =>
+    expect(await inPage<string[]>(page, "[...document.querySelectorAll('.doc')].map((e) => e.textContent)")).to.satisfy((docs: string[]) =>
       docs[0]?.includes('Nessuna minaccia rilevata') && docs[1]?.includes('Firmato da CN=Mario Rossi'));
 
     writeFileSync(join(files, 'ricevuta.pdf'), PDF);
     const input = await page.$('#file-input');
     await (input as NonNullable<typeof input>).uploadFile(join(files, 'ricevuta.pdf'));
     await page.waitForSelector('[data-file-match]');
-    expect(await page.$eval('[data-file-match]', (el) => el.getAttribute('data-matched-key'))).to.equal(g.pdf);
+    expect(await attr(page, '[data-file-match]', 'data-matched-key')).to.equal(g.pdf);
     await screenshot(page, 'verify-desktop');
 
     writeFileSync(join(files, 'altro.pdf'), `${PDF} `);
     await (input as NonNullable<typeof input>).uploadFile(join(files, 'altro.pdf'));
     await page.waitForFunction("document.querySelector('[data-file-match]')?.getAttribute('data-matched-key') === ''");
-    expect(await page.$eval('[data-file-match]', (el) => el.textContent)).to.include('NON corrisponde');
+    expect(await text(page, '[data-file-match]')).to.include('NON corrisponde');
 
     // The receipt is there to print: the print stylesheet keeps it and drops the form.
-    const jws = await page.$eval('[data-receipt]', (el) => el.textContent ?? '');
+    const jws = await text(page, '[data-receipt]');
     expect(jws.split('.')).to.have.length(3);
     await page.emulateMediaType('print');
-    expect(await page.evaluate("getComputedStyle(document.getElementById('verify-form')).display")).to.equal('none');
-    expect(await page.evaluate("getComputedStyle(document.querySelector('[data-receipt]')).display")).not.to.equal('none');
+    expect(await inPage<string>(page, "getComputedStyle(document.getElementById('verify-form')).display")).to.equal('none');
+    expect(await inPage<string>(page, "getComputedStyle(document.querySelector('[data-receipt]')).display")).not.to.equal('none');
     await screenshot(page, 'verify-print');
   });
 
@@ -102,13 +109,13 @@ describe('the verification page in Chromium', function () {
     const g = await registered();
     const page = await open(`${app.origin}/verify#policyNumber=${encodeURIComponent(g.policyNumber)}&checkCode=WRONG-${unique()}`);
     expect(await resultOf(page)).to.equal('not-found');
-    expect(await page.$eval('[data-verify-result]', (el) => el.textContent)).to.include('Nessuna garanzia corrisponde');
+    expect(await text(page, '[data-verify-result]')).to.include('Nessuna garanzia corrisponde');
     await screenshot(page, 'verify-not-found');
 
     await page.evaluate(`location.hash = ${JSON.stringify(new URLSearchParams({ policyNumber: g.policyNumber, checkCode: g.checkCode }).toString())}`);
     await page.waitForSelector('[data-verify-result][data-status="found"]', { timeout: 10_000 });
     // Not yet notarized: found, and says so; no proof steps yet.
-    expect(await page.$eval('[data-verify-result]', (el) => el.textContent)).to.include('non ancora notarizzata');
+    expect(await text(page, '[data-verify-result]')).to.include('non ancora notarizzata');
     expect(await checks(page)).to.deep.equal([]);
   });
 
@@ -128,7 +135,7 @@ describe('the verification page in Chromium', function () {
       const steps = Object.fromEntries(await checks(page));
       expect(steps['ledger-hash']).to.equal('false');
       expect(steps.digest).to.equal('true');
-      expect(await page.$eval('.banner.bad', (el) => el.textContent)).to.include('NON è superato');
+      expect(await text(page, '.banner.bad')).to.include('NON è superato');
       await screenshot(page, 'verify-tampered');
     } finally {
       await execute(db, 'UPDATE notarization_batches SET receipt = $2 WHERE id = $1', [batch?.id, original]);
@@ -140,7 +147,7 @@ describe('the verification page in Chromium', function () {
     await notarizeAll();
     const page = await open(await qrUrl(g.org, g.id), { width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
     expect(await resultOf(page)).to.equal('found');
-    const widths = await page.evaluate('[document.documentElement.scrollWidth, window.innerWidth]') as number[];
+    const widths = await inPage<number[]>(page, '[document.documentElement.scrollWidth, window.innerWidth]');
     expect(widths[0], 'page width against the screen').to.be.at.most(widths[1] as number);
     await screenshot(page, 'verify-phone');
   });
@@ -152,15 +159,15 @@ describe('the verification page in Chromium', function () {
       expect(await page.$(`label[for="${id}"]`), `label of ${id}`).not.to.equal(null);
     }
     await page.click('[data-lang="en"]');
-    expect(await page.$eval('h1', (el) => el.textContent)).to.equal('Guarantee verification');
-    expect(await page.$eval('html', (el) => el.lang)).to.equal('en');
+    expect(await text(page, 'h1')).to.equal('Guarantee verification');
+    expect(await inPage<string>(page, 'document.documentElement.lang')).to.equal('en');
     await page.focus('#policyNumber');
     await page.keyboard.type(g.policyNumber);
     await page.keyboard.press('Tab');
     await page.keyboard.type(g.checkCode);
     await page.keyboard.press('Enter');
     expect(await resultOf(page)).to.equal('found');
-    expect(await page.$eval('[data-verify-result] h2', (el) => el.textContent)).to.equal('Guarantee found');
+    expect(await text(page, '[data-verify-result] h2')).to.equal('Guarantee found');
   });
 
   it('says when to retry after too many verifications (429)', async () => {
@@ -172,7 +179,7 @@ describe('the verification page in Chromium', function () {
       expect(await resultOf(page)).to.equal('not-found');
       await page.evaluate("location.hash = 'policyNumber=P-2&checkCode=CODE-22222'");
       await page.waitForSelector('[role="alert"].banner', { timeout: 10_000 });
-      expect(await page.$eval('[role="alert"].banner', (el) => el.textContent)).to.match(/Riprovi tra \d+ secondi/);
+      expect(await text(page, '[role="alert"].banner')).to.match(/Riprovi tra \d+ secondi/);
       expect(w.problems).to.deep.equal([]);
       await page.close();
     } finally {

@@ -23,7 +23,8 @@ export async function serve(overrides: Record<string, string> = {}): Promise<Ser
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const app = createApp({ config: configWith({ PUBLIC_BASE_URL: origin, ...overrides }), logger: createLogger('silent'), db: base.db, queues: base.queues, events: base.events });
-  server.on('request', app.callback());
+  const handle = app.callback();
+  server.on('request', (req, res) => { void handle(req, res); });
   return { origin, server };
 }
 
