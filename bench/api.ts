@@ -19,10 +19,10 @@ import { migrate } from '../src/shared/db/migrator.js';
 import { log, newKey, procfileFlags, startServer, watchRss } from './support.js';
 import { createLogger } from '../src/shared/logger.js';
 
-const BIG = 1_000_000;
+export const BIG = 1_000_000;
 const SMALL_ORGS = 4;
 const SMALL = 10_000;
-const BIG_ORG_NAME = 'bench-big';
+export const BIG_ORG_NAME = 'bench-big';
 
 interface Options { fresh: boolean; duration: number; connections: number; rounds: number }
 
@@ -66,7 +66,7 @@ async function seedOrg(pool: Pool, name: string, n: number): Promise<string> {
   return orgId;
 }
 
-async function prepareDatabase(url: string, fresh: boolean): Promise<{ bigOrg: string; seeded: boolean }> {
+export async function prepareDatabase(url: string, fresh: boolean): Promise<{ bigOrg: string; seeded: boolean }> {
   const ctx = context('bench');
   const db = databaseName(ctx);
   if (fresh) await rootSql(ctx, `DROP DATABASE IF EXISTS ${db}; CREATE DATABASE ${db} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;`);

@@ -4,6 +4,7 @@ import { benchNotarize } from './notarize.js';
 import { benchP7m } from './p7m.js';
 import { benchScan } from './scan.js';
 import { benchStore } from './store.js';
+import { benchVerify } from './verify.js';
 import { benchWebhooks } from './webhooks.js';
 
 const benches: Record<string, (argv: string[]) => Promise<void>> = {
@@ -13,6 +14,7 @@ const benches: Record<string, (argv: string[]) => Promise<void>> = {
   store: benchStore,
   webhooks: benchWebhooks,
   notarize: benchNotarize,
+  verify: benchVerify,
 };
 
 const [name, ...argv] = process.argv.slice(2);

@@ -1,0 +1,156 @@
+// `npm run bench -- verify [--duration S] [--rounds N] [--connections N] [--samples N]`
+//
+// On the API bench's database (1,000,000 guarantees in one organization, seeded by
+// `npm run bench -- api` or here when absent), each given a checkCode: measures in one run,
+// against the same production-like API process with the verification limit off,
+//   1. public verifications per second (matching codes, random records across the million)
+//      against get-by-id per second (random ids, API key), in alternating autocannon rounds;
+//   2. the time of each kind of miss (unknown policy, wrong code, short code, other amount),
+//      one request at a time, interleaved, so that the answer's time can be compared: medians
+//      in microseconds and the largest ratio between two kinds.
+// Appends the figures, dated, to bench/README.md.
+import { spawnSync } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import autocannon from 'autocannon';
+import mysql, { type RowDataPacket } from 'mysql2/promise';
+import { Agent, request } from 'undici';
+import { applyEnv, localAppEnv } from '../scripts/local-env.js';
+import { up, down } from '../scripts/services/index.js';
+import { BIG, BIG_ORG_NAME, prepareDatabase } from './api.js';
+import { log, newKey, procfileFlags, startServer } from './support.js';
+
+interface Options { duration: number; connections: number; rounds: number; samples: number }
+
+function options(argv: string[]): Options {
+  const o: Options = { duration: 12, connections: 64, rounds: 4, samples: 2000 };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--duration') o.duration = Number(argv[++i]);
+    else if (argv[i] === '--connections') o.connections = Number(argv[++i]);
+    else if (argv[i] === '--rounds') o.rounds = Number(argv[++i]);
+    else if (argv[i] === '--samples') o.samples = Number(argv[++i]);
+    else throw new Error(`unknown option ${argv[i]}`);
+  }
+  return o;
+}
+
+/** The check code of the big organization's guarantee `seq` (at least 8 characters). */
+const codeOf = (seq: number) => `VK-${seq.toString(36).toUpperCase()}-2026`;
+/** One record keeps a 7-character code: the "short code" miss. */
+const SHORT_SEQ = 7;
+const SHORT_CODE = 'SHORT-7';
+
+/** Gives the big organization's guarantees their check codes, once (in chunks: no long lock). */
+async function ensureCheckCodes(url: string, orgId: string): Promise<void> {
+  const pool = mysql.createPool({ uri: url, connectionLimit: 2 });
+  try {
+    const [rows] = await pool.query<RowDataPacket[]>('SELECT check_code FROM guarantees WHERE org_id = ? AND seq = ?', [orgId, BIG]);
+    if (rows[0]?.check_code === codeOf(BIG)) return;
+    log('giving the seeded guarantees their check codes (once)');
+    const t0 = Date.now();
+    for (let from = 1; from <= BIG; from += 20_000) {
+      await pool.query(`UPDATE guarantees SET check_code = CONCAT('VK-', UPPER(CONV(seq, 10, 36)), '-2026')
+        WHERE org_id = ? AND seq BETWEEN ? AND ?`, [orgId, from, from + 19_999]);
+    }
+    await pool.query('UPDATE guarantees SET check_code = ? WHERE org_id = ? AND seq = ?', [SHORT_CODE, orgId, SHORT_SEQ]);
+    await pool.query('ANALYZE TABLE guarantees');
+    log(`check codes set in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  } finally {
+    await pool.end();
+  }
+}
+
+interface Figure { reqs: number; p50: number; p99: number; non2xx: number; errors: number }
+
+async function sampleIds(url: string, orgId: string, n: number): Promise<string[]> {
+  const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
+  const seqs = Array.from({ length: n }, () => 1 + Math.floor(Math.random() * BIG));
+  const [rows] = await pool.query<RowDataPacket[]>('SELECT id FROM guarantees WHERE org_id = ? AND seq IN (?)', [orgId, seqs]);
+  await pool.end();
+  return rows.map((r) => r.id as string);
+}
+
+const randomSeq = () => 1 + SHORT_SEQ + Math.floor(Math.random() * (BIG - SHORT_SEQ));
+
+export async function benchVerify(argv: string[]): Promise<void> {
+  const opts = options(argv);
+  const { env, started } = await up('bench', ['mariadb', 'redis']);
+  applyEnv(env, localAppEnv('bench'));
+  const url = process.env.DATABASE_URL as string;
+  const { bigOrg } = await prepareDatabase(url, false);
+  await ensureCheckCodes(url, bigOrg);
+  const key = await newKey(url, bigOrg);
+  const ids = await sampleIds(url, bigOrg, 20_000);
+
+  const appEnv = {
+    ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', VERIFY_RATE_PER_MINUTE: '0', DATABASE_POOL_MAX: '20',
+    S3_BUCKET: 'bench', CLAMD_HOST: '127.0.0.1', CLAMD_PORT: '1',
+  };
+  log('compiling (npm run build)');
+  if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
+  const origin = 'http://127.0.0.1:3903';
+  const app = await startServer('app', 'dist/src/server.js', appEnv, 3903, procfileFlags('web'));
+  const lines: string[] = [];
+  try {
+    let n = 0;
+    const getById: autocannon.Request = { method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/v2/guarantees/${ids[n++ % ids.length]}` }) };
+    const verify: autocannon.Request = {
+      method: 'POST', path: '/api/public/v1/verifications',
+      setupRequest: (req) => {
+        const seq = randomSeq();
+        return { ...req, body: JSON.stringify({ policyNumber: `POL-${seq}`, checkCode: codeOf(seq) }) };
+      },
+    };
+    const run = (req: autocannon.Request, duration: number) => autocannon({
+      url: origin, connections: opts.connections, duration, headers: { 'x-api-key': key, 'content-type': 'application/json' }, requests: [req],
+    });
+    await run(getById, 2);
+    await run(verify, 2);
+    const results: autocannon.Result[][] = [[], []];
+    for (let i = 0; i < opts.rounds; i++) {
+      results[0]?.push(await run(getById, opts.duration / opts.rounds));
+      results[1]?.push(await run(verify, opts.duration / opts.rounds));
+    }
+    const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+    const figure = (rs: autocannon.Result[]): Figure => ({
+      reqs: rs.reduce((s, r) => s + r.requests.total, 0) / rs.reduce((t, r) => t + r.duration, 0),
+      p50: median(rs.map((r) => r.latency.p50)), p99: median(rs.map((r) => r.latency.p99)),
+      non2xx: rs.reduce((s, r) => s + r.non2xx, 0), errors: rs.reduce((s, r) => s + r.errors + r.timeouts, 0),
+    });
+    const [g, v] = [figure(results[0] ?? []), figure(results[1] ?? [])];
+    lines.push(`get by id        ${g.reqs.toFixed(0).padStart(6)} req/s p50 ${g.p50} ms p99 ${g.p99} ms${g.non2xx + g.errors ? ` | non-2xx/errors ${g.non2xx}/${g.errors}` : ''}`);
+    lines.push(`verify (match)   ${v.reqs.toFixed(0).padStart(6)} req/s p50 ${v.p50} ms p99 ${v.p99} ms${v.non2xx + v.errors ? ` | non-2xx/errors ${v.non2xx}/${v.errors}` : ''} | verify/get ${(v.reqs / g.reqs).toFixed(2)}`);
+    for (const l of lines) process.stdout.write(`${l}\n`);
+
+    // The misses, one request at a time and interleaved: the machine's drift falls on all alike.
+    const misses: Record<string, () => object> = {
+      'unknown policy': () => ({ policyNumber: `NOPE-${randomSeq()}`, checkCode: codeOf(randomSeq()) }),
+      'wrong code': () => { const s = randomSeq(); return { policyNumber: `POL-${s}`, checkCode: codeOf(s + 1) }; },
+      'short code': () => ({ policyNumber: `POL-${SHORT_SEQ}`, checkCode: SHORT_CODE }),
+      'other amount': () => { const s = randomSeq(); return { policyNumber: `POL-${s}`, checkCode: codeOf(s), garantedAmount: 0.01 }; },
+    };
+    const agent = new Agent({ connections: 1 });
+    const times: Record<string, number[]> = Object.fromEntries(Object.keys(misses).map((k) => [k, []]));
+    const once = async (body: object): Promise<number> => {
+      const t0 = process.hrtime.bigint();
+      const res = await request(`${origin}/api/public/v1/verifications`, { method: 'POST', dispatcher: agent, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      await res.body.dump();
+      if (res.statusCode !== 404) throw new Error(`a miss answered ${res.statusCode}`);
+      return Number(process.hrtime.bigint() - t0) / 1000;
+    };
+    for (let i = 0; i < 200; i++) for (const make of Object.values(misses)) await once(make()); // warm-up
+    for (let i = 0; i < opts.samples; i++) {
+      for (const [kind, make] of Object.entries(misses)) times[kind]?.push(await once(make()));
+    }
+    await agent.close();
+    const medians = Object.entries(times).map(([kind, ts]) => [kind, median(ts)] as const);
+    const values = medians.map(([, m]) => m);
+    const missLine = `misses, p50 of ${opts.samples} each, one at a time: ${medians.map(([k, m]) => `${k} ${m.toFixed(0)} µs`).join(', ')} | largest/smallest ${(Math.max(...values) / Math.min(...values)).toFixed(3)}`;
+    process.stdout.write(`${missLine}\n`);
+    lines.push(missLine);
+  } finally {
+    app.kill('SIGTERM');
+  }
+  appendFileSync('bench/README.md', `\n### verify, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per figure in ${opts.rounds} alternating rounds; ${BIG.toLocaleString('en')} guarantees in ${BIG_ORG_NAME}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
+  if (started.length) await down('bench', started);
+}
