@@ -3,28 +3,39 @@
 // statement instead of one per call, and each caller gets its own result, or the batch's
 // error. A lone call waits no longer than the end of its turn (setImmediate), so batching
 // costs no latency when there is nothing to batch with.
+//
+// With `serial`, at most one run is in flight: the calls made while it runs wait for it and
+// then go together in the next (a database's group commit). Under load, batches then grow with
+// the time a run takes instead of staying one turn's worth; when idle, nothing changes.
 
 export type Batched<I, O> = (item: I) => Promise<O>;
 
-export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opts: { maxItems: number }): Batched<I, O> {
+export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opts: { maxItems: number; serial?: boolean }): Batched<I, O> {
   let pending: Array<{ item: I; resolve: (o: O) => void; reject: (err: unknown) => void }> = [];
+  let running = false;
+  let scheduled = false;
 
   function flush(): void {
-    const batch = pending;
-    pending = [];
+    scheduled = false;
+    if (opts.serial && running) return; // the run in flight flushes when it ends
+    const batch = pending.splice(0, opts.maxItems);
     if (!batch.length) return;
+    running = true;
     // Through then(): a run that throws rather than rejects still settles every caller.
     Promise.resolve().then(() => run(batch.map((p) => p.item))).then((results) => {
       if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} gave ${results.length} results`);
       batch.forEach((p, i) => p.resolve(results[i] as O));
     }).catch((err: unknown) => {
       for (const p of batch) p.reject(err);
+    }).finally(() => {
+      running = false;
+      if (opts.serial && pending.length) flush();
     });
   }
 
   return (item) => new Promise<O>((resolve, reject) => {
     pending.push({ item, resolve, reject });
-    if (pending.length >= opts.maxItems) flush();
-    else if (pending.length === 1) setImmediate(flush);
+    if (pending.length >= opts.maxItems && !(opts.serial && running)) flush();
+    else if (!scheduled) { scheduled = true; setImmediate(flush); }
   });
 }

@@ -77,7 +77,8 @@ export function createVerificationService(deps: {
     return key;
   };
 
-  // The verifications of one turn share a transaction: their counts in one statement, their events in another.
+  // The verifications that arrive while the previous ones are written share the next transaction
+  // (group commit): their counts in one statement, their events in another.
   const record = createBatcher(async (items: Array<{ records: GuaranteeRecord[]; at: Date }>) => {
     const counts = new Map<string, number>();
     const events: Array<{ orgId: string; data: unknown }> = [];
@@ -93,7 +94,7 @@ export function createVerificationService(deps: {
       await outbox.addMany(t, 'guarantee.verified', events, at);
     });
     return items.map(() => undefined);
-  }, { maxItems: 200 });
+  }, { maxItems: 500, serial: true });
 
   return {
     async verify(q: VerificationRequest): Promise<VerificationResult> {

@@ -39,4 +39,22 @@ describe('batching calls of one turn of the event loop', () => {
     const outcomes = await Promise.allSettled([throwing(1), throwing(2)]);
     expect(outcomes.map((o) => o.status)).to.deep.equal(['rejected', 'rejected']);
   });
+
+  it('serial: keeps one run in flight; the calls made meanwhile go together in the next', async () => {
+    const runs: number[][] = [];
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => { release = resolve; });
+    const slow = createBatcher(async (xs: number[]) => { runs.push(xs); if (runs.length === 1) await gate; return xs; }, { maxItems: 100, serial: true });
+    const first = slow(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(runs).to.deep.equal([[1]]);
+    const later = [slow(2), slow(3)];
+    await new Promise((resolve) => setImmediate(resolve));
+    const more = slow(4);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(runs, 'nothing runs while the first is in flight').to.deep.equal([[1]]);
+    release();
+    expect(await Promise.all([first, ...later, more])).to.deep.equal([1, 2, 3, 4]);
+    expect(runs).to.deep.equal([[1], [2, 3, 4]]);
+  });
 });
