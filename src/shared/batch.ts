@@ -11,7 +11,7 @@
 export type Batched<I, O> = (item: I) => Promise<O>;
 
 export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opts: { maxItems: number; serial?: boolean }): Batched<I, O> {
-  let pending: Array<{ item: I; resolve: (o: O) => void; reject: (err: unknown) => void }> = [];
+  const pending: Array<{ item: I; resolve: (o: O) => void; reject: (err: unknown) => void }> = [];
   let running = false;
   let scheduled = false;
 
