@@ -84,7 +84,7 @@ export async function prepareDatabase(url: string, fresh: boolean): Promise<{ bi
   }
 }
 
-async function sampleIds(url: string, orgId: string, n: number): Promise<string[]> {
+export async function sampleIds(url: string, orgId: string, n: number): Promise<string[]> {
   const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
   const seqs = Array.from({ length: n }, () => 1 + Math.floor(Math.random() * BIG));
   const [rows] = await pool.query<RowDataPacket[]>('SELECT id FROM guarantees WHERE org_id = ? AND seq IN (?)', [orgId, seqs]);

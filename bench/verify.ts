@@ -17,7 +17,7 @@ import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { Agent, request } from 'undici';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { up, down } from '../scripts/services/index.js';
-import { BIG, BIG_ORG_NAME, prepareDatabase } from './api.js';
+import { BIG, BIG_ORG_NAME, prepareDatabase, sampleIds } from './api.js';
 import { log, newKey, procfileFlags, startServer } from './support.js';
 
 interface Options { duration: number; connections: number; rounds: number; samples: number }
@@ -61,14 +61,6 @@ async function ensureCheckCodes(url: string, orgId: string): Promise<void> {
 }
 
 interface Figure { reqs: number; p50: number; p99: number; non2xx: number; errors: number }
-
-async function sampleIds(url: string, orgId: string, n: number): Promise<string[]> {
-  const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
-  const seqs = Array.from({ length: n }, () => 1 + Math.floor(Math.random() * BIG));
-  const [rows] = await pool.query<RowDataPacket[]>('SELECT id FROM guarantees WHERE org_id = ? AND seq IN (?)', [orgId, seqs]);
-  await pool.end();
-  return rows.map((r) => r.id as string);
-}
 
 const randomSeq = () => 1 + SHORT_SEQ + Math.floor(Math.random() * (BIG - SHORT_SEQ));
 
