@@ -2,13 +2,13 @@
 // public keys, and the issuer's view of a guarantee's verification with its QR code. Thin:
 // parse, call the service, answer.
 import type { Router } from '@koa/router';
+import type { Middleware } from 'koa';
 import QRCode from 'qrcode';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { GuaranteeService } from '../guarantees/guarantee.service.js';
 import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
-import { readJsonObject } from '../shared/http/body.js';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
-import type { Middleware } from 'koa';
 import { RateLimitedError } from '../shared/errors.js';
+import { readJsonObject } from '../shared/http/body.js';
 import { retryAfterSeconds } from '../shared/http/failed-logins.js';
 import { parseOrThrow } from '../shared/validation.js';
 import type { PublicJwk } from './signing-keys.js';

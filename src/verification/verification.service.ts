@@ -1,23 +1,22 @@
 // Public verification: a contracting authority's codes find the guarantees they identify, each
 // with its issuer, its record as registered, its proof and its documents' verdicts, and a
 // signed receipt. A miss is one answer whatever its kind (404, NotFoundError). Each match is
-// counted for its issuer and announced (`guarantee.verified`), in one transaction per turn of
-// the event loop (src/shared/batch.ts), before the answer leaves.
-import type { GuaranteeRepository, VerificationHit } from '../guarantees/guarantee.repository.js';
+// counted for its issuer and announced (`guarantee.verified`), in a transaction shared with the
+// verifications of the same moment (src/shared/batch.ts), before the answer leaves.
+import type { KeyObject } from 'node:crypto';
+import type { SignatureVerdict } from '../files/p7m/p7m.verifier.js';
+import { MIN_PUBLIC_CHECK_CODE, type GuaranteeRepository, type VerificationHit } from '../guarantees/guarantee.repository.js';
 import { toV2 } from '../guarantees/guarantee.serializer.js';
 import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
 import { guaranteeDigest } from '../notarization/canonical.js';
 import type { ProofService } from '../notarization/notarization.service.js';
-import type { SignatureVerdict } from '../files/p7m/p7m.verifier.js';
 import { createBatcher } from '../shared/batch.js';
 import { NotFoundError } from '../shared/errors.js';
 import type { Outbox } from '../webhooks/outbox.js';
 import { signReceipt, type ReceiptPayload } from './receipt.js';
 import type { PublicJwk, SigningKey, SigningKeys } from './signing-keys.js';
-import type { KeyObject } from 'node:crypto';
 import type { VerificationRepository } from './verification.repository.js';
 import type { IssuerVerificationView, VerificationMatch, VerificationRequest, VerificationResult } from './verification.schemas.js';
-import { MIN_PUBLIC_CHECK_CODE } from '../guarantees/guarantee.repository.js';
 
 export const NO_MATCH = 'No guarantee matches these codes.';
 
