@@ -58,17 +58,18 @@ export function createApp(deps: AppDeps): Koa {
   const metrics = deps.metrics ?? createMetrics();
   const orgs = createOrgService(createOrgRepository(db));
   const events = deps.events ?? createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
+  const secrets = createSecretBox(config.ENCRYPTION_KEY);
   const guaranteeRepo = createGuaranteeRepository(db);
   const guarantees = createGuaranteeService({ repo: guaranteeRepo, idempotency: createIdempotencyStore(db), outbox: events.outbox });
   const proofs = createProofService(createNotarizationRepository(db));
   const verifications = createVerificationService({
     guarantees: guaranteeRepo, proofs, repo: createVerificationRepository(db), outbox: events.outbox,
-    keys: createSigningKeys(db, createSecretBox(config.ENCRYPTION_KEY)), configuredKey: config.VERIFICATION_SIGNING_KEY,
+    keys: createSigningKeys(db, secrets), configuredKey: config.VERIFICATION_SIGNING_KEY,
     publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
   });
   const webhooks = createWebhookService({
     repo: events.repo,
-    secrets: createSecretBox(config.ENCRYPTION_KEY),
+    secrets,
     resolver: deps.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }),
     policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
     settings: { allowHttp: config.WEBHOOK_ALLOW_HTTP ?? config.NODE_ENV !== 'production', rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },

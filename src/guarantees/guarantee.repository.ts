@@ -170,19 +170,15 @@ export function createGuaranteeRepository(db: Sequelize) {
     /** The guarantees, of any organization, that a public verification with these codes finds. */
     async findForVerification(q: { policyNumber: string; checkCode: string; cig: string | null; garantedAmount: string | null }): Promise<VerificationHit[]> {
       const rows = await select<VerificationRow>(db, GUARANTEE_SQL.findForVerification, [q.policyNumber, q.checkCode, q.cig, q.garantedAmount]);
-      const hits: VerificationHit[] = [];
-      const records = fold(rows);
-      let at = 0;
-      for (const { record } of records) {
-        const first = rows[at] as VerificationRow;
-        const files = record.docs.map((_, i) => {
-          const r = rows[at + i] as VerificationRow;
-          return { key: r.doc_key ?? '', status: r.doc_status, signature: r.doc_signature };
-        });
-        at += Math.max(1, record.docs.length);
-        hits.push({ record, issuer: { orgId: record.orgId, name: first.org_name, vatNumber: first.org_vat, register: first.org_register }, files });
+      const hits = new Map<string, VerificationHit>();
+      for (const { record } of fold(rows)) hits.set(record.id, { record, issuer: { orgId: record.orgId, name: '', vatNumber: null, register: null }, files: [] });
+      // One row per doc (or one without a doc), in the record's doc order: the issuer from any, the verdicts from each.
+      for (const r of rows) {
+        const hit = hits.get(r.id) as VerificationHit;
+        hit.issuer = { orgId: r.org_id, name: r.org_name, vatNumber: r.org_vat, register: r.org_register };
+        if (r.doc_position !== null) hit.files.push({ key: r.doc_key ?? '', status: r.doc_status, signature: r.doc_signature });
       }
-      return hits;
+      return [...hits.values()];
     },
 
     /** The organization's number of guarantees: one primary-key read of its counter. */

@@ -13,7 +13,7 @@ type Lang = 'it' | 'en';
 const TEXT = {
   it: {
     skip: 'Vai al modulo di verifica', brand: 'Registro delle garanzie', title: 'Verifica di una garanzia',
-    lead: 'Inserisca il numero di polizza e il codice di verifica riportati sulla garanzia. La verifica interroga l\'emittente e ricalcola in questo browser le prove di notarizzazione.',
+    lead: 'Inserisca il numero di polizza e il codice di verifica riportati sulla garanzia. La verifica interroga il registro e ricalcola in questo browser le prove di notarizzazione.',
     policyNumber: 'Numero di polizza', checkCode: 'Codice di verifica', checkCodeHint: 'Come stampato sulla garanzia: maiuscole, minuscole e spazi contano.',
     optional: 'Dati facoltativi (CIG, importo garantito)', cig: 'CIG', amountEuro: 'Importo garantito (euro)', verify: 'Verifica',
     footer: 'Questa pagina non invia dati ad altri siti: i controlli si svolgono nel suo browser, i file che sceglie non vengono caricati.',
@@ -60,7 +60,7 @@ const TEXT = {
   },
   en: {
     skip: 'Skip to the verification form', brand: 'Guarantee Registry', title: 'Guarantee verification',
-    lead: 'Enter the policy number and the verification code printed on the guarantee. The check asks the issuer and recomputes the notarization proofs in this browser.',
+    lead: 'Enter the policy number and the verification code printed on the guarantee. The check asks the registry and recomputes the notarization proofs in this browser.',
     policyNumber: 'Policy number', checkCode: 'Verification code', checkCodeHint: 'As printed on the guarantee: upper and lower case and spaces matter.',
     optional: 'Optional data (CIG, guaranteed amount)', cig: 'CIG', amountEuro: 'Guaranteed amount (euro)', verify: 'Verify',
     footer: 'This page sends nothing to other sites: the checks run in your browser, and files you choose are never uploaded.',
@@ -237,7 +237,7 @@ function fileBlock(result: Result): HTMLElement {
   zone.addEventListener('dragover', (e) => { e.preventDefault(); zone.classList.add('over'); });
   zone.addEventListener('dragleave', () => zone.classList.remove('over'));
   zone.addEventListener('drop', (e) => { e.preventDefault(); zone.classList.remove('over'); pick(e.dataTransfer?.files[0]); });
-  return h('section', { class: 'card no-print-if-empty', 'aria-labelledby': 'file-title' }, h('h2', { id: 'file-title' }, s.fileCheck), input, zone, out);
+  return h('section', { class: 'card', 'aria-labelledby': 'file-title' }, h('h2', { id: 'file-title' }, s.fileCheck), input, zone, out);
 }
 
 function fileVerdict(f: NonNullable<typeof fileResult>): HTMLElement {
