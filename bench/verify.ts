@@ -18,7 +18,7 @@ import { Agent, request } from 'undici';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { up, down } from '../scripts/services/index.js';
 import { BIG, BIG_ORG_NAME, prepareDatabase, sampleIds } from './api.js';
-import { log, newKey, procfileFlags, startServer } from './support.js';
+import { cpuSeconds, log, newKey, procfileFlags, processCpuSeconds, startServer } from './support.js';
 
 interface Options { duration: number; connections: number; rounds: number; samples: number }
 
@@ -81,7 +81,9 @@ export async function benchVerify(argv: string[]): Promise<void> {
   log('compiling (npm run build)');
   if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
   const origin = 'http://127.0.0.1:3903';
-  const app = await startServer('app', 'dist/src/server.js', appEnv, 3903, procfileFlags('web'));
+  // BENCH_NODE_FLAGS: more flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
+  const extraFlags = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const app = await startServer('app', 'dist/src/server.js', appEnv, 3903, [...procfileFlags('web'), ...extraFlags]);
   const lines: string[] = [];
   try {
     let n = 0;
@@ -96,12 +98,24 @@ export async function benchVerify(argv: string[]): Promise<void> {
     const run = (req: autocannon.Request, duration: number) => autocannon({
       url: origin, connections: opts.connections, duration, headers: { 'x-api-key': key, 'content-type': 'application/json' }, requests: [req],
     });
+    // CPU per request of each process (what saturates the two cores: the API, MariaDB or the load generator).
+    const processes = { web: (c: string) => c.includes('dist/src/server.js'), mariadb: (c: string) => c.includes('mariadbd') };
+    const cpuNow = (): Record<string, number> => ({ ...cpuSeconds(processes), bench: processCpuSeconds('self') });
+    const cpu: Array<Record<string, number>> = [{}, {}];
+    const measured = async (kind: 0 | 1, req: autocannon.Request, duration: number): Promise<autocannon.Result> => {
+      const before = cpuNow();
+      const result = await run(req, duration);
+      const after = cpuNow();
+      const into = cpu[kind] as Record<string, number>;
+      for (const [k, v] of Object.entries(after)) into[k] = (into[k] ?? 0) + v - (before[k] ?? 0);
+      return result;
+    };
     await run(getById, 2);
     await run(verify, 2);
     const results: autocannon.Result[][] = [[], []];
     for (let i = 0; i < opts.rounds; i++) {
-      results[0]?.push(await run(getById, opts.duration / opts.rounds));
-      results[1]?.push(await run(verify, opts.duration / opts.rounds));
+      results[0]?.push(await measured(0, getById, opts.duration / opts.rounds));
+      results[1]?.push(await measured(1, verify, opts.duration / opts.rounds));
     }
     const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
     const figure = (rs: autocannon.Result[]): Figure => ({
@@ -112,36 +126,46 @@ export async function benchVerify(argv: string[]): Promise<void> {
     const [g, v] = [figure(results[0] ?? []), figure(results[1] ?? [])];
     lines.push(`get by id        ${g.reqs.toFixed(0).padStart(6)} req/s p50 ${g.p50} ms p99 ${g.p99} ms${g.non2xx + g.errors ? ` | non-2xx/errors ${g.non2xx}/${g.errors}` : ''}`);
     lines.push(`verify (match)   ${v.reqs.toFixed(0).padStart(6)} req/s p50 ${v.p50} ms p99 ${v.p99} ms${v.non2xx + v.errors ? ` | non-2xx/errors ${v.non2xx}/${v.errors}` : ''} | verify/get ${(v.reqs / g.reqs).toFixed(2)}`);
+    results.forEach((rs, kind) => {
+      const n = rs.reduce((s, r) => s + r.requests.total, 0);
+      const perRequest = Object.entries(cpu[kind] ?? {}).map(([k, v]) => `${k} ${((v / n) * 1e6).toFixed(0)}`).join(', ');
+      lines.push(`   CPU µs per request, ${kind === 0 ? 'get by id' : 'verify'}: ${perRequest}`);
+    });
     for (const l of lines) process.stdout.write(`${l}\n`);
 
     // The misses, one request at a time and interleaved: the machine's drift falls on all alike.
-    const misses: Record<string, () => object> = {
-      'unknown policy': () => ({ policyNumber: `NOPE-${randomSeq()}`, checkCode: codeOf(randomSeq()) }),
-      'wrong code': () => { const s = randomSeq(); return { policyNumber: `POL-${s}`, checkCode: codeOf(s + 1) }; },
-      'short code': () => ({ policyNumber: `POL-${SHORT_SEQ}`, checkCode: SHORT_CODE }),
-      'other amount': () => { const s = randomSeq(); return { policyNumber: `POL-${s}`, checkCode: codeOf(s), garantedAmount: 0.01 }; },
-    };
-    const agent = new Agent({ connections: 1 });
-    const times: Record<string, number[]> = Object.fromEntries(Object.keys(misses).map((k) => [k, []]));
-    const once = async (body: object): Promise<number> => {
-      const t0 = process.hrtime.bigint();
-      const res = await request(`${origin}/api/public/v1/verifications`, { method: 'POST', dispatcher: agent, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      await res.body.dump();
-      if (res.statusCode !== 404) throw new Error(`a miss answered ${res.statusCode}`);
-      return Number(process.hrtime.bigint() - t0) / 1000;
-    };
-    for (let i = 0; i < 200; i++) for (const make of Object.values(misses)) await once(make()); // warm-up
-    for (let i = 0; i < opts.samples; i++) {
-      for (const [kind, make] of Object.entries(misses)) times[kind]?.push(await once(make()));
+    if (opts.samples > 0) {
+      const misses: Record<string, () => object> = {
+        'unknown policy': () => ({ policyNumber: `NOPE-${randomSeq()}`, checkCode: codeOf(randomSeq()) }),
+        'wrong code': () => { const s = randomSeq(); return { policyNumber: `POL-${s}`, checkCode: codeOf(s + 1) }; },
+        'short code': () => ({ policyNumber: `POL-${SHORT_SEQ}`, checkCode: SHORT_CODE }),
+        'other amount': () => { const s = randomSeq(); return { policyNumber: `POL-${s}`, checkCode: codeOf(s), garantedAmount: 0.01 }; },
+      };
+      const agent = new Agent({ connections: 1 });
+      const times: Record<string, number[]> = Object.fromEntries(Object.keys(misses).map((k) => [k, []]));
+      const once = async (body: object): Promise<number> => {
+        const t0 = process.hrtime.bigint();
+        const res = await request(`${origin}/api/public/v1/verifications`, { method: 'POST', dispatcher: agent, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        await res.body.dump();
+        if (res.statusCode !== 404) throw new Error(`a miss answered ${res.statusCode}`);
+        return Number(process.hrtime.bigint() - t0) / 1000;
+      };
+      for (let i = 0; i < 200; i++) for (const make of Object.values(misses)) await once(make()); // warm-up
+      for (let i = 0; i < opts.samples; i++) {
+        for (const [kind, make] of Object.entries(misses)) times[kind]?.push(await once(make()));
+      }
+      await agent.close();
+      const medians = Object.entries(times).map(([kind, ts]) => [kind, median(ts)] as const);
+      const values = medians.map(([, m]) => m);
+      const missLine = `misses, p50 of ${opts.samples} each, one at a time: ${medians.map(([k, m]) => `${k} ${m.toFixed(0)} µs`).join(', ')} | largest/smallest ${(Math.max(...values) / Math.min(...values)).toFixed(3)}`;
+      process.stdout.write(`${missLine}\n`);
+      lines.push(missLine);
     }
-    await agent.close();
-    const medians = Object.entries(times).map(([kind, ts]) => [kind, median(ts)] as const);
-    const values = medians.map(([, m]) => m);
-    const missLine = `misses, p50 of ${opts.samples} each, one at a time: ${medians.map(([k, m]) => `${k} ${m.toFixed(0)} µs`).join(', ')} | largest/smallest ${(Math.max(...values) / Math.min(...values)).toFixed(3)}`;
-    process.stdout.write(`${missLine}\n`);
-    lines.push(missLine);
   } finally {
+    // Stopped before the database it uses (and, profiled, it writes its profile on the way out).
+    const exited = new Promise((resolve) => app.once('exit', resolve));
     app.kill('SIGTERM');
+    await exited;
   }
   appendFileSync('bench/README.md', `\n### verify, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per figure in ${opts.rounds} alternating rounds; ${BIG.toLocaleString('en')} guarantees in ${BIG_ORG_NAME}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
   if (started.length) await down('bench', started);
