@@ -90,7 +90,7 @@ export function createVerificationService(deps: {
     const at = items.reduce((latest, i) => (i.at > latest ? i.at : latest), items[0]?.at ?? now());
     await repo.transaction(async (t) => {
       await repo.add(t, counts, at);
-      await outbox.addMany(t, 'guarantee.verified', events, at);
+      await outbox.addManyFannedOut(t, 'guarantee.verified', events, at);
     });
     return items.map(() => undefined);
   }, { maxItems: 500, serial: true });

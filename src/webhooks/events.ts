@@ -5,9 +5,13 @@
 // was most of the time from commit to delivery in a burst.
 import type { Sequelize } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
+import { withTimeout } from '../shared/time-limit.js';
 import { createOutbox, createRelay, type Outbox, type Relay } from './outbox.js';
 import { createWebhookJobs, type WebhookQueue } from './webhook.jobs.js';
-import { createWebhookRepository, type WebhookRepository } from './webhook.repository.js';
+import { createWebhookRepository, type DeliveryRef, type WebhookRepository } from './webhook.repository.js';
+
+/** How long a writer's deliveries may take to reach the queue before they are left to the reconciler. */
+const DISPATCH_TIMEOUT_MS = 2_000;
 
 export interface Events {
   repo: WebhookRepository;
@@ -26,8 +30,15 @@ export function createEvents(db: Sequelize, queue: WebhookQueue, retrySchedule: 
   const relayRepo = relayDb === db ? repo : createWebhookRepository(relayDb);
   const jobs = createWebhookJobs(queue, retrySchedule);
   const relay = createRelay({ repo: relayRepo, jobs, logger });
+  // Deliveries fanned out by their writer: queued once, within a time limit; on failure they
+  // wait in the database for the reconciler (pending past their due time).
+  const dispatch = (deliveries: DeliveryRef[]): void => {
+    withTimeout(jobs.queue(deliveries), DISPATCH_TIMEOUT_MS, 'queueing webhook deliveries').catch((err: unknown) => {
+      logger.warn({ err: (err as Error).message, deliveries: deliveries.length }, 'webhook deliveries not queued; the reconciler queues them again');
+    });
+  };
   return {
-    repo, relay, outbox: createOutbox(repo, relay.wake),
+    repo, relay, outbox: createOutbox(repo, relay.wake, dispatch),
     async reconcile({ graceMs = 60_000, againMs = 5 * 60_000, limit = 1000 } = {}) {
       const at = Date.now();
       const overdue = await repo.takeOverdue(new Date(at - graceMs), new Date(at + againMs), limit);

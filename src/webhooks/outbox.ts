@@ -10,7 +10,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Transaction } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import type { WebhookJobs } from './webhook.jobs.js';
-import type { WebhookRepository } from './webhook.repository.js';
+import type { DeliveryRef, EventRecord, WebhookRepository } from './webhook.repository.js';
 
 export const EVENT_TYPES = ['guarantee.created', 'file.status.changed', 'guarantee.notarized', 'guarantee.notarization_blocked', 'guarantee.verified'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -20,6 +20,15 @@ export interface Outbox {
   add(t: Transaction, orgId: string, type: EventType, data: unknown, at?: Date): Promise<string>;
   /** Writes many events of one type in transaction `t` (one statement); returns their ids. */
   addMany(t: Transaction, type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at?: Date): Promise<string[]>;
+  /**
+   * Like addMany, but the events are fanned out in `t` itself: written already dispatched,
+   * their deliveries made in the same transaction, and queued once `t` commits, so the relay
+   * never reads, fans out or marks them. For frequent events written by batches that own no
+   * lock anyone waits for (public verifications): the relay's three statements per round
+   * touched each event twice more. A delivery whose queueing fails (Redis away, the process
+   * gone) is pending in the database, and the reconciler queues it again.
+   */
+  addManyFannedOut(t: Transaction, type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at?: Date): Promise<string[]>;
 }
 
 /** The body of an event as it is signed and sent, byte for byte: `{type, timestamp, data}`. */
@@ -27,7 +36,21 @@ export function eventBody(type: EventType, at: Date, data: unknown): string {
   return JSON.stringify({ type, timestamp: at.toISOString(), data });
 }
 
-export function createOutbox(repo: Pick<WebhookRepository, 'insertEvent' | 'insertEvents'>, onCommit: () => void = () => undefined): Outbox {
+/**
+ * `onCommit` wakes the relay; `dispatch` queues deliveries made in a transaction once it has
+ * committed (it never throws: a failure leaves them to the reconciler).
+ */
+export function createOutbox(
+  repo: Pick<WebhookRepository, 'insertEvent' | 'insertEvents' | 'fanOut'>,
+  onCommit: () => void = () => undefined,
+  dispatch: (deliveries: DeliveryRef[]) => void = () => undefined,
+): Outbox {
+  const rowsOf = (type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at: Date, dispatchedAt?: Date): EventRecord[] =>
+    events.map((e) => ({ id: uuidv7({ msecs: at.getTime() }), orgId: e.orgId, type, body: eventBody(type, at, e.data), createdAt: at, ...(dispatchedAt && { dispatchedAt }) }));
+  const insert = async (rows: EventRecord[], t: Transaction): Promise<void> => {
+    // Bounded statements: a MariaDB packet holds a few thousand v2 records comfortably.
+    for (let i = 0; i < rows.length; i += 500) await repo.insertEvents(rows.slice(i, i + 500), t);
+  };
   return {
     async add(t, orgId, type, data, at = new Date()) {
       const id = uuidv7({ msecs: at.getTime() });
@@ -36,10 +59,17 @@ export function createOutbox(repo: Pick<WebhookRepository, 'insertEvent' | 'inse
       return id;
     },
     async addMany(t, type, events, at = new Date()) {
-      const rows = events.map((e) => ({ id: uuidv7({ msecs: at.getTime() }), orgId: e.orgId, type, body: eventBody(type, at, e.data), createdAt: at }));
-      // Bounded statements: a MariaDB packet holds a few thousand v2 records comfortably.
-      for (let i = 0; i < rows.length; i += 500) await repo.insertEvents(rows.slice(i, i + 500), t);
+      const rows = rowsOf(type, events, at);
+      await insert(rows, t);
       if (rows.length) t.afterCommit(onCommit);
+      return rows.map((r) => r.id);
+    },
+    async addManyFannedOut(t, type, events, at = new Date()) {
+      const rows = rowsOf(type, events, at, at);
+      await insert(rows, t);
+      const deliveries: DeliveryRef[] = [];
+      for (let i = 0; i < rows.length; i += 500) deliveries.push(...await repo.fanOut(rows.slice(i, i + 500), at, t, { fresh: true }));
+      if (deliveries.length) t.afterCommit(() => dispatch(deliveries));
       return rows.map((r) => r.id);
     },
   };

@@ -27,7 +27,11 @@ const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   previousSecretUntil: r.previous_secret_until, status: r.status, disabledReason: r.disabled_reason, failingSince: r.failing_since, createdAt: r.created_at,
 });
 
-export interface EventRecord { id: string; orgId: string; type: string; body: string; createdAt: Date }
+export interface EventRecord {
+  id: string; orgId: string; type: string; body: string; createdAt: Date;
+  /** Set when the writer fans the event out itself (the relay then never reads it). */
+  dispatchedAt?: Date;
+}
 
 export interface DeliveryRef { eventId: string; endpointId: string; replays: number }
 
@@ -150,9 +154,9 @@ export function createWebhookRepository(db: Sequelize) {
     /** Many events in one multi-row INSERT (a notarized batch writes one per record). */
     async insertEvents(events: readonly EventRecord[], t: Transaction): Promise<void> {
       if (!events.length) return;
-      const values = events.map((_, i) => `($${i * 5 + 1}, $${i * 5 + 2}, $${i * 5 + 3}, $${i * 5 + 4}, $${i * 5 + 5})`).join(', ');
-      await execute(db, `INSERT INTO webhook_events (id, org_id, type, body, created_at) VALUES ${values}`,
-        events.flatMap((e) => [e.id, e.orgId, e.type, e.body, e.createdAt]), t, { prepared: false });
+      const values = events.map((_, i) => `($${i * 6 + 1}, $${i * 6 + 2}, $${i * 6 + 3}, $${i * 6 + 4}, $${i * 6 + 5}, $${i * 6 + 6})`).join(', ');
+      await execute(db, `INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ${values}`,
+        events.flatMap((e) => [e.id, e.orgId, e.type, e.body, e.createdAt, e.dispatchedAt ?? null]), t, { prepared: false });
     },
 
     /** Events not yet handed to the delivery queue, oldest first, committed before `before`. */
@@ -167,16 +171,18 @@ export function createWebhookRepository(db: Sequelize) {
      * registered by the event's time; existing ones are kept) and returns those still
      * pending, to be queued.
      */
-    async fanOut(events: Array<{ id: string; orgId: string; createdAt: Date }>, at: Date): Promise<DeliveryRef[]> {
+    async fanOut(events: ReadonlyArray<{ id: string }>, at: Date, t?: Transaction, opts: { fresh?: boolean } = {}): Promise<DeliveryRef[]> {
       if (!events.length) return [];
       const ids = events.map((e) => e.id);
       // A disabled endpoint's delivery is failed at once, kept for a replay once it is enabled.
-      await execute(db, `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at, due_at)
+      const created = await execute(db, `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at, due_at)
         SELECT ev.id, ep.id, ev.org_id, IF(ep.status = 'active', 'pending', 'failed'), IF(ep.status = 'active', NULL, 'endpoint disabled'), $1, $1, $1
         FROM webhook_events ev JOIN webhook_endpoints ep ON ep.org_id = ev.org_id AND ep.created_at <= ev.created_at
-        WHERE ev.id IN ($2)`, [at, ids], undefined, { prepared: false });
+        WHERE ev.id IN ($2)`, [at, ids], t, { prepared: false });
+      // Events written in this very transaction (`fresh`) have no deliveries but those just made.
+      if (opts.fresh && created === 0) return [];
       const rows = await select<{ event_id: string; endpoint_id: string; replays: number }>(db,
-        "SELECT event_id, endpoint_id, replays FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending'", [ids], undefined, { prepared: false });
+        "SELECT event_id, endpoint_id, replays FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending'", [ids], t, { prepared: false });
       return rows.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id, replays: r.replays }));
     },
 

@@ -7,13 +7,23 @@ import { expect } from 'chai';
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet } from 'jose';
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
-import type supertest from 'supertest';
+import supertest from 'supertest';
 import { GUARANTEE_SQL } from '../../src/guarantees/guarantee.repository.js';
 import { verifyProof } from '../../src/notarization/proof.js';
+import { createApp } from '../../src/app.js';
+import { openQueues } from '../../src/queues.js';
 import { select } from '../../src/shared/db/sequelize.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { producerConnection } from '../../src/shared/queues.js';
+import { createEvents } from '../../src/webhooks/events.js';
+import { startWorkers, type RunningWorkers } from '../../workers/index.js';
 import { RECEIPT_TYPE } from '../../src/verification/receipt.js';
 import { checksum, create, notarizeAll, registered, unique } from '../support/guarantees.js';
-import { appWith, harness, issueFile, newOrg } from '../support/harness.js';
+import { appWith, configWith, harness, issueFile, newOrg } from '../support/harness.js';
+import { receiver } from '../support/receiver.js';
+import { freePort } from '../support/tcp-proxy.js';
+
+const silent = createLogger('silent');
 
 // jsqr is CommonJS whose module.exports is the function; its types describe an ES default export.
 const jsQR = jsqr as unknown as typeof jsqr.default;
@@ -269,5 +279,78 @@ describe('public verification (contracting authorities)', function () {
     expect(after.keys.map((k) => k.kid)).to.include.members([...before, kid]);
     for (const k of after.keys) expect(k).to.include({ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' }).and.not.have.property('d');
     await compactVerify(res.body.receipt as string, createLocalJWKSet(after));
+  });
+});
+
+describe('public verification: guarantee.verified reaches the issuer\'s webhooks', function () {
+  this.timeout(60_000);
+
+  /** An organization's registered guarantee with a webhook endpoint at a local receiver. */
+  async function withEndpoint() {
+    const { http } = await harness();
+    const r = await registered();
+    const hooks = await receiver('/verified');
+    expect((await http.post('/api/v1/webhooks').set('X-API-Key', r.org.key).send({ endpoint: hooks.url })).status).to.equal(200);
+    return { ...r, hooks };
+  }
+
+  const eventsOf = async (orgId: string) => select<{ id: string; created_at: Date; dispatched_at: Date | null; status: string | null }>((await harness()).db,
+    `SELECT e.id, e.created_at, e.dispatched_at, d.status FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id
+     WHERE e.org_id = $1 AND e.type = 'guarantee.verified'`, [orgId]);
+
+  before(async () => {
+    publicHttp = await appWith({ VERIFY_RATE_PER_MINUTE: '0' });
+  });
+
+  it('fans the event out in the verification\'s own transaction (dispatched as written, its delivery made), and delivers it', async () => {
+    const { config } = await harness();
+    const { org, id, policyNumber, checkCode, hooks } = await withEndpoint();
+    let workers: RunningWorkers | undefined;
+    try {
+      expect((await verify({ policyNumber, checkCode })).status).to.equal(200);
+      // No relay round is needed: the event was written dispatched, with its pending delivery.
+      const [event, ...more] = await eventsOf(org.orgId);
+      expect(more).to.have.length(0);
+      expect(event?.dispatched_at?.getTime()).to.equal(event?.created_at.getTime());
+      expect(event?.status).to.be.oneOf(['pending', 'succeeded']);
+      workers = await startWorkers(['webhooks'], { config, logger: silent });
+      const [received] = await hooks.waitFor(1, 20_000);
+      const body = JSON.parse(received?.body ?? '{}') as { type: string; data: { guaranteeId: string } };
+      expect(body).to.deep.include({ type: 'guarantee.verified' });
+      expect(body.data.guaranteeId).to.equal(id);
+      expect(received?.headers['webhook-id']).to.equal(event?.id);
+    } finally {
+      await workers?.close();
+      await hooks.close();
+    }
+  });
+
+  it('answers at once with Redis unreachable; the delivery waits in the database and the reconciler queues it once Redis is there', async () => {
+    const { config, db, events } = await harness();
+    const { org, id, policyNumber, checkCode, hooks } = await withEndpoint();
+    const deadRedis = producerConnection(`redis://127.0.0.1:${await freePort()}/0`);
+    deadRedis.on('error', () => undefined);
+    const deadQueues = openQueues(deadRedis, config.QUEUE_PREFIX, silent);
+    const deadEvents = createEvents(db, deadQueues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, silent);
+    const http = supertest(createApp({ config: configWith({ VERIFY_RATE_PER_MINUTE: '0' }), logger: silent, db, queues: deadQueues, events: deadEvents }).callback());
+    let workers: RunningWorkers | undefined;
+    try {
+      const started = Date.now();
+      expect((await verify({ policyNumber, checkCode }, http)).status).to.equal(200);
+      expect(Date.now() - started).to.be.below(2000);
+      const [event] = await eventsOf(org.orgId);
+      expect(event?.status).to.equal('pending');
+      // Redis is there again (the harness's): the reconciler finds the delivery past its due time.
+      expect(await events.reconcile({ graceMs: 0 })).to.be.at.least(1);
+      workers = await startWorkers(['webhooks'], { config, logger: silent });
+      const [received] = await hooks.waitFor(1, 20_000);
+      expect((JSON.parse(received?.body ?? '{}') as { data: { guaranteeId: string } }).data.guaranteeId).to.equal(id);
+    } finally {
+      await workers?.close();
+      await hooks.close();
+      await deadQueues.close();
+      deadRedis.disconnect();
+      await deadEvents.relay.stop();
+    }
   });
 });
