@@ -1,5 +1,6 @@
 // Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
 // (create, get, list) are a handful of indexed statements and no per-row model work.
+import { createHash } from 'node:crypto';
 import { execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import type { ActType, DocRecord, GuaranteeRecord, NewGuarantee, NotarizationStatus } from './guarantee.types.js';
 
@@ -24,6 +25,17 @@ const COLUMNS = `g.id, g.org_id, g.transaction_id, g.policy_number, g.act_type, 
 /** The shortest checkCode that can be verified publicly: a shorter one could be guessed. */
 export const MIN_PUBLIC_CHECK_CODE = 8;
 
+/**
+ * The lookup key of a public verification, as MariaDB computes guarantees.verification_key
+ * (migration 0011): SHA-256 of the policy number's length in UTF-8 bytes, ':', the policy
+ * number and the check code. The column is NULL for a check code under MIN_PUBLIC_CHECK_CODE
+ * characters, so such codes never match; their key is still computed and sought here, so that
+ * their miss is the same seek as any other.
+ */
+export function verificationKey(policyNumber: string, checkCode: string): Buffer {
+  return createHash('sha256').update(`${Buffer.byteLength(policyNumber, 'utf8')}:${policyNumber}${checkCode}`, 'utf8').digest();
+}
+
 const FROM = `FROM guarantees g
   LEFT JOIN guarantee_docs d ON d.guarantee_id = g.id
   LEFT JOIN files f ON f.object_key = d.file_key`;
@@ -47,19 +59,18 @@ export const GUARANTEE_SQL = {
   count: 'SELECT guarantee_count AS n FROM organizations WHERE id = $1',
   listBySeq: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.seq > $2 AND g.seq <= $3 ORDER BY g.seq DESC, d.position`,
   /**
-   * A public verification: one seek of ix_guarantees_verification (policy_number, check_code),
-   * whose collation folds case, then exact byte comparisons; codes under 8 characters never
-   * match; cig and the amount only when given. Every kind of miss is the same seek and at most
-   * a row read: the answer's time does not tell them apart. No ORDER BY: ordering by the
+   * A public verification: one seek of ix_guarantees_verification_key, the SHA-256 of the
+   * exact policy number and check code (migration 0011), NULL for codes under 8 characters;
+   * cig and the amount only when given. Every kind of miss is the same seek and at most a row
+   * read: the answer's time does not tell them apart. No ORDER BY: ordering by the
    * guarantee's columns made MariaDB build a temporary table and sort it for every lookup,
    * three quarters of the statement's cost (measured); the few rows are ordered in process.
    */
   findForVerification: `SELECT ${COLUMNS}, f.status AS doc_status, f.signature AS doc_signature,
     o.name AS org_name, o.vat_number AS org_vat, o.register_entry AS org_register
     ${FROM} JOIN organizations o ON o.id = g.org_id
-    WHERE g.policy_number = $1 AND g.check_code = $2 AND BINARY g.policy_number = BINARY $1 AND BINARY g.check_code = BINARY $2
-      AND CHAR_LENGTH(g.check_code) >= ${MIN_PUBLIC_CHECK_CODE}
-      AND ($3 IS NULL OR BINARY g.cig = BINARY $3) AND ($4 IS NULL OR g.garanted_amount = CAST($4 AS DECIMAL(15,2)))`,
+    WHERE g.verification_key = $1
+      AND ($2 IS NULL OR BINARY g.cig = BINARY $2) AND ($3 IS NULL OR g.garanted_amount = CAST($3 AS DECIMAL(15,2)))`,
 } as const;
 
 const bool = (v: number | null): boolean | null => (v === null ? null : v !== 0);
@@ -170,7 +181,7 @@ export function createGuaranteeRepository(db: Sequelize) {
 
     /** The guarantees, of any organization, that a public verification with these codes finds. */
     async findForVerification(q: { policyNumber: string; checkCode: string; cig: string | null; garantedAmount: string | null }): Promise<VerificationHit[]> {
-      const rows = await select<VerificationRow>(db, GUARANTEE_SQL.findForVerification, [q.policyNumber, q.checkCode, q.cig, q.garantedAmount]);
+      const rows = await select<VerificationRow>(db, GUARANTEE_SQL.findForVerification, [verificationKey(q.policyNumber, q.checkCode), q.cig, q.garantedAmount]);
       // Oldest guarantee first, each one's docs in order (what fold expects: a record's rows together).
       rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
         || (a.doc_position ?? 0) - (b.doc_position ?? 0));

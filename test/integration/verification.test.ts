@@ -8,7 +8,7 @@ import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JSONWebKe
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
 import supertest from 'supertest';
-import { GUARANTEE_SQL } from '../../src/guarantees/guarantee.repository.js';
+import { GUARANTEE_SQL, verificationKey } from '../../src/guarantees/guarantee.repository.js';
 import { verifyProof } from '../../src/notarization/proof.js';
 import { createApp } from '../../src/app.js';
 import { openQueues } from '../../src/queues.js';
@@ -192,13 +192,31 @@ describe('public verification (contracting authorities)', function () {
     expect((await from('203.0.113.9', { policyNumber, checkCode })).status).to.equal(200);
   });
 
-  it('looks codes up with one seek of the (policy_number, check_code) index, without a temporary table or a sort', async () => {
+  it('looks codes up with one seek of the verification key\'s index, without a temporary table or a sort', async () => {
     const { db } = await harness();
-    const plan = await select<{ table: string; key: string | null; type: string; Extra: string | null }>(db, `EXPLAIN ${GUARANTEE_SQL.findForVerification}`, ['P-1', 'ABCDEFGH', null, null], undefined, { prepared: false });
+    const plan = await select<{ table: string; key: string | null; type: string; Extra: string | null }>(db, `EXPLAIN ${GUARANTEE_SQL.findForVerification}`,
+      [verificationKey('P-1', 'ABCDEFGH'), null, null], undefined, { prepared: false });
     const g = plan.find((r) => r.table === 'g');
-    expect(g, JSON.stringify(plan)).to.include({ key: 'ix_guarantees_verification', type: 'ref' });
+    expect(g, JSON.stringify(plan)).to.include({ key: 'ix_guarantees_verification_key', type: 'ref' });
     // An ORDER BY on the guarantee's columns cost a temporary table and a filesort per lookup.
     expect(plan.map((r) => r.Extra ?? ''), JSON.stringify(plan)).to.satisfy((extras: string[]) => extras.every((e) => !/temporary|filesort/i.test(e)));
+  });
+
+  it('computes the verification key as MariaDB does, for any characters; a code under 8 characters has none', async () => {
+    const { db } = await harness();
+    const org = await newOrg();
+    const pairs = [['POL/2026/ÀÉÎ-ü', 'CÓDIGO-ñ-8'], ['Ω-polizza 𝄞', 'clé-😀-€€€'], ['AB', 'CDEFGHIJ'], ['A', 'BCDEFGHIJ'], ['pol short', 'SEVEN-7']];
+    for (const [policyNumber, checkCode] of pairs) {
+      const g = await create(org, { details: { policyNumber, checkCode } });
+      const [row] = await select<{ verification_key: Buffer | null }>(db, 'SELECT verification_key FROM guarantees WHERE id = $1', [g.id]);
+      if ([...(checkCode as string)].length < 8) expect(row?.verification_key, checkCode).to.equal(null);
+      else expect(row?.verification_key?.toString('hex'), policyNumber).to.equal(verificationKey(policyNumber as string, checkCode as string).toString('hex'));
+    }
+    // The length prefix keeps ("AB", "CDEFGHIJ") and ("A", "BCDEFGHIJ") apart.
+    expect(verificationKey('AB', 'CDEFGHIJ').equals(verificationKey('A', 'BCDEFGHIJ'))).to.equal(false);
+    const res = await verify({ policyNumber: 'Ω-polizza 𝄞', checkCode: 'clé-😀-€€€' });
+    expect(res.status).to.equal(200);
+    expect((res.body.matches as MatchBody[]).map((m) => m.issuer.orgId)).to.include(org.orgId);
   });
 
   it('counts each verification for the issuer and emits guarantee.verified (who verified is not said)', async () => {
