@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
 import { expect } from 'chai';
 import type { GuaranteeV2 } from '../../../src/guarantees/guarantee.schemas.js';
-import { canonicalForm, guaranteeDigest } from '../../../src/notarization/canonical.js';
+import { canonicalForm, canonicalProjection, guaranteeDigest } from '../../../src/notarization/canonical.js';
 
 const record: GuaranteeV2 = {
   details: {
@@ -81,5 +82,27 @@ describe('the canonical form of a guarantee', () => {
       digests.add(guaranteeDigest(g));
     }
     expect(digests.size).to.equal(variants.length + 1);
+  });
+
+  it('is what the canonicalize library makes of the projection, for any strings: escapes, Unicode, a key\'s order', () => {
+    const texts = ['', 'plain', 'quote " backslash \\ slash /', 'control \u0001\n\t\u001f', 'città €', '𝄞 😀 pair', '\u2028\u2029',
+      'literal \\ud800 text', 'ÿ\u007f\u0080', 'z'.repeat(300)];
+    const pick = (i: number) => texts[i % texts.length] as string;
+    for (let i = 0; i < 200; i++) {
+      const g = structuredClone(record);
+      g.details.policyNumber = pick(i);
+      g.details.checkCode = i % 3 ? pick(i + 1) : null;
+      g.details.transactionId = pick(i + 2);
+      g.note.shared = pick(i + 3);
+      g.docs = [{ key: pick(i + 4) || 'k', checksum: null, originalFileName: pick(i + 5) }, { key: `${pick(i + 6)}-b`, type: 'OTHER', checksum: 'aa'.repeat(32) }];
+      g.economics.garantedAmount = i % 2 ? i * 1000.25 : null;
+      expect(canonicalForm(g), `case ${i}`).to.equal(canonicalize(canonicalProjection(g)));
+    }
+  });
+
+  it('refuses a lone surrogate, as RFC 8785 and the canonicalize library do', () => {
+    const g = structuredClone(record);
+    g.note.shared = 'lone \ud800 surrogate';
+    expect(() => canonicalForm(g)).to.throw(/surrogate/i);
   });
 });
