@@ -54,12 +54,18 @@ export async function newKey(url: string, orgId: string): Promise<string> {
 
 const CLOCK_TICKS = 100;
 
-/** CPU seconds (user + system) used so far by one process (`self` for this one). */
-export function processCpuSeconds(pid: number | 'self'): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** CPU seconds (user + system) used so far by one process (`self` for this one), or by its main thread only. */
+export function processCpuSeconds(pid: number | 'self', mainThreadOnly = false): number {
+  const stat = readFileSync(mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
   // Fields after the parenthesised command: utime and stime are the 12th and 13th.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+/** Seconds the machine's CPUs have been idle (idle + iowait, all CPUs), from /proc/stat. */
+export function idleCpuSeconds(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]?.split(/\s+/) ?? [];
+  return (Number(fields[4]) + Number(fields[5])) / CLOCK_TICKS;
 }
 
 /** CPU seconds (user + system) used so far by each process whose command line matches a pattern. */

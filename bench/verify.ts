@@ -18,7 +18,7 @@ import { Agent, request } from 'undici';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { up, down } from '../scripts/services/index.js';
 import { BIG, BIG_ORG_NAME, prepareDatabase, sampleIds } from './api.js';
-import { cpuSeconds, log, newKey, procfileFlags, processCpuSeconds, startServer } from './support.js';
+import { cpuSeconds, idleCpuSeconds, log, newKey, procfileFlags, processCpuSeconds, startServer } from './support.js';
 
 interface Options { duration: number; connections: number; rounds: number; samples: number }
 
@@ -98,9 +98,13 @@ export async function benchVerify(argv: string[]): Promise<void> {
     const run = (req: autocannon.Request, duration: number) => autocannon({
       url: origin, connections: opts.connections, duration, headers: { 'x-api-key': key, 'content-type': 'application/json' }, requests: [req],
     });
-    // CPU per request of each process (what saturates the two cores: the API, MariaDB or the load generator).
+    // CPU per request of each process (what saturates the two cores: the API, MariaDB or the
+    // load generator), of the API's main thread (one core at most: its bottleneck when the
+    // machine idles), and the machine's idle time.
     const processes = { web: (c: string) => c.includes('dist/src/server.js'), mariadb: (c: string) => c.includes('mariadbd') };
-    const cpuNow = (): Record<string, number> => ({ ...cpuSeconds(processes), bench: processCpuSeconds('self') });
+    const cpuNow = (): Record<string, number> => ({
+      ...cpuSeconds(processes), 'web main thread': processCpuSeconds(app.pid as number, true), bench: processCpuSeconds('self'), idle: idleCpuSeconds(),
+    });
     const cpu: Array<Record<string, number>> = [{}, {}];
     const measured = async (kind: 0 | 1, req: autocannon.Request, duration: number): Promise<autocannon.Result> => {
       const before = cpuNow();
