@@ -1,16 +1,17 @@
 // The verification counts of each guarantee (table verification_counts, owned here).
-import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, leanTransaction, select, type LeanTransaction, type Sequelize, type Tx } from '../shared/db/sequelize.js';
 
 export interface VerificationCount { count: number; lastAt: Date | null }
 
 export function createVerificationRepository(db: Sequelize) {
   return {
-    transaction<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
-      return db.transaction(work);
+    /** A lean transaction (src/shared/db/sequelize.ts): the group commit of verifications runs often. */
+    transaction<T>(work: (t: LeanTransaction) => Promise<T>): Promise<T> {
+      return leanTransaction(db, work);
     },
 
     /** Adds `n` verifications at `at` to each guarantee, in one statement. */
-    async add(t: Transaction, counts: ReadonlyMap<string, number>, at: Date): Promise<void> {
+    async add(t: Tx, counts: ReadonlyMap<string, number>, at: Date): Promise<void> {
       if (!counts.size) return;
       const ids = [...counts.keys()];
       const values = ids.map((_, i) => `($${i * 2 + 2}, $${i * 2 + 3}, $1)`).join(', ');

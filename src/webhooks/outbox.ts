@@ -7,7 +7,7 @@
 // idempotent (deliveries are keyed by event × endpoint, jobs by delivery), so two relays
 // working on the same events do no harm.
 import { v7 as uuidv7 } from 'uuid';
-import type { Transaction } from '../shared/db/sequelize.js';
+import type { Transaction, Tx } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import type { WebhookJobs } from './webhook.jobs.js';
 import type { DeliveryRef, EventRecord, WebhookRepository } from './webhook.repository.js';
@@ -28,7 +28,7 @@ export interface Outbox {
    * touched each event twice more. A delivery whose queueing fails (Redis away, the process
    * gone) is pending in the database, and the reconciler queues it again.
    */
-  addManyFannedOut(t: Transaction, type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at?: Date): Promise<string[]>;
+  addManyFannedOut(t: Tx, type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at?: Date): Promise<string[]>;
 }
 
 /** The body of an event as it is signed and sent, byte for byte: `{type, timestamp, data}`. */
@@ -47,7 +47,7 @@ export function createOutbox(
 ): Outbox {
   const rowsOf = (type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at: Date, dispatchedAt?: Date): EventRecord[] =>
     events.map((e) => ({ id: uuidv7({ msecs: at.getTime() }), orgId: e.orgId, type, body: eventBody(type, at, e.data), createdAt: at, ...(dispatchedAt && { dispatchedAt }) }));
-  const insert = async (rows: EventRecord[], t: Transaction): Promise<void> => {
+  const insert = async (rows: EventRecord[], t: Tx): Promise<void> => {
     // Bounded statements: a MariaDB packet holds a few thousand v2 records comfortably.
     for (let i = 0; i < rows.length; i += 500) await repo.insertEvents(rows.slice(i, i + 500), t);
   };

@@ -1,6 +1,6 @@
 // Webhooks in MariaDB: endpoints (secrets sealed), the outbox of events, one delivery per
 // event and endpoint (the authority on whether a delivery is still due), and every attempt.
-import { execute, select, truncate, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, select, truncate, type Sequelize, type Transaction, type Tx } from '../shared/db/sequelize.js';
 
 export interface EndpointRecord {
   id: string;
@@ -152,7 +152,7 @@ export function createWebhookRepository(db: Sequelize) {
     },
 
     /** Many events in one multi-row INSERT (a notarized batch writes one per record). */
-    async insertEvents(events: readonly EventRecord[], t: Transaction): Promise<void> {
+    async insertEvents(events: readonly EventRecord[], t: Tx): Promise<void> {
       if (!events.length) return;
       const values = events.map((_, i) => `($${i * 6 + 1}, $${i * 6 + 2}, $${i * 6 + 3}, $${i * 6 + 4}, $${i * 6 + 5}, $${i * 6 + 6})`).join(', ');
       await execute(db, `INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ${values}`,
@@ -171,7 +171,7 @@ export function createWebhookRepository(db: Sequelize) {
      * registered by the event's time; existing ones are kept) and returns those still
      * pending, to be queued.
      */
-    async fanOut(events: ReadonlyArray<{ id: string }>, at: Date, t?: Transaction, opts: { fresh?: boolean } = {}): Promise<DeliveryRef[]> {
+    async fanOut(events: ReadonlyArray<{ id: string }>, at: Date, t?: Tx, opts: { fresh?: boolean } = {}): Promise<DeliveryRef[]> {
       if (!events.length) return [];
       const ids = events.map((e) => e.id);
       // A disabled endpoint's delivery is failed at once, kept for a replay once it is enabled.

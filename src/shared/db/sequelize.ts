@@ -118,53 +118,99 @@ export function toPositional(sql: string): { sql: string; order: number[] } {
   return p;
 }
 
-async function run(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction, opts: RunOptions = {}): Promise<unknown> {
+/** Connections whose command outlived the client's time limit: never reused. */
+const broken = new WeakSet<MysqlConnection>();
+
+/** Closes a broken connection's socket now (a polite end would wait for the silent server) and lets the pool forget it. */
+function forget(db: Sequelize, connection: MysqlConnection): void {
+  connection.destroy();
+  void (db.connectionManager as unknown as { pool: { destroy(c: object): Promise<void> } }).pool.destroy(connection).catch(() => undefined);
+}
+
+/** One command on `connection`, within the client's time limit (our own timer, around prepare and execute alike: mysql2's covers the execute only). */
+function send(db: Sequelize, connection: MysqlConnection, sql: string, values: unknown[], prepared = true): Promise<unknown> {
+  const timeoutMs = clientTimeouts.get(db);
+  let timer: NodeJS.Timeout | undefined;
+  return new Promise((resolve, reject) => {
+    if (timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        broken.add(connection);
+        reject(Object.assign(new Error(`The database did not answer within ${timeoutMs} ms`), { code: 'PROTOCOL_SEQUENCE_TIMEOUT' }));
+      }, timeoutMs);
+    }
+    const done = (err: Error | null, result: unknown) => {
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve(result);
+    };
+    if (prepared) connection.execute({ sql }, values, done);
+    else connection.query({ sql }, values, done);
+  });
+}
+
+/**
+ * A transaction on the lean path: START TRANSACTION and COMMIT sent on a pooled connection
+ * itself, with afterCommit hooks run once it has committed, as Sequelize's are. Sequelize's
+ * db.transaction() cost about 215 µs of CPU per transaction against 90 µs (measured), a
+ * twentieth of a public verification's main-thread time at its group commit's batch sizes.
+ */
+export interface LeanTransaction {
+  readonly connection: unknown;
+  afterCommit(hook: () => void): void;
+}
+
+/** A transaction of either kind: what the lean statements (select, execute, write) take. */
+export type Tx = Transaction | LeanTransaction;
+
+export async function leanTransaction<T>(db: Sequelize, work: (t: LeanTransaction) => Promise<T>): Promise<T> {
+  const connection = await db.connectionManager.getConnection({ type: 'write' }) as MysqlConnection;
+  const hooks: Array<() => void> = [];
+  let result: T;
+  try {
+    await send(db, connection, 'START TRANSACTION', [], false);
+    try {
+      result = await work({ connection, afterCommit: (hook) => { hooks.push(hook); } });
+      await send(db, connection, 'COMMIT', [], false);
+    } catch (err) {
+      // A connection lost or broken rolls back on the server when it closes.
+      if (!broken.has(connection)) await send(db, connection, 'ROLLBACK', [], false).catch(() => { broken.add(connection); });
+      throw err;
+    }
+  } finally {
+    if (broken.has(connection)) forget(db, connection);
+    else db.connectionManager.releaseConnection(connection);
+  }
+  for (const hook of hooks) hook();
+  return result;
+}
+
+async function run(db: Sequelize, sql: string, bind: unknown[], transaction?: Tx, opts: RunOptions = {}): Promise<unknown> {
   const p = toPositional(sql);
   const values = p.order.map((i) => bind[i] ?? null);
-  const command = { sql: p.sql };
-  const timeoutMs = clientTimeouts.get(db);
   const own = transaction === undefined;
   const connection = (own
     ? await db.connectionManager.getConnection({ type: 'write' })
     : (transaction as unknown as { connection: object }).connection) as MysqlConnection;
-  let broken = false;
-  let timer: NodeJS.Timeout | undefined;
   try {
-    return await new Promise((resolve, reject) => {
-      // Our own timer, around prepare and execute alike (mysql2's covers the execute only).
-      if (timeoutMs !== undefined) {
-        timer = setTimeout(() => {
-          broken = true;
-          reject(Object.assign(new Error(`The database did not answer within ${timeoutMs} ms`), { code: 'PROTOCOL_SEQUENCE_TIMEOUT' }));
-        }, timeoutMs);
-      }
-      const done = (err: Error | null, result: unknown) => (err ? reject(err) : resolve(result));
-      if (opts.prepared === false) connection.query(command, values, done);
-      else connection.execute(command, values, done);
-    });
+    return await send(db, connection, p.sql, values, opts.prepared !== false);
   } finally {
-    clearTimeout(timer);
     // A connection whose command is still running is never reused: destroyed, the pool makes another.
-    if (broken) {
-      // Close the socket now (a polite end would wait for the silent server), then let the
-      // pool forget the connection.
-      connection.destroy();
-      void (db.connectionManager as unknown as { pool: { destroy(c: object): Promise<void> } }).pool.destroy(connection).catch(() => undefined);
-    } else if (own) db.connectionManager.releaseConnection(connection);
+    if (broken.has(connection)) forget(db, connection);
+    else if (own) db.connectionManager.releaseConnection(connection);
   }
 }
 
 /** Runs a SELECT with positional bind parameters ($1, $2...) and returns plain rows. */
-export async function select<T extends object>(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction, opts?: RunOptions): Promise<T[]> {
+export async function select<T extends object>(db: Sequelize, sql: string, bind: unknown[], transaction?: Tx, opts?: RunOptions): Promise<T[]> {
   return (await run(db, sql, bind, transaction, opts)) as T[];
 }
 
 /** Runs a statement that changes rows; resolves with the affected row count. */
-export async function execute(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction, opts?: RunOptions): Promise<number> {
+export async function execute(db: Sequelize, sql: string, bind: unknown[], transaction?: Tx, opts?: RunOptions): Promise<number> {
   return ((await run(db, sql, bind, transaction, opts)) as { affectedRows?: number }).affectedRows ?? 0;
 }
 
 /** Runs a statement that changes rows; resolves with MySQL's result header (insertId...). */
-export async function write(db: Sequelize, sql: string, bind: unknown[], transaction?: Transaction): Promise<{ affectedRows: number; insertId: number }> {
+export async function write(db: Sequelize, sql: string, bind: unknown[], transaction?: Tx): Promise<{ affectedRows: number; insertId: number }> {
   return (await run(db, sql, bind, transaction)) as { affectedRows: number; insertId: number };
 }
