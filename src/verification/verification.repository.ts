@@ -1,24 +1,25 @@
 // The verification counts of each guarantee (table verification_counts, owned here).
-import { execute, leanTransaction, select, type LeanTransaction, type Sequelize, type Tx } from '../shared/db/sequelize.js';
+import { script, select, type Sequelize, type Statement } from '../shared/db/sequelize.js';
 
 export interface VerificationCount { count: number; lastAt: Date | null }
 
 export function createVerificationRepository(db: Sequelize) {
   return {
-    /** A lean transaction (src/shared/db/sequelize.ts): the group commit of verifications runs often. */
-    transaction<T>(work: (t: LeanTransaction) => Promise<T>): Promise<T> {
-      return leanTransaction(db, work);
+    /** Runs statements (this repository's and others') as one transaction in one round trip. */
+    script(statements: readonly Statement[]): Promise<unknown[]> {
+      return script(db, statements);
     },
 
-    /** Adds `n` verifications at `at` to each guarantee, in one statement. */
-    async add(t: Tx, counts: ReadonlyMap<string, number>, at: Date): Promise<void> {
-      if (!counts.size) return;
+    /** The statement that adds `n` verifications at `at` to each guarantee. */
+    addStatement(counts: ReadonlyMap<string, number>, at: Date): Statement {
       const ids = [...counts.keys()];
       const values = ids.map((_, i) => `($${i * 2 + 2}, $${i * 2 + 3}, $1)`).join(', ');
-      await execute(db, `INSERT INTO verification_counts (guarantee_id, verifications, last_verified_at) VALUES ${values}
-        ON DUPLICATE KEY UPDATE verifications = verifications + VALUES(verifications),
-          last_verified_at = GREATEST(last_verified_at, VALUES(last_verified_at))`,
-      [at, ...ids.flatMap((id) => [id, counts.get(id)])], t, { prepared: false });
+      return {
+        sql: `INSERT INTO verification_counts (guarantee_id, verifications, last_verified_at) VALUES ${values}
+          ON DUPLICATE KEY UPDATE verifications = verifications + VALUES(verifications),
+            last_verified_at = GREATEST(last_verified_at, VALUES(last_verified_at))`,
+        bind: [at, ...ids.flatMap((id) => [id, counts.get(id)])],
+      };
     },
 
     async countOf(guaranteeId: string): Promise<VerificationCount> {

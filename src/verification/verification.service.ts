@@ -77,7 +77,8 @@ export function createVerificationService(deps: {
   };
 
   // The verifications that arrive while the previous ones are written share the next transaction
-  // (group commit): their counts in one statement, their events in another.
+  // (group commit): their counts in one statement, their events and deliveries in others, all
+  // sent in one round trip (a script).
   const record = createBatcher(async (items: Array<{ records: GuaranteeRecord[]; at: Date }>) => {
     const counts = new Map<string, number>();
     const events: Array<{ orgId: string; data: unknown }> = [];
@@ -88,10 +89,9 @@ export function createVerificationService(deps: {
       }
     }
     const at = items.reduce((latest, i) => (i.at > latest ? i.at : latest), items[0]?.at ?? now());
-    await repo.transaction(async (t) => {
-      await repo.add(t, counts, at);
-      await outbox.addManyFannedOut(t, 'guarantee.verified', events, at);
-    });
+    const fannedOut = outbox.fannedOut('guarantee.verified', events, at);
+    const results = await repo.script([repo.addStatement(counts, at), ...fannedOut.statements]);
+    fannedOut.dispatched(results.slice(1));
     return items.map(() => undefined);
   }, { maxItems: 500, serial: true });
 

@@ -7,10 +7,10 @@
 // idempotent (deliveries are keyed by event × endpoint, jobs by delivery), so two relays
 // working on the same events do no harm.
 import { v7 as uuidv7 } from 'uuid';
-import type { Transaction, Tx } from '../shared/db/sequelize.js';
+import type { Statement, Transaction } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import type { WebhookJobs } from './webhook.jobs.js';
-import type { DeliveryRef, EventRecord, WebhookRepository } from './webhook.repository.js';
+import { deliveryRefs, type DeliveryRef, type EventRecord, type WebhookRepository } from './webhook.repository.js';
 
 export const EVENT_TYPES = ['guarantee.created', 'file.status.changed', 'guarantee.notarized', 'guarantee.notarization_blocked', 'guarantee.verified'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -21,14 +21,20 @@ export interface Outbox {
   /** Writes many events of one type in transaction `t` (one statement); returns their ids. */
   addMany(t: Transaction, type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at?: Date): Promise<string[]>;
   /**
-   * Like addMany, but the events are fanned out in `t` itself: written already dispatched,
-   * their deliveries made in the same transaction, and queued once `t` commits, so the relay
-   * never reads, fans out or marks them. For frequent events written by batches that own no
-   * lock anyone waits for (public verifications): the relay's three statements per round
-   * touched each event twice more. A delivery whose queueing fails (Redis away, the process
-   * gone) is pending in the database, and the reconciler queues it again.
+   * Events of one type fanned out by their writer, for frequent events written by batches
+   * that many requests wait for (public verifications): the statements that write them
+   * already dispatched with their deliveries, to run in the writer's one-round-trip script
+   * (src/shared/db/sequelize.ts), so that the relay never reads, fans out or marks them (its
+   * rounds touched each event twice more); then, once the script has committed, `dispatched`
+   * with these statements' results queues the pending deliveries. A delivery whose queueing
+   * fails (Redis away, the process gone) is pending in the database, and the reconciler
+   * queues it again.
    */
-  addManyFannedOut(t: Tx, type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at?: Date): Promise<string[]>;
+  fannedOut(type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at: Date): {
+    ids: string[];
+    statements: Statement[];
+    dispatched(results: readonly unknown[]): void;
+  };
 }
 
 /** The body of an event as it is signed and sent, byte for byte: `{type, timestamp, data}`. */
@@ -37,17 +43,17 @@ export function eventBody(type: EventType, at: Date, data: unknown): string {
 }
 
 /**
- * `onCommit` wakes the relay; `dispatch` queues deliveries made in a transaction once it has
+ * `onCommit` wakes the relay; `dispatch` queues deliveries its writer made, once they are
  * committed (it never throws: a failure leaves them to the reconciler).
  */
 export function createOutbox(
-  repo: Pick<WebhookRepository, 'insertEvent' | 'insertEvents' | 'fanOut'>,
+  repo: Pick<WebhookRepository, 'insertEvent' | 'insertEvents' | 'fannedOutStatements'>,
   onCommit: () => void = () => undefined,
   dispatch: (deliveries: DeliveryRef[]) => void = () => undefined,
 ): Outbox {
   const rowsOf = (type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at: Date, dispatchedAt?: Date): EventRecord[] =>
     events.map((e) => ({ id: uuidv7({ msecs: at.getTime() }), orgId: e.orgId, type, body: eventBody(type, at, e.data), createdAt: at, ...(dispatchedAt && { dispatchedAt }) }));
-  const insert = async (rows: EventRecord[], t: Tx): Promise<void> => {
+  const insert = async (rows: EventRecord[], t: Transaction): Promise<void> => {
     // Bounded statements: a MariaDB packet holds a few thousand v2 records comfortably.
     for (let i = 0; i < rows.length; i += 500) await repo.insertEvents(rows.slice(i, i + 500), t);
   };
@@ -64,13 +70,20 @@ export function createOutbox(
       if (rows.length) t.afterCommit(onCommit);
       return rows.map((r) => r.id);
     },
-    async addManyFannedOut(t, type, events, at = new Date()) {
+    fannedOut(type, events, at) {
+      // Bounded statements: a MariaDB packet holds a few thousand v2 records comfortably.
+      const chunks: EventRecord[][] = [];
       const rows = rowsOf(type, events, at, at);
-      await insert(rows, t);
-      const deliveries: DeliveryRef[] = [];
-      for (let i = 0; i < rows.length; i += 500) deliveries.push(...await repo.fanOut(rows.slice(i, i + 500), at, t, { fresh: true }));
-      if (deliveries.length) t.afterCommit(() => dispatch(deliveries));
-      return rows.map((r) => r.id);
+      for (let i = 0; i < rows.length; i += 500) chunks.push(rows.slice(i, i + 500));
+      return {
+        ids: rows.map((r) => r.id),
+        statements: chunks.flatMap((chunk) => repo.fannedOutStatements(chunk, at)),
+        // Each chunk's three statements end with its pending deliveries' rows.
+        dispatched: (results) => {
+          const deliveries = chunks.flatMap((_, i) => deliveryRefs(results[i * 3 + 2] as Parameters<typeof deliveryRefs>[0]));
+          if (deliveries.length) dispatch(deliveries);
+        },
+      };
     },
   };
 }

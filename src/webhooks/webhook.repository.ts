@@ -1,6 +1,6 @@
 // Webhooks in MariaDB: endpoints (secrets sealed), the outbox of events, one delivery per
 // event and endpoint (the authority on whether a delivery is still due), and every attempt.
-import { execute, select, truncate, type Sequelize, type Transaction, type Tx } from '../shared/db/sequelize.js';
+import { execute, select, truncate, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 
 export interface EndpointRecord {
   id: string;
@@ -70,6 +70,39 @@ const pairs = (keys: readonly DeliveryKey[]) => keys.map((k) => [k.eventId, k.en
 
 /** The outbox write of every create (exported so that the API bench's raw baseline does the same durable work). */
 export const INSERT_EVENT_SQL = 'INSERT INTO webhook_events (id, org_id, type, body, created_at) VALUES ($1, $2, $3, $4, $5)';
+
+function insertEventsStatement(events: readonly EventRecord[]): Statement {
+  const values = events.map((_, i) => `($${i * 6 + 1}, $${i * 6 + 2}, $${i * 6 + 3}, $${i * 6 + 4}, $${i * 6 + 5}, $${i * 6 + 6})`).join(', ');
+  return {
+    sql: `INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ${values}`,
+    bind: events.flatMap((e) => [e.id, e.orgId, e.type, e.body, e.createdAt, e.dispatchedAt ?? null]),
+  };
+}
+
+/**
+ * The deliveries of events (one per endpoint of the event's organization registered by the
+ * event's time; existing ones are kept), then those still pending, to be queued.
+ */
+function fanOutStatements(ids: readonly string[], at: Date): [Statement, Statement] {
+  return [{
+    // A disabled endpoint's delivery is failed at once, kept for a replay once it is enabled.
+    sql: `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at, due_at)
+      SELECT ev.id, ep.id, ev.org_id, IF(ep.status = 'active', 'pending', 'failed'), IF(ep.status = 'active', NULL, 'endpoint disabled'), $1, $1, $1
+      FROM webhook_events ev JOIN webhook_endpoints ep ON ep.org_id = ev.org_id AND ep.created_at <= ev.created_at
+      WHERE ev.id IN ($2)`,
+    bind: [at, ids],
+  }, {
+    sql: "SELECT event_id, endpoint_id, replays FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending'",
+    bind: [ids],
+  }];
+}
+
+interface PendingRow { event_id: string; endpoint_id: string; replays: number }
+
+/** The rows of fanOutStatements()' second statement, as delivery refs. */
+export function deliveryRefs(rows: readonly PendingRow[]): DeliveryRef[] {
+  return rows.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id, replays: r.replays }));
+}
 
 export function createWebhookRepository(db: Sequelize) {
   return {
@@ -152,11 +185,10 @@ export function createWebhookRepository(db: Sequelize) {
     },
 
     /** Many events in one multi-row INSERT (a notarized batch writes one per record). */
-    async insertEvents(events: readonly EventRecord[], t: Tx): Promise<void> {
+    async insertEvents(events: readonly EventRecord[], t: Transaction): Promise<void> {
       if (!events.length) return;
-      const values = events.map((_, i) => `($${i * 6 + 1}, $${i * 6 + 2}, $${i * 6 + 3}, $${i * 6 + 4}, $${i * 6 + 5}, $${i * 6 + 6})`).join(', ');
-      await execute(db, `INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ${values}`,
-        events.flatMap((e) => [e.id, e.orgId, e.type, e.body, e.createdAt, e.dispatchedAt ?? null]), t, { prepared: false });
+      const { sql, bind } = insertEventsStatement(events);
+      await execute(db, sql, bind, t, { prepared: false });
     },
 
     /** Events not yet handed to the delivery queue, oldest first, committed before `before`. */
@@ -171,19 +203,20 @@ export function createWebhookRepository(db: Sequelize) {
      * registered by the event's time; existing ones are kept) and returns those still
      * pending, to be queued.
      */
-    async fanOut(events: ReadonlyArray<{ id: string }>, at: Date, t?: Tx, opts: { fresh?: boolean } = {}): Promise<DeliveryRef[]> {
+    async fanOut(events: ReadonlyArray<{ id: string }>, at: Date): Promise<DeliveryRef[]> {
       if (!events.length) return [];
-      const ids = events.map((e) => e.id);
-      // A disabled endpoint's delivery is failed at once, kept for a replay once it is enabled.
-      const created = await execute(db, `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at, due_at)
-        SELECT ev.id, ep.id, ev.org_id, IF(ep.status = 'active', 'pending', 'failed'), IF(ep.status = 'active', NULL, 'endpoint disabled'), $1, $1, $1
-        FROM webhook_events ev JOIN webhook_endpoints ep ON ep.org_id = ev.org_id AND ep.created_at <= ev.created_at
-        WHERE ev.id IN ($2)`, [at, ids], t, { prepared: false });
-      // Events written in this very transaction (`fresh`) have no deliveries but those just made.
-      if (opts.fresh && created === 0) return [];
-      const rows = await select<{ event_id: string; endpoint_id: string; replays: number }>(db,
-        "SELECT event_id, endpoint_id, replays FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending'", [ids], t, { prepared: false });
-      return rows.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id, replays: r.replays }));
+      const [create, pending] = fanOutStatements(events.map((e) => e.id), at);
+      await execute(db, create.sql, create.bind, undefined, { prepared: false });
+      return deliveryRefs(await select<PendingRow>(db, pending.sql, pending.bind, undefined, { prepared: false }));
+    },
+
+    /**
+     * The statements that write events already fanned out, for a script (src/shared/db/sequelize.ts):
+     * the events, their deliveries, and the pending deliveries read back (the script's last
+     * result: deliveryRefs() makes them refs to queue once it has committed).
+     */
+    fannedOutStatements(events: readonly EventRecord[], at: Date): Statement[] {
+      return [insertEventsStatement(events), ...fanOutStatements(events.map((e) => e.id), at)];
     },
 
     async markDispatched(ids: string[], at: Date): Promise<void> {

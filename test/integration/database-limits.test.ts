@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { appWith, harness, newOrg } from '../support/harness.js';
-import { createSequelize, execute, leanTransaction, select, type Sequelize } from '../../src/shared/db/sequelize.js';
+import { createSequelize, execute, script, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 
 describe('database time limits', function () {
   this.timeout(30_000);
@@ -62,13 +62,13 @@ describe('database time limits', function () {
   }
 });
 
-describe('lean transactions (START TRANSACTION and COMMIT on the pooled connection)', function () {
+describe('scripts: statements in one transaction and one round trip', function () {
   this.timeout(30_000);
   let db: Sequelize;
   const rows = async () => (await select<{ v: string }>(db, 'SELECT v FROM lean_tx_probe ORDER BY v', [])).map((r) => r.v);
 
   before(async () => {
-    // One connection: a connection the transaction failed to give back would hang the next statement.
+    // One connection: a connection a script failed to give back would hang the next statement.
     db = createSequelize({ url: process.env.DATABASE_URL as string, poolMax: 1, acquireTimeoutMs: 2000, statementTimeoutMs: 1000, clientGraceMs: 300 });
     await execute(db, 'CREATE TABLE IF NOT EXISTS lean_tx_probe (v VARCHAR(64) NOT NULL PRIMARY KEY)', [], undefined, { prepared: false });
   });
@@ -78,32 +78,37 @@ describe('lean transactions (START TRANSACTION and COMMIT on the pooled connecti
     await db.close();
   });
 
-  it('commits, then runs its afterCommit hooks, which see the rows committed', async () => {
-    const seen: string[][] = [];
-    const { db: other } = await harness();
-    const result = await leanTransaction(db, async (t) => {
-      await execute(db, 'INSERT INTO lean_tx_probe (v) VALUES ($1), ($2)', ['a', 'b'], t);
-      t.afterCommit(() => { void select<{ v: string }>(other, 'SELECT v FROM lean_tx_probe ORDER BY v', []).then((r) => seen.push(r.map((x) => x.v))); });
-      // Not yet visible to another connection.
-      expect(await select(other, 'SELECT v FROM lean_tx_probe', [])).to.have.length(0);
-      return 'done';
-    });
-    expect(result).to.equal('done');
+  it('runs its statements in one transaction and gives each one\'s result', async () => {
+    const results = await script(db, [
+      { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1), ($2)', bind: ['a', 'b'] },
+      { sql: 'INSERT IGNORE INTO lean_tx_probe (v) VALUES ($1)', bind: ['a'] },
+      { sql: 'SELECT v FROM lean_tx_probe WHERE v IN ($1) ORDER BY v', bind: [['a', 'b', 'c']] },
+    ]);
+    expect(results).to.have.length(3);
+    expect((results[0] as { affectedRows: number }).affectedRows).to.equal(2);
+    expect((results[1] as { affectedRows: number }).affectedRows).to.equal(0);
+    expect((results[2] as Array<{ v: string }>).map((r) => r.v)).to.deep.equal(['a', 'b']);
     expect(await rows()).to.deep.equal(['a', 'b']);
-    for (let i = 0; i < 50 && !seen.length; i++) await sleep(10);
-    expect(seen).to.deep.equal([['a', 'b']]);
   });
 
-  it('rolls back when the work fails, runs no hook, and gives its connection back', async () => {
-    let hooked = false;
-    const error = await leanTransaction(db, async (t) => {
-      await execute(db, 'INSERT INTO lean_tx_probe (v) VALUES ($1)', ['x'], t);
-      t.afterCommit(() => { hooked = true; });
-      await execute(db, 'INSERT INTO lean_tx_probe (v) VALUES ($1)', ['x'], t); // duplicate key
-    }).then(() => undefined, (e: unknown) => e);
+  it('rolls back what it wrote when a statement fails, and gives its connection back', async () => {
+    const error = await script(db, [
+      { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['x'] },
+      { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['x'] }, // duplicate key
+    ]).then(() => undefined, (e: unknown) => e);
     expect((error as { errno?: number }).errno).to.equal(1062);
-    expect(hooked).to.equal(false);
     expect(await rows()).to.deep.equal([]);
+    // The script's connection is usable again.
+    await script(db, [{ sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['y'] }]);
+    expect(await rows()).to.deep.equal(['y']);
+  });
+
+  it('runs values as values, never as statements, and the main pool takes one statement per query', async () => {
+    const hostile = "z'); DROP TABLE lean_tx_probe; --";
+    await script(db, [{ sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: [hostile] }]);
+    expect(await rows()).to.deep.equal([hostile]);
+    const error = await execute(db, 'SELECT 1; SELECT 2', [], undefined, { prepared: false }).then(() => undefined, (e: unknown) => e);
+    expect((error as { errno?: number }).errno).to.equal(1064);
   });
 
   it('gives up on a row lock held elsewhere within the statement limit, and rolls back what it wrote', async () => {
@@ -113,10 +118,10 @@ describe('lean transactions (START TRANSACTION and COMMIT on the pooled connecti
     try {
       await select(other, 'SELECT v FROM lean_tx_probe WHERE v = $1 FOR UPDATE', ['locked'], holder);
       const started = Date.now();
-      const error = await leanTransaction(db, async (t) => {
-        await execute(db, 'INSERT INTO lean_tx_probe (v) VALUES ($1)', ['written'], t);
-        await execute(db, 'DELETE FROM lean_tx_probe WHERE v = $1', ['locked'], t);
-      }).then(() => undefined, (e: unknown) => e);
+      const error = await script(db, [
+        { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['written'] },
+        { sql: 'DELETE FROM lean_tx_probe WHERE v = $1', bind: ['locked'] },
+      ]).then(() => undefined, (e: unknown) => e);
       expect(error).to.be.instanceOf(Error);
       expect(Date.now() - started).to.be.below(5000);
     } finally {
@@ -128,18 +133,18 @@ describe('lean transactions (START TRANSACTION and COMMIT on the pooled connecti
   // Only where the test run started MariaDB itself: the test pauses the server.
   const pidFile = '.data/test/mariadb/mysqld.pid';
   if (existsSync(pidFile) && process.env.DATABASE_URL?.includes(':3320/')) {
-    it('gives up on a server that stops answering mid-transaction, destroys that connection, and nothing is committed', async () => {
+    it('gives up on a server that stops answering within the limit and recovers; what it had sent is committed whole or not at all', async () => {
       const pid = Number(readFileSync(pidFile, 'utf8').trim());
       const resume = setTimeout(() => process.kill(pid, 'SIGCONT'), 4000);
       let error: unknown;
       let elapsed: number;
       try {
         const started = Date.now();
-        error = await leanTransaction(db, async (t) => {
-          await execute(db, 'INSERT INTO lean_tx_probe (v) VALUES ($1)', ['half'], t);
-          process.kill(pid, 'SIGSTOP');
-          await execute(db, 'INSERT INTO lean_tx_probe (v) VALUES ($1)', ['never'], t);
-        }).then(() => undefined, (e: unknown) => e);
+        process.kill(pid, 'SIGSTOP');
+        error = await script(db, [
+          { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['first'] },
+          { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['second'] },
+        ]).then(() => undefined, (e: unknown) => e);
         elapsed = Date.now() - started;
       } finally {
         clearTimeout(resume);
@@ -148,8 +153,14 @@ describe('lean transactions (START TRANSACTION and COMMIT on the pooled connecti
       expect((error as { code?: string } | undefined)?.code).to.equal('PROTOCOL_SEQUENCE_TIMEOUT');
       expect(elapsed).to.be.below(3000);
       await sleep(200);
-      // The one pooled connection was replaced; the server rolled back the closed one's work.
-      expect(await rows()).to.deep.equal([]);
+      // The whole script was in the server's socket when it stopped: resumed, the server may
+      // have run it to its COMMIT (the client cannot know, as with any COMMIT whose answer is
+      // lost), but never in part.
+      const left = await rows();
+      expect(JSON.stringify(left)).to.be.oneOf(['[]', '["first","second"]']);
+      // The connection was replaced: the next script runs.
+      await script(db, [{ sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['after'] }]);
+      expect(await rows()).to.include('after');
     });
   }
 });
