@@ -7,6 +7,7 @@ import type { KeyObject } from 'node:crypto';
 import type { SignatureVerdict } from '../files/p7m/p7m.verifier.js';
 import { MIN_PUBLIC_CHECK_CODE, type GuaranteeRepository, type VerificationHit } from '../guarantees/guarantee.repository.js';
 import { toV2 } from '../guarantees/guarantee.serializer.js';
+import type { GuaranteeV2 } from '../guarantees/guarantee.schemas.js';
 import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
 import { guaranteeDigest } from '../notarization/canonical.js';
 import type { ProofService } from '../notarization/notarization.service.js';
@@ -36,9 +37,9 @@ export function notVerifiableReason(g: Pick<GuaranteeRecord, 'details'>): string
   return undefined;
 }
 
-/** The record's canonical digest: it exists once every document has its checksum. */
-const digestOf = (record: GuaranteeRecord): string | null =>
-  (record.docs.every((d) => d.checksum !== null) ? guaranteeDigest(toV2(record)) : null);
+/** The record's canonical digest (from its v2 shape): it exists once every document has its checksum. */
+const digestOf = (g: GuaranteeV2): string | null =>
+  (g.docs.every((d) => d.checksum !== null) ? guaranteeDigest(g) : null);
 
 function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
   return hit.record.docs.map((doc, i) => {
@@ -117,18 +118,23 @@ export function createVerificationService(deps: {
         });
       }
       const verifiedAt = now();
-      await record({ records: hits.map((h) => h.record), at: verifiedAt });
       const payload: ReceiptPayload = {
         verifiedAt: verifiedAt.toISOString(),
         query: { policyNumber: q.policyNumber, ...(q.cig !== undefined && { cig: q.cig }), ...(q.garantedAmount !== undefined && { garantedAmount: q.garantedAmount }) },
-        matches: matches.map((m, i) => ({
+        matches: matches.map((m) => ({
           guaranteeId: m.guarantee.id,
-          digest: m.proof?.digest ?? digestOf((hits[i] as VerificationHit).record),
+          digest: m.proof?.digest ?? digestOf(m.guarantee),
           notarizationStatus: m.guarantee.notarizationStatus,
           txHash: m.guarantee.txHash,
         })),
       };
-      return { verifiedAt: payload.verifiedAt, matches, receipt: await signReceipt(await signingKey(), payload) };
+      // The receipt is signed (on the thread pool) while the verification is recorded: under
+      // load each wait in the event loop's queue costs milliseconds, and the answer needs both.
+      const [receipt] = await Promise.all([
+        signingKey().then((key) => signReceipt(key, payload)),
+        record({ records: hits.map((h) => h.record), at: verifiedAt }),
+      ]);
+      return { verifiedAt: payload.verifiedAt, matches, receipt };
     },
 
     /** Every public key that has signed receipts, the current one included. */

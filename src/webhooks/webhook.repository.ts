@@ -81,19 +81,25 @@ function insertEventsStatement(events: readonly EventRecord[]): Statement {
 
 /**
  * The deliveries of events (one per endpoint of the event's organization registered by the
- * event's time; existing ones are kept), then those still pending, to be queued.
+ * event's time; existing ones are kept), then those still pending, to be queued. Both start
+ * from the organizations' endpoints (STRAIGHT_JOIN): an organization without any, the common
+ * case of frequent events such as verifications, costs one index probe instead of a read of
+ * every event and delivery key.
  */
-function fanOutStatements(ids: readonly string[], at: Date): [Statement, Statement] {
+function fanOutStatements(events: ReadonlyArray<{ id: string; orgId: string }>, at: Date): [Statement, Statement] {
+  const ids = events.map((e) => e.id);
+  const orgs = [...new Set(events.map((e) => e.orgId))];
   return [{
     // A disabled endpoint's delivery is failed at once, kept for a replay once it is enabled.
     sql: `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at, due_at)
       SELECT ev.id, ep.id, ev.org_id, IF(ep.status = 'active', 'pending', 'failed'), IF(ep.status = 'active', NULL, 'endpoint disabled'), $1, $1, $1
-      FROM webhook_events ev JOIN webhook_endpoints ep ON ep.org_id = ev.org_id AND ep.created_at <= ev.created_at
-      WHERE ev.id IN ($2)`,
-    bind: [at, ids],
+      FROM webhook_endpoints ep STRAIGHT_JOIN webhook_events ev ON ev.org_id = ep.org_id AND ep.created_at <= ev.created_at
+      WHERE ep.org_id IN ($3) AND ev.id IN ($2)`,
+    bind: [at, ids, orgs],
   }, {
-    sql: "SELECT event_id, endpoint_id, replays FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending'",
-    bind: [ids],
+    sql: `SELECT d.event_id, d.endpoint_id, d.replays FROM webhook_endpoints ep STRAIGHT_JOIN webhook_deliveries d ON d.endpoint_id = ep.id
+      WHERE ep.org_id IN ($2) AND d.event_id IN ($1) AND d.status = 'pending'`,
+    bind: [ids, orgs],
   }];
 }
 
@@ -203,9 +209,9 @@ export function createWebhookRepository(db: Sequelize) {
      * registered by the event's time; existing ones are kept) and returns those still
      * pending, to be queued.
      */
-    async fanOut(events: ReadonlyArray<{ id: string }>, at: Date): Promise<DeliveryRef[]> {
+    async fanOut(events: ReadonlyArray<{ id: string; orgId: string }>, at: Date): Promise<DeliveryRef[]> {
       if (!events.length) return [];
-      const [create, pending] = fanOutStatements(events.map((e) => e.id), at);
+      const [create, pending] = fanOutStatements(events, at);
       await execute(db, create.sql, create.bind, undefined, { prepared: false });
       return deliveryRefs(await select<PendingRow>(db, pending.sql, pending.bind, undefined, { prepared: false }));
     },
@@ -216,7 +222,7 @@ export function createWebhookRepository(db: Sequelize) {
      * result: deliveryRefs() makes them refs to queue once it has committed).
      */
     fannedOutStatements(events: readonly EventRecord[], at: Date): Statement[] {
-      return [insertEventsStatement(events), ...fanOutStatements(events.map((e) => e.id), at)];
+      return [insertEventsStatement(events), ...fanOutStatements(events, at)];
     },
 
     async markDispatched(ids: string[], at: Date): Promise<void> {

@@ -343,6 +343,16 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     }
   });
 
+  it('fans out from the organizations\' endpoints: without any, no event or delivery key is read (the plans start from webhook_endpoints)', async () => {
+    const { db, events } = await harness();
+    const at = new Date();
+    const [, fanOut, pending] = events.repo.fannedOutStatements([{ id: '00000000-0000-7000-8000-000000000000', orgId: (await newOrg()).orgId, type: 'guarantee.verified', body: '{}', createdAt: at }], at);
+    for (const statement of [fanOut, pending]) {
+      const plan = await select<{ table: string }>(db, `EXPLAIN ${statement?.sql ?? ''}`, statement?.bind ?? [], undefined, { prepared: false });
+      expect(plan[0]?.table, JSON.stringify(plan)).to.equal('ep');
+    }
+  });
+
   it('answers at once with Redis unreachable; the delivery waits in the database and the reconciler queues it once Redis is there', async () => {
     const { config, db, events } = await harness();
     const { org, id, policyNumber, checkCode, hooks } = await withEndpoint();

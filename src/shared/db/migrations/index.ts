@@ -11,6 +11,7 @@ import { migration as selfHealing } from './0008-self-healing.js';
 import { migration as organizationIdentity } from './0009-organization-identity.js';
 import { migration as publicVerification } from './0010-public-verification.js';
 import { migration as verificationKey } from './0011-verification-key.js';
+import { migration as verificationWrites } from './0012-verification-writes.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -20,4 +21,4 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor, selfHealing, organizationIdentity, publicVerification, verificationKey];
+export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor, selfHealing, organizationIdentity, publicVerification, verificationKey, verificationWrites];
