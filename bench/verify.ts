@@ -16,7 +16,8 @@ import autocannon from 'autocannon';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
 import { Agent, request } from 'undici';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
-import { up, down } from '../scripts/services/index.js';
+import { context, down, up } from '../scripts/services/index.js';
+import { databaseName } from '../scripts/services/mariadb.js';
 import { BIG, BIG_ORG_NAME, prepareDatabase, sampleIds } from './api.js';
 import { cpuSeconds, idleCpuSeconds, log, newKey, procfileFlags, processCpuSeconds, startServer } from './support.js';
 
@@ -66,6 +67,8 @@ async function ensureCheckCodes(url: string, orgId: string): Promise<void> {
  * bench database is the bench's own.
  */
 async function emptyVerificationTables(url: string): Promise<void> {
+  // Only the bench profile's own database, never one a DATABASE_URL of the shell names.
+  if (new URL(url).pathname !== `/${databaseName(context('bench'))}`) throw new Error(`bench verify empties its tables only in the bench database, not ${new URL(url).pathname.slice(1)}`);
   const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
   try {
     for (const table of ['verification_counts', 'webhook_deliveries', 'webhook_events']) await pool.query(`TRUNCATE TABLE ${table}`);

@@ -12,7 +12,9 @@ export function createVerificationRepository(db: Sequelize) {
 
     /** The statement that adds `n` verifications at `at` to each guarantee. */
     addStatement(counts: ReadonlyMap<string, number>, at: Date): Statement {
-      const ids = [...counts.keys()];
+      if (!counts.size) throw new Error('no verification to count');
+      // In key order: two processes' batches lock their rows in the same order (no deadlock).
+      const ids = [...counts.keys()].sort();
       const values = ids.map((_, i) => `($${i * 2 + 2}, $${i * 2 + 3}, $1)`).join(', ');
       return {
         sql: `INSERT INTO verification_counts (guarantee_id, verifications, last_verified_at) VALUES ${values}

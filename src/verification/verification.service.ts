@@ -128,12 +128,10 @@ export function createVerificationService(deps: {
           txHash: m.guarantee.txHash,
         })),
       };
-      // The receipt is signed (on the thread pool) while the verification is recorded: under
-      // load each wait in the event loop's queue costs milliseconds, and the answer needs both.
-      const [receipt] = await Promise.all([
-        signingKey().then((key) => signReceipt(key, payload)),
-        record({ records: hits.map((h) => h.record), at: verifiedAt }),
-      ]);
+      await record({ records: hits.map((h) => h.record), at: verifiedAt });
+      // Signed once recorded: signing while the batch was written measured slower (0.64 against
+      // 0.70 of get-by-id, 8 rounds each), two completions to wait for instead of one.
+      const receipt = await signReceipt(await signingKey(), payload);
       return { verifiedAt: payload.verifiedAt, matches, receipt };
     },
 

@@ -12,6 +12,8 @@ import { createWebhookRepository, type DeliveryRef, type WebhookRepository } fro
 
 /** How long a writer's deliveries may take to reach the queue before they are left to the reconciler. */
 const DISPATCH_TIMEOUT_MS = 2_000;
+/** How long, after a failure to queue them, a writer's deliveries are left to the reconciler. */
+const DISPATCH_PAUSE_MS = 5_000;
 
 export interface Events {
   repo: WebhookRepository;
@@ -31,10 +33,17 @@ export function createEvents(db: Sequelize, queue: WebhookQueue, retrySchedule: 
   const jobs = createWebhookJobs(queue, retrySchedule);
   const relay = createRelay({ repo: relayRepo, jobs, logger });
   // Deliveries fanned out by their writer: queued once, within a time limit; on failure they
-  // wait in the database for the reconciler (pending past their due time).
+  // wait in the database for the reconciler (pending past their due time). After a failure,
+  // none is tried for DISPATCH_PAUSE_MS: under load every batch would otherwise wait on a
+  // Redis that is away, and say so, many times a second (the relay holds back the same way).
+  let pausedUntil = 0;
   const dispatch = (deliveries: DeliveryRef[]): void => {
+    if (Date.now() < pausedUntil) return;
     withTimeout(jobs.queue(deliveries), DISPATCH_TIMEOUT_MS, 'queueing webhook deliveries').catch((err: unknown) => {
-      logger.warn({ err: (err as Error).message, deliveries: deliveries.length }, 'webhook deliveries not queued; the reconciler queues them again');
+      if (Date.now() >= pausedUntil) {
+        logger.warn({ err: (err as Error).message, deliveries: deliveries.length, pauseMs: DISPATCH_PAUSE_MS }, 'webhook deliveries not queued; the reconciler queues them again');
+      }
+      pausedUntil = Date.now() + DISPATCH_PAUSE_MS;
     });
   };
   return {

@@ -84,7 +84,7 @@ function insertEventsStatement(events: readonly EventRecord[]): Statement {
  * event's time; existing ones are kept), then those still pending, to be queued. Both start
  * from the organizations' endpoints (STRAIGHT_JOIN): an organization without any, the common
  * case of frequent events such as verifications, costs one index probe instead of a read of
- * every event and delivery key.
+ * every event and delivery key; the events and deliveries are then read by primary key.
  */
 function fanOutStatements(events: ReadonlyArray<{ id: string; orgId: string }>, at: Date): [Statement, Statement] {
   const ids = events.map((e) => e.id);
@@ -93,11 +93,13 @@ function fanOutStatements(events: ReadonlyArray<{ id: string; orgId: string }>, 
     // A disabled endpoint's delivery is failed at once, kept for a replay once it is enabled.
     sql: `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at, due_at)
       SELECT ev.id, ep.id, ev.org_id, IF(ep.status = 'active', 'pending', 'failed'), IF(ep.status = 'active', NULL, 'endpoint disabled'), $1, $1, $1
-      FROM webhook_endpoints ep STRAIGHT_JOIN webhook_events ev ON ev.org_id = ep.org_id AND ep.created_at <= ev.created_at
+      FROM webhook_endpoints ep STRAIGHT_JOIN webhook_events ev FORCE INDEX (PRIMARY) ON ev.org_id = ep.org_id AND ep.created_at <= ev.created_at
       WHERE ep.org_id IN ($3) AND ev.id IN ($2)`,
     bind: [at, ids, orgs],
   }, {
-    sql: `SELECT d.event_id, d.endpoint_id, d.replays FROM webhook_endpoints ep STRAIGHT_JOIN webhook_deliveries d ON d.endpoint_id = ep.id
+    // By the deliveries' primary key (event_id, endpoint_id): never through an endpoint's
+    // index, which would read all its pending deliveries, the most during its outage.
+    sql: `SELECT d.event_id, d.endpoint_id, d.replays FROM webhook_endpoints ep STRAIGHT_JOIN webhook_deliveries d FORCE INDEX (PRIMARY) ON d.endpoint_id = ep.id
       WHERE ep.org_id IN ($2) AND d.event_id IN ($1) AND d.status = 'pending'`,
     bind: [ids, orgs],
   }];

@@ -2,6 +2,8 @@ import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { appWith, harness, newOrg } from '../support/harness.js';
+import { context } from '../../scripts/services/index.js';
+import { rootSql } from '../../scripts/services/mariadb.js';
 import { createSequelize, execute, script, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 
 describe('database time limits', function () {
@@ -65,24 +67,24 @@ describe('database time limits', function () {
 describe('scripts: statements in one transaction and one round trip', function () {
   this.timeout(30_000);
   let db: Sequelize;
-  const rows = async () => (await select<{ v: string }>(db, 'SELECT v FROM lean_tx_probe ORDER BY v', [])).map((r) => r.v);
+  const rows = async () => (await select<{ v: string }>(db, 'SELECT v FROM script_probe ORDER BY v', [])).map((r) => r.v);
 
   before(async () => {
     // One connection: a connection a script failed to give back would hang the next statement.
     db = createSequelize({ url: process.env.DATABASE_URL as string, poolMax: 1, acquireTimeoutMs: 2000, statementTimeoutMs: 1000, clientGraceMs: 300 });
-    await execute(db, 'CREATE TABLE IF NOT EXISTS lean_tx_probe (v VARCHAR(64) NOT NULL PRIMARY KEY)', [], undefined, { prepared: false });
+    await execute(db, 'CREATE TABLE IF NOT EXISTS script_probe (v VARCHAR(64) NOT NULL PRIMARY KEY)', [], undefined, { prepared: false });
   });
-  beforeEach(async () => { await execute(db, 'DELETE FROM lean_tx_probe', []); });
+  beforeEach(async () => { await execute(db, 'DELETE FROM script_probe', []); });
   after(async () => {
-    await execute(db, 'DROP TABLE lean_tx_probe', [], undefined, { prepared: false });
+    await execute(db, 'DROP TABLE script_probe', [], undefined, { prepared: false });
     await db.close();
   });
 
   it('runs its statements in one transaction and gives each one\'s result', async () => {
     const results = await script(db, [
-      { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1), ($2)', bind: ['a', 'b'] },
-      { sql: 'INSERT IGNORE INTO lean_tx_probe (v) VALUES ($1)', bind: ['a'] },
-      { sql: 'SELECT v FROM lean_tx_probe WHERE v IN ($1) ORDER BY v', bind: [['a', 'b', 'c']] },
+      { sql: 'INSERT INTO script_probe (v) VALUES ($1), ($2)', bind: ['a', 'b'] },
+      { sql: 'INSERT IGNORE INTO script_probe (v) VALUES ($1)', bind: ['a'] },
+      { sql: 'SELECT v FROM script_probe WHERE v IN ($1) ORDER BY v', bind: [['a', 'b', 'c']] },
     ]);
     expect(results).to.have.length(3);
     expect((results[0] as { affectedRows: number }).affectedRows).to.equal(2);
@@ -93,34 +95,58 @@ describe('scripts: statements in one transaction and one round trip', function (
 
   it('rolls back what it wrote when a statement fails, and gives its connection back', async () => {
     const error = await script(db, [
-      { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['x'] },
-      { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['x'] }, // duplicate key
+      { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['x'] },
+      { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['x'] }, // duplicate key
     ]).then(() => undefined, (e: unknown) => e);
     expect((error as { errno?: number }).errno).to.equal(1062);
     expect(await rows()).to.deep.equal([]);
     // The script's connection is usable again.
-    await script(db, [{ sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['y'] }]);
+    await script(db, [{ sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['y'] }]);
     expect(await rows()).to.deep.equal(['y']);
   });
 
   it('runs values as values, never as statements, and the main pool takes one statement per query', async () => {
-    const hostile = "z'); DROP TABLE lean_tx_probe; --";
-    await script(db, [{ sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: [hostile] }]);
+    const hostile = "z'); DROP TABLE script_probe; --";
+    await script(db, [{ sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: [hostile] }]);
     expect(await rows()).to.deep.equal([hostile]);
     const error = await execute(db, 'SELECT 1; SELECT 2', [], undefined, { prepared: false }).then(() => undefined, (e: unknown) => e);
     expect((error as { errno?: number }).errno).to.equal(1064);
   });
 
+  it('takes no plain object as a value (the driver would write its keys unescaped)', async () => {
+    const error = await script(db, [{ sql: 'INSERT INTO script_probe SET $1', bind: [{ v: 'x' }] }]).then(() => undefined, (e: unknown) => e);
+    expect(error).to.be.instanceOf(TypeError);
+    expect(await rows()).to.deep.equal([]);
+  });
+
+  // Only where the test run started MariaDB itself: the test sets the server's sql_mode as root.
+  if (existsSync('.data/test/mariadb/mysqld.pid') && process.env.DATABASE_URL?.includes(':3320/')) {
+    it('escapes values the same on a server whose sql_mode has NO_BACKSLASH_ESCAPES', async () => {
+      const ctx = context('test');
+      const [mode] = await select<{ m: string }>(db, 'SELECT @@GLOBAL.sql_mode AS m', []);
+      const other = createSequelize({ url: process.env.DATABASE_URL as string, poolMax: 1, statementTimeoutMs: 1000 });
+      const hostile = "q\\'); DELETE FROM script_probe; -- ";
+      try {
+        await rootSql(ctx, "SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',NO_BACKSLASH_ESCAPES')");
+        await script(other, [{ sql: 'INSERT INTO script_probe (v) VALUES ($1), ($2)', bind: ['kept', hostile] }]);
+      } finally {
+        await rootSql(ctx, `SET GLOBAL sql_mode = '${mode?.m ?? ''}'`);
+        await other.close();
+      }
+      expect(await rows()).to.have.members(['kept', hostile]);
+    });
+  }
+
   it('gives up on a row lock held elsewhere within the statement limit, and rolls back what it wrote', async () => {
     const { db: other } = await harness();
-    await execute(db, 'INSERT INTO lean_tx_probe (v) VALUES ($1)', ['locked'], undefined);
+    await execute(db, 'INSERT INTO script_probe (v) VALUES ($1)', ['locked'], undefined);
     const holder = await other.transaction();
     try {
-      await select(other, 'SELECT v FROM lean_tx_probe WHERE v = $1 FOR UPDATE', ['locked'], holder);
+      await select(other, 'SELECT v FROM script_probe WHERE v = $1 FOR UPDATE', ['locked'], holder);
       const started = Date.now();
       const error = await script(db, [
-        { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['written'] },
-        { sql: 'DELETE FROM lean_tx_probe WHERE v = $1', bind: ['locked'] },
+        { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['written'] },
+        { sql: 'DELETE FROM script_probe WHERE v = $1', bind: ['locked'] },
       ]).then(() => undefined, (e: unknown) => e);
       expect(error).to.be.instanceOf(Error);
       expect(Date.now() - started).to.be.below(5000);
@@ -142,8 +168,8 @@ describe('scripts: statements in one transaction and one round trip', function (
         const started = Date.now();
         process.kill(pid, 'SIGSTOP');
         error = await script(db, [
-          { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['first'] },
-          { sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['second'] },
+          { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['first'] },
+          { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['second'] },
         ]).then(() => undefined, (e: unknown) => e);
         elapsed = Date.now() - started;
       } finally {
@@ -159,7 +185,7 @@ describe('scripts: statements in one transaction and one round trip', function (
       const left = await rows();
       expect(JSON.stringify(left)).to.be.oneOf(['[]', '["first","second"]']);
       // The connection was replaced: the next script runs.
-      await script(db, [{ sql: 'INSERT INTO lean_tx_probe (v) VALUES ($1)', bind: ['after'] }]);
+      await script(db, [{ sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['after'] }]);
       expect(await rows()).to.include('after');
     });
   }

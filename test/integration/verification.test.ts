@@ -19,7 +19,7 @@ import { createEvents } from '../../src/webhooks/events.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
 import { RECEIPT_TYPE } from '../../src/verification/receipt.js';
 import { checksum, create, notarizeAll, registered, unique } from '../support/guarantees.js';
-import { appWith, configWith, harness, issueFile, newOrg } from '../support/harness.js';
+import { appWith, configWith, eventually, harness, issueFile, newOrg } from '../support/harness.js';
 import { receiver } from '../support/receiver.js';
 import { freePort } from '../support/tcp-proxy.js';
 
@@ -343,13 +343,24 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     }
   });
 
-  it('fans out from the organizations\' endpoints: without any, no event or delivery key is read (the plans start from webhook_endpoints)', async () => {
+  it('fans out from the organizations\' endpoints: without any, no event or delivery is read; with some, events and deliveries by primary key', async () => {
     const { db, events } = await harness();
     const at = new Date();
-    const [, fanOut, pending] = events.repo.fannedOutStatements([{ id: '00000000-0000-7000-8000-000000000000', orgId: (await newOrg()).orgId, type: 'guarantee.verified', body: '{}', createdAt: at }], at);
-    for (const statement of [fanOut, pending]) {
-      const plan = await select<{ table: string }>(db, `EXPLAIN ${statement?.sql ?? ''}`, statement?.bind ?? [], undefined, { prepared: false });
-      expect(plan[0]?.table, JSON.stringify(plan)).to.equal('ep');
+    const plans = async (orgId: string) => {
+      const [, fanOut, pending] = events.repo.fannedOutStatements([{ id: '00000000-0000-7000-8000-000000000000', orgId, type: 'guarantee.verified', body: '{}', createdAt: at }], at);
+      return Promise.all([fanOut, pending].map((statement) =>
+        select<{ table: string; key: string | null }>(db, `EXPLAIN ${statement?.sql ?? ''}`, statement?.bind ?? [], undefined, { prepared: false })));
+    };
+    for (const plan of await plans((await newOrg()).orgId)) expect(plan[0]?.table, JSON.stringify(plan)).to.equal('ep');
+    const { org, hooks } = await withEndpoint();
+    try {
+      for (const plan of await plans(org.orgId)) {
+        expect(plan[0]?.table, JSON.stringify(plan)).to.equal('ep');
+        // Never through an endpoint's index of deliveries, which would read all its pending ones.
+        expect(plan.find((r) => r.table !== 'ep')?.key, JSON.stringify(plan)).to.equal('PRIMARY');
+      }
+    } finally {
+      await hooks.close();
     }
   });
 
@@ -359,7 +370,9 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     const deadRedis = producerConnection(`redis://127.0.0.1:${await freePort()}/0`);
     deadRedis.on('error', () => undefined);
     const deadQueues = openQueues(deadRedis, config.QUEUE_PREFIX, silent);
-    const deadEvents = createEvents(db, deadQueues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, silent);
+    const warnings: string[] = [];
+    const logger = createLogger('warn', { write: (line: string) => { warnings.push(line); } });
+    const deadEvents = createEvents(db, deadQueues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
     const http = supertest(createApp({ config: configWith({ VERIFY_RATE_PER_MINUTE: '0' }), logger: silent, db, queues: deadQueues, events: deadEvents }).callback());
     let workers: RunningWorkers | undefined;
     try {
@@ -368,6 +381,14 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
       expect(Date.now() - started).to.be.below(2000);
       const [event] = await eventsOf(org.orgId);
       expect(event?.status).to.equal('pending');
+      const notQueued = () => warnings.filter((w) => w.includes('webhook deliveries not queued')).length;
+      await eventually('the failure to queue to be logged', () => notQueued() === 1, 5000);
+      // Another batch soon after is left to the reconciler at once, without trying Redis or saying so again.
+      const again = Date.now();
+      expect((await verify({ policyNumber, checkCode }, http)).status).to.equal(200);
+      expect(Date.now() - again).to.be.below(1000);
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect(notQueued()).to.equal(1);
       // Redis is there again (the harness's): the reconciler finds the delivery past its due time.
       expect(await events.reconcile({ graceMs: 0 })).to.be.at.least(1);
       workers = await startWorkers(['webhooks'], { config, logger: silent });

@@ -64,6 +64,16 @@ export function createSequelize(opts: DatabaseOptions): Sequelize {
       });
     });
   }
+  if (opts.multipleStatements) {
+    // Several statements per query rest on the driver's escaping, which uses backslashes: a
+    // server running with NO_BACKSLASH_ESCAPES would read an escaped quote as the string's end.
+    db.addHook('afterConnect', async (connection) => {
+      await new Promise<void>((resolve, reject) => {
+        (connection as MysqlConnection).query("SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')",
+          (err) => (err ? reject(err) : resolve()));
+      });
+    });
+  }
   optionsOf.set(db, opts);
   const close = db.close.bind(db);
   db.close = async () => {
@@ -185,7 +195,12 @@ export async function script(db: Sequelize, statements: readonly Statement[]): P
   for (const s of statements) {
     const p = toPositional(s.sql);
     sql.push(p.sql);
-    for (const i of p.order) values.push(s.bind[i] ?? null);
+    for (const i of p.order) {
+      const v = s.bind[i] ?? null;
+      // The driver turns a plain object into `key = value` pairs, its keys unescaped: never here.
+      if (typeof v === 'object' && v !== null && !(v instanceof Date) && !Buffer.isBuffer(v) && !Array.isArray(v)) throw new TypeError('a script takes values, dates, buffers and lists only');
+      values.push(v);
+    }
   }
   sql.push('COMMIT');
   const connection = await pool.connectionManager.getConnection({ type: 'write' }) as MysqlConnection;

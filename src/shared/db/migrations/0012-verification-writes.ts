@@ -3,8 +3,8 @@
 // - verification_counts loses its foreign key: the counts are written only for guarantees
 //   just read, and guarantees are never deleted; the key's check read and share-locked the
 //   guarantee's row for every count (a notarization updating it waited for the verifications).
-// - webhook_events loses ix_webhook_events_org (org_id, created_at), which no statement uses:
-//   one index entry less for every event.
+// - webhook_events loses ix_webhook_events_org (org_id, created_at), which no statement of the
+//   service uses: one index entry less for every event.
 // Neither is used by the previous release's statements.
 import type { Migration } from './index.js';
 
