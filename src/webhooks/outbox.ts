@@ -33,7 +33,6 @@ export interface Outbox {
    * queues it again.
    */
   fannedOut(type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at: Date): {
-    ids: string[];
     statements: Statement[];
     dispatched(results: readonly unknown[]): void;
   };
@@ -55,9 +54,11 @@ export function createOutbox(
 ): Outbox {
   const rowsOf = (type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at: Date, dispatchedAt?: Date): EventRecord[] =>
     events.map((e) => ({ id: uuidv7({ msecs: at.getTime() }), orgId: e.orgId, type, body: eventBody(type, at, e.data), createdAt: at, ...(dispatchedAt && { dispatchedAt }) }));
-  const insert = async (rows: EventRecord[], t: Transaction): Promise<void> => {
-    // Bounded statements: a MariaDB packet holds a few thousand v2 records comfortably.
-    for (let i = 0; i < rows.length; i += 500) await repo.insertEvents(rows.slice(i, i + 500), t);
+  // Bounded statements: a MariaDB packet holds a few thousand v2 records comfortably.
+  const chunksOf = (rows: EventRecord[]): EventRecord[][] => {
+    const chunks: EventRecord[][] = [];
+    for (let i = 0; i < rows.length; i += 500) chunks.push(rows.slice(i, i + 500));
+    return chunks;
   };
   return {
     async add(t, orgId, type, data, at = new Date()) {
@@ -68,21 +69,18 @@ export function createOutbox(
     },
     async addMany(t, type, events, at = new Date()) {
       const rows = rowsOf(type, events, at);
-      await insert(rows, t);
+      for (const chunk of chunksOf(rows)) await repo.insertEvents(chunk, t);
       if (rows.length) t.afterCommit(onCommit);
       return rows.map((r) => r.id);
     },
     fannedOut(type, events, at) {
-      // Bounded statements: a MariaDB packet holds a few thousand v2 records comfortably.
-      const rows = rowsOf(type, events, at, at);
       const statements: Statement[] = [];
       const pendingAt: number[] = [];
-      for (let i = 0; i < rows.length; i += 500) {
-        statements.push(...repo.fannedOutStatements(rows.slice(i, i + 500), at));
+      for (const chunk of chunksOf(rowsOf(type, events, at, at))) {
+        statements.push(...repo.fannedOutStatements(chunk, at));
         pendingAt.push(statements.length - 1); // each chunk's statements end with its pending deliveries' read
       }
       return {
-        ids: rows.map((r) => r.id),
         statements,
         dispatched: (results) => {
           const deliveries = pendingAt.flatMap((index) => deliveryRefs(results[index] as Parameters<typeof deliveryRefs>[0]));
