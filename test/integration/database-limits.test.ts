@@ -6,6 +6,11 @@ import { context } from '../../scripts/services/index.js';
 import { rootSql } from '../../scripts/services/mariadb.js';
 import { createSequelize, execute, script, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 
+// Tests that pause the server or set its globals run only where the test run started MariaDB itself.
+const PID_FILE = '.data/test/mariadb/mysqld.pid';
+const ownServer = existsSync(PID_FILE) && process.env.DATABASE_URL?.includes(':3320/') === true;
+const serverPid = () => Number(readFileSync(PID_FILE, 'utf8').trim());
+
 describe('database time limits', function () {
   this.timeout(30_000);
   const dbs: Sequelize[] = [];
@@ -35,13 +40,11 @@ describe('database time limits', function () {
     expect(again.status).to.equal(200);
   });
 
-  // Only where the test run started MariaDB itself: the test pauses the server.
-  const pidFile = '.data/test/mariadb/mysqld.pid';
-  if (existsSync(pidFile) && process.env.DATABASE_URL?.includes(':3320/')) {
+  if (ownServer) {
     it('gives up on a server that stops answering, destroys that connection, and recovers', async () => {
       const db = limited(200, 300);
       await select(db, 'SELECT 1', []); // a pooled connection exists
-      const pid = Number(readFileSync(pidFile, 'utf8').trim());
+      const pid = serverPid();
       // Resumed after 3 s whatever happens, even if the client hangs (the failure this guards against).
       process.kill(pid, 'SIGSTOP');
       const resume = setTimeout(() => process.kill(pid, 'SIGCONT'), 3000);
@@ -119,8 +122,7 @@ describe('scripts: statements in one transaction and one round trip', function (
     expect(await rows()).to.deep.equal([]);
   });
 
-  // Only where the test run started MariaDB itself: the test sets the server's sql_mode as root.
-  if (existsSync('.data/test/mariadb/mysqld.pid') && process.env.DATABASE_URL?.includes(':3320/')) {
+  if (ownServer) {
     it('escapes values the same on a server whose sql_mode has NO_BACKSLASH_ESCAPES', async () => {
       const ctx = context('test');
       const [mode] = await select<{ m: string }>(db, 'SELECT @@GLOBAL.sql_mode AS m', []);
@@ -156,11 +158,9 @@ describe('scripts: statements in one transaction and one round trip', function (
     expect(await rows()).to.deep.equal(['locked']);
   });
 
-  // Only where the test run started MariaDB itself: the test pauses the server.
-  const pidFile = '.data/test/mariadb/mysqld.pid';
-  if (existsSync(pidFile) && process.env.DATABASE_URL?.includes(':3320/')) {
+  if (ownServer) {
     it('gives up on a server that stops answering within the limit and recovers; what it had sent is committed whole or not at all', async () => {
-      const pid = Number(readFileSync(pidFile, 'utf8').trim());
+      const pid = serverPid();
       const resume = setTimeout(() => process.kill(pid, 'SIGCONT'), 4000);
       let error: unknown;
       let elapsed: number;

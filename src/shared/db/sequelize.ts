@@ -22,7 +22,6 @@ export interface DatabaseOptions {
   multipleStatements?: boolean;
 }
 
-const clientTimeouts = new WeakMap<Sequelize, number>();
 const optionsOf = new WeakMap<Sequelize, DatabaseOptions>();
 /** Each database's pool for scripts (script()), made on first use and closed with it. */
 const scriptPools = new WeakMap<Sequelize, Sequelize>();
@@ -54,7 +53,6 @@ export function createSequelize(opts: DatabaseOptions): Sequelize {
   });
   const timeoutMs = opts.statementTimeoutMs;
   if (timeoutMs !== undefined) {
-    clientTimeouts.set(db, timeoutMs + (opts.clientGraceMs ?? 5_000));
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
     db.addHook('afterConnect', async (connection) => {
       await new Promise<void>((resolve, reject) => {
@@ -149,9 +147,13 @@ function forget(db: Sequelize, connection: MysqlConnection): void {
   void (db.connectionManager as unknown as { pool: { destroy(c: object): Promise<void> } }).pool.destroy(connection).catch(() => undefined);
 }
 
+/** How long the client waits for an answer: the statement's limit and a grace; none without a limit. */
+const clientTimeoutMs = (opts: DatabaseOptions | undefined): number | undefined =>
+  (opts?.statementTimeoutMs === undefined ? undefined : opts.statementTimeoutMs + (opts.clientGraceMs ?? 5_000));
+
 /** One command on `connection`, within the client's time limit (our own timer, around prepare and execute alike: mysql2's covers the execute only). */
 function send(db: Sequelize, connection: MysqlConnection, sql: string, values: unknown[], prepared = true): Promise<unknown> {
-  const timeoutMs = clientTimeouts.get(db);
+  const timeoutMs = clientTimeoutMs(optionsOf.get(db));
   let timer: NodeJS.Timeout | undefined;
   return new Promise((resolve, reject) => {
     if (timeoutMs !== undefined) {
