@@ -14,13 +14,15 @@ export function createVerificationRepository(db: Sequelize) {
     addStatement(counts: ReadonlyMap<string, number>, at: Date): Statement {
       if (!counts.size) throw new Error('no verification to count');
       // In key order: two processes' batches lock their rows in the same order (no deadlock).
-      const ids = [...counts.keys()].sort();
-      const values = ids.map((_, i) => `($${i * 2 + 2}, $${i * 2 + 3}, $1)`).join(', ');
+      // The rows travel as one JSON literal: MariaDB parsed a VALUES list's literals one by one,
+      // most of what the statement cost it.
+      const rows = [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       return {
-        sql: `INSERT INTO verification_counts (guarantee_id, verifications, last_verified_at) VALUES ${values}
+        sql: `INSERT INTO verification_counts (guarantee_id, verifications, last_verified_at)
+          SELECT j.id, j.n, $2 FROM JSON_TABLE($1, '$[*]' COLUMNS (id CHAR(36) CHARACTER SET ascii COLLATE ascii_nopad_bin PATH '$[0]', n INT PATH '$[1]')) j
           ON DUPLICATE KEY UPDATE verifications = verifications + VALUES(verifications),
             last_verified_at = GREATEST(last_verified_at, VALUES(last_verified_at))`,
-        bind: [at, ...ids.flatMap((id) => [id, counts.get(id)])],
+        bind: [JSON.stringify(rows), at],
       };
     },
 

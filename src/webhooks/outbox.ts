@@ -12,7 +12,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Statement, Transaction } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import type { WebhookJobs } from './webhook.jobs.js';
-import { deliveryRefs, type DeliveryRef, type EventRecord, type WebhookRepository } from './webhook.repository.js';
+import { pendingDeliveries, type DeliveryRef, type EventRecord, type WebhookRepository } from './webhook.repository.js';
 
 export const EVENT_TYPES = ['guarantee.created', 'file.status.changed', 'guarantee.notarized', 'guarantee.notarization_blocked', 'guarantee.verified'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -75,15 +75,15 @@ export function createOutbox(
     },
     fannedOut(type, events, at) {
       const statements: Statement[] = [];
-      const pendingAt: number[] = [];
+      const madeAt: number[] = [];
       for (const chunk of chunksOf(rowsOf(type, events, at, at))) {
-        statements.push(...repo.fannedOutStatements(chunk, at));
-        pendingAt.push(statements.length - 1); // each chunk's statements end with its pending deliveries' read
+        statements.push(...repo.fannedOutStatements(type, chunk, at));
+        madeAt.push(statements.length - 1); // each chunk's statements end with the deliveries they made
       }
       return {
         statements,
         dispatched: (results) => {
-          const deliveries = pendingAt.flatMap((index) => deliveryRefs(results[index] as Parameters<typeof deliveryRefs>[0]));
+          const deliveries = madeAt.flatMap((index) => pendingDeliveries(results[index] as Parameters<typeof pendingDeliveries>[0]));
           if (deliveries.length) dispatch(deliveries);
         },
       };

@@ -8,14 +8,16 @@ import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JSONWebKe
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
 import supertest from 'supertest';
+import { v7 as uuidv7 } from 'uuid';
 import { GUARANTEE_SQL, verificationKey } from '../../src/guarantees/guarantee.repository.js';
 import { verifyProof } from '../../src/notarization/proof.js';
 import { createApp } from '../../src/app.js';
 import { openQueues } from '../../src/queues.js';
-import { select } from '../../src/shared/db/sequelize.js';
+import { execute, script, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { producerConnection } from '../../src/shared/queues.js';
 import { createEvents } from '../../src/webhooks/events.js';
+import { fanOutStatements, pendingDeliveries } from '../../src/webhooks/webhook.repository.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
 import { RECEIPT_TYPE } from '../../src/verification/receipt.js';
 import { checksum, create, notarizeAll, registered, unique } from '../support/guarantees.js';
@@ -219,7 +221,7 @@ describe('public verification (contracting authorities)', function () {
     expect((res.body.matches as MatchBody[]).map((m) => m.issuer.orgId)).to.include(org.orgId);
   });
 
-  it('counts each verification for the issuer and emits guarantee.verified (who verified is not said)', async () => {
+  it('counts each verification for the issuer; without a webhook endpoint, no guarantee.verified event is kept', async () => {
     const { org, id, policyNumber, checkCode } = await registered();
     const { http, db } = await harness();
     const before = await http.get(`/api/v2/guarantees/${id}/verification`).set('X-API-Key', org.key);
@@ -232,13 +234,9 @@ describe('public verification (contracting authorities)', function () {
     expect(after.body.verifications.count).to.equal(3);
     const latest = answers.map((a) => a.body.verifiedAt as string).sort().at(-1);
     expect(after.body.verifications.lastAt).to.equal(latest);
-    const events = await select<{ body: string }>(db, "SELECT body FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.verified' ORDER BY id", [org.orgId]);
-    expect(events).to.have.length(3);
-    for (const e of events) {
-      const { data } = JSON.parse(e.body) as { data: Record<string, unknown> };
-      expect(Object.keys(data).sort()).to.deep.equal(['guaranteeId', 'verifiedAt']);
-      expect(data.guaranteeId).to.equal(id);
-    }
+    // No endpoint would ever receive them (deliveries are made as they are written): not written.
+    const events = await select<{ id: string }>(db, "SELECT id FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.verified'", [org.orgId]);
+    expect(events).to.have.length(0);
   });
 
   it('shows the issuer whether its guarantee is verifiable, the URL (codes in the fragment) and QR codes of it; other organizations get 404', async () => {
@@ -333,8 +331,10 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
       expect(event?.status).to.be.oneOf(['pending', 'succeeded']);
       workers = await startWorkers(['webhooks'], { config, logger: silent });
       const [received] = await hooks.waitFor(1, 20_000);
-      const body = JSON.parse(received?.body ?? '{}') as { type: string; data: { guaranteeId: string } };
+      const body = JSON.parse(received?.body ?? '{}') as { type: string; data: Record<string, unknown> };
       expect(body).to.deep.include({ type: 'guarantee.verified' });
+      // Nothing about who verified.
+      expect(Object.keys(body.data).sort()).to.deep.equal(['guaranteeId', 'verifiedAt']);
       expect(body.data.guaranteeId).to.equal(id);
       expect(received?.headers['webhook-id']).to.equal(event?.id);
     } finally {
@@ -343,14 +343,63 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     }
   });
 
-  it('fans out from the organizations\' endpoints: without any, no event or delivery is read; with some, events and deliveries by primary key', async () => {
+  it('writes a batch\'s events for the organizations with an endpoint, a disabled one included (kept for a replay), and only for them', async () => {
     const { db, events } = await harness();
+    const { org: active, hooks } = await withEndpoint();
+    const { org: disabled, hooks: disabledHooks } = await withEndpoint();
+    await execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'test' WHERE org_id = $1", [disabled.orgId]);
+    const none = await newOrg();
+    const at = new Date(Date.now() + 1); // after the endpoints were registered
+    try {
+      const rows = [active, none, disabled, active, none].map((o, i) => ({ id: uuidv7({ msecs: at.getTime() }), orgId: o.orgId, body: `{"n":${i}}` }));
+      const results = await script(db, events.repo.fannedOutStatements('guarantee.verified', rows, at));
+      const written = await select<{ id: string; org_id: string; body: string; status: string }>(db,
+        `SELECT e.id, e.org_id, e.body, d.status FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.id IN ($1) ORDER BY e.body`, [rows.map((r) => r.id)], undefined, { prepared: false });
+      expect(written.map((w) => [w.org_id, w.body, w.status])).to.deep.equal([
+        [active.orgId, '{"n":0}', 'pending'], [disabled.orgId, '{"n":2}', 'failed'], [active.orgId, '{"n":3}', 'pending'],
+      ]);
+      // The organization without an endpoint: no event at all.
+      const kept = await select<{ org_id: string }>(db, 'SELECT org_id FROM webhook_events WHERE id IN ($1)', [rows.map((r) => r.id)], undefined, { prepared: false });
+      expect(kept.map((k) => k.org_id).sort()).to.deep.equal([active.orgId, active.orgId, disabled.orgId].sort());
+      // The last result is the deliveries made: the pending ones are to be queued.
+      expect(pendingDeliveries(results.at(-1) as Parameters<typeof pendingDeliveries>[0]).map((d) => d.eventId).sort()).to.deep.equal([rows[0]?.id, rows[3]?.id].sort());
+    } finally {
+      await hooks.close();
+      await disabledHooks.close();
+    }
+  });
+
+  type PlanRow = { table: string; type: string; key: string | null };
+  const explain = async (statements: ReadonlyArray<{ sql: string; bind: unknown[] }>): Promise<PlanRow[][]> => {
+    const { db } = await harness();
+    return Promise.all(statements.map((statement) =>
+      select<PlanRow>(db, `EXPLAIN ${statement.sql.replace(/\s+RETURNING .*$/s, '')}`, statement.bind, undefined, { prepared: false })));
+  };
+
+  it('writes a verification\'s event and deliveries through the endpoints\' index, and reads events by primary key only', async () => {
+    const { events } = await harness();
     const at = new Date();
-    const plans = async (orgId: string) => {
-      const [, fanOut, pending] = events.repo.fannedOutStatements([{ id: '00000000-0000-7000-8000-000000000000', orgId, type: 'guarantee.verified', body: '{}', createdAt: at }], at);
-      return Promise.all([fanOut, pending].map((statement) =>
-        select<{ table: string; key: string | null }>(db, `EXPLAIN ${statement?.sql ?? ''}`, statement?.bind ?? [], undefined, { prepared: false })));
-    };
+    const plans = async (orgId: string) => explain(events.repo.fannedOutStatements('guarantee.verified', [{ id: '00000000-0000-7000-8000-000000000000', orgId, body: '{}' }], at));
+    const { org, hooks } = await withEndpoint();
+    try {
+      for (const orgId of [(await newOrg()).orgId, org.orgId]) {
+        for (const plan of await plans(orgId)) {
+          expect(plan[0]?.table, JSON.stringify(plan)).to.equal('j'); // the JSON rows sent
+          expect(plan.length, JSON.stringify(plan)).to.be.above(1);
+          for (const r of plan.slice(1)) {
+            expect(r.type, JSON.stringify(plan)).to.be.oneOf(['ref', 'eq_ref']); // a seek, never a scan of every endpoint
+            expect(r.key, JSON.stringify(plan)).to.equal(r.table === 'ev' ? 'PRIMARY' : 'uq_webhook_endpoints_url');
+          }
+        }
+      }
+    } finally {
+      await hooks.close();
+    }
+  });
+
+  it('the relay fans out from the organizations\' endpoints: without any, no event or delivery is read; with some, events and deliveries by primary key', async () => {
+    const at = new Date();
+    const plans = async (orgId: string) => explain(fanOutStatements([{ id: '00000000-0000-7000-8000-000000000000', orgId }], at));
     for (const plan of await plans((await newOrg()).orgId)) expect(plan[0]?.table, JSON.stringify(plan)).to.equal('ep');
     const { org, hooks } = await withEndpoint();
     try {
