@@ -1,4 +1,4 @@
-// `npm run bench -- verify [--duration S] [--rounds N] [--connections N] [--samples N]`
+// `npm run bench -- verify [--duration S] [--rounds N] [--connections N] [--samples N] [--webhook]`
 //
 // On the API bench's database (1,000,000 guarantees in one organization, seeded by
 // `npm run bench -- api` or here when absent), each given a checkCode: measures in one run,
@@ -8,12 +8,16 @@
 //   2. the time of each kind of miss (unknown policy, wrong code, short code, other amount),
 //      one request at a time, interleaved, so that the answer's time can be compared: medians
 //      in microseconds and the largest ratio between two kinds.
+// With --webhook, the organization has a webhook endpoint for the run, so that each verification
+// also writes its guarantee.verified event and delivery and queues it in Redis (no worker runs:
+// the deliveries' cost is the worker's, elsewhere). Without it, the organization has none.
 // Appends the figures, dated, to bench/README.md.
 import { spawnSync } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import autocannon from 'autocannon';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
+import { Redis } from 'ioredis';
 import { Agent, request } from 'undici';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
@@ -21,15 +25,16 @@ import { databaseName } from '../scripts/services/mariadb.js';
 import { BIG, BIG_ORG_NAME, prepareDatabase, sampleIds } from './api.js';
 import { cpuSeconds, idleCpuSeconds, log, newKey, procfileFlags, processCpuSeconds, startServer } from './support.js';
 
-interface Options { duration: number; connections: number; rounds: number; samples: number }
+interface Options { duration: number; connections: number; rounds: number; samples: number; webhook: boolean }
 
 function options(argv: string[]): Options {
-  const o: Options = { duration: 12, connections: 64, rounds: 4, samples: 2000 };
+  const o: Options = { duration: 12, connections: 64, rounds: 4, samples: 2000, webhook: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--duration') o.duration = Number(argv[++i]);
     else if (argv[i] === '--connections') o.connections = Number(argv[++i]);
     else if (argv[i] === '--rounds') o.rounds = Number(argv[++i]);
     else if (argv[i] === '--samples') o.samples = Number(argv[++i]);
+    else if (argv[i] === '--webhook') o.webhook = true;
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return o;
@@ -63,17 +68,32 @@ async function ensureCheckCodes(url: string, orgId: string): Promise<void> {
 
 /**
  * Every run starts from the same state: no counts, events or deliveries (each run writes a
- * few hundred thousand; the tables of earlier runs made later ones slower, measured). The
- * bench database is the bench's own.
+ * few hundred thousand; the tables of earlier runs made later ones slower, measured), and no
+ * endpoint of the big organization (one a --webhook run could not remove). The bench database
+ * is the bench's own.
  */
-async function emptyVerificationTables(url: string): Promise<void> {
+async function emptyVerificationTables(url: string, orgId: string): Promise<void> {
   // Only the bench profile's own database, never one a DATABASE_URL of the shell names.
   if (new URL(url).pathname !== `/${databaseName(context('bench'))}`) throw new Error(`bench verify empties its tables only in the bench database, not ${new URL(url).pathname.slice(1)}`);
   const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
   try {
-    for (const table of ['verification_counts', 'webhook_deliveries', 'webhook_events']) await pool.query(`TRUNCATE TABLE ${table}`);
+    for (const table of ['verification_counts', 'webhook_attempts', 'webhook_deliveries', 'webhook_events']) await pool.query(`TRUNCATE TABLE ${table}`);
+    await pool.query('DELETE FROM webhook_endpoints WHERE org_id = ?', [orgId]);
   } finally {
     await pool.end();
+  }
+}
+
+/** Empties the bench profile's own Redis of the delivery jobs of earlier --webhook runs (never a Redis the shell names). */
+async function emptyBenchRedis(): Promise<void> {
+  const url = new URL(process.env.REDIS_URL as string);
+  if (!['127.0.0.1', 'localhost'].includes(url.hostname) || Number(url.port) !== context('bench').ports.redis) throw new Error(`bench verify --webhook empties only the bench's own Redis, not ${url.host}`);
+  const redis = new Redis(url.toString(), { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    await redis.flushdb();
+  } finally {
+    redis.disconnect();
   }
 }
 
@@ -88,7 +108,8 @@ export async function benchVerify(argv: string[]): Promise<void> {
   const url = process.env.DATABASE_URL as string;
   const { bigOrg } = await prepareDatabase(url, false);
   await ensureCheckCodes(url, bigOrg);
-  await emptyVerificationTables(url);
+  await emptyVerificationTables(url, bigOrg);
+  if (opts.webhook) await emptyBenchRedis();
   const key = await newKey(url, bigOrg);
   const ids = await sampleIds(url, bigOrg, 20_000);
 
@@ -104,6 +125,14 @@ export async function benchVerify(argv: string[]): Promise<void> {
   const app = await startServer('app', 'dist/src/server.js', appEnv, 3903, [...procfileFlags('web'), ...extraFlags]);
   const lines: string[] = [];
   try {
+    if (opts.webhook) {
+      // Nothing listens there: no worker runs, and the API only writes and queues.
+      const res = await request(`${origin}/api/v1/webhooks`, {
+        method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ endpoint: 'https://127.0.0.1:9/verified' }),
+      });
+      const body = await res.body.json() as { success?: boolean };
+      if (res.statusCode !== 200 || !body.success) throw new Error(`the webhook endpoint was refused (${res.statusCode}): ${JSON.stringify(body)}`);
+    }
     let n = 0;
     const getById: autocannon.Request = { method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/v2/guarantees/${ids[n++ % ids.length]}` }) };
     const verify: autocannon.Request = {
@@ -150,7 +179,7 @@ export async function benchVerify(argv: string[]): Promise<void> {
     // Each verify round against the get round just before it: the machine's slow spells fall on both of a pair.
     const rate = (r: autocannon.Result) => r.requests.total / r.duration;
     const pairs = (results[1] ?? []).map((r, i) => rate(r) / rate(results[0]?.[i] as autocannon.Result));
-    lines.push(`verify (match)   ${v.reqs.toFixed(0).padStart(6)} req/s p50 ${v.p50} ms p99 ${v.p99} ms${v.non2xx + v.errors ? ` | non-2xx/errors ${v.non2xx}/${v.errors}` : ''} | verify/get ${(v.reqs / g.reqs).toFixed(2)}, median of the ${pairs.length} round pairs ${median(pairs).toFixed(2)} (${pairs.map((x) => x.toFixed(2)).join(' ')})`);
+    lines.push(`${(opts.webhook ? 'verify (endpoint)' : 'verify (match)').padEnd(17)}${v.reqs.toFixed(0).padStart(6)} req/s p50 ${v.p50} ms p99 ${v.p99} ms${v.non2xx + v.errors ? ` | non-2xx/errors ${v.non2xx}/${v.errors}` : ''} | verify/get ${(v.reqs / g.reqs).toFixed(2)}, median of the ${pairs.length} round pairs ${median(pairs).toFixed(2)} (${pairs.map((x) => x.toFixed(2)).join(' ')})`);
     results.forEach((rs, kind) => {
       const n = rs.reduce((s, r) => s + r.requests.total, 0);
       const perRequest = Object.entries(cpu[kind] ?? {}).map(([k, v]) => `${k} ${((v / n) * 1e6).toFixed(0)}`).join(', ');

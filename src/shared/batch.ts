@@ -8,9 +8,9 @@
 // then go together in the next (a database's group commit). Under load, batches then grow with
 // the time a run takes instead of staying one turn's worth; when idle, nothing changes.
 // `minIntervalMs` (serial only) spaces the runs that follow one another under load: the next
-// starts that long after the previous one started, so that each run's fixed cost (a
-// transaction, its statements' parsing) is shared by more calls. A call that finds no run in
-// flight is never held back by it.
+// starts about that long after the previous one started (timers keep whole milliseconds), so
+// that each run's fixed cost (a transaction, its statements' parsing) is shared by more calls.
+// A call that finds the batcher idle is never held back, and a full batch goes at once.
 
 export type Batched<I, O> = (item: I) => Promise<O>;
 
@@ -41,7 +41,7 @@ export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opts: { m
       }
       // Still "running" while the next run waits for its time: the calls made meanwhile join it.
       const wait = (opts.minIntervalMs ?? 0) - (performance.now() - startedAt);
-      if (wait > 0) spacing = setTimeout(next, wait);
+      if (wait > 0 && pending.length < opts.maxItems) spacing = setTimeout(next, wait);
       else next();
     });
   }

@@ -7,8 +7,10 @@
 // It is signed here with node:crypto, in the calling thread. jose signs only through WebCrypto,
 // a job on the thread pool, and so did crypto.sign with a callback: an Ed25519 signature costs
 // about 37 µs of CPU in one thread and 50 µs handed to the pool and back (both threads,
-// measured on the bench machine), and on two cores every thread's CPU counts: verifications
-// ran at 0.74 of get-by-id signed here against 0.70 on the pool (`npm run bench -- verify`).
+// measured on the bench machine), and on two cores every thread's CPU counts (one 4-round run of
+// `npm run bench -- verify` each: 0.74 of get-by-id signed here, 0.70 on the pool; 8 rounds,
+// within the noise: 0.69 against 0.68). On a host whose database runs elsewhere the main
+// thread may be what saturates: there the pool could be the better place.
 // A compact JWS is the three base64url parts of RFC 7515 §7.1; the protected header is fixed
 // per key, so it is encoded once.
 import { sign } from 'node:crypto';

@@ -30,7 +30,8 @@ export interface Outbox {
    * rounds touched each event twice more); then, once the script has committed, `dispatched`
    * with these statements' results queues the pending deliveries. A delivery whose queueing
    * fails (Redis away, the process gone) is pending in the database, and the reconciler
-   * queues it again.
+   * queues it again. An event whose organization has no endpoint registered by `at` is not
+   * written at all: no delivery could ever be made of it.
    */
   fannedOut(type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at: Date): {
     statements: Statement[];

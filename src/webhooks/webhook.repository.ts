@@ -91,25 +91,26 @@ const EVENTS_TABLE = `JSON_TABLE($1, '$[*]' COLUMNS (id CHAR(36) CHARACTER SET a
  * verifications) and their deliveries, in two statements whose rows travel as one JSON
  * literal each: MariaDB spent a third of the group commit's time parsing the literals of
  * row-by-row VALUES lists.
- * - An event is written only if its organization has an endpoint (active or disabled: a
- *   disabled one's delivery is kept for a replay). Without one, no delivery would ever be made
- *   and nothing but a delivery reads an event: it would be a row written for nothing, on every
- *   public verification. The test is a correlated subquery, one index probe per event: as an
- *   IN, MariaDB may read every organization's endpoints to materialize it.
- * - The deliveries, one per endpoint registered by the events' time and per event written (an
- *   endpoint that arrives between the two statements gets none for an event not written),
- *   returned as they are inserted (RETURNING): the pending ones are queued once committed
- *   (pendingDeliveries()).
+ * - An event is written only if its organization has an endpoint registered by the events'
+ *   time (active or disabled: a disabled one's delivery is kept for a replay). Without one, no
+ *   delivery would ever be made and nothing but a delivery reads an event: it would be a row
+ *   written for nothing, on every public verification. The test is a correlated subquery, an
+ *   index seek per event: as an IN, MariaDB may read every organization's endpoints to
+ *   materialize it. The endpoints it reads stay locked until the commit (INSERT ... SELECT
+ *   under REPEATABLE READ), so a registration waits for it and the second statement sees them.
+ * - The deliveries, one per such endpoint and event, returned as they are inserted (RETURNING):
+ *   the pending ones are queued once committed (pendingDeliveries()). The events are new, so
+ *   a delivery that exists already would be a bug, and an error says so.
  */
 function fannedOutEventStatements(type: string, events: readonly FannedOutEvent[], at: Date): [Statement, Statement] {
   return [{
     sql: `INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at)
       SELECT j.id, j.org_id, $2, j.body, $3, $3 FROM ${EVENTS_TABLE}
-      WHERE (SELECT 1 FROM webhook_endpoints ep WHERE ep.org_id = j.org_id LIMIT 1) IS NOT NULL`,
+      WHERE (SELECT 1 FROM webhook_endpoints ep WHERE ep.org_id = j.org_id AND ep.created_at <= $3 LIMIT 1) IS NOT NULL`,
     bind: [JSON.stringify(events.map((e) => [e.id, e.orgId, e.body])), type, at],
   }, {
     // A disabled endpoint's delivery is failed at once, kept for a replay once it is enabled.
-    sql: `INSERT IGNORE INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at, due_at)
+    sql: `INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, last_error, created_at, updated_at, due_at)
       SELECT ev.id, ep.id, ev.org_id, IF(ep.status = 'active', 'pending', 'failed'), IF(ep.status = 'active', NULL, 'endpoint disabled'), $2, $2, $2
       FROM ${EVENTS_TABLE} STRAIGHT_JOIN webhook_endpoints ep ON ep.org_id = j.org_id AND ep.created_at <= $2
       STRAIGHT_JOIN webhook_events ev FORCE INDEX (PRIMARY) ON ev.id = j.id

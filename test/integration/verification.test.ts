@@ -343,29 +343,36 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     }
   });
 
-  it('writes a batch\'s events for the organizations with an endpoint, a disabled one included (kept for a replay), and only for them', async () => {
+  it('writes a batch\'s events, byte for byte, for the organizations with an endpoint registered by then, a disabled one included (kept for a replay), and only for them', async () => {
     const { db, events } = await harness();
     const { org: active, hooks } = await withEndpoint();
     const { org: disabled, hooks: disabledHooks } = await withEndpoint();
+    const { org: late, hooks: lateHooks } = await withEndpoint();
     await execute(db, "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'test' WHERE org_id = $1", [disabled.orgId]);
     const none = await newOrg();
-    const at = new Date(Date.now() + 1); // after the endpoints were registered
+    const at = new Date(Date.now() + 1); // after the endpoints were registered...
+    await execute(db, 'UPDATE webhook_endpoints SET created_at = $1 WHERE org_id = $2', [new Date(at.getTime() + 60_000), late.orgId]); // ...but this one
+    const rows = [active, none, disabled, active, none, late].map((o, i) => ({
+      id: uuidv7({ msecs: at.getTime() }), orgId: o.orgId, body: JSON.stringify({ n: i, s: 'é 😀 \\ " \n \u2028 \u0000 \\u00e9' }),
+    }));
     try {
-      const rows = [active, none, disabled, active, none].map((o, i) => ({ id: uuidv7({ msecs: at.getTime() }), orgId: o.orgId, body: `{"n":${i}}` }));
       const results = await script(db, events.repo.fannedOutStatements('guarantee.verified', rows, at));
-      const written = await select<{ id: string; org_id: string; body: string; status: string }>(db,
-        `SELECT e.id, e.org_id, e.body, d.status FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id WHERE e.id IN ($1) ORDER BY e.body`, [rows.map((r) => r.id)], undefined, { prepared: false });
+      const written = await select<{ id: string; org_id: string; body: string; status: string; created_at: Date; dispatched_at: Date }>(db,
+        `SELECT e.id, e.org_id, e.body, e.created_at, e.dispatched_at, d.status FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id
+         WHERE e.id IN ($1) ORDER BY e.body`, [rows.map((r) => r.id)], undefined, { prepared: false });
       expect(written.map((w) => [w.org_id, w.body, w.status])).to.deep.equal([
-        [active.orgId, '{"n":0}', 'pending'], [disabled.orgId, '{"n":2}', 'failed'], [active.orgId, '{"n":3}', 'pending'],
+        [active.orgId, rows[0]?.body, 'pending'], [disabled.orgId, rows[2]?.body, 'failed'], [active.orgId, rows[3]?.body, 'pending'],
       ]);
-      // The organization without an endpoint: no event at all.
+      for (const w of written) expect([w.created_at.getTime(), w.dispatched_at.getTime()]).to.deep.equal([at.getTime(), at.getTime()]);
+      // The organizations without an endpoint by then: no event at all.
       const kept = await select<{ org_id: string }>(db, 'SELECT org_id FROM webhook_events WHERE id IN ($1)', [rows.map((r) => r.id)], undefined, { prepared: false });
       expect(kept.map((k) => k.org_id).sort()).to.deep.equal([active.orgId, active.orgId, disabled.orgId].sort());
       // The last result is the deliveries made: the pending ones are to be queued.
       expect(pendingDeliveries(results.at(-1) as Parameters<typeof pendingDeliveries>[0]).map((d) => d.eventId).sort()).to.deep.equal([rows[0]?.id, rows[3]?.id].sort());
     } finally {
-      await hooks.close();
-      await disabledHooks.close();
+      // No worker is to try these deliveries to receivers that are gone.
+      await execute(db, 'DELETE FROM webhook_deliveries WHERE event_id IN ($1)', [rows.map((r) => r.id)], undefined, { prepared: false });
+      await Promise.all([hooks.close(), disabledHooks.close(), lateHooks.close()]);
     }
   });
 

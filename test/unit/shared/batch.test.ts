@@ -58,54 +58,69 @@ describe('batching calls of one turn of the event loop', () => {
     expect(runs).to.deep.equal([[1], [2, 3, 4]]);
   });
 
-  it('serial with minIntervalMs: under load a run starts that long after the previous one, the calls made meanwhile with it', async () => {
-    const starts: Array<{ at: number; items: number[] }> = [];
-    const spaced = createBatcher(async (xs: number[]) => {
-      starts.push({ at: performance.now(), items: xs });
-      await new Promise((resolve) => setTimeout(resolve, 8));
-      return xs;
-    }, { maxItems: 100, serial: true, minIntervalMs: 30 });
-    // Calls keep coming faster than a run takes (a loaded server), for about 40 ms.
-    const calls: Array<Promise<number>> = [];
-    for (let i = 0; i < 20; i++) {
-      calls.push(spaced(i));
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-    expect(await Promise.all(calls)).to.deep.equal([...Array(20).keys()]);
-    const gaps = starts.slice(1).map((s, i) => s.at - (starts[i]?.at ?? 0));
-    // Without the interval, a run would follow each 8 ms run at once: six or more.
-    expect(starts.length, JSON.stringify(starts)).to.be.at.most(4);
-    for (const gap of gaps) expect(gap).to.be.at.least(29);
-    expect(starts.flatMap((s) => s.items)).to.deep.equal([...Array(20).keys()]);
+  /** A run per call of `go()`: each waits until released; the calls of each run and when it started are kept. */
+  function gatedRuns() {
+    const runs: Array<{ items: number[]; at: number; release: () => void }> = [];
+    const run = async (items: number[]): Promise<number[]> => {
+      await new Promise<void>((resolve) => { runs.push({ items, at: performance.now(), release: resolve }); });
+      return items;
+    };
+    return { runs, run };
+  }
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('serial with minIntervalMs: the run that follows one in flight starts that long after it, with the calls made until then', async () => {
+    const { runs, run } = gatedRuns();
+    const spaced = createBatcher(run, { maxItems: 100, serial: true, minIntervalMs: 60 });
+    const calls = [spaced(0)];
+    await turn();
+    calls.push(spaced(1), spaced(2)); // while the first run is in flight
+    await turn();
+    runs[0]?.release();
+    await calls[0];
+    await turn();
+    // Without the interval the next run would have started as the first ended.
+    expect(runs.map((r) => r.items)).to.deep.equal([[0]]);
+    calls.push(spaced(3)); // during the wait: joins the next run
+    while (runs.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    runs[1]?.release();
+    expect(await Promise.all(calls)).to.deep.equal([0, 1, 2, 3]);
+    expect(runs.map((r) => r.items)).to.deep.equal([[0], [1, 2, 3]]);
+    // Node's timers keep whole milliseconds: "that long" is to within one.
+    expect((runs[1]?.at ?? 0) - (runs[0]?.at ?? 0)).to.be.at.least(58);
   });
 
-  it('serial with minIntervalMs: a call that finds nothing in flight runs at once, and a full batch does not wait', async () => {
-    const runs: number[][] = [];
-    let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
-    const spaced = createBatcher(async (xs: number[]) => {
-      runs.push(xs);
-      if (xs.includes(3)) await gate;
-      return xs;
-    }, { maxItems: 3, serial: true, minIntervalMs: 10_000 });
-    const turn = () => new Promise((resolve) => setImmediate(resolve));
+  it('serial with minIntervalMs: a call that finds the batcher idle runs at once, and a full batch does not wait', async () => {
+    const { runs, run } = gatedRuns();
+    const spaced = createBatcher(run, { maxItems: 3, serial: true, minIntervalMs: 10_000 });
     const t0 = performance.now();
-    expect(await spaced(1)).to.equal(1);
-    await turn(); // the run has ended
-    // Idle again: the interval holds back only a run that follows one in flight.
-    expect(await spaced(2)).to.equal(2);
+    const lone = spaced(0);
     await turn();
-    const first = spaced(3);
-    await new Promise((resolve) => setImmediate(resolve));
-    const waiting = spaced(4);
-    await new Promise((resolve) => setImmediate(resolve));
-    release();
-    await first; // [4] now waits for its time (10 s)...
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(runs).to.deep.equal([[1], [2], [3]]);
-    // ...until the batch is full: it goes at once.
-    expect(await Promise.all([waiting, spaced(5), spaced(6)])).to.deep.equal([4, 5, 6]);
-    expect(runs).to.deep.equal([[1], [2], [3], [4, 5, 6]]);
-    expect(performance.now() - t0).to.be.below(1000);
+    runs[0]?.release();
+    await lone;
+    await turn(); // idle again
+    const next = spaced(1);
+    await turn();
+    expect(runs.map((r) => r.items), 'an idle batcher holds nothing back').to.deep.equal([[0], [1]]);
+    // Full when the run in flight ends: it goes at once.
+    const full = [spaced(2), spaced(3), spaced(4)];
+    await turn();
+    runs[1]?.release();
+    await next;
+    await turn();
+    expect(runs.map((r) => r.items)).to.deep.equal([[0], [1], [2, 3, 4]]);
+    // Full while waiting for its time: it goes at once too.
+    const waiting = spaced(5);
+    await turn();
+    runs[2]?.release();
+    await Promise.all(full);
+    await turn();
+    expect(runs).to.have.length(3); // [5] waits for its time (10 s)...
+    const more = [spaced(6), spaced(7)]; // ...until the batch is full
+    await turn();
+    expect(runs.map((r) => r.items)).to.deep.equal([[0], [1], [2, 3, 4], [5, 6, 7]]);
+    runs[3]?.release();
+    expect(await Promise.all([waiting, ...more])).to.deep.equal([5, 6, 7]);
+    expect(performance.now() - t0).to.be.below(5000);
   });
 });
