@@ -1,9 +1,17 @@
 // .p7m fixtures made with the openssl CLI in a temporary directory, once per test process
 // (both p7m test files share them): nothing secret or expiring is committed.
 import { execFileSync } from 'node:child_process';
+import { constants, createHash, createPrivateKey, sign as nodeSign, type KeyObject } from 'node:crypto';
+import forge from 'node-forge';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  OIDS, algorithm, attribute, bulk, children, encode, integer, octetString, oidNode, parse, rsaWithoutNull, sequence, set, signWith, signedData,
+  signerInfo, sortedDer, tagged, type Asn1, type SignerInfo,
+} from './cms-rewrite.js';
+
+const { asn1 } = forge;
 
 export interface P7mFixtures {
   dir: string;
@@ -21,10 +29,44 @@ export interface P7mFixtures {
     /** Signed by a certificate issued by an end-entity (CA:FALSE) certificate, which is in the envelope. */
     issuedByNonCa: Buffer;
   };
+  /** Envelopes with the quirks of real ones (test/support/cms-rewrite.ts), built from the above on first use. */
+  quirks: () => Quirks;
   /** openssl's PEM output (`-----BEGIN CMS-----`) of `der.rsa`. */
   pem: string;
   /** Writes `bytes` into the fixture directory and returns the path (for cross-checks). */
   file(name: string, bytes: Buffer): string;
+}
+
+/** Each a DER envelope that DSS and openssl accept (or, for `duplicateMessageDigest`, refuse). */
+export interface Quirks {
+  /** Version 1 says issuerAndSerialNumber; the sid holds a subjectKeyIdentifier. */
+  keyIdUnderVersion1: Buffer;
+  /** Version 3 says subjectKeyIdentifier; the sid holds an issuerAndSerialNumber. */
+  issuerSerialUnderVersion3: Buffer;
+  /** The SignerInfo's issuer name in PrintableStrings; the certificate's in UTF8Strings. */
+  issuerPrintableString: Buffer;
+  /** The SignerInfo's issuer name with other case and spacing ("TEST", "test   intermediate"). */
+  issuerCaseAndSpaces: Buffer;
+  /** SignedData version 4 where its contents call for 1. */
+  signedDataVersion: Buffer;
+  /** Signed attributes sent in reverse (non-DER) order, the signature over them as sent. */
+  unsortedSignedAsSent: Buffer;
+  /** Signed attributes sent in reverse order, the signature over their DER (sorted) encoding. */
+  unsortedSignedSorted: Buffer;
+  /** Two content-timestamp signed attributes (legal: only three attributes must be single). */
+  twoContentTimestamps: Buffer;
+  /** Two messageDigest attributes: refused. */
+  duplicateMessageDigest: Buffer;
+  /** A 3 MB CRL in SignedData's crls and in a revocation-values unsigned attribute, and an archive timestamp of 300,000 nodes, as CAdES-LT/LTA carry. */
+  longTerm: Buffer;
+  /** RSA over SHA3-256 (openssl -md sha3-256). */
+  sha3Rsa: Buffer;
+  /** ECDSA with SHA3-256 (id-ecdsa-with-sha3-256). */
+  sha3Ecdsa: Buffer;
+  /** RSASSA-PSS with SHA-512 where the content digest is SHA-256. */
+  pssOtherHash: Buffer;
+  /** RSA PKCS#1 v1.5 whose DigestInfo has no NULL parameters. */
+  digestInfoWithoutNull: Buffer;
 }
 
 let cached: P7mFixtures | undefined;
@@ -122,8 +164,16 @@ function build(): P7mFixtures {
     issuedByNonCa: sign('noca.p7m', 'doc.pdf', '-nodetach', ...as('victim'), '-certfile', 'noca-chain.pem'),
   };
   ssl('cms', '-sign', '-binary', '-md', 'sha256', '-nodetach', '-in', 'doc.pdf', '-outform', 'PEM', '-out', 'rsa.pem.p7m', ...as('rsa'), ...chain);
+  // A CRL of 150,000 revoked certificates (about 3 MB), as CAdES-LT envelopes embed.
+  write('crl.cnf', '[ca]\ndefault_ca = crl\n[crl]\ndatabase = crl-index.txt\ndefault_md = sha256\ndefault_crl_days = 30\n');
+  write('crl-index.txt', Array.from({ length: 150_000 }, (_, i) => `R\t301231235959Z\t240101000000Z\t${(0x100000 + i).toString(16).toUpperCase()}\tunknown\t/CN=Revoked ${i}\n`).join(''));
+  ssl('ca', '-gencrl', '-config', 'crl.cnf', '-cert', 'int.pem', '-keyfile', 'int.key', '-out', 'big-crl.pem');
+  ssl('crl', '-in', 'big-crl.pem', '-outform', 'DER', '-out', 'big-crl.der');
+  let quirks: Quirks | undefined;
+  const sha3Rsa = sign('sha3.p7m', 'doc.pdf', '-nodetach', '-md', 'sha3-256', ...as('rsa'), ...chain);
   return {
     dir, doc, marker, der,
+    quirks: () => (quirks ??= buildQuirks(der, sha3Rsa, doc, read('big-crl.der'), (name) => createPrivateKey(read(`${name}.key`)))),
     rootPem: read('root.pem').toString(),
     unrelatedPem: read('other.pem').toString(),
     selfSignedPem: read('self.pem').toString(),
@@ -134,3 +184,72 @@ function build(): P7mFixtures {
     },
   };
 }
+
+function buildQuirks(der: P7mFixtures['der'], sha3Rsa: Buffer, doc: Buffer, crl: Buffer, key: (name: string) => KeyObject): Quirks {
+  const rewrite = (from: Buffer, change: (ci: Asn1, si: SignerInfo) => void): Buffer => {
+    const ci = parse(from);
+    change(ci, signerInfo(ci));
+    return encode(ci);
+  };
+  // The issuer Name of an issuerAndSerialNumber, its string values rewritten.
+  const renameIssuer = (si: SignerInfo, value: (type: number, text: string) => [number, string]): void => {
+    for (const rdn of children(children(si.sid)[0]!)) {
+      for (const ava of children(rdn)) {
+        const v = children(ava)[1]!;
+        const [type, text] = value(v.type, Buffer.from(v.value as string, 'latin1').toString('utf8'));
+        v.type = type;
+        v.value = Buffer.from(text, 'utf8').toString('latin1');
+      }
+    }
+  };
+  const rsaKey = key('rsa');
+  const sha256Rsa = signWith('sha256', rsaKey);
+  const timestampToken = sequence(oidNode('1.2.840.113549.1.7.2'), tagged(0, sequence(integer(3))));
+  return {
+    keyIdUnderVersion1: rewrite(der.keyid, (_, si) => { si.version = 1; }),
+    issuerSerialUnderVersion3: rewrite(der.rsa, (_, si) => { si.version = 3; }),
+    issuerPrintableString: rewrite(der.rsa, (_, si) => renameIssuer(si, (type, text) => [type === 12 ? 19 : type, text])),
+    issuerCaseAndSpaces: rewrite(der.rsa, (_, si) => renameIssuer(si, (type, text) => [type, text === 'Test' ? 'TEST' : text.toLowerCase().replace(' ', '   ')])),
+    signedDataVersion: rewrite(der.rsa, (ci) => { signedData(ci)[0] = integer(4); }),
+    unsortedSignedAsSent: rewrite(der.rsa, (_, si) => {
+      si.signedAttributes = [...si.signedAttributes].reverse();
+      si.resign(sha256Rsa);
+    }),
+    unsortedSignedSorted: rewrite(der.rsa, (_, si) => { si.signedAttributes = [...si.signedAttributes].reverse(); }),
+    twoContentTimestamps: rewrite(der.rsa, (_, si) => {
+      si.signedAttributes = sortedDer([...si.signedAttributes, attribute(OIDS.contentTimestamp, timestampToken), attribute(OIDS.contentTimestamp, timestampToken)]);
+      si.resign(sha256Rsa);
+    }),
+    duplicateMessageDigest: rewrite(der.rsa, (_, si) => {
+      si.signedAttributes = sortedDer([...si.signedAttributes, attribute(OIDS.messageDigest, octetString(Buffer.alloc(32)))]);
+      si.resign(sha256Rsa);
+    }),
+    longTerm: rewrite(der.rsa, (ci, si) => {
+      // The CRL in SignedData's crls and in a revocation-values attribute, and an archive
+      // timestamp's worth of nodes: each over the default budget of 200,000 nodes.
+      const crlNode = parse(crl);
+      si.unsignedAttributes = [attribute(OIDS.revocationValues, sequence(tagged(0, sequence(crlNode)))), attribute(OIDS.archiveTimestampV3, bulk(300_000))];
+      const sd = signedData(ci);
+      sd.splice(sd.length - 1, 0, tagged(1, crlNode));
+    }),
+    sha3Rsa,
+    sha3Ecdsa: rewrite(der.ec, (ci, si) => {
+      const sd = signedData(ci);
+      sd[1] = set(algorithm(OIDS.sha3_256));
+      si.digestAlgorithm = algorithm(OIDS.sha3_256);
+      si.signedAttributes = si.signedAttributes.map((a) => (asn1.derToOid(children(a)[0]!.value as string) === OIDS.messageDigest
+        ? attribute(OIDS.messageDigest, octetString(createHash('sha3-256').update(doc).digest()))
+        : a));
+      si.signatureAlgorithm = algorithm(OIDS.ecdsaWithSha3_256);
+      si.resign(signWith('sha3-256', key('ec')));
+    }),
+    pssOtherHash: rewrite(der.pss, (_, si) => {
+      const sha512 = algorithm(OIDS.sha512);
+      si.signatureAlgorithm = algorithm(OIDS.rsaPss, sequence(tagged(0, sha512), tagged(1, algorithm(OIDS.mgf1, sha512)), tagged(2, integer(64))));
+      si.resign((data) => signPss(data, key('pss')));
+    }),
+    digestInfoWithoutNull: rewrite(der.rsa, (_, si) => si.resign(rsaWithoutNull(OIDS.sha256, 'sha256', rsaKey))),
+  };
+}
+
+const signPss = (data: Buffer, k: KeyObject): Buffer => nodeSign('sha512', data, { key: k, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 64 });

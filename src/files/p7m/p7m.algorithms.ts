@@ -1,16 +1,22 @@
 // Algorithm identifiers of a CMS SignerInfo, mapped to what node:crypto verifies.
-import { constants, createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { constants, createHash, createPublicKey, publicDecrypt, verify, type KeyObject } from 'node:crypto';
 import forge from 'node-forge';
 import { CONTEXT, MalformedError, T, UNIVERSAL, algorithm, derOf, is, kids, noParams, parseDer, seq, smallInt, type Node } from './p7m.asn1.js';
 
-export type HashName = 'sha1' | 'sha256' | 'sha384' | 'sha512';
+export type HashName = 'sha1' | 'sha256' | 'sha384' | 'sha512' | 'sha3-256' | 'sha3-384' | 'sha3-512';
 
 const HASHES: Record<string, HashName> = {
   '1.3.14.3.2.26': 'sha1',
   '2.16.840.1.101.3.4.2.1': 'sha256',
   '2.16.840.1.101.3.4.2.2': 'sha384',
   '2.16.840.1.101.3.4.2.3': 'sha512',
+  '2.16.840.1.101.3.4.2.8': 'sha3-256',
+  '2.16.840.1.101.3.4.2.9': 'sha3-384',
+  '2.16.840.1.101.3.4.2.10': 'sha3-512',
 };
+
+/** The OID of each hash (for DigestInfo). */
+const HASH_OIDS = Object.fromEntries(Object.entries(HASHES).map(([oid, name]) => [name, oid])) as Record<HashName, string>;
 
 /** The hash an AlgorithmIdentifier names (parameters absent or NULL), or undefined. */
 export function hashOf(alg: { oid: string; params: Node | undefined }): HashName | undefined {
@@ -33,6 +39,12 @@ const SCHEMES: Record<string, { name: 'rsa' | 'ecdsa'; hash: HashName | null }> 
   '1.2.840.10045.4.3.2': { name: 'ecdsa', hash: 'sha256' },
   '1.2.840.10045.4.3.3': { name: 'ecdsa', hash: 'sha384' },
   '1.2.840.10045.4.3.4': { name: 'ecdsa', hash: 'sha512' },
+  '2.16.840.1.101.3.4.3.10': { name: 'ecdsa', hash: 'sha3-256' },
+  '2.16.840.1.101.3.4.3.11': { name: 'ecdsa', hash: 'sha3-384' },
+  '2.16.840.1.101.3.4.3.12': { name: 'ecdsa', hash: 'sha3-512' },
+  '2.16.840.1.101.3.4.3.14': { name: 'rsa', hash: 'sha3-256' },
+  '2.16.840.1.101.3.4.3.15': { name: 'rsa', hash: 'sha3-384' },
+  '2.16.840.1.101.3.4.3.16': { name: 'rsa', hash: 'sha3-512' },
 };
 
 /** A SignerInfo's signatureAlgorithm, resolved. */
@@ -105,7 +117,7 @@ export function verifySignature(scheme: Scheme, hash: HashName, data: Buffer, si
     // -verify rejects such envelopes (rsaEncryption over a PSS signature, produced by openssl
     // when a PSS key signs without `-keyopt rsa_padding_mode:pss`), and so do we.
     if (keyType !== 'rsa') throw keyMismatch();
-    return verify(hash, data, { key, padding: constants.RSA_PKCS1_PADDING }, signature);
+    return verify(hash, data, { key, padding: constants.RSA_PKCS1_PADDING }, signature) || digestInfoWithoutNull(hash, data, signature, key);
   }
   if (keyType !== 'rsa' && keyType !== 'rsa-pss') throw keyMismatch();
   const pss = scheme.pss!;
@@ -113,6 +125,26 @@ export function verifySignature(scheme: Scheme, hash: HashName, data: Buffer, si
   // other PSS parameters: carry the envelope's parameters on the key in that case.
   const pssKey = pss.mgf1Hash === hash ? key : restrictedPssKey(key, pss.params);
   return verify(hash, data, { key: pssKey, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: pss.saltLength }, signature);
+}
+
+/**
+ * RSA PKCS#1 v1.5 whose DigestInfo leaves out the hash's NULL parameters, which RFC 8017 §9.2
+ * lists as the other encoding some implementations produce and which DSS accepts (OpenSSL does
+ * not). Only that exact encoding of the same digest is accepted.
+ */
+function digestInfoWithoutNull(hash: HashName, data: Buffer, signature: Buffer, key: KeyObject): boolean {
+  let recovered: Buffer;
+  try {
+    recovered = publicDecrypt({ key, padding: constants.RSA_PKCS1_PADDING }, signature);
+  } catch {
+    return false;
+  }
+  const oidDer = Buffer.from(forge.asn1.oidToDer(HASH_OIDS[hash]).getBytes(), 'latin1');
+  const digest = createHash(hash).update(data).digest();
+  // SEQUENCE { SEQUENCE { OID }, OCTET STRING digest }, every length under 128 bytes.
+  const algorithmId = Buffer.concat([Buffer.from([0x30, oidDer.length + 2, 0x06, oidDer.length]), oidDer]);
+  const inner = Buffer.concat([algorithmId, Buffer.from([0x04, digest.length]), digest]);
+  return recovered.equals(Buffer.concat([Buffer.from([0x30, inner.length]), inner]));
 }
 
 function keyMismatch(): SchemeProblem {

@@ -136,12 +136,16 @@ export function spanAt(buf: Uint8Array, ends: IndefiniteEnds, pos: number): Span
   return { tag: buf[pos]!, start: pos, body, bodyEnd: body + length, end: body + length };
 }
 
-/** The elements inside a constructed span of bytes already accepted by {@link walkTlv}. */
-export function childSpans(buf: Uint8Array, ends: IndefiniteEnds, span: Span): Span[] {
+/**
+ * The elements inside a constructed span of bytes already accepted by {@link walkTlv}; undefined
+ * when there are more than `max` (a hostile input's million elements are never listed).
+ */
+export function childSpans(buf: Uint8Array, ends: IndefiniteEnds, span: Span, max = Infinity): Span[] | undefined {
   const out: Span[] = [];
   for (let pos = span.body; pos < span.bodyEnd; ) {
     const child = spanAt(buf, ends, pos);
     if (child.end <= pos || child.end > span.bodyEnd) malformed('inconsistent ASN.1 element');
+    if (out.length >= max) return undefined;
     out.push(child);
     pos = child.end;
   }

@@ -1,11 +1,12 @@
 // Certificates of a .p7m: those the envelope carries (found by issuer and serial or by key
 // identifier), their validity, and the chain from a signer up to a configured trust anchor.
 import { X509Certificate, createHash } from 'node:crypto';
-import { CONTEXT, T, UNIVERSAL, bytes, derOf, is, kids, octets, oid, parseDer, prim, seq, walkTlv, type Node } from './p7m.asn1.js';
+import { CONTEXT, T, UNIVERSAL, bytes, derOf, is, kids, malformed, octets, oid, parseDer, prim, seq, walkTlv, type Node } from './p7m.asn1.js';
 
 /** A certificate from the envelope's `certificates` set, with what signer lookup needs. */
 export interface EnvelopeCert {
-  issuerDer: Buffer;
+  /** The issuer's name, compared as RFC 5280 §7.1 says ({@link canonicalName}). */
+  issuerName: string;
   /** The serial INTEGER's content octets, as a binary string. */
   serial: string;
   subjectKeyId: string | undefined;
@@ -65,7 +66,7 @@ function readCertificate(node: Node): EnvelopeCert {
   }
   // The certificate's DER (forge re-encodes it: a certificate that is not DER will not verify).
   const der = derOf(node);
-  return { issuerDer: derOf(issuer!), serial, subjectKeyId, signingUsage, x509: () => x509Of(der) };
+  return { issuerName: canonicalName(issuer), serial, subjectKeyId, signingUsage, x509: () => x509Of(der) };
 }
 
 // The same signer and CA certificates recur across documents, and loading one costs more than
@@ -104,9 +105,40 @@ function bitAt(content: string, n: number): boolean {
   return !Number.isNaN(byte) && (byte & (0x80 >> (n & 7))) !== 0;
 }
 
-/** The envelope certificate an issuerAndSerialNumber names. */
-export function byIssuerSerial(certs: readonly EnvelopeCert[], issuerDer: Buffer, serial: string): EnvelopeCert | undefined {
-  return certs.find((c) => c.serial === serial && c.issuerDer.equals(issuerDer));
+/** The envelope certificate an issuerAndSerialNumber names (its issuer given as {@link canonicalName}). */
+export function byIssuerSerial(certs: readonly EnvelopeCert[], issuerName: string, serial: string): EnvelopeCert | undefined {
+  return certs.find((c) => c.serial === serial && c.issuerName === issuerName);
+}
+
+// Directory string types and how their content octets decode.
+const STRING_TYPES: Record<number, (octets: Buffer) => string> = {
+  12: (b) => b.toString('utf8'), // UTF8String
+  19: (b) => b.toString('latin1'), // PrintableString
+  20: (b) => b.toString('latin1'), // TeletexString, read as Latin-1 as OpenSSL does
+  22: (b) => b.toString('latin1'), // IA5String
+  26: (b) => b.toString('latin1'), // VisibleString
+  28: (b) => (b.length % 4 === 0 ? String.fromCodePoint(...Array.from({ length: b.length / 4 }, (_, i) => b.readUInt32BE(i * 4))) : b.toString('hex')), // UniversalString
+  30: (b) => Buffer.from(b).swap16().toString('utf16le'), // BMPString (odd lengths are refused by the walk)
+};
+
+/**
+ * A Name (RDNSequence) in the form RFC 5280 §7.1 compares: each attribute value of a directory
+ * string type decoded whatever its ASN.1 string type, with outer spaces removed, inner runs of
+ * spaces made one, case folded and NFKC-normalized (RFC 4518, as OpenSSL's canonical names
+ * do); any other value as its DER. Signers write the issuer in a SignerInfo as a
+ * PrintableString where the certificate has a UTF8String, or the reverse: the bytes differ,
+ * the name does not.
+ */
+export function canonicalName(name: unknown): string {
+  return seq(name, 'name').map((rdn) => kids(rdn, UNIVERSAL, T.SET, 'relative distinguished name').map((ava) => {
+    const [type, value] = seq(ava, 'attribute type and value');
+    if (value === undefined) malformed('attribute type and value is not the expected structure');
+    const decode = (value.tagClass as number) === UNIVERSAL && typeof value.value === 'string' ? STRING_TYPES[value.type as number] : undefined;
+    const text = decode
+      ? decode(bytes(value.value as string)).normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim()
+      : `#${derOf(value).toString('hex')}`;
+    return `${oid(type, 'attribute type')}=${JSON.stringify(text)}`;
+  }).sort().join('+')).join(',');
 }
 
 /** The envelope certificate a subjectKeyIdentifier names. */

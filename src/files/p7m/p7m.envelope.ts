@@ -2,7 +2,7 @@
 // SignedData structure, shape-checked, with the content and the certificates it carries.
 import forge from 'node-forge';
 import {
-  CONTEXT, MAX_DEPTH, T, UNIVERSAL, algorithm, childSpans, is, kids, malformed, noParams, octets, oid, parseDer, seq, smallInt, spanAt, walkTlv,
+  CONTEXT, LimitError, MAX_DEPTH, T, UNIVERSAL, algorithm, childSpans, is, kids, malformed, noParams, octets, oid, parseDer, seq, smallInt, spanAt, walkTlv,
   type IndefiniteEnds, type Node, type NodeBudget, type Span,
 } from './p7m.asn1.js';
 import { readCertificates, type EnvelopeCert } from './p7m.certs.js';
@@ -85,21 +85,34 @@ export interface Envelope {
   signerInfos: Node[];
 }
 
-/** Reads one SignedData level; throws MalformedError or LimitError. */
+/**
+ * Unsigned attributes that the check examines; the others (archive timestamps, revocation
+ * values, certificate values: megabytes in CAdES-LT/LTA envelopes) are never handed to forge.
+ */
+export const EXAMINED_UNSIGNED_ATTRIBUTES: ReadonlySet<string> = new Set<string>();
+
+/**
+ * Reads one SignedData level; throws MalformedError or LimitError. The budget counts the ASN.1
+ * nodes handed to forge: the certificates and signer infos, not the content, the CRLs or the
+ * unsigned attributes that nothing examines. Every header is still checked, by a walk that
+ * builds nothing (bounded by the input's size: a node takes two bytes at least).
+ */
 export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
   const ends: IndefiniteEnds = new Map();
-  const end = walkTlv(der, budget, ends);
+  const end = walkTlv(der, { remaining: Math.ceil(der.length / 2) + 1 }, ends);
   // A CR/LF (or spaces) after a DER envelope is a transfer artefact (mail, FTP in ASCII mode),
   // not content: tolerated. Any other trailing byte is refused.
   for (let i = end; i < der.length; i++) if (!isSpace(der[i]!)) malformed('trailing bytes after the envelope');
   const whole = der.subarray(0, end);
-  const split = splitContent(whole, ends);
-  const contentInfo = seq(split ? split.root : parseDer(whole), 'ContentInfo');
+  const split = splitContent(whole, ends, budget);
+  const contentInfo = seq(split ? split.root : parseCounted(whole, budget), 'ContentInfo');
   const wrapper = kids(contentInfo[1], CONTEXT, 0, 'ContentInfo content');
   if (contentInfo.length !== 2 || wrapper.length !== 1) malformed('ContentInfo is not the expected structure');
   const sd = seq(wrapper[0], 'SignedData');
   let i = 0;
-  const version = smallInt(sd[i++], 'SignedData version');
+  // The version (RFC 5652 5.1 derives it from the contents) is read but not judged: no
+  // signature covers it, and real envelopes get it wrong (DSS and openssl accept them).
+  smallInt(sd[i++], 'SignedData version');
   const digestAlgs = kids(sd[i++], UNIVERSAL, T.SET, 'digestAlgorithms').map((n) => algorithm(n, 'digest algorithm'));
   if (!digestAlgs.every((a) => noParams(a.params))) malformed('unexpected digest algorithm parameters');
   const encap = seq(sd[i++], 'encapContentInfo');
@@ -112,19 +125,17 @@ export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
     content = split ? split.content : contentOf([octets(eContent[0], 'eContent')]);
   }
   const certSet = is(sd[i], CONTEXT, 0) ? sd[i++] : undefined;
-  const crlSet = is(sd[i], CONTEXT, 1) ? kids(sd[i++], CONTEXT, 1, 'crls') : [];
+  if (is(sd[i], CONTEXT, 1)) i++; // CRLs: revocation is not checked here
   const signerInfos = kids(sd[i++], UNIVERSAL, T.SET, 'signerInfos');
   if (i !== sd.length) malformed('unexpected elements in SignedData');
   if (signerInfos.length > MAX_SIGNERS) malformed(`more than ${MAX_SIGNERS} signers`);
-  const certChoices = certSet === undefined ? [] : kids(certSet, CONTEXT, 0, 'certificates');
-  // RFC 5652 5.1 fixes the version from the contents. openssl does not check it; we do, so
-  // that a changed version byte cannot go unnoticed in an envelope judged signed.
-  const signerVersions = signerInfos.map((s) => (Array.isArray(s.value) ? s.value[0] : undefined)).map((v) => (is(v, UNIVERSAL, T.INTEGER) ? v.value : ''));
-  const expected = certChoices.some((c) => is(c, CONTEXT, 3)) || crlSet.some((c) => is(c, CONTEXT, 1)) ? 5
-    : certChoices.some((c) => is(c, CONTEXT, 2)) ? 4
-      : certChoices.some((c) => is(c, CONTEXT, 1)) || signerVersions.includes('\x03') || eContentType !== ID_DATA ? 3 : 1;
-  if (version !== expected) malformed(`SignedData version ${version} does not match its contents (expected ${expected})`);
   return { eContentType, content, digestOids: new Set(digestAlgs.map((a) => a.oid)), certs: readCertificates(certSet), signerInfos };
+}
+
+/** Parses bytes that {@link walkTlv} accepted, charging their nodes to the budget first. */
+function parseCounted(der: Uint8Array, budget: NodeBudget): Node {
+  walkTlv(der, budget);
+  return parseDer(der);
 }
 
 /** The encapsulated content, as the byte ranges of its OCTET STRING chunks, in order. */
@@ -149,36 +160,78 @@ const OCTETS_CONSTRUCTED = 0x24;
  * binary strings, which cost more than forge's parse). Undefined for any other shape, which
  * then takes the full forge parse, so errors and verdicts are the same either way.
  */
-function splitContent(der: Uint8Array, ends: IndefiniteEnds): { root: Node; content: Content } | undefined {
+function splitContent(der: Uint8Array, ends: IndefiniteEnds, budget: NodeBudget): { root: Node; content: Content | undefined } | undefined {
   if (der[0] !== 0x30) return undefined;
-  const ci = childSpans(der, ends, spanAt(der, ends, 0));
-  if (ci.length !== 2 || ci[1]!.tag !== 0xa0) return undefined;
-  const wrapped = childSpans(der, ends, ci[1]!);
-  if (wrapped.length !== 1 || wrapped[0]!.tag !== 0x30) return undefined;
-  const sd = childSpans(der, ends, wrapped[0]!);
-  if (sd.length < 3 || sd[2]!.tag !== 0x30) return undefined;
-  const encap = childSpans(der, ends, sd[2]!);
-  if (encap.length !== 2 || encap[1]!.tag !== 0xa0) return undefined;
-  const eContent = childSpans(der, ends, encap[1]!);
-  if (eContent.length !== 1) return undefined;
-  const parts: Buffer[] = [];
-  if (!chunks(der, ends, eContent[0]!, parts, 0)) return undefined;
+  const ci = childSpans(der, ends, spanAt(der, ends, 0), 2);
+  if (ci?.length !== 2 || ci[1]!.tag !== 0xa0) return undefined;
+  const wrapped = childSpans(der, ends, ci[1]!, 1);
+  if (wrapped?.length !== 1 || wrapped[0]!.tag !== 0x30) return undefined;
+  const sd = childSpans(der, ends, wrapped[0]!, 6);
+  if (!sd || sd.length < 4 || sd[2]!.tag !== 0x30) return undefined;
+  const encap = childSpans(der, ends, sd[2]!, 2);
+  if (!encap || encap.length < 1 || (encap.length === 2 && encap[1]!.tag !== 0xa0)) return undefined;
+  let parts: Buffer[] | undefined;
+  if (encap.length === 2) {
+    const eContent = childSpans(der, ends, encap[1]!, 1);
+    parts = [];
+    if (eContent?.length !== 1 || !chunks(der, ends, eContent[0]!, parts, 0, budget)) return undefined;
+  }
+  const last = sd.length - 1;
+  const signerSpans = sd[last]!.tag === 0x31 ? childSpans(der, ends, sd[last]!, MAX_SIGNERS) : undefined;
+  if (!signerSpans) return undefined;
 
   const { create, Class, Type } = forge.asn1;
-  const part = (s: Span): Node => parseDer(der.subarray(s.start, s.end));
+  const part = (s: Span): Node => parseCounted(der.subarray(s.start, s.end), budget);
   const placeholder = create(Class.UNIVERSAL, Type.OCTETSTRING, false, '');
-  const encapNode = create(Class.UNIVERSAL, Type.SEQUENCE, true, [part(encap[0]!), create(Class.CONTEXT_SPECIFIC, 0, true, [placeholder])]);
-  const sdNode = create(Class.UNIVERSAL, Type.SEQUENCE, true, sd.map((s, i) => (i === 2 ? encapNode : part(s))));
+  const encapNode = create(Class.UNIVERSAL, Type.SEQUENCE, true,
+    [part(encap[0]!), ...(parts ? [create(Class.CONTEXT_SPECIFIC, 0, true, [placeholder])] : [])]);
+  const sdNode = create(Class.UNIVERSAL, Type.SEQUENCE, true, sd.map((s, i) => {
+    if (i === 2) return encapNode;
+    // CRLs are not examined: an empty [1] stands for them, however large.
+    if (i > 2 && i < last && s.tag === 0xa1) return create(Class.CONTEXT_SPECIFIC, 1, true, []);
+    if (i === last) return create(Class.UNIVERSAL, Type.SET, true, signerSpans.map((si) => signerInfo(der, ends, si, budget)));
+    return part(s);
+  }));
   const root = create(Class.UNIVERSAL, Type.SEQUENCE, true, [part(ci[0]!), create(Class.CONTEXT_SPECIFIC, 0, true, [sdNode])]);
-  return { root, content: contentOf(parts) };
+  return { root, content: parts && contentOf(parts) };
 }
 
-/** Collects an OCTET STRING's chunk ranges; false when something in it is not an OCTET STRING. */
-function chunks(der: Uint8Array, ends: IndefiniteEnds, span: Span, out: Buffer[], depth: number): boolean {
+/** More unsigned attributes than any real envelope carries: beyond, the signer info is parsed (and counted) whole. */
+const MAX_UNSIGNED_ATTRIBUTES = 256;
+
+/**
+ * A SignerInfo, its unsigned attributes ([1], last) reduced to those examined: each other one
+ * keeps its type with no value, so that the verdict can say it is there.
+ */
+function signerInfo(der: Uint8Array, ends: IndefiniteEnds, span: Span, budget: NodeBudget): Node {
+  const parse = (s: Span): Node => parseCounted(der.subarray(s.start, s.end), budget);
+  const fields = span.tag === 0x30 ? childSpans(der, ends, span, 7) : undefined;
+  const unsigned = fields?.[fields.length - 1];
+  const attrs = fields && fields.length >= 2 && unsigned?.tag === 0xa1 ? childSpans(der, ends, unsigned, MAX_UNSIGNED_ATTRIBUTES) : undefined;
+  if (!fields || !attrs) return parse(span);
+  const { create, Class, Type } = forge.asn1;
+  const attributes = attrs.map((attr) => {
+    const parts = attr.tag === 0x30 ? childSpans(der, ends, attr, 2) : undefined;
+    if (parts?.length !== 2 || parts[0]!.tag !== T.OID) return parse(attr);
+    const type = parse(parts[0]!);
+    if (EXAMINED_UNSIGNED_ATTRIBUTES.has(oid(type, 'attribute type'))) return parse(attr);
+    return create(Class.UNIVERSAL, Type.SEQUENCE, true, [type, create(Class.UNIVERSAL, Type.SET, true, [])]);
+  });
+  return create(Class.UNIVERSAL, Type.SEQUENCE, true, [...fields.slice(0, -1).map(parse), create(Class.CONTEXT_SPECIFIC, 1, true, attributes)]);
+}
+
+/**
+ * Collects an OCTET STRING's chunk ranges, each charged to the budget (a chunk is a node);
+ * false when something in it is not an OCTET STRING.
+ */
+function chunks(der: Uint8Array, ends: IndefiniteEnds, span: Span, out: Buffer[], depth: number, budget: NodeBudget): boolean {
+  if (--budget.remaining < 0) throw new LimitError('too many ASN.1 nodes');
   if (span.tag === OCTETS_PRIMITIVE) {
     out.push(Buffer.from(der.buffer, der.byteOffset + span.body, span.bodyEnd - span.body));
     return true;
   }
   if (span.tag !== OCTETS_CONSTRUCTED || depth >= MAX_DEPTH) return false;
-  return childSpans(der, ends, span).every((child) => chunks(der, ends, child, out, depth + 1));
+  const children = childSpans(der, ends, span, Math.max(0, budget.remaining));
+  if (!children) throw new LimitError('too many ASN.1 nodes');
+  return children.every((child) => chunks(der, ends, child, out, depth + 1, budget));
 }

@@ -8,7 +8,7 @@ import {
   CONTEXT, LimitError, MalformedError, T, UNIVERSAL, algorithm, bytes, derOf, is, kids, malformed, octets, oid, prim, seq, smallInt, timeOf,
   type NodeBudget, type Node,
 } from './p7m.asn1.js';
-import { byIssuerSerial, bySubjectKeyId, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
+import { byIssuerSerial, bySubjectKeyId, canonicalName, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
 import { ID_DATA, decode, readEnvelope, type Envelope } from './p7m.envelope.js';
 import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
 
@@ -172,18 +172,18 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
   if (is(parts[i], CONTEXT, 1)) kids(parts[i++], CONTEXT, 1, 'unsigned attributes');
   if (i !== parts.length) malformed('unexpected elements in SignerInfo');
 
+  // The signer identifier is read as the CHOICE it holds: version 1 announces issuerAndSerialNumber
+  // and 3 subjectKeyIdentifier, but real envelopes mix them up, and no signature covers either.
+  if (version !== 1 && version !== 3) throw new SchemeProblem(`unsupported SignerInfo version ${version}`);
   let cert: EnvelopeCert | undefined;
-  if (version === 1) {
+  if (is(sid, CONTEXT, 0)) {
+    cert = bySubjectKeyId(ctx.certs, prim(sid, CONTEXT, 0, 'subjectKeyIdentifier'));
+  } else {
     const ias = seq(sid, 'issuerAndSerialNumber');
     if (ias.length !== 2) malformed('issuerAndSerialNumber is not the expected structure');
     const serial = prim(ias[1], UNIVERSAL, T.INTEGER, 'serial number');
-    seq(ias[0], 'issuer');
     v.serialNumber = hex(serial);
-    cert = byIssuerSerial(ctx.certs, derOf(ias[0]!), serial);
-  } else if (version === 3) {
-    cert = bySubjectKeyId(ctx.certs, prim(sid, CONTEXT, 0, 'subjectKeyIdentifier'));
-  } else {
-    throw new SchemeProblem(`unsupported SignerInfo version ${version}`);
+    cert = byIssuerSerial(ctx.certs, canonicalName(ias[0]), serial);
   }
 
   const hash = hashOf(digestAlg);
@@ -201,7 +201,11 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
   // Italian rules (and every current profile) have required SHA-256 or better since 2011.
   else if (hash === 'sha1') v.problems.push('weak digest algorithm sha1');
   if (!ctx.digestOids.has(digestAlg.oid)) v.problems.push('digest algorithm not listed in the envelope');
-  if (scheme?.hash && hash && scheme.hash !== hash) v.problems.push("the signature algorithm's hash does not match the digest algorithm");
+  // RSASSA-PSS names its own hash, which signs the signed attributes and may differ from the
+  // content's digest algorithm (RFC 4056 §3); over the content itself they must be the same.
+  const pssOverAttributes = scheme?.name === 'rsa-pss' && signedAttrs !== undefined;
+  if (scheme?.hash && hash && scheme.hash !== hash && !pssOverAttributes) v.problems.push("the signature algorithm's hash does not match the digest algorithm");
+  if (scheme?.hash === 'sha1' && hash !== 'sha1') v.problems.push('weak signature hash sha1');
 
   const x509 = cert?.x509();
   if (!cert) v.problems.push('signer certificate not found in the envelope');
@@ -214,7 +218,7 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
 
   if (ctx.content === undefined) v.problems.push('detached signature: no content to check');
   const digest = ctx.content !== undefined && hash ? digestOf(ctx, hash) : undefined;
-  let signed: Buffer | undefined;
+  let signed: Buffer[] = [];
   let signingTime: Date | undefined;
   if (signedAttrs) {
     const attrs = attributes(signedAttrs);
@@ -237,17 +241,16 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
       const mismatch = signingCertificateMismatch(attrs, x509);
       if (mismatch) v.problems.push(mismatch);
     }
-    // The signature covers the attributes' DER as a SET OF, not as the [0] IMPLICIT field.
-    signed = derOf(signedAttrs);
-    signed[0] = 0x31;
+    signed = signedAttributeEncodings(signedAttrs);
   } else {
     if (ctx.eContentType !== ID_DATA) v.problems.push('signed attributes are missing');
-    signed = ctx.content?.whole();
+    if (ctx.content) signed = [ctx.content.whole()];
   }
 
-  if (scheme && hash && x509 && signed) {
+  const signatureHash = pssOverAttributes ? scheme!.hash : hash;
+  if (scheme && signatureHash && x509 && signed.length > 0) {
     try {
-      v.signatureValid = verifySignature(scheme, hash, signed, signature, x509.publicKey);
+      v.signatureValid = signed.some((bytes) => verifySignature(scheme, signatureHash, bytes, signature, x509.publicKey));
       if (!v.signatureValid) v.problems.push('the signature does not verify');
     } catch (err) {
       v.problems.push(err instanceof SchemeProblem ? err.message : `the signature does not verify (${short(err)})`);
@@ -280,26 +283,58 @@ function digestOf(ctx: SignerContext, hash: HashName): Buffer {
   return digest;
 }
 
-function attributes(signedAttrs: Node): Map<string, Node[]> {
-  const map = new Map<string, Node[]>();
+/**
+ * What a signature over signed attributes may cover: their DER, a SET OF sorted by encoding
+ * (RFC 5652 §5.4), and, when the envelope sends them in another order, the encoding as sent,
+ * which signers that do not sort have signed (openssl accepts those; DSS accepts both).
+ */
+function signedAttributeEncodings(signedAttrs: Node): Buffer[] {
+  const sent = derOf(signedAttrs);
+  sent[0] = 0x31; // the SET OF, not the [0] IMPLICIT field
+  const sorted = kids(signedAttrs, CONTEXT, 0, 'signed attributes').map(derOf).sort(compareSetMembers);
+  const body = Buffer.concat(sorted);
+  const length = body.length < 0x80 ? [body.length] : [0x80 | byteLength(body.length), ...toBytes(body.length)];
+  const der = Buffer.concat([Buffer.from([0x31, ...length]), body]);
+  return der.equals(sent) ? [der] : [der, sent];
+}
+
+const byteLength = (n: number): number => (n > 0xffffff ? 4 : n > 0xffff ? 3 : n > 0xff ? 2 : 1);
+const toBytes = (n: number): number[] => Array.from({ length: byteLength(n) }, (_, i) => (n >>> (8 * (byteLength(n) - 1 - i))) & 0xff);
+
+/** X.690 §11.6: SET OF members ordered as octet strings, the shorter padded with zeros. */
+function compareSetMembers(a: Buffer, b: Buffer): number {
+  const n = Math.min(a.length, b.length);
+  const c = Buffer.compare(a.subarray(0, n), b.subarray(0, n));
+  if (c !== 0) return c;
+  const rest = (a.length > n ? a : b).subarray(n);
+  return rest.some((x) => x !== 0) ? (a.length > n ? 1 : -1) : 0;
+}
+
+/** Attributes that must appear once with one value (RFC 5652 §11; CAdES): any other may repeat. */
+const SINGLE = new Set([ATTR.contentType, ATTR.messageDigest, ATTR.signingTime]);
+
+/** The signed attributes' values by type, every occurrence of a type together. */
+function attributes(signedAttrs: Node): Map<string, Node[][]> {
+  const map = new Map<string, Node[][]>();
   for (const attr of kids(signedAttrs, CONTEXT, 0, 'signed attributes')) {
     const parts = seq(attr, 'attribute');
     if (parts.length !== 2) malformed('attribute is not the expected structure');
     const type = oid(parts[0], 'attribute type');
-    if (map.has(type)) malformed('a signed attribute appears twice');
-    map.set(type, kids(parts[1], UNIVERSAL, T.SET, 'attribute values'));
+    const values = kids(parts[1], UNIVERSAL, T.SET, 'attribute values');
+    if (SINGLE.has(type) && (map.has(type) || values.length !== 1)) malformed('a signed attribute that must be single appears twice');
+    map.set(type, [...(map.get(type) ?? []), values]);
   }
   return map;
 }
 
-/** The value of a single-valued attribute; undefined when absent or not single. */
-function single(attrs: Map<string, Node[]>, type: string): Node | undefined {
-  const values = attrs.get(type);
+/** The value of a single-valued attribute (its first occurrence); undefined when absent or not single. */
+function single(attrs: Map<string, Node[][]>, type: string): Node | undefined {
+  const values = attrs.get(type)?.[0];
   return values?.length === 1 ? values[0] : undefined;
 }
 
 /** CAdES signing-certificate(-v2): the first ESSCertID must hash to the signer certificate. */
-function signingCertificateMismatch(attrs: Map<string, Node[]>, x509: X509Certificate): string | undefined {
+function signingCertificateMismatch(attrs: Map<string, Node[][]>, x509: X509Certificate): string | undefined {
   for (const [type, v2] of [[ATTR.signingCertificateV2, true], [ATTR.signingCertificate, false]] as const) {
     if (!attrs.has(type)) continue;
     const id = seq(seq(seq(single(attrs, type), 'signing certificate')[0], 'ESSCertIDs')[0], 'ESSCertID');

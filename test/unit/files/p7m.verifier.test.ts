@@ -1,9 +1,11 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import type { X509Certificate } from 'node:crypto';
+import { constants, createPrivateKey, sign as nodeSign, type X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import verifyTask from '../../../src/files/p7m/p7m.task.js';
 import { loadTrustAnchors, verifyP7m, type SignatureVerdict, type SignerVerdict } from '../../../src/files/p7m/p7m.verifier.js';
-import { flipByte, p7mFixtures, type P7mFixtures } from '../../support/p7m-fixtures.js';
+import { OIDS, algorithm, children, encode, integer, parse, rsaWithoutNull, sequence, signerInfo, tagged } from '../../support/cms-rewrite.js';
+import { flipByte, p7mFixtures, type P7mFixtures, type Quirks } from '../../support/p7m-fixtures.js';
 
 describe('p7m verifier', function () {
   this.timeout(60_000);
@@ -242,6 +244,103 @@ describe('p7m verifier', function () {
         const openssl = spawnSync('openssl', ['cms', '-verify', '-inform', 'DER', '-in', file, '-CAfile', rootFile, '-binary', '-out', '/dev/null'], { stdio: 'ignore' });
         const ours = verifyP7m(der, { trustAnchors: root }).outcome;
         expect(ours === 'signed', `${name}: openssl exit ${openssl.status}, ours ${ours}`).to.equal(openssl.status === 0);
+      }
+    });
+  });
+
+  describe('quirks of real envelopes (fixtures: test/support/p7m-fixtures.ts, cms-rewrite.ts)', () => {
+    let q: Quirks;
+    before(() => {
+      q = fx.quirks();
+    });
+
+    const passes = (der: Buffer, name: string, options: { maxNodes?: number } = {}): SignerVerdict => {
+      const v = verifyP7m(der, { trustAnchors: root, ...options });
+      expect(v.outcome, `${name}: ${v.reason}`).to.equal('signed');
+      expect(signer(v).problems, name).to.deep.equal([]);
+      expect(signer(v).chain, name).to.equal('trusted');
+      return signer(v);
+    };
+
+    it('reads the signer identifier actually present, whatever the SignerInfo version announces', () => {
+      expect(passes(q.keyIdUnderVersion1, 'subjectKeyIdentifier under version 1').subject).to.equal('O=Test, CN=EC Signer');
+      expect(passes(q.issuerSerialUnderVersion3, 'issuerAndSerialNumber under version 3').serialNumber).to.equal('1001');
+    });
+
+    it('compares the issuer names as RFC 5280 §7.1 says: string type, case and spacing aside', () => {
+      passes(q.issuerPrintableString, 'PrintableString against UTF8String');
+      passes(q.issuerCaseAndSpaces, 'other case and spacing');
+      // Another name is still another name.
+      const ci = parse(fx.der.rsa);
+      const name = children(children(signerInfo(ci).sid)[0]!);
+      const cn = children(children(name[name.length - 1]!)[0]!)[1]!;
+      cn.value = 'Test Intermediatf';
+      expect(verifyP7m(encode(ci)).signers[0]?.problems).to.include('signer certificate not found in the envelope');
+    });
+
+    it('accepts a SignedData version that does not match its contents (no signature covers it)', () => {
+      passes(q.signedDataVersion, 'version 4 for 1');
+    });
+
+    it('verifies signed attributes sent out of DER order, signed as sent or signed sorted', () => {
+      passes(q.unsortedSignedAsSent, 'signed as sent');
+      passes(q.unsortedSignedSorted, 'signed sorted');
+      // Either way, a changed content byte still fails.
+      const tampered = flipByte(q.unsortedSignedSorted, q.unsortedSignedSorted.indexOf(fx.marker) + 2);
+      expect(verifyP7m(tampered).outcome).to.equal('not-signed');
+    });
+
+    it('lets a signed attribute repeat (two content timestamps), but not contentType, messageDigest or signingTime', () => {
+      passes(q.twoContentTimestamps, 'two content timestamps');
+      const v = verifyP7m(q.duplicateMessageDigest, { trustAnchors: root });
+      expect(v.outcome).to.equal('not-signed');
+      expect(v.reason).to.match(/must be single appears twice/);
+    });
+
+    it('verifies a CAdES-LT/LTA envelope of several MB without spending the node budget on what it does not examine', () => {
+      expect(q.longTerm.length).to.be.above(5_000_000);
+      passes(q.longTerm, 'long-term envelope');
+      // The certificates and the signer info are what forge parses: a few hundred nodes.
+      passes(q.longTerm, 'long-term envelope, 2000 nodes', { maxNodes: 2000 });
+      // The same bytes as signed content are still hashed and checked: the budget is not a way around the signature.
+      expect(verifyP7m(flipByte(q.longTerm, q.longTerm.indexOf(fx.marker) + 1)).outcome).to.equal('not-signed');
+    });
+
+    it('verifies SHA3-256 digests with RSA and with ECDSA (id-ecdsa-with-sha3-256)', () => {
+      expect(passes(q.sha3Rsa, 'RSA, SHA3-256')).to.include({ digestAlgorithm: 'sha3-256', signatureAlgorithm: 'rsa' });
+      expect(passes(q.sha3Ecdsa, 'ECDSA, SHA3-256')).to.include({ digestAlgorithm: 'sha3-256', signatureAlgorithm: 'ecdsa' });
+    });
+
+    it('verifies RSASSA-PSS whose hash (SHA-512) differs from the content digest (SHA-256) over signed attributes, not over the content itself', () => {
+      expect(passes(q.pssOtherHash, 'PSS SHA-512 over SHA-256')).to.include({ digestAlgorithm: 'sha256', signatureAlgorithm: 'rsa-pss' });
+      // Without signed attributes the signature covers the content: RFC 4056 wants the one hash.
+      const ci = parse(fx.der.noattr);
+      const si = signerInfo(ci);
+      const sha512 = algorithm(OIDS.sha512);
+      si.signatureAlgorithm = algorithm(OIDS.rsaPss, sequence(tagged(0, sha512), tagged(1, algorithm(OIDS.mgf1, sha512)), tagged(2, integer(64))));
+      si.signature = nodeSign('sha512', fx.doc, { key: createPrivateKey(readFileSync(`${fx.dir}/rsa.key`)), padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 64 });
+      expect(verifyP7m(encode(ci)).signers[0]?.problems).to.include("the signature algorithm's hash does not match the digest algorithm");
+    });
+
+    it('accepts an RSA PKCS#1 v1.5 DigestInfo without NULL parameters (as DSS does), and only with the right digest', () => {
+      passes(q.digestInfoWithoutNull, 'DigestInfo without NULL');
+      const ci = parse(fx.der.rsa);
+      const si = signerInfo(ci);
+      si.signature = rsaWithoutNull(OIDS.sha256, 'sha256', createPrivateKey(readFileSync(`${fx.dir}/rsa.key`)))(Buffer.from('other signed attributes'));
+      expect(verifyP7m(encode(ci)).signers[0]?.problems).to.include('the signature does not verify');
+    });
+
+    it('agrees with openssl cms -verify on the quirks openssl accepts', () => {
+      const rootFile = fx.file('anchor.pem', Buffer.from(fx.rootPem));
+      const acceptedByOpenssl: Array<keyof Quirks> = [
+        'keyIdUnderVersion1', 'issuerSerialUnderVersion3', 'issuerPrintableString', 'issuerCaseAndSpaces', 'signedDataVersion', 'unsortedSignedAsSent',
+        'twoContentTimestamps', 'longTerm', 'sha3Rsa', 'sha3Ecdsa',
+      ];
+      for (const name of acceptedByOpenssl) {
+        const file = fx.file(`quirk-${name}.p7m`, q[name]);
+        const openssl = spawnSync('openssl', ['cms', '-verify', '-inform', 'DER', '-in', file, '-CAfile', rootFile, '-binary', '-out', '/dev/null'], { stdio: 'ignore' });
+        expect(openssl.status, `openssl on ${name}`).to.equal(0);
+        passes(q[name], name);
       }
     });
   });

@@ -1,0 +1,128 @@
+// Rewrites of openssl's CMS output, for the quirks of real envelopes that openssl will not
+// produce: ASN.1 taken apart with node-forge, changed, put back together, and re-signed with
+// node:crypto where the change falls under a signature. Test support only.
+import { constants, createHash, privateEncrypt, sign, type KeyObject } from 'node:crypto';
+import forge from 'node-forge';
+
+export type Asn1 = forge.asn1.Asn1;
+const { asn1 } = forge;
+const { UNIVERSAL, CONTEXT_SPECIFIC } = asn1.Class;
+
+export const OIDS = {
+  messageDigest: '1.2.840.113549.1.9.4',
+  contentTimestamp: '1.2.840.113549.1.9.16.2.20',
+  revocationValues: '1.2.840.113549.1.9.16.2.24',
+  archiveTimestampV3: '0.4.0.1733.2.4',
+  sha256: '2.16.840.1.101.3.4.2.1',
+  sha512: '2.16.840.1.101.3.4.2.3',
+  sha3_256: '2.16.840.1.101.3.4.2.8',
+  ecdsaWithSha3_256: '2.16.840.1.101.3.4.3.10',
+  rsaPss: '1.2.840.113549.1.1.10',
+  mgf1: '1.2.840.113549.1.1.8',
+};
+
+export function parse(der: Buffer): Asn1 {
+  return asn1.fromDer(der.toString('latin1'), { strict: true, parseAllBytes: true, decodeBitStrings: false } as unknown as boolean);
+}
+
+export function encode(node: Asn1): Buffer {
+  return Buffer.from(asn1.toDer(node).getBytes(), 'latin1');
+}
+
+export const children = (node: Asn1): Asn1[] => node.value as Asn1[];
+export const oidNode = (oid: string): Asn1 => asn1.create(UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(oid).getBytes());
+export const integer = (n: number): Asn1 => asn1.create(UNIVERSAL, asn1.Type.INTEGER, false, asn1.integerToDer(n).getBytes());
+export const octetString = (bytes: Buffer): Asn1 => asn1.create(UNIVERSAL, asn1.Type.OCTETSTRING, false, bytes.toString('latin1'));
+export const sequence = (...items: Asn1[]): Asn1 => asn1.create(UNIVERSAL, asn1.Type.SEQUENCE, true, items);
+export const set = (...items: Asn1[]): Asn1 => asn1.create(UNIVERSAL, asn1.Type.SET, true, items);
+export const tagged = (tag: number, ...items: Asn1[]): Asn1 => asn1.create(CONTEXT_SPECIFIC, tag, true, items);
+export const attribute = (oid: string, ...values: Asn1[]): Asn1 => sequence(oidNode(oid), set(...values));
+export const algorithm = (oid: string, params?: Asn1): Asn1 => sequence(oidNode(oid), ...(params ? [params] : []));
+
+/** The SignedData fields of a ContentInfo: version, digestAlgorithms, encapContentInfo, [0] certificates?, [1] crls?, signerInfos. */
+export const signedData = (ci: Asn1): Asn1[] => children(children(children(ci)[1]!)[0]!);
+
+export function signerInfo(ci: Asn1, i = 0): SignerInfo {
+  const sd = signedData(ci);
+  return new SignerInfo(children(sd[sd.length - 1]!)[i]!);
+}
+
+/** A SignerInfo's fields: version, sid, digestAlgorithm, [0] signedAttrs?, signatureAlgorithm, signature, [1] unsignedAttrs?. */
+export class SignerInfo {
+  constructor(readonly node: Asn1) {}
+
+  get fields(): Asn1[] {
+    return children(this.node);
+  }
+
+  private get hasSigned(): boolean {
+    const f = this.fields[3]!;
+    return (f.tagClass as number) === (CONTEXT_SPECIFIC as number) && (f.type as number) === 0;
+  }
+
+  set version(n: number) {
+    this.fields[0] = integer(n);
+  }
+
+  get sid(): Asn1 {
+    return this.fields[1]!;
+  }
+
+  set digestAlgorithm(alg: Asn1) {
+    this.fields[2] = alg;
+  }
+
+  /** The signed attributes, in the order they are sent. */
+  get signedAttributes(): Asn1[] {
+    if (!this.hasSigned) throw new Error('no signed attributes');
+    return children(this.fields[3]!);
+  }
+
+  set signedAttributes(attrs: Asn1[]) {
+    this.fields[3] = tagged(0, ...attrs);
+  }
+
+  set signatureAlgorithm(alg: Asn1) {
+    this.fields[this.hasSigned ? 4 : 3] = alg;
+  }
+
+  set signature(bytes: Buffer) {
+    this.fields[this.hasSigned ? 5 : 4] = octetString(bytes);
+  }
+
+  set unsignedAttributes(attrs: Asn1[]) {
+    const at = this.hasSigned ? 6 : 5;
+    this.fields.splice(at, this.fields.length - at, tagged(1, ...attrs));
+  }
+
+  /** The bytes a signature over the signed attributes covers: their encoding as sent, tagged SET. */
+  signedBytes(): Buffer {
+    const der = encode(this.fields[3]!);
+    der[0] = 0x31;
+    return der;
+  }
+
+  /** Re-signs the signed attributes, as sent, with `sign`. */
+  resign(signer: (data: Buffer) => Buffer): void {
+    this.signature = signer(this.signedBytes());
+  }
+}
+
+/** The signed attributes in DER order (SET OF: by their encodings). */
+export function sortedDer(attrs: Asn1[]): Asn1[] {
+  return attrs.map((a) => ({ a, der: encode(a) })).sort((x, y) => Buffer.compare(x.der, y.der)).map((x) => x.a);
+}
+
+export const signWith = (hash: string, key: KeyObject) => (data: Buffer): Buffer => sign(hash, data, key);
+
+/** RSA PKCS#1 v1.5 whose DigestInfo leaves out the NULL parameters (some signing devices do). */
+export const rsaWithoutNull = (hashOid: string, hash: string, key: KeyObject) => (data: Buffer): Buffer =>
+  privateEncrypt({ key, padding: constants.RSA_PKCS1_PADDING },
+    encode(sequence(sequence(oidNode(hashOid)), octetString(createHash(hash).update(data).digest()))));
+
+/** A well-formed ASN.1 value of about `nodes` nodes (a CRL-sized list of revoked serials). */
+export function bulk(nodes: number): Asn1 {
+  const entries: Asn1[] = [];
+  for (let i = 0; i < nodes / 3; i++) entries.push(sequence(integer(100_000 + i), integer(i % 97)));
+  return sequence(...entries);
+}
