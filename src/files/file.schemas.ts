@@ -41,6 +41,9 @@ const signerView = z.object({
   signatureValid: z.boolean().meta({ description: 'The signature verifies with the signer certificate\'s key.' }),
   certificateValid: z.boolean().meta({ description: 'The certificate was valid at the signing time.' }),
   chain: z.enum(['trusted', 'untrusted', 'not-checked']).meta({ description: 'Chain to SIGNATURE_TRUST_STORE; not-checked when none is configured.' }),
+  counterSignatureOf: z.number().int().optional().meta({
+    description: 'A counter-signature (RFC 5652 §11.4): the index in `signers` of the signer whose signature it signs. Absent for a signer of the content. Every counter-signature must pass too.',
+  }),
   problems: z.array(z.string()),
 });
 

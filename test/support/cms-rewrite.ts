@@ -18,6 +18,9 @@ export const OIDS = {
   sha3_256: '2.16.840.1.101.3.4.2.8',
   ecdsaWithSha3_256: '2.16.840.1.101.3.4.3.10',
   rsaPss: '1.2.840.113549.1.1.10',
+  counterSignature: '1.2.840.113549.1.9.6',
+  ecdsaWithSha256: '1.2.840.10045.4.3.2',
+  rsaEncryption: '1.2.840.113549.1.1.1',
   mgf1: '1.2.840.113549.1.1.8',
 };
 
@@ -125,4 +128,40 @@ export function bulk(nodes: number): Asn1 {
   const entries: Asn1[] = [];
   for (let i = 0; i < nodes / 3; i++) entries.push(sequence(integer(100_000 + i), integer(i % 97)));
   return sequence(...entries);
+}
+
+/** The issuer Name and serial INTEGER of a certificate (PEM or DER). */
+export function issuerAndSerial(certPemOrDer: Buffer): Asn1 {
+  const der = certPemOrDer[0] === 0x30 ? certPemOrDer : Buffer.from(forge.pem.decode(certPemOrDer.toString('latin1'))[0]!.body, 'latin1');
+  const tbs = children(children(parse(der))[0]!);
+  const i = (tbs[0]!.tagClass as number) === (CONTEXT_SPECIFIC as number) ? 1 : 0;
+  return sequence(tbs[i + 2]!, tbs[i]!);
+}
+
+export function certificateNode(certPem: Buffer): Asn1 {
+  return parse(Buffer.from(forge.pem.decode(certPem.toString('latin1'))[0]!.body, 'latin1'));
+}
+
+const utcTime = (at: Date): Asn1 => asn1.create(UNIVERSAL, asn1.Type.UTCTIME, false, asn1.dateToUtcTime(at));
+
+/**
+ * A counter-signature (RFC 5652 §11.4) of `signatureValue`: a SignerInfo whose messageDigest is
+ * the digest of those octets, signed by `signer` (SHA-256; its signature algorithm given).
+ */
+export function counterSignature(signatureValue: Buffer, signer: { cert: Buffer; key: KeyObject; signatureAlgorithm: string }, opts: { digestOf?: Buffer; contentType?: boolean } = {}): Asn1 {
+  const attrs = sortedDer([
+    attribute('1.2.840.113549.1.9.5', utcTime(new Date())),
+    attribute(OIDS.messageDigest, octetString(createHash('sha256').update(opts.digestOf ?? signatureValue).digest())),
+    ...(opts.contentType ? [attribute('1.2.840.113549.1.9.3', oidNode('1.2.840.113549.1.7.1'))] : []),
+  ]);
+  const si = new SignerInfo(sequence(integer(1), issuerAndSerial(signer.cert), algorithm(OIDS.sha256), tagged(0, ...attrs), algorithm(signer.signatureAlgorithm), octetString(Buffer.alloc(0))));
+  si.resign(signWith('sha256', signer.key));
+  return si.node;
+}
+
+/** The signature octets of a SignerInfo. */
+export function signatureOf(si: SignerInfo): Buffer {
+  const f = si.fields;
+  const at = (f[3]!.tagClass as number) === (CONTEXT_SPECIFIC as number) && (f[3]!.type as number) === 0 ? 5 : 4;
+  return Buffer.from(f[at]!.value as string, 'latin1');
 }

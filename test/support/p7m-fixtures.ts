@@ -7,8 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  OIDS, algorithm, attribute, bulk, children, encode, integer, octetString, oidNode, parse, rsaWithoutNull, sequence, set, signWith, signedData,
-  signerInfo, sortedDer, tagged, type Asn1, type SignerInfo,
+  OIDS, SignerInfo, algorithm, attribute, bulk, certificateNode, children, counterSignature, encode, integer, octetString, oidNode, parse, rsaWithoutNull,
+  sequence, set, signWith, signatureOf, signedData, signerInfo, sortedDer, tagged, type Asn1,
 } from './cms-rewrite.js';
 
 const { asn1 } = forge;
@@ -31,6 +31,8 @@ export interface P7mFixtures {
   };
   /** Envelopes with the quirks of real ones (test/support/cms-rewrite.ts), built from the above on first use. */
   quirks: () => Quirks;
+  /** `der.rsa` with counter-signatures (RFC 5652 §11.4) by the EC signer, built on first use. */
+  counterSigned: () => CounterSigned;
   /** openssl's PEM output (`-----BEGIN CMS-----`) of `der.rsa`. */
   pem: string;
   /** Writes `bytes` into the fixture directory and returns the path (for cross-checks). */
@@ -67,6 +69,17 @@ export interface Quirks {
   pssOtherHash: Buffer;
   /** RSA PKCS#1 v1.5 whose DigestInfo has no NULL parameters. */
   digestInfoWithoutNull: Buffer;
+}
+
+export interface CounterSigned {
+  /** The RSA signer's signature counter-signed by the EC signer. */
+  valid: Buffer;
+  /** The counter-signature's messageDigest is of other bytes. */
+  wrongDigest: Buffer;
+  /** The counter-signature carries a contentType attribute (RFC 5652 §11.4 forbids it). */
+  withContentType: Buffer;
+  /** The EC counter-signature itself counter-signed by the RSA signer. */
+  nested: Buffer;
 }
 
 let cached: P7mFixtures | undefined;
@@ -170,9 +183,11 @@ function build(): P7mFixtures {
   ssl('ca', '-gencrl', '-config', 'crl.cnf', '-cert', 'int.pem', '-keyfile', 'int.key', '-out', 'big-crl.pem');
   ssl('crl', '-in', 'big-crl.pem', '-outform', 'DER', '-out', 'big-crl.der');
   let quirks: Quirks | undefined;
+  let counterSigned: CounterSigned | undefined;
   const sha3Rsa = sign('sha3.p7m', 'doc.pdf', '-nodetach', '-md', 'sha3-256', ...as('rsa'), ...chain);
   return {
     dir, doc, marker, der,
+    counterSigned: () => (counterSigned ??= buildCounterSigned(der.rsa, read('ec.pem'), read('rsa.pem'), (name) => createPrivateKey(read(`${name}.key`)))),
     quirks: () => (quirks ??= buildQuirks(der, sha3Rsa, doc, read('big-crl.der'), (name) => createPrivateKey(read(`${name}.key`)))),
     rootPem: read('root.pem').toString(),
     unrelatedPem: read('other.pem').toString(),
@@ -253,3 +268,26 @@ function buildQuirks(der: P7mFixtures['der'], sha3Rsa: Buffer, doc: Buffer, crl:
 }
 
 const signPss = (data: Buffer, k: KeyObject): Buffer => nodeSign('sha512', data, { key: k, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 64 });
+
+function buildCounterSigned(rsaEnvelope: Buffer, ecCert: Buffer, rsaCert: Buffer, key: (name: string) => KeyObject): CounterSigned {
+  const ec = { cert: ecCert, key: key('ec'), signatureAlgorithm: OIDS.ecdsaWithSha256 };
+  const rsa = { cert: rsaCert, key: key('rsa'), signatureAlgorithm: OIDS.rsaEncryption };
+  const withCounter = (counter: (signatureValue: Buffer) => Asn1): Buffer => {
+    const ci = parse(rsaEnvelope);
+    const sd = signedData(ci);
+    children(sd[3]!).push(certificateNode(ecCert)); // the counter-signer's certificate travels with the others
+    const si = signerInfo(ci);
+    si.unsignedAttributes = [attribute(OIDS.counterSignature, counter(signatureOf(si)))];
+    return encode(ci);
+  };
+  return {
+    valid: withCounter((sig) => counterSignature(sig, ec)),
+    wrongDigest: withCounter((sig) => counterSignature(sig, ec, { digestOf: Buffer.from('another signature') })),
+    withContentType: withCounter((sig) => counterSignature(sig, ec, { contentType: true })),
+    nested: withCounter((sig) => {
+      const counter = new SignerInfo(counterSignature(sig, ec));
+      counter.unsignedAttributes = [attribute(OIDS.counterSignature, counterSignature(signatureOf(counter), rsa))];
+      return counter.node;
+    }),
+  };
+}

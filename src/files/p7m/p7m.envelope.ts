@@ -89,7 +89,9 @@ export interface Envelope {
  * Unsigned attributes that the check examines; the others (archive timestamps, revocation
  * values, certificate values: megabytes in CAdES-LT/LTA envelopes) are never handed to forge.
  */
-export const EXAMINED_UNSIGNED_ATTRIBUTES: ReadonlySet<string> = new Set<string>();
+export const EXAMINED_UNSIGNED_ATTRIBUTES: ReadonlySet<string> = new Set<string>([
+  '1.2.840.113549.1.9.6', // countersignature (RFC 5652 §11.4)
+]);
 
 /**
  * Reads one SignedData level; throws MalformedError or LimitError. The budget counts the ASN.1

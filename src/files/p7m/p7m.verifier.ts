@@ -62,10 +62,16 @@ export interface SignerVerdict {
   /** The certificate was valid at the signing time (or at `now` without one). */
   certificateValid: boolean;
   chain: 'trusted' | 'untrusted' | 'not-checked';
+  /**
+   * For a counter-signature (RFC 5652 §11.4): the index in `signers` of the signer whose
+   * signature it signs. Absent for a signer of the content.
+   */
+  counterSignatureOf?: number;
   problems: string[];
 }
 
 const ATTR = {
+  counterSignature: '1.2.840.113549.1.9.6',
   contentType: '1.2.840.113549.1.9.3',
   messageDigest: '1.2.840.113549.1.9.4',
   signingTime: '1.2.840.113549.1.9.5',
@@ -127,12 +133,13 @@ function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509
     }
     found.levels = level;
     const ctx: SignerContext = { ...envelope, anchors, now, digests: new Map() };
-    const signers = envelope.signerInfos.map((node) => checkSigner(node, level, ctx));
-    found.signers.push(...signers);
-    if (signers.length === 0) return `${at}the envelope has no signers`;
+    const first = found.signers.length;
+    for (const node of envelope.signerInfos) collectSigner(node, level, ctx, { kind: 'content' }, undefined, found.signers);
+    const signers = found.signers.slice(first);
+    if (envelope.signerInfos.length === 0) return `${at}the envelope has no signers`;
     if (envelope.content === undefined) return `${at}detached signature: the envelope carries no content`;
     const failing = signers.findIndex((s) => s.problems.length > 0);
-    if (failing >= 0) firstFailure ??= `${level === 1 ? '' : `level ${level} `}signer ${failing + 1}: ${signers[failing]!.problems[0]}`;
+    if (failing >= 0) firstFailure ??= `${level === 1 ? '' : `level ${level} `}${signerName(signers, failing, first)}: ${signers[failing]!.problems[0]}`;
     const inner = decode(envelope.content.whole());
     if (!inner) return firstFailure;
     der = inner.der;
@@ -145,22 +152,53 @@ interface SignerContext extends Envelope {
   digests: Map<HashName, Buffer>;
 }
 
-function checkSigner(node: Node, level: number, ctx: SignerContext): SignerVerdict {
+/** What a SignerInfo signs: the envelope's content, or (a counter-signature) another signer's signature value. */
+type Target = { kind: 'content' } | { kind: 'signature'; value: Buffer };
+
+/** Counter-signatures of counter-signatures, at most this deep. */
+const MAX_COUNTER_DEPTH = 4;
+
+/** "signer 2", or for a counter-signature "signer 2 counter-signature 1" (`signers` starts at index `offset` of the verdict's). */
+function signerName(signers: readonly SignerVerdict[], index: number, offset: number): string {
+  const s = signers[index]!;
+  const of = s.counterSignatureOf;
+  const own = `${of === undefined ? 'signer' : 'counter-signature'} ${signers.filter((x) => x.counterSignatureOf === of).indexOf(s) + 1}`;
+  return of === undefined ? own : `${signerName(signers, of - offset, offset)} ${own}`;
+}
+
+/**
+ * Judges a SignerInfo and, after it, its counter-signatures (every one must pass, as every
+ * signer must), appending them all to `out`.
+ */
+function collectSigner(node: Node, level: number, ctx: SignerContext, target: Target, parent: number | undefined, out: SignerVerdict[], depth = 0): void {
   const v: SignerVerdict = {
     level, subject: null, issuer: null, serialNumber: null, signingTime: null, digestAlgorithm: null, signatureAlgorithm: null,
-    digestMatches: false, signatureValid: false, certificateValid: false, chain: ctx.anchors.length > 0 ? 'untrusted' : 'not-checked', problems: [],
+    digestMatches: false, signatureValid: false, certificateValid: false, chain: ctx.anchors.length > 0 ? 'untrusted' : 'not-checked',
+    ...(parent !== undefined && { counterSignatureOf: parent }), problems: [],
   };
+  let found: Examined | undefined;
   try {
-    examine(node, ctx, v);
+    found = examine(node, ctx, v, target);
   } catch (err) {
     v.problems.push(err instanceof SchemeProblem ? err.message : `malformed signer info: ${short(err)}`);
   }
   // Belt and braces: a failed flag always comes with a problem, so "no problems" means "passed".
   if (v.problems.length === 0 && !(v.digestMatches && v.signatureValid && v.certificateValid && v.chain !== 'untrusted')) v.problems.push('not verified');
-  return v;
+  const index = out.push(v) - 1;
+  if (!found?.counterSignatures.length) return;
+  if (depth >= MAX_COUNTER_DEPTH) {
+    v.problems.push(`counter-signatures nested more than ${MAX_COUNTER_DEPTH} deep`);
+    return;
+  }
+  for (const counter of found.counterSignatures) collectSigner(counter, level, ctx, { kind: 'signature', value: found.signature }, index, out, depth + 1);
 }
 
-function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
+interface Examined {
+  signature: Buffer;
+  counterSignatures: Node[];
+}
+
+function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Target): Examined {
   const parts = seq(node, 'SignerInfo');
   let i = 0;
   const version = smallInt(parts[i++], 'SignerInfo version');
@@ -169,8 +207,15 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
   const signedAttrs = is(parts[i], CONTEXT, 0) ? parts[i++] : undefined;
   const sigAlg = algorithm(parts[i++], 'signature algorithm');
   const signature = octets(parts[i++], 'signature');
-  if (is(parts[i], CONTEXT, 1)) kids(parts[i++], CONTEXT, 1, 'unsigned attributes');
+  const counterSignatures: Node[] = [];
+  if (is(parts[i], CONTEXT, 1)) {
+    for (const attr of kids(parts[i++], CONTEXT, 1, 'unsigned attributes')) {
+      const [type, values] = seq(attr, 'attribute');
+      if (oid(type, 'attribute type') === ATTR.counterSignature) counterSignatures.push(...kids(values, UNIVERSAL, T.SET, 'counter-signatures'));
+    }
+  }
   if (i !== parts.length) malformed('unexpected elements in SignerInfo');
+  const examined = { signature, counterSignatures };
 
   // The signer identifier is read as the CHOICE it holds: version 1 announces issuerAndSerialNumber
   // and 3 subjectKeyIdentifier, but real envelopes mix them up, and no signature covers either.
@@ -200,7 +245,8 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
   if (!hash) v.problems.push(`unsupported digest algorithm ${digestAlg.oid}`);
   // Italian rules (and every current profile) have required SHA-256 or better since 2011.
   else if (hash === 'sha1') v.problems.push('weak digest algorithm sha1');
-  if (!ctx.digestOids.has(digestAlg.oid)) v.problems.push('digest algorithm not listed in the envelope');
+  // A counter-signer's digest algorithm need not be among the envelope's (those are the content's).
+  if (target.kind === 'content' && !ctx.digestOids.has(digestAlg.oid)) v.problems.push('digest algorithm not listed in the envelope');
   // RSASSA-PSS names its own hash, which signs the signed attributes and may differ from the
   // content's digest algorithm (RFC 4056 §3); over the content itself they must be the same.
   const pssOverAttributes = scheme?.name === 'rsa-pss' && signedAttrs !== undefined;
@@ -216,20 +262,28 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
     v.serialNumber = hex(cert.serial);
   }
 
-  if (ctx.content === undefined) v.problems.push('detached signature: no content to check');
-  const digest = ctx.content !== undefined && hash ? digestOf(ctx, hash) : undefined;
+  if (target.kind === 'content' && ctx.content === undefined) v.problems.push('detached signature: no content to check');
+  // A counter-signature's "content" is the contents octets of the signature it signs (RFC 5652 §11.4).
+  const signedContent: Buffer | undefined = target.kind === 'signature' ? target.value : ctx.content?.whole();
+  const digest = !hash ? undefined : target.kind === 'signature' ? createHash(hash).update(target.value).digest()
+    : ctx.content !== undefined ? digestOf(ctx, hash) : undefined;
   let signed: Buffer[] = [];
   let signingTime: Date | undefined;
   if (signedAttrs) {
     const attrs = attributes(signedAttrs);
     const contentType = single(attrs, ATTR.contentType);
-    if (!contentType) v.problems.push('missing contentType attribute');
+    if (target.kind === 'signature') {
+      if (attrs.has(ATTR.contentType)) v.problems.push('a counter-signature carries a contentType attribute');
+    } else if (!contentType) v.problems.push('missing contentType attribute');
     else if (oid(contentType, 'contentType attribute') !== ctx.eContentType) v.problems.push('the contentType attribute does not match the content');
     const messageDigest = single(attrs, ATTR.messageDigest);
     if (!messageDigest) v.problems.push('missing messageDigest attribute');
     else if (digest) {
       v.digestMatches = bytes(prim(messageDigest, UNIVERSAL, T.OCTETSTRING, 'messageDigest attribute')).equals(digest);
-      if (!v.digestMatches) v.problems.push('the content digest does not match the messageDigest attribute');
+      if (!v.digestMatches) {
+        v.problems.push(target.kind === 'content' ? 'the content digest does not match the messageDigest attribute'
+          : 'the messageDigest attribute is not the digest of the counter-signed signature');
+      }
     }
     if (attrs.has(ATTR.signingTime)) {
       const time = single(attrs, ATTR.signingTime);
@@ -243,8 +297,8 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
     }
     signed = signedAttributeEncodings(signedAttrs);
   } else {
-    if (ctx.eContentType !== ID_DATA) v.problems.push('signed attributes are missing');
-    if (ctx.content) signed = [ctx.content.whole()];
+    if (target.kind === 'content' && ctx.eContentType !== ID_DATA) v.problems.push('signed attributes are missing');
+    if (signedContent) signed = [signedContent];
   }
 
   const signatureHash = pssOverAttributes ? scheme!.hash : hash;
@@ -270,6 +324,7 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict): void {
       if (why !== undefined) v.problems.push(`chain not trusted: ${why}`);
     }
   }
+  return examined;
 }
 
 function digestOf(ctx: SignerContext, hash: HashName): Buffer {

@@ -4,7 +4,7 @@ import { constants, createPrivateKey, sign as nodeSign, type X509Certificate } f
 import { readFileSync } from 'node:fs';
 import verifyTask from '../../../src/files/p7m/p7m.task.js';
 import { loadTrustAnchors, verifyP7m, type SignatureVerdict, type SignerVerdict } from '../../../src/files/p7m/p7m.verifier.js';
-import { OIDS, algorithm, children, encode, integer, parse, rsaWithoutNull, sequence, signerInfo, tagged } from '../../support/cms-rewrite.js';
+import { OIDS, algorithm, children, encode, integer, parse, rsaWithoutNull, sequence, signatureOf, signerInfo, tagged } from '../../support/cms-rewrite.js';
 import { flipByte, p7mFixtures, type P7mFixtures, type Quirks } from '../../support/p7m-fixtures.js';
 
 describe('p7m verifier', function () {
@@ -342,6 +342,45 @@ describe('p7m verifier', function () {
         expect(openssl.status, `openssl on ${name}`).to.equal(0);
         passes(q[name], name);
       }
+    });
+  });
+
+  describe('counter-signatures (RFC 5652 §11.4)', () => {
+    it('verifies a counter-signature of a signer\'s signature and reports it after that signer', () => {
+      const v = verifyP7m(fx.counterSigned().valid, { trustAnchors: root });
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(v.signers.map((s) => [s.subject, s.counterSignatureOf, s.chain, s.problems])).to.deep.equal([
+        ['O=Test, CN=RSA Signer', undefined, 'trusted', []],
+        ['O=Test, CN=EC Signer', 0, 'trusted', []],
+      ]);
+      expect(signer(v, 1)).to.include({ digestMatches: true, signatureValid: true, certificateValid: true, signatureAlgorithm: 'ecdsa' });
+      expect(signer(v, 1).signingTime).to.be.a('string');
+    });
+
+    it('counts a failing counter-signature among the signers that must all pass', () => {
+      const wrong = verifyP7m(fx.counterSigned().wrongDigest, { trustAnchors: root });
+      expect(wrong).to.include({ outcome: 'not-signed', reason: 'signer 1 counter-signature 1: the messageDigest attribute is not the digest of the counter-signed signature' });
+      expect(signer(wrong, 0).problems).to.deep.equal([]);
+      const typed = verifyP7m(fx.counterSigned().withContentType, { trustAnchors: root });
+      expect(typed).to.include({ outcome: 'not-signed', reason: 'signer 1 counter-signature 1: a counter-signature carries a contentType attribute' });
+    });
+
+    it('verifies a counter-signature of a counter-signature', () => {
+      const v = verifyP7m(fx.counterSigned().nested, { trustAnchors: root });
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(v.signers.map((s) => [s.subject, s.counterSignatureOf])).to.deep.equal([
+        ['O=Test, CN=RSA Signer', undefined], ['O=Test, CN=EC Signer', 0], ['O=Test, CN=RSA Signer', 1],
+      ]);
+    });
+
+    it('notices a changed byte of the counter-signed signature', () => {
+      const der = fx.counterSigned().valid;
+      // The RSA signature is the 256-byte OCTET STRING the counter-signature's digest covers.
+      const sig = signatureOf(signerInfo(parse(der)));
+      const v = verifyP7m(flipByte(der, der.indexOf(sig) + 10), { trustAnchors: root });
+      expect(v.outcome).to.equal('not-signed');
+      expect(signer(v, 0).problems).to.include('the signature does not verify');
+      expect(signer(v, 1).problems).to.include('the messageDigest attribute is not the digest of the counter-signed signature');
     });
   });
 
