@@ -44,6 +44,13 @@ const signerView = z.object({
   counterSignatureOf: z.number().int().optional().meta({
     description: 'A counter-signature (RFC 5652 §11.4): the index in `signers` of the signer whose signature it signs. Absent for a signer of the content. Every counter-signature must pass too.',
   }),
+  timestamp: z.object({
+    time: z.string().nullable().meta({ description: "The TSA's genTime: when the signature existed, by a third party's word." }),
+    tsa: z.string().nullable(),
+    chain: z.enum(['trusted', 'untrusted', 'not-checked']),
+    valid: z.boolean(),
+    problems: z.array(z.string()),
+  }).optional().meta({ description: 'The RFC 3161 signature timestamp, when there is one; the certificate is then judged at its time.' }),
   problems: z.array(z.string()),
 });
 

@@ -19,6 +19,8 @@ export const OIDS = {
   ecdsaWithSha3_256: '2.16.840.1.101.3.4.3.10',
   rsaPss: '1.2.840.113549.1.1.10',
   counterSignature: '1.2.840.113549.1.9.6',
+  signatureTimestamp: '1.2.840.113549.1.9.16.2.14',
+  signingTime: '1.2.840.113549.1.9.5',
   ecdsaWithSha256: '1.2.840.10045.4.3.2',
   rsaEncryption: '1.2.840.113549.1.1.1',
   mgf1: '1.2.840.113549.1.1.8',

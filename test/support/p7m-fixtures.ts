@@ -33,6 +33,10 @@ export interface P7mFixtures {
   quirks: () => Quirks;
   /** `der.rsa` with counter-signatures (RFC 5652 §11.4) by the EC signer, built on first use. */
   counterSigned: () => CounterSigned;
+  /** Envelopes with RFC 3161 signature timestamps by a test TSA (openssl ts), built on first use. */
+  timestamped: () => Timestamped;
+  /** An RFC 3161 TimeStampToken (DER) over `data`, from the test TSA (chained to the root through the intermediate). */
+  timestampToken: (data: Buffer) => Buffer;
   /** openssl's PEM output (`-----BEGIN CMS-----`) of `der.rsa`. */
   pem: string;
   /** Writes `bytes` into the fixture directory and returns the path (for cross-checks). */
@@ -80,6 +84,19 @@ export interface CounterSigned {
   withContentType: Buffer;
   /** The EC counter-signature itself counter-signed by the RSA signer. */
   nested: Buffer;
+}
+
+export interface Timestamped {
+  /** The RSA signer's signature with a timestamp over it. */
+  valid: Buffer;
+  /** A timestamp over other bytes than the signature. */
+  otherImprint: Buffer;
+  /** A token signed by a certificate without the timeStamping extended key usage (the EC signer's). */
+  notTsa: Buffer;
+  /** signingTime claims 2019, before the certificate's validity; the timestamp's time is now. */
+  claimedBeforeValidity: Buffer;
+  /** The same without the timestamp. */
+  claimedBeforeValidityUnstamped: Buffer;
 }
 
 let cached: P7mFixtures | undefined;
@@ -184,9 +201,34 @@ function build(): P7mFixtures {
   ssl('crl', '-in', 'big-crl.pem', '-outform', 'DER', '-out', 'big-crl.der');
   let quirks: Quirks | undefined;
   let counterSigned: CounterSigned | undefined;
+  let timestamped: Timestamped | undefined;
+  // A time-stamping authority under the intermediate (openssl ts wants timeStamping, critical).
+  write('tsa.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
+  issue('tsa', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Test TSA', 'int', 'tsa.ext', 0x1006);
+  write('ts.cnf', '[tsa]\ndefault_tsa = t\n[t]\nserial = tsa-serial\nsigner_digest = sha256\ndefault_policy = 1.2.3.4.1\ndigests = sha256, sha512\naccuracy = secs:1\ness_cert_id_alg = sha256\n');
+  write('tsa-serial', '01\n');
+  let stamps = 0;
+  const timestampToken = (data: Buffer): Buffer => {
+    const n = ++stamps;
+    write(`stamp-${n}.bin`, data);
+    ssl('ts', '-query', '-data', `stamp-${n}.bin`, '-sha256', '-cert', '-no_nonce', '-out', `stamp-${n}.tsq`);
+    ssl('ts', '-reply', '-config', 'ts.cnf', '-queryfile', `stamp-${n}.tsq`, '-signer', 'tsa.pem', '-inkey', 'tsa.key', '-chain', 'int.pem', '-token_out', '-out', `stamp-${n}.tst`);
+    return read(`stamp-${n}.tst`);
+  };
+  // A token's TSTInfo signed by a certificate that is not a TSA's (openssl ts refuses to make one).
+  const notTsaToken = (data: Buffer): Buffer => {
+    const genuine = parse(timestampToken(data));
+    const tstInfo = Buffer.from(children(children(signedData(genuine)[2]!)[1]!)[0]!.value as string, 'latin1');
+    write('tstinfo.der', tstInfo);
+    ssl('cms', '-sign', '-binary', '-nodetach', '-in', 'tstinfo.der', '-econtent_type', '1.2.840.113549.1.9.16.1.4', '-md', 'sha256', '-signer', 'ec.pem', '-inkey', 'ec.key',
+      '-certfile', 'int.pem', '-outform', 'DER', '-out', 'not-tsa.tst');
+    return read('not-tsa.tst');
+  };
   const sha3Rsa = sign('sha3.p7m', 'doc.pdf', '-nodetach', '-md', 'sha3-256', ...as('rsa'), ...chain);
   return {
     dir, doc, marker, der,
+    timestampToken,
+    timestamped: () => (timestamped ??= buildTimestamped(der.rsa, timestampToken, notTsaToken, createPrivateKey(read('rsa.key')))),
     counterSigned: () => (counterSigned ??= buildCounterSigned(der.rsa, read('ec.pem'), read('rsa.pem'), (name) => createPrivateKey(read(`${name}.key`)))),
     quirks: () => (quirks ??= buildQuirks(der, sha3Rsa, doc, read('big-crl.der'), (name) => createPrivateKey(read(`${name}.key`)))),
     rootPem: read('root.pem').toString(),
@@ -289,5 +331,30 @@ function buildCounterSigned(rsaEnvelope: Buffer, ecCert: Buffer, rsaCert: Buffer
       counter.unsignedAttributes = [attribute(OIDS.counterSignature, counterSignature(signatureOf(counter), rsa))];
       return counter.node;
     }),
+  };
+}
+
+function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, notTsaToken: (data: Buffer) => Buffer, rsaKey: KeyObject): Timestamped {
+  const stamped = (envelope: Buffer, stamp: (signatureValue: Buffer) => Buffer): Buffer => {
+    const ci = parse(envelope);
+    const si = signerInfo(ci);
+    si.unsignedAttributes = [attribute(OIDS.signatureTimestamp, parse(stamp(signatureOf(si))))];
+    return encode(ci);
+  };
+  const claimed = (() => {
+    const ci = parse(rsaEnvelope);
+    const si = signerInfo(ci);
+    si.signedAttributes = sortedDer(si.signedAttributes.map((a) => (asn1.derToOid(children(a)[0]!.value as string) === OIDS.signingTime
+      ? attribute(OIDS.signingTime, asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, '190601000000Z'))
+      : a)));
+    si.resign(signWith('sha256', rsaKey));
+    return encode(ci);
+  })();
+  return {
+    valid: stamped(rsaEnvelope, token),
+    otherImprint: stamped(rsaEnvelope, () => token(Buffer.from('another signature'))),
+    notTsa: stamped(rsaEnvelope, notTsaToken),
+    claimedBeforeValidity: stamped(claimed, token),
+    claimedBeforeValidityUnstamped: claimed,
   };
 }

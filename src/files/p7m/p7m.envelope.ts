@@ -91,6 +91,7 @@ export interface Envelope {
  */
 export const EXAMINED_UNSIGNED_ATTRIBUTES: ReadonlySet<string> = new Set<string>([
   '1.2.840.113549.1.9.6', // countersignature (RFC 5652 §11.4)
+  '1.2.840.113549.1.9.16.2.14', // signature timestamp token (RFC 3161, CAdES-T)
 ]);
 
 /**

@@ -5,7 +5,7 @@
 import { createHash, type X509Certificate } from 'node:crypto';
 import { SchemeProblem, hashOf, schemeOf, verifySignature, type HashName, type Scheme } from './p7m.algorithms.js';
 import {
-  CONTEXT, LimitError, MalformedError, T, UNIVERSAL, algorithm, bytes, derOf, is, kids, malformed, octets, oid, prim, seq, smallInt, timeOf,
+  CONTEXT, LimitError, MalformedError, T, UNIVERSAL, algorithm, bytes, derOf, is, kids, malformed, octets, oid, parseDer, prim, seq, smallInt, timeOf, walkTlv,
   type NodeBudget, type Node,
 } from './p7m.asn1.js';
 import { byIssuerSerial, bySubjectKeyId, canonicalName, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
@@ -67,11 +67,30 @@ export interface SignerVerdict {
    * signature it signs. Absent for a signer of the content.
    */
   counterSignatureOf?: number;
+  /**
+   * The RFC 3161 signature timestamp (unsigned attribute), when there is one: the trusted time
+   * of the signature, which then is the time the certificate must have been valid at.
+   */
+  timestamp?: TimestampVerdict;
+  problems: string[];
+}
+
+/** An RFC 3161 timestamp token, judged. */
+export interface TimestampVerdict {
+  /** ISO 8601: the TSA's genTime. */
+  time: string | null;
+  /** The TSA certificate's subject. */
+  tsa: string | null;
+  /** 'trusted' when the TSA's chain reaches a trust anchor. */
+  chain: 'trusted' | 'untrusted' | 'not-checked';
+  /** The token's signature verifies, its imprint is the signature's, the TSA certificate may timestamp. */
+  valid: boolean;
   problems: string[];
 }
 
 const ATTR = {
   counterSignature: '1.2.840.113549.1.9.6',
+  signatureTimestamp: '1.2.840.113549.1.9.16.2.14',
   contentType: '1.2.840.113549.1.9.3',
   messageDigest: '1.2.840.113549.1.9.4',
   signingTime: '1.2.840.113549.1.9.5',
@@ -132,7 +151,7 @@ function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509
       return `${at}malformed envelope: ${short(err)}`;
     }
     found.levels = level;
-    const ctx: SignerContext = { ...envelope, anchors, now, digests: new Map() };
+    const ctx: SignerContext = { ...envelope, anchors, now, digests: new Map(), budget };
     const first = found.signers.length;
     for (const node of envelope.signerInfos) collectSigner(node, level, ctx, { kind: 'content' }, undefined, found.signers);
     const signers = found.signers.slice(first);
@@ -150,6 +169,9 @@ interface SignerContext extends Envelope {
   anchors: readonly X509Certificate[];
   now: Date;
   digests: Map<HashName, Buffer>;
+  budget: NodeBudget;
+  /** Set while checking a timestamp token's own signer: its certificate must be a TSA's. */
+  tsa?: true;
 }
 
 /** What a SignerInfo signs: the envelope's content, or (a counter-signature) another signer's signature value. */
@@ -208,10 +230,13 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   const sigAlg = algorithm(parts[i++], 'signature algorithm');
   const signature = octets(parts[i++], 'signature');
   const counterSignatures: Node[] = [];
+  const timestamps: Node[] = [];
   if (is(parts[i], CONTEXT, 1)) {
     for (const attr of kids(parts[i++], CONTEXT, 1, 'unsigned attributes')) {
       const [type, values] = seq(attr, 'attribute');
-      if (oid(type, 'attribute type') === ATTR.counterSignature) counterSignatures.push(...kids(values, UNIVERSAL, T.SET, 'counter-signatures'));
+      const attrType = oid(type, 'attribute type');
+      if (attrType === ATTR.counterSignature) counterSignatures.push(...kids(values, UNIVERSAL, T.SET, 'counter-signatures'));
+      if (attrType === ATTR.signatureTimestamp) timestamps.push(...kids(values, UNIVERSAL, T.SET, 'signature timestamps'));
     }
   }
   if (i !== parts.length) malformed('unexpected elements in SignerInfo');
@@ -313,11 +338,25 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   // Without signed attributes the content's digest is inside the signature.
   if (!signedAttrs) v.digestMatches = v.signatureValid;
 
+  // The timestamp's time is a third party's word for when the signature existed; signingTime
+  // is only the signer's claim. With a valid timestamp, the certificate is judged at it.
+  if (timestamps.length > 1) v.problems.push('more than one signature timestamp');
+  const stamp = timestamps[0];
+  if (stamp !== undefined) {
+    v.timestamp = checkTimestamp(stamp, signature, ctx);
+    if (!v.timestamp.valid) v.problems.push(`signature timestamp: ${v.timestamp.problems[0] ?? 'not verified'}`);
+  }
+  const stampedAt = v.timestamp?.valid && v.timestamp.time ? new Date(v.timestamp.time) : undefined;
+
   if (x509 && cert) {
-    const at = signingTime ?? ctx.now;
+    const at = stampedAt ?? signingTime ?? ctx.now;
     v.certificateValid = validAt(x509, at);
-    if (!v.certificateValid) v.problems.push(signingTime ? 'the certificate was not valid at the signing time' : 'the certificate is not valid at the time of the check');
+    if (!v.certificateValid) {
+      v.problems.push(stampedAt ? 'the certificate was not valid at the timestamp\'s time' : signingTime ? 'the certificate was not valid at the signing time'
+        : 'the certificate is not valid at the time of the check');
+    }
     if (cert.signingUsage === false) v.problems.push("the certificate's key usage does not allow signing");
+    if (ctx.tsa && !x509.keyUsage?.includes(TIME_STAMPING)) v.problems.push('the certificate is not a time-stamping authority\'s (extended key usage)');
     if (ctx.anchors.length > 0) {
       const why = untrustedBecause(x509, ctx.certs, ctx.anchors, at);
       v.chain = why === undefined ? 'trusted' : 'untrusted';
@@ -325,6 +364,53 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     }
   }
   return examined;
+}
+
+const TIME_STAMPING = '1.3.6.1.5.5.7.3.8';
+const ID_CT_TSTINFO = '1.2.840.113549.1.9.16.1.4';
+
+/**
+ * An RFC 3161 TimeStampToken over `signatureValue`: a SignedData of a TSTInfo, whose one signer
+ * must verify (its certificate a TSA's, valid at genTime, chained to the anchors when there
+ * are any) and whose messageImprint must be the digest of the signature value.
+ */
+function checkTimestamp(token: Node, signatureValue: Buffer, outer: SignerContext): TimestampVerdict {
+  const t: TimestampVerdict = { time: null, tsa: null, chain: outer.anchors.length > 0 ? 'untrusted' : 'not-checked', valid: false, problems: [] };
+  try {
+    const envelope = readEnvelope(derOf(token), outer.budget);
+    if (envelope.eContentType !== ID_CT_TSTINFO || !envelope.content) malformed('the token does not carry a TSTInfo');
+    const info = seq(parseCountedDer(envelope.content.whole(), outer.budget), 'TSTInfo');
+    if (smallInt(info[0], 'TSTInfo version') !== 1) malformed('unsupported TSTInfo version');
+    const imprint = seq(info[2], 'messageImprint');
+    const imprintHash = hashOf(algorithm(imprint[0], 'messageImprint hash algorithm'));
+    const genTime = is(info[4], UNIVERSAL, T.GENERALIZEDTIME) ? timeOf(info[4]) : undefined;
+    if (!genTime) malformed('invalid genTime');
+    t.time = genTime.toISOString();
+    if (!imprintHash) t.problems.push('unsupported messageImprint hash algorithm');
+    else if (!createHash(imprintHash).update(signatureValue).digest().equals(bytes(prim(imprint[1], UNIVERSAL, T.OCTETSTRING, 'hashedMessage')))) {
+      t.problems.push('the timestamp is of another signature (messageImprint)');
+    }
+    if (envelope.signerInfos.length !== 1) t.problems.push('a timestamp token has one signer');
+    const ctx: SignerContext = { ...envelope, anchors: outer.anchors, now: genTime, digests: new Map(), budget: outer.budget, tsa: true };
+    const signers: SignerVerdict[] = [];
+    for (const node of envelope.signerInfos) collectSigner(node, 0, ctx, { kind: 'content' }, undefined, signers, MAX_COUNTER_DEPTH);
+    const tsa = signers[0];
+    if (tsa) {
+      t.tsa = tsa.subject;
+      t.chain = tsa.chain;
+      t.problems.push(...tsa.problems);
+    }
+  } catch (err) {
+    t.problems.push(err instanceof LimitError ? 'the timestamp token is too complex' : `malformed timestamp token: ${short(err)}`);
+  }
+  t.valid = t.problems.length === 0;
+  return t;
+}
+
+function parseCountedDer(der: Buffer, budget: NodeBudget): Node {
+  const end = walkTlv(der, budget);
+  if (end !== der.length) malformed('trailing bytes after the TSTInfo');
+  return parseDer(der);
 }
 
 function digestOf(ctx: SignerContext, hash: HashName): Buffer {

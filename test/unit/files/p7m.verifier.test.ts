@@ -384,6 +384,45 @@ describe('p7m verifier', function () {
     });
   });
 
+  describe('signature timestamps (RFC 3161, CAdES-T)', () => {
+    it('verifies the timestamp over the signature and reports its time and TSA', () => {
+      const v = verifyP7m(fx.timestamped().valid, { trustAnchors: root });
+      expect(v.outcome, v.reason).to.equal('signed');
+      const stamp = signer(v).timestamp;
+      expect(stamp).to.deep.include({ tsa: 'O=Test, CN=Test TSA', chain: 'trusted', valid: true, problems: [] });
+      expect(Date.parse(stamp!.time!)).to.be.closeTo(Date.now(), 10 * 60_000);
+      // Without anchors the TSA's chain is not checked either.
+      expect(signer(verifyP7m(fx.timestamped().valid)).timestamp).to.include({ chain: 'not-checked', valid: true });
+    });
+
+    it('refuses a timestamp of other bytes than the signature', () => {
+      expect(verifyP7m(fx.timestamped().otherImprint, { trustAnchors: root })).to.include({
+        outcome: 'not-signed', reason: 'signer 1: signature timestamp: the timestamp is of another signature (messageImprint)',
+      });
+    });
+
+    it('refuses a token whose signer is not a time-stamping authority', () => {
+      expect(verifyP7m(fx.timestamped().notTsa, { trustAnchors: root }).reason).to.equal(
+        "signer 1: signature timestamp: the certificate is not a time-stamping authority's (extended key usage)");
+    });
+
+    it('judges the certificate at the timestamp\'s time, not at the signingTime the signer claims', () => {
+      const unstamped = verifyP7m(fx.timestamped().claimedBeforeValidityUnstamped, { trustAnchors: root });
+      expect(unstamped.reason).to.equal('signer 1: the certificate was not valid at the signing time');
+      const stamped = verifyP7m(fx.timestamped().claimedBeforeValidity, { trustAnchors: root });
+      expect(stamped.outcome, stamped.reason).to.equal('signed');
+      expect(signer(stamped).signingTime).to.equal('2019-06-01T00:00:00.000Z');
+    });
+
+    it('notices a changed byte in the token', () => {
+      const der = fx.timestamped().valid;
+      // The token is the envelope's last element; its TSA's ECDSA signature, its last bytes.
+      const v = verifyP7m(flipByte(der, der.length - 20), { trustAnchors: root });
+      expect(v.outcome).to.equal('not-signed');
+      expect(v.reason).to.match(/^signer 1: signature timestamp: /);
+    });
+  });
+
   describe('trust anchors and the worker task', () => {
     it('splits a PEM bundle, ignoring text between certificates', () => {
       const bundle = `# roots\n${fx.rootPem}\nsome comment\n${fx.unrelatedPem}`;
