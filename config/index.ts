@@ -119,7 +119,7 @@ const schema = z.object({
   /** How long an issued upload URL (presigned POST) stays valid. */
   UPLOAD_URL_TTL_SECONDS: int(60, 7 * 24 * 3600).default(900),
   /** File extensions accepted as fileType (compound signed forms such as pdf.p7m included). */
-  ALLOWED_FILE_TYPES: z.string().default('pdf,p7m,pdf.p7m,p7m.p7m,pdf.p7m.p7m,xml,xml.p7m,txt,csv,jpg,jpeg,png,tif,tiff,p7s')
+  ALLOWED_FILE_TYPES: z.string().default('pdf,p7m,pdf.p7m,p7m.p7m,pdf.p7m.p7m,xml,xml.p7m,tsd,pdf.tsd,pdf.p7m.tsd,m7m,pdf.m7m,txt,csv,jpg,jpeg,png,tif,tiff,p7s')
     .transform((v) => v.split(',').map((s) => s.trim().toLowerCase().replace(/^\./, '')).filter(Boolean))
     .refine((list) => list.length > 0 && list.every((t) => /^[a-z0-9]{1,10}(\.[a-z0-9]{1,10}){0,3}$/.test(t)), 'must be comma-separated extensions such as pdf,p7m,pdf.p7m'),
   /** After an upload URL expires, how long a started upload may still arrive and be scanned. */

@@ -29,6 +29,14 @@ export type PresignV1 = z.output<typeof presignV1>;
 export type PresignV2 = z.output<typeof presignV2>;
 export type PresignResult = z.infer<typeof presignResult>;
 
+const timestampView = z.object({
+  time: z.string().nullable().meta({ description: "The TSA's genTime: when what it covers existed, by a third party's word." }),
+  tsa: z.string().nullable().meta({ description: "The time-stamping authority's certificate subject." }),
+  chain: z.enum(['trusted', 'untrusted', 'not-checked']),
+  valid: z.boolean(),
+  problems: z.array(z.string()),
+});
+
 const signerView = z.object({
   level: z.number().int().meta({ description: 'Envelope level: 1 is the outermost.' }),
   subject: z.string().nullable(),
@@ -44,13 +52,7 @@ const signerView = z.object({
   counterSignatureOf: z.number().int().optional().meta({
     description: 'A counter-signature (RFC 5652 §11.4): the index in `signers` of the signer whose signature it signs. Absent for a signer of the content. Every counter-signature must pass too.',
   }),
-  timestamp: z.object({
-    time: z.string().nullable().meta({ description: "The TSA's genTime: when the signature existed, by a third party's word." }),
-    tsa: z.string().nullable(),
-    chain: z.enum(['trusted', 'untrusted', 'not-checked']),
-    valid: z.boolean(),
-    problems: z.array(z.string()),
-  }).optional().meta({ description: 'The RFC 3161 signature timestamp, when there is one; the certificate is then judged at its time.' }),
+  timestamp: timestampView.optional().meta({ description: 'The RFC 3161 signature timestamp, when there is one; the certificate is then judged at its time.' }),
   problems: z.array(z.string()),
 });
 
@@ -61,6 +63,8 @@ export const signatureView = z.object({
   levels: z.number().int().meta({ description: 'Nested envelope levels (0: not an envelope).' }),
   chain: z.enum(['checked', 'not-checked']),
   signers: z.array(signerView),
+  container: z.enum(['tsd', 'm7m']).optional().meta({ description: 'The timestamped container the envelope came in: .tsd (RFC 5544) or .m7m (S/MIME bundle of a .p7m and its timestamp).' }),
+  timestamps: z.array(timestampView).optional().meta({ description: "The container's timestamps over the envelope (a .tsd's renewals after the first); each must be valid." }),
 }).meta({ id: 'SignatureVerdict', description: 'The .p7m check of a public v2 document. Revocation (OCSP/CRL) and PAdES signatures inside PDFs are not checked.' });
 
 export const fileView = z.object({

@@ -21,6 +21,7 @@ export const OIDS = {
   counterSignature: '1.2.840.113549.1.9.6',
   signatureTimestamp: '1.2.840.113549.1.9.16.2.14',
   signingTime: '1.2.840.113549.1.9.5',
+  timestampedData: '1.2.840.113549.1.9.16.1.31',
   ecdsaWithSha256: '1.2.840.10045.4.3.2',
   rsaEncryption: '1.2.840.113549.1.1.1',
   mgf1: '1.2.840.113549.1.1.8',

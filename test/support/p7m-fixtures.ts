@@ -37,6 +37,8 @@ export interface P7mFixtures {
   timestamped: () => Timestamped;
   /** An RFC 3161 TimeStampToken (DER) over `data`, from the test TSA (chained to the root through the intermediate). */
   timestampToken: (data: Buffer) => Buffer;
+  /** `.tsd` (RFC 5544) and `.m7m` (S/MIME bundle) containers of `der.rsa`, built on first use. */
+  containers: () => Containers;
   /** openssl's PEM output (`-----BEGIN CMS-----`) of `der.rsa`. */
   pem: string;
   /** Writes `bytes` into the fixture directory and returns the path (for cross-checks). */
@@ -97,6 +99,21 @@ export interface Timestamped {
   claimedBeforeValidity: Buffer;
   /** The same without the timestamp. */
   claimedBeforeValidityUnstamped: Buffer;
+}
+
+export interface Containers {
+  /** TimeStampedData of the .p7m with one timestamp over it. */
+  tsd: Buffer;
+  /** The same with a renewal timestamp over the first TimeStampAndCRL. */
+  tsdRenewed: Buffer;
+  /** Its timestamp is over other bytes. */
+  tsdOtherData: Buffer;
+  /** A timestamped PDF that is not signed. */
+  tsdUnsigned: Buffer;
+  /** The MIME bundle of the .p7m and a timestamp response over it. */
+  m7m: Buffer;
+  /** The response is over other bytes. */
+  m7mOtherData: Buffer;
 }
 
 let cached: P7mFixtures | undefined;
@@ -215,6 +232,15 @@ function build(): P7mFixtures {
     ssl('ts', '-reply', '-config', 'ts.cnf', '-queryfile', `stamp-${n}.tsq`, '-signer', 'tsa.pem', '-inkey', 'tsa.key', '-chain', 'int.pem', '-token_out', '-out', `stamp-${n}.tst`);
     return read(`stamp-${n}.tst`);
   };
+  // The same as a TimeStampResp (a .tsr), as a .m7m carries it.
+  const timestampReply = (data: Buffer): Buffer => {
+    const n = ++stamps;
+    write(`stamp-${n}.bin`, data);
+    ssl('ts', '-query', '-data', `stamp-${n}.bin`, '-sha256', '-cert', '-no_nonce', '-out', `stamp-${n}.tsq`);
+    ssl('ts', '-reply', '-config', 'ts.cnf', '-queryfile', `stamp-${n}.tsq`, '-signer', 'tsa.pem', '-inkey', 'tsa.key', '-chain', 'int.pem', '-out', `stamp-${n}.tsr`);
+    return read(`stamp-${n}.tsr`);
+  };
+  let containers: Containers | undefined;
   // A token's TSTInfo signed by a certificate that is not a TSA's (openssl ts refuses to make one).
   const notTsaToken = (data: Buffer): Buffer => {
     const genuine = parse(timestampToken(data));
@@ -228,6 +254,7 @@ function build(): P7mFixtures {
   return {
     dir, doc, marker, der,
     timestampToken,
+    containers: () => (containers ??= buildContainers(der.rsa, doc, timestampToken, timestampReply)),
     timestamped: () => (timestamped ??= buildTimestamped(der.rsa, timestampToken, notTsaToken, createPrivateKey(read('rsa.key')))),
     counterSigned: () => (counterSigned ??= buildCounterSigned(der.rsa, read('ec.pem'), read('rsa.pem'), (name) => createPrivateKey(read(`${name}.key`)))),
     quirks: () => (quirks ??= buildQuirks(der, sha3Rsa, doc, read('big-crl.der'), (name) => createPrivateKey(read(`${name}.key`)))),
@@ -356,5 +383,28 @@ function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, 
     notTsa: stamped(rsaEnvelope, notTsaToken),
     claimedBeforeValidity: stamped(claimed, token),
     claimedBeforeValidityUnstamped: claimed,
+  };
+}
+
+function buildContainers(p7m: Buffer, doc: Buffer, token: (data: Buffer) => Buffer, reply: (data: Buffer) => Buffer): Containers {
+  const tsd = (content: Buffer, stamps: Asn1[]): Buffer => encode(sequence(oidNode(OIDS.timestampedData), tagged(0, sequence(integer(1), octetString(content), tagged(0, ...stamps)))));
+  const first = sequence(parse(token(p7m)));
+  const mime = (tsr: Buffer): Buffer => {
+    const b64 = (x: Buffer): string => x.toString('base64').replace(/.{76}/g, '$&\r\n');
+    return Buffer.from([
+      'MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="----=_Part_7_m7m"', '', 'This is a multi-part message in MIME format.',
+      '------=_Part_7_m7m', 'Content-Type: application/pkcs7-mime; smime-type=signed-data; name="polizza.pdf.p7m"', 'Content-Transfer-Encoding: base64',
+      'Content-Disposition: attachment; filename="polizza.pdf.p7m"', '', b64(p7m),
+      '------=_Part_7_m7m', 'Content-Type: application/timestamp-reply; name="polizza.pdf.tsr"', 'Content-Transfer-Encoding: base64', '', b64(tsr),
+      '------=_Part_7_m7m--', '',
+    ].join('\r\n'), 'latin1');
+  };
+  return {
+    tsd: tsd(p7m, [first]),
+    tsdRenewed: tsd(p7m, [first, sequence(parse(token(encode(first))))]),
+    tsdOtherData: tsd(p7m, [sequence(parse(token(Buffer.from('other data'))))]),
+    tsdUnsigned: tsd(doc, [sequence(parse(token(doc)))]),
+    m7m: mime(reply(p7m)),
+    m7mOtherData: mime(reply(Buffer.from('other data'))),
   };
 }

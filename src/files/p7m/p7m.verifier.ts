@@ -11,6 +11,7 @@ import {
 import { byIssuerSerial, bySubjectKeyId, canonicalName, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
 import { ID_DATA, decode, readEnvelope, type Envelope } from './p7m.envelope.js';
 import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
+import { readTimestamped } from './p7m.timestamped.js';
 
 export { loadTrustAnchors } from './p7m.certs.js';
 
@@ -41,6 +42,10 @@ export interface SignatureVerdict {
   chain: 'checked' | 'not-checked';
   /** Signers of all levels, outermost first. */
   signers: SignerVerdict[];
+  /** The timestamped container the envelope came in: `.tsd` (RFC 5544) or `.m7m` (S/MIME bundle). */
+  container?: 'tsd' | 'm7m';
+  /** The container's timestamps over the envelope, outermost first; each must be valid. */
+  timestamps?: TimestampVerdict[];
 }
 
 /** One SignerInfo, judged. A signer passes when `problems` is empty. */
@@ -105,11 +110,13 @@ const ATTR = {
 export function verifyP7m(input: Uint8Array, options: VerifyOptions = {}): SignatureVerdict {
   const anchors = options.trustAnchors ?? [];
   const found: Found = { levels: 0, signers: [] };
+  const maxNodes = options.maxNodes ?? 200_000;
+  const budget: NodeBudget = { remaining: maxNodes };
   let reason: string | undefined;
   try {
-    reason = check(input, options, anchors, found);
+    reason = checkContainer(input, options, anchors, found, budget);
   } catch (err) {
-    reason = `malformed envelope: ${short(err)}`;
+    reason = err instanceof LimitError ? `envelope too complex (more than ${maxNodes} ASN.1 nodes)` : `malformed envelope: ${short(err)}`;
   }
   return {
     outcome: reason === undefined ? 'signed' : 'not-signed',
@@ -118,6 +125,7 @@ export function verifyP7m(input: Uint8Array, options: VerifyOptions = {}): Signa
     levels: found.levels,
     chain: anchors.length > 0 ? 'checked' : 'not-checked',
     signers: found.signers,
+    ...(found.container && { container: found.container, timestamps: found.timestamps ?? [] }),
   };
 }
 
@@ -125,18 +133,34 @@ interface Found {
   encoding?: 'der' | 'pem' | 'base64';
   levels: number;
   signers: SignerVerdict[];
+  container?: 'tsd' | 'm7m';
+  timestamps?: TimestampVerdict[];
+}
+
+/**
+ * A `.tsd` or `.m7m`: its timestamps over what they cover, then the envelope inside; any
+ * other input: the envelope itself.
+ */
+function checkContainer(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget): string | undefined {
+  if (!(input instanceof Uint8Array)) return 'not a CMS SignedData envelope';
+  if (input.length > (options.maxBytes ?? MAX_ENVELOPE_BYTES)) return 'envelope too large';
+  const stamped = readTimestamped(input, budget);
+  if (!stamped) return check(input, options, anchors, found, budget);
+  found.container = stamped.kind;
+  found.timestamps = stamped.stamps.map((s, i) => checkTimestamp(s.token, s.imprintOver, { anchors, budget }, i === 0 ? 'the document' : 'the timestamp it renews'));
+  if (!stamped.content) return `the ${stamped.kind} does not carry the timestamped document`;
+  const inner = check(stamped.content, options, anchors, found, budget);
+  const bad = found.timestamps.findIndex((t) => !t.valid);
+  return inner ?? (bad >= 0 ? `timestamp ${bad + 1}: ${found.timestamps[bad]!.problems[0] ?? 'not verified'}` : undefined);
 }
 
 /** Fills `found` level by level; returns why the input is not signed, if it is not. */
-function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found): string | undefined {
-  if (!(input instanceof Uint8Array)) return 'not a CMS SignedData envelope';
-  if (input.length > (options.maxBytes ?? MAX_ENVELOPE_BYTES)) return 'envelope too large';
+function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget): string | undefined {
   const top = decode(input);
   if (!top) return 'not a CMS SignedData envelope';
   found.encoding = top.encoding;
   const maxNodes = options.maxNodes ?? 200_000;
   const maxNesting = options.maxNesting ?? 4;
-  const budget: NodeBudget = { remaining: maxNodes };
   const now = options.now ?? new Date();
   let firstFailure: string | undefined;
   let der = top.der;
@@ -368,15 +392,18 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
 
 const TIME_STAMPING = '1.3.6.1.5.5.7.3.8';
 const ID_CT_TSTINFO = '1.2.840.113549.1.9.16.1.4';
+const ID_SIGNED_DATA = '1.2.840.113549.1.7.2';
 
 /**
- * An RFC 3161 TimeStampToken over `signatureValue`: a SignedData of a TSTInfo, whose one signer
+ * An RFC 3161 TimeStampToken over `signatureValue` (or the bytes a container's timestamp
+ * covers): a SignedData of a TSTInfo, whose one signer
  * must verify (its certificate a TSA's, valid at genTime, chained to the anchors when there
  * are any) and whose messageImprint must be the digest of the signature value.
  */
-function checkTimestamp(token: Node, signatureValue: Buffer, outer: SignerContext): TimestampVerdict {
+function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerContext, 'anchors' | 'budget'>, covers = 'the signature'): TimestampVerdict {
   const t: TimestampVerdict = { time: null, tsa: null, chain: outer.anchors.length > 0 ? 'untrusted' : 'not-checked', valid: false, problems: [] };
   try {
+    if (oid(seq(token, 'TimeStampToken')[0], 'TimeStampToken content type') !== ID_SIGNED_DATA) malformed('the timestamp token is not a SignedData');
     const envelope = readEnvelope(derOf(token), outer.budget);
     if (envelope.eContentType !== ID_CT_TSTINFO || !envelope.content) malformed('the token does not carry a TSTInfo');
     const info = seq(parseCountedDer(envelope.content.whole(), outer.budget), 'TSTInfo');
@@ -388,7 +415,7 @@ function checkTimestamp(token: Node, signatureValue: Buffer, outer: SignerContex
     t.time = genTime.toISOString();
     if (!imprintHash) t.problems.push('unsupported messageImprint hash algorithm');
     else if (!createHash(imprintHash).update(signatureValue).digest().equals(bytes(prim(imprint[1], UNIVERSAL, T.OCTETSTRING, 'hashedMessage')))) {
-      t.problems.push('the timestamp is of another signature (messageImprint)');
+      t.problems.push(`the timestamp is of other bytes than ${covers} (messageImprint)`);
     }
     if (envelope.signerInfos.length !== 1) t.problems.push('a timestamp token has one signer');
     const ctx: SignerContext = { ...envelope, anchors: outer.anchors, now: genTime, digests: new Map(), budget: outer.budget, tsa: true };

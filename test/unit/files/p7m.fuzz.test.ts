@@ -55,7 +55,8 @@ describe('p7m verifier under hostile input', function () {
     const fx = p7mFixtures();
     anchors = loadTrustAnchors(fx.rootPem);
     const d = fx.der;
-    originals = [d.rsa, d.ec, d.pss, d.pssMgf1Sha512, d.stream, d.nested, d.twoSigners, d.keyid, d.noattr, d.cades];
+    originals = [d.rsa, d.ec, d.pss, d.pssMgf1Sha512, d.stream, d.nested, d.twoSigners, d.keyid, d.noattr, d.cades,
+      fx.counterSigned().nested, fx.timestamped().valid, fx.containers().tsd, fx.containers().tsdRenewed];
     for (const o of originals) expect(verifyP7m(o, { trustAnchors: anchors }).outcome).to.equal('signed');
   });
 
@@ -108,6 +109,24 @@ describe('p7m verifier under hostile input', function () {
     }
     // Visible with --reporter spec when tuning; the assertions above are what count.
     if (process.env.P7M_FUZZ_REPORT) console.log({ slowest, signed, reasons: Object.fromEntries(reasons) });
+  });
+
+  it('answers 1000 mutated .m7m bundles with a verdict, quickly (their MIME headers are not signed: only bounds are checked)', () => {
+    const m7m = p7mFixtures().containers().m7m;
+    const random = prng(0x85ebca6b);
+    const int = (n: number): number => Math.floor(random() * n);
+    for (let n = 0; n < 1000; n++) {
+      let b = Buffer.from(m7m);
+      const i = int(b.length);
+      const kind = int(4);
+      if (kind === 0) b[i] = int(256);
+      else if (kind === 1) b = b.subarray(0, i);
+      else if (kind === 2) b = Buffer.concat([b.subarray(0, i), Buffer.from('\r\n\r\n------=_Part_7_m7m\r\n', 'latin1'), b.subarray(i)]);
+      else b = Buffer.concat([b.subarray(0, i), b.subarray(i + 1 + int(64))]);
+      const { verdict, ms } = timed(b, anchors);
+      expect(ms, `input ${n} took ${ms.toFixed(1)} ms`).to.be.below(BOUND_MS);
+      expect(JSON.parse(JSON.stringify(verdict))).to.deep.equal(verdict);
+    }
   });
 
   const envelopeAround = (inner: Buffer, innerLengthBytes = 4): Buffer => {

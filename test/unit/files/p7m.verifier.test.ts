@@ -397,7 +397,7 @@ describe('p7m verifier', function () {
 
     it('refuses a timestamp of other bytes than the signature', () => {
       expect(verifyP7m(fx.timestamped().otherImprint, { trustAnchors: root })).to.include({
-        outcome: 'not-signed', reason: 'signer 1: signature timestamp: the timestamp is of another signature (messageImprint)',
+        outcome: 'not-signed', reason: 'signer 1: signature timestamp: the timestamp is of other bytes than the signature (messageImprint)',
       });
     });
 
@@ -420,6 +420,58 @@ describe('p7m verifier', function () {
       const v = verifyP7m(flipByte(der, der.length - 20), { trustAnchors: root });
       expect(v.outcome).to.equal('not-signed');
       expect(v.reason).to.match(/^signer 1: signature timestamp: /);
+    });
+  });
+
+  describe('timestamped containers: .tsd (RFC 5544) and .m7m', () => {
+    it('verifies a .tsd: the timestamp over the envelope, then the envelope inside', () => {
+      const v = verifyP7m(fx.containers().tsd, { trustAnchors: root });
+      expect(v).to.include({ outcome: 'signed', container: 'tsd', encoding: 'der', levels: 1 });
+      expect(v.timestamps).to.have.length(1);
+      expect(v.timestamps![0]).to.deep.include({ tsa: 'O=Test, CN=Test TSA', chain: 'trusted', valid: true });
+      expect(signer(v).subject).to.equal('O=Test, CN=RSA Signer');
+    });
+
+    it('verifies a .tsd renewal: the second timestamp over the first', () => {
+      const v = verifyP7m(fx.containers().tsdRenewed, { trustAnchors: root });
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(v.timestamps?.map((t) => t.valid)).to.deep.equal([true, true]);
+    });
+
+    it('refuses a .tsd whose timestamp is of other data, and calls a timestamped PDF without a signature not signed', () => {
+      expect(verifyP7m(fx.containers().tsdOtherData, { trustAnchors: root }).reason).to.equal('timestamp 1: the timestamp is of other bytes than the document (messageImprint)');
+      const unsigned = verifyP7m(fx.containers().tsdUnsigned, { trustAnchors: root });
+      expect(unsigned).to.include({ outcome: 'not-signed', reason: 'not a CMS SignedData envelope', container: 'tsd' });
+      expect(unsigned.timestamps?.[0]?.valid).to.equal(true);
+    });
+
+    it('verifies a .m7m: the MIME bundle of the .p7m and the timestamp response over it', () => {
+      const v = verifyP7m(fx.containers().m7m, { trustAnchors: root });
+      expect(v).to.include({ outcome: 'signed', container: 'm7m' });
+      expect(v.timestamps?.[0]).to.deep.include({ valid: true, tsa: 'O=Test, CN=Test TSA' });
+      expect(verifyP7m(fx.containers().m7mOtherData, { trustAnchors: root }).reason).to.equal('timestamp 1: the timestamp is of other bytes than the document (messageImprint)');
+    });
+
+    it('notices a changed byte of the document inside either container', () => {
+      for (const name of ['tsd', 'm7m'] as const) {
+        const der = fx.containers()[name];
+        // In the .m7m the envelope is Base64: change a character of it instead.
+        const at = name === 'tsd' ? der.indexOf(fx.marker) + 2 : der.indexOf('Content-Transfer-Encoding: base64', 0, 'latin1') + 200;
+        const changed = Buffer.from(der);
+        changed[at] = name === 'tsd' ? changed[at]! ^ 0xff : changed[at] === 0x41 ? 0x42 : 0x41;
+        expect(verifyP7m(changed, { trustAnchors: root }).outcome, name).to.equal('not-signed');
+      }
+    });
+
+    it('answers malformed containers with a verdict', () => {
+      const m7m = fx.containers().m7m.toString('latin1');
+      for (const broken of [m7m.replace(/------=_Part_7_m7m--/, ''), m7m.replace(/application\/timestamp-reply/, 'text/plain'), m7m.replace(/boundary="[^"]+"/, '')]) {
+        const v = verifyP7m(Buffer.from(broken, 'latin1'));
+        expect(v.outcome).to.equal('not-signed');
+        expect(v.reason).to.match(/^malformed envelope: /);
+      }
+      const tsd = fx.containers().tsd;
+      expect(verifyP7m(tsd.subarray(0, tsd.length - 10)).reason).to.match(/^malformed envelope: /);
     });
   });
 
