@@ -63,9 +63,15 @@ export const signatureView = z.object({
   levels: z.number().int().meta({ description: 'Nested envelope levels (0: not an envelope).' }),
   chain: z.enum(['checked', 'not-checked']),
   signers: z.array(signerView),
-  container: z.enum(['tsd', 'm7m']).optional().meta({ description: 'The timestamped container the envelope came in: .tsd (RFC 5544) or .m7m (S/MIME bundle of a .p7m and its timestamp).' }),
+  container: z.enum(['tsd', 'm7m', 'pdf']).optional().meta({
+    description: 'The container the signatures came in: .tsd (RFC 5544), .m7m (S/MIME bundle of a .p7m and its timestamp), or a signed PDF (PAdES; each signer\'s level is then its signature\'s number).',
+  }),
+  pdf: z.object({
+    signatures: z.array(z.object({ subFilter: z.string().nullable(), coversWholeFile: z.boolean() })),
+    modifiedAfterLastSignature: z.boolean().meta({ description: 'Bytes were appended after the last signature (an incremental update): the file is then not Signed.' }),
+  }).optional(),
   timestamps: z.array(timestampView).optional().meta({ description: "The container's timestamps over the envelope (a .tsd's renewals after the first); each must be valid." }),
-}).meta({ id: 'SignatureVerdict', description: 'The .p7m check of a public v2 document. Revocation (OCSP/CRL) and PAdES signatures inside PDFs are not checked.' });
+}).meta({ id: 'SignatureVerdict', description: 'The signature check of a public v2 document (.p7m, .tsd, .m7m, signed PDF). Revocation (OCSP/CRL) is not checked.' });
 
 export const fileView = z.object({
   uuid: z.string(),

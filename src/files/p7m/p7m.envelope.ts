@@ -148,7 +148,7 @@ export interface Content {
   whole: () => Buffer;
 }
 
-function contentOf(parts: Buffer[]): Content {
+export function contentOf(parts: Buffer[]): Content {
   let joined: Buffer | undefined;
   return { parts, whole: () => (joined ??= parts.length === 1 ? parts[0]! : Buffer.concat(parts)) };
 }

@@ -9,7 +9,8 @@ import {
   type NodeBudget, type Node,
 } from './p7m.asn1.js';
 import { byIssuerSerial, bySubjectKeyId, canonicalName, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
-import { ID_DATA, decode, readEnvelope, type Envelope } from './p7m.envelope.js';
+import { ID_DATA, contentOf, decode, readEnvelope, type Content, type Envelope } from './p7m.envelope.js';
+import { isPdf, pdfSignatures, type PdfSignature } from './pades.js';
 import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
 import { readTimestamped } from './p7m.timestamped.js';
 
@@ -42,8 +43,10 @@ export interface SignatureVerdict {
   chain: 'checked' | 'not-checked';
   /** Signers of all levels, outermost first. */
   signers: SignerVerdict[];
-  /** The timestamped container the envelope came in: `.tsd` (RFC 5544) or `.m7m` (S/MIME bundle). */
-  container?: 'tsd' | 'm7m';
+  /** The container the signatures came in: `.tsd` (RFC 5544), `.m7m` (S/MIME bundle) or a signed PDF (then `level` is the signature's number). */
+  container?: 'tsd' | 'm7m' | 'pdf';
+  /** A signed PDF's signatures in file order, and whether anything was written after the last one. */
+  pdf?: { signatures: Array<{ subFilter: string | null; coversWholeFile: boolean }>; modifiedAfterLastSignature: boolean };
   /** The container's timestamps over the envelope, outermost first; each must be valid. */
   timestamps?: TimestampVerdict[];
 }
@@ -125,7 +128,9 @@ export function verifyP7m(input: Uint8Array, options: VerifyOptions = {}): Signa
     levels: found.levels,
     chain: anchors.length > 0 ? 'checked' : 'not-checked',
     signers: found.signers,
-    ...(found.container && { container: found.container, timestamps: found.timestamps ?? [] }),
+    ...(found.container && { container: found.container }),
+    ...(found.timestamps && { timestamps: found.timestamps }),
+    ...(found.pdf && { pdf: found.pdf }),
   };
 }
 
@@ -133,8 +138,48 @@ interface Found {
   encoding?: 'der' | 'pem' | 'base64';
   levels: number;
   signers: SignerVerdict[];
-  container?: 'tsd' | 'm7m';
+  container?: 'tsd' | 'm7m' | 'pdf';
   timestamps?: TimestampVerdict[];
+  pdf?: SignatureVerdict['pdf'];
+}
+
+/** SubFilters whose /Contents is a detached CMS over the ByteRange (adbe.pkcs7.sha1 signs a digest instead: not accepted). */
+const DETACHED_SUBFILTERS = new Set(['adbe.pkcs7.detached', 'ETSI.CAdES.detached']);
+
+/**
+ * A signed PDF: every signature's detached CMS verified over its ByteRange with the same rules
+ * as a .p7m, and the last one must cover the whole file: bytes appended after it (an
+ * incremental update) could change what the document shows, so such a file is not Signed.
+ */
+function checkPdf(pdf: Buffer, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget): string | undefined {
+  found.container = 'pdf';
+  let signatures: PdfSignature[];
+  try {
+    signatures = pdfSignatures(pdf);
+  } catch (err) {
+    return `malformed PDF signature: ${short(err)}`;
+  }
+  found.pdf = {
+    signatures: signatures.map((s) => ({ subFilter: s.subFilter, coversWholeFile: s.coversWholeFile })),
+    modifiedAfterLastSignature: signatures.length > 0 && !signatures[signatures.length - 1]!.coversWholeFile,
+  };
+  if (signatures.length === 0) return 'the PDF has no signature';
+  let firstFailure: string | undefined;
+  signatures.forEach((sig, i) => {
+    const first = found.signers.length;
+    let reason: string | undefined;
+    if (sig.subFilter !== null && !DETACHED_SUBFILTERS.has(sig.subFilter)) reason = `unsupported SubFilter ${sig.subFilter}`;
+    else {
+      // /Contents is zero-padded to the space reserved for it.
+      const end = walkTlv(sig.cms, { remaining: sig.cms.length });
+      if (sig.cms.subarray(end).some((b) => b !== 0)) reason = 'bytes after the CMS in /Contents';
+      else reason = check(sig.cms.subarray(0, end), options, anchors, found, budget, contentOf(sig.signed));
+    }
+    for (const s of found.signers.slice(first)) s.level = i + 1;
+    if (reason !== undefined) firstFailure ??= `PDF signature ${i + 1}: ${reason}`;
+  });
+  found.levels = signatures.length;
+  return firstFailure ?? (found.pdf.modifiedAfterLastSignature ? 'the PDF was changed after its last signature (an incremental update)' : undefined);
 }
 
 /**
@@ -144,6 +189,7 @@ interface Found {
 function checkContainer(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget): string | undefined {
   if (!(input instanceof Uint8Array)) return 'not a CMS SignedData envelope';
   if (input.length > (options.maxBytes ?? MAX_ENVELOPE_BYTES)) return 'envelope too large';
+  if (isPdf(input)) return checkPdf(Buffer.from(input.buffer, input.byteOffset, input.byteLength), options, anchors, found, budget);
   const stamped = readTimestamped(input, budget);
   if (!stamped) return check(input, options, anchors, found, budget);
   found.container = stamped.kind;
@@ -155,7 +201,7 @@ function checkContainer(input: Uint8Array, options: VerifyOptions, anchors: read
 }
 
 /** Fills `found` level by level; returns why the input is not signed, if it is not. */
-function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget): string | undefined {
+function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget, detached?: Content): string | undefined {
   const top = decode(input);
   if (!top) return 'not a CMS SignedData envelope';
   found.encoding = top.encoding;
@@ -175,6 +221,11 @@ function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509
       return `${at}malformed envelope: ${short(err)}`;
     }
     found.levels = level;
+    // A detached signature (a PDF's) signs the content given beside it.
+    if (detached && level === 1) {
+      if (envelope.content !== undefined) return 'the PDF signature carries content of its own';
+      envelope = { ...envelope, content: detached };
+    }
     const ctx: SignerContext = { ...envelope, anchors, now, digests: new Map(), budget };
     const first = found.signers.length;
     for (const node of envelope.signerInfos) collectSigner(node, level, ctx, { kind: 'content' }, undefined, found.signers);
@@ -183,6 +234,7 @@ function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509
     if (envelope.content === undefined) return `${at}detached signature: the envelope carries no content`;
     const failing = signers.findIndex((s) => s.problems.length > 0);
     if (failing >= 0) firstFailure ??= `${level === 1 ? '' : `level ${level} `}${signerName(signers, failing, first)}: ${signers[failing]!.problems[0]}`;
+    if (detached) return firstFailure;
     const inner = decode(envelope.content.whole());
     if (!inner) return firstFailure;
     der = inner.der;
@@ -313,7 +365,8 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
 
   if (target.kind === 'content' && ctx.content === undefined) v.problems.push('detached signature: no content to check');
   // A counter-signature's "content" is the contents octets of the signature it signs (RFC 5652 §11.4).
-  const signedContent: Buffer | undefined = target.kind === 'signature' ? target.value : ctx.content?.whole();
+  // Joined only when the signature covers it directly (no signed attributes): joining copies.
+  const signedContent = (): Buffer | undefined => (target.kind === 'signature' ? target.value : ctx.content?.whole());
   const digest = !hash ? undefined : target.kind === 'signature' ? createHash(hash).update(target.value).digest()
     : ctx.content !== undefined ? digestOf(ctx, hash) : undefined;
   let signed: Buffer[] = [];
@@ -347,7 +400,8 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     signed = signedAttributeEncodings(signedAttrs);
   } else {
     if (target.kind === 'content' && ctx.eContentType !== ID_DATA) v.problems.push('signed attributes are missing');
-    if (signedContent) signed = [signedContent];
+    const whole = signedContent();
+    if (whole) signed = [whole];
   }
 
   const signatureHash = pssOverAttributes ? scheme!.hash : hash;

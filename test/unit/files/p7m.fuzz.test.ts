@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { X509Certificate } from 'node:crypto';
 import { loadTrustAnchors, verifyP7m, type SignatureVerdict } from '../../../src/files/p7m/p7m.verifier.js';
+import { pdfSignatures } from '../../../src/files/p7m/pades.js';
 import { p7mFixtures } from '../../support/p7m-fixtures.js';
 
 /** mulberry32: a small seeded PRNG, so that a failure replays. */
@@ -127,6 +128,42 @@ describe('p7m verifier under hostile input', function () {
       expect(ms, `input ${n} took ${ms.toFixed(1)} ms`).to.be.below(BOUND_MS);
       expect(JSON.parse(JSON.stringify(verdict))).to.deep.equal(verdict);
     }
+  });
+
+  it('answers 1500 mutated signed PDFs with a verdict, quickly, "signed" only when what the signatures cover is unchanged', () => {
+    const { signed, twoSignatures } = p7mFixtures().pdfs();
+    const random = prng(0xc2b2ae35);
+    const int = (n: number): number => Math.floor(random() * n);
+    // What a verdict of "signed" vouches for: the signed ranges and the CMS, decoded.
+    const covered = (pdf: Buffer): string => pdfSignatures(pdf).map((s) => Buffer.concat([...s.signed, s.cms]).toString('base64')).join('|');
+    for (let n = 0; n < 1500; n++) {
+      const original = n % 2 ? signed : twoSignatures;
+      let b = Buffer.from(original);
+      const i = int(b.length);
+      const kind = int(5);
+      if (kind === 0) b[i] = int(256);
+      else if (kind === 1) b = b.subarray(0, i);
+      else if (kind === 2) b = Buffer.concat([b.subarray(0, i), b.subarray(i + 1 + int(64))]);
+      else if (kind === 3) b = Buffer.concat([b.subarray(0, i), Buffer.from(`/ByteRange [0 ${int(b.length)} ${int(b.length)} ${int(b.length)}]`), b.subarray(i)]);
+      else b.write(String(int(99_999)), b.indexOf('/ByteRange [') + 12 + int(30), 'latin1');
+      const { verdict, ms } = timed(b, anchors);
+      expect(ms, `input ${n} took ${ms.toFixed(1)} ms`).to.be.below(BOUND_MS);
+      expect(JSON.parse(JSON.stringify(verdict))).to.deep.equal(verdict);
+      if (verdict.outcome === 'signed') expect(covered(b), `mutation ${n} was judged signed`).to.equal(covered(original));
+    }
+  });
+
+  it('answers a 4 MB PDF of 200,000 empty /ByteRange tokens, and refuses more than 32 signatures', () => {
+    const tokens = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.from('/ByteRange [ '.repeat(200_000))]);
+    const { verdict, ms } = timed(tokens, anchors);
+    expect(verdict.reason).to.equal('the PDF has no signature');
+    expect(ms).to.be.below(BOUND_MS);
+    const signed = p7mFixtures().pdfs().signed.toString('latin1');
+    const range = /\/ByteRange \[0 (\d+) (\d+) (\d+)/.exec(signed)!;
+    // 33 dictionaries that name 33 different ranges: refused before any is verified.
+    const many = Array.from({ length: 34 }, (_, k) => `/ByteRange [0 ${range[1]} ${range[2]} ${Number(range[3]) + k}]`).join('\n');
+    const { verdict: refused } = timed(Buffer.from(`${signed}${many}`, 'latin1'), anchors);
+    expect(refused.reason).to.equal('malformed PDF signature: more than 32 signatures in the PDF');
   });
 
   const envelopeAround = (inner: Buffer, innerLengthBytes = 4): Buffer => {

@@ -72,8 +72,10 @@ describe('p7m verifier', function () {
     });
 
     it('says a document that is not an envelope is not signed, at level 0', () => {
-      const v = verifyP7m(fx.doc);
+      const v = verifyP7m(Buffer.from('a plain text document\n'));
       expect(v).to.deep.equal({ outcome: 'not-signed', reason: 'not a CMS SignedData envelope', levels: 0, chain: 'not-checked', signers: [] });
+      // A PDF is searched for signatures.
+      expect(verifyP7m(fx.doc)).to.deep.include({ outcome: 'not-signed', reason: 'the PDF has no signature', container: 'pdf', levels: 0, signers: [] });
       expect(verifyP7m(new Uint8Array(0)).reason).to.equal('not a CMS SignedData envelope');
     });
 
@@ -472,6 +474,49 @@ describe('p7m verifier', function () {
       }
       const tsd = fx.containers().tsd;
       expect(verifyP7m(tsd.subarray(0, tsd.length - 10)).reason).to.match(/^malformed envelope: /);
+    });
+  });
+
+  describe('PAdES: the signatures of a PDF', () => {
+    it('verifies an ETSI.CAdES.detached signature over its ByteRange, covering the whole file', () => {
+      const v = verifyP7m(fx.pdfs().signed, { trustAnchors: root });
+      expect(v).to.deep.include({ outcome: 'signed', container: 'pdf', levels: 1, pdf: { signatures: [{ subFilter: 'ETSI.CAdES.detached', coversWholeFile: true }], modifiedAfterLastSignature: false } });
+      expect(signer(v)).to.include({ level: 1, subject: 'O=Test, CN=RSA Signer', chain: 'trusted', digestMatches: true, signatureValid: true });
+      expect(verifyP7m(fx.pdfs().adbe, { trustAnchors: root })).to.deep.include({ outcome: 'signed', pdf: { signatures: [{ subFilter: 'adbe.pkcs7.detached', coversWholeFile: true }], modifiedAfterLastSignature: false } });
+    });
+
+    it('verifies every signature of a PDF signed twice, each signer at its signature\'s number', () => {
+      const v = verifyP7m(fx.pdfs().twoSignatures, { trustAnchors: root });
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(v.signers.map((s) => [s.level, s.subject])).to.deep.equal([[1, 'O=Test, CN=RSA Signer'], [2, 'O=Test, CN=EC Signer']]);
+      expect(v.pdf?.signatures.map((s) => s.coversWholeFile)).to.deep.equal([false, true]);
+    });
+
+    it('is not Signed when bytes were appended after the last signature (an incremental update could change what it shows)', () => {
+      const v = verifyP7m(fx.pdfs().appended, { trustAnchors: root });
+      expect(v).to.include({ outcome: 'not-signed', reason: 'the PDF was changed after its last signature (an incremental update)' });
+      expect(v.pdf?.modifiedAfterLastSignature).to.equal(true);
+      expect(signer(v).problems).to.deep.equal([]);
+    });
+
+    it('notices a changed signed byte, a changed byte of the CMS padding, and a PDF without signatures', () => {
+      const pdf = fx.pdfs().signed;
+      expect(verifyP7m(flipByte(pdf, pdf.indexOf(fx.marker) + 1)).signers[0]?.problems).to.include('the content digest does not match the messageDigest attribute');
+      const padding = pdf.lastIndexOf('000>') + 1;
+      expect(verifyP7m(Buffer.concat([pdf.subarray(0, padding), Buffer.from('1'), pdf.subarray(padding + 1)])).reason).to.equal('PDF signature 1: bytes after the CMS in /Contents');
+      expect(verifyP7m(fx.pdfs().unsigned).reason).to.equal('the PDF has no signature');
+    });
+
+    it('refuses ByteRanges that lie: outside the file, not from its start, over other bytes than /Contents', () => {
+      const pdf = fx.pdfs().signed.toString('latin1');
+      const [b, c, d] = /\/ByteRange \[0 (\d+) (\d+) (\d+)/.exec(pdf)!.slice(1).map(Number) as [number, number, number];
+      // The numbers have room for 43 characters (the fixture's placeholder): a lie keeps the file's length.
+      const lie = (range: string): string => verifyP7m(Buffer.from(pdf.replace(/\/ByteRange \[[^\]]{43}\]/, `/ByteRange [${range.padEnd(43, ' ')}]`), 'latin1')).reason ?? '';
+      expect(lie(`0 ${b} ${c} ${d}`)).to.equal('');
+      expect(lie(`0 ${b} ${c} ${d + 1000}`)).to.equal('malformed PDF signature: a /ByteRange lies outside the file or overlaps itself');
+      expect(lie(`1 ${b} ${c} ${d}`)).to.equal('malformed PDF signature: a /ByteRange does not start at the beginning of the file');
+      expect(lie(`0 ${b - 40} ${c} ${d}`)).to.equal('malformed PDF signature: the gap of a /ByteRange is not a hex string');
+      expect(lie(`0 ${c} ${b} ${d}`)).to.equal('malformed PDF signature: a /ByteRange lies outside the file or overlaps itself');
     });
   });
 

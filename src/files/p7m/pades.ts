@@ -1,0 +1,85 @@
+// The signatures of a PDF (PAdES, and the older adbe.pkcs7.detached): each signature
+// dictionary's /ByteRange and the detached CMS in its /Contents, found without parsing the PDF's
+// objects. A ByteRange names the signed bytes: everything but its own /Contents value, which
+// fills the gap between the two ranges exactly. So nothing is followed (no references, no
+// streams, no cycles): the file is scanned once, each range checked against the file's bounds,
+// and whatever a hostile file says is read as bytes at known offsets.
+import { malformed } from './p7m.asn1.js';
+
+/** One signature as the file places it. */
+export interface PdfSignature {
+  /** [offset 1, length 1, offset 2, length 2], as the dictionary says. */
+  byteRange: [number, number, number, number];
+  /** The CMS SignedData, DER, its zero padding removed by the verifier. */
+  cms: Buffer;
+  /** The dictionary's /SubFilter, e.g. ETSI.CAdES.detached; null when not found next to it. */
+  subFilter: string | null;
+  /** The signed bytes, in order (views of the file, not copies). */
+  signed: [Buffer, Buffer];
+  /** The second range ends at the file's end (trailing whitespace aside): nothing was appended after this signature. */
+  coversWholeFile: boolean;
+}
+
+/** More signatures than any real document carries: beyond, the file is refused. */
+const MAX_SIGNATURES = 32;
+/** How far before /ByteRange its dictionary's /SubFilter is looked for. */
+const DICTIONARY_WINDOW = 4096;
+
+export function isPdf(input: Uint8Array): boolean {
+  return input.length >= 5 && Buffer.from(input.buffer, input.byteOffset, 5).toString('latin1') === '%PDF-';
+}
+
+const BYTE_RANGE = Buffer.from('/ByteRange', 'latin1');
+const SUB_FILTER = /\/SubFilter\s*\/([A-Za-z0-9.#_-]{1,64})/g;
+const SUB_FILTER_ONE = /\/SubFilter\s*\/([A-Za-z0-9.#_-]{1,64})/;
+const RANGE = /^\s*\[\s*(\d{1,10})\s+(\d{1,10})\s+(\d{1,10})\s+(\d{1,10})\s*\]/;
+
+/**
+ * The file's signatures in file order; throws MalformedError for a /ByteRange that lies (out of
+ * the file, not starting at 0, overlapping, or whose gap is not exactly a /Contents hex string).
+ */
+export function pdfSignatures(pdf: Buffer): PdfSignature[] {
+  const found: PdfSignature[] = [];
+  const seen = new Set<string>();
+  for (let at = pdf.indexOf(BYTE_RANGE); at >= 0; at = pdf.indexOf(BYTE_RANGE, at + BYTE_RANGE.length)) {
+    const m = RANGE.exec(pdf.toString('latin1', at + BYTE_RANGE.length, Math.min(pdf.length, at + BYTE_RANGE.length + 64)));
+    // A /ByteRange that is not followed by four numbers is not a signature's (or is a placeholder).
+    if (!m) continue;
+    const range = [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])] as [number, number, number, number];
+    const key = range.join(' ');
+    if (seen.has(key)) continue; // the same signature's dictionary written twice (object streams, updates)
+    seen.add(key);
+    if (found.length >= MAX_SIGNATURES) malformed(`more than ${MAX_SIGNATURES} signatures in the PDF`);
+    found.push(signatureAt(pdf, range));
+  }
+  return found.sort((a, b) => a.byteRange[3] + a.byteRange[2] - (b.byteRange[3] + b.byteRange[2]));
+}
+
+function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfSignature {
+  const [start1, length1, start2, length2] = range;
+  if (start1 !== 0) malformed('a /ByteRange does not start at the beginning of the file');
+  if (length1 <= 0 || start2 <= length1 || start2 + length2 > pdf.length) malformed('a /ByteRange lies outside the file or overlaps itself');
+  // The gap is the /Contents value, angle brackets included, and nothing else.
+  const gap = pdf.subarray(length1, start2);
+  if (gap.length < 2 || gap[0] !== 0x3c || gap[gap.length - 1] !== 0x3e) malformed('the gap of a /ByteRange is not a hex string');
+  if (!/\/Contents\s*$/.test(pdf.toString('latin1', Math.max(0, length1 - 32), length1))) malformed('the gap of a /ByteRange is not the /Contents value');
+  const hex = gap.toString('latin1', 1, gap.length - 1).replace(/\s+/g, '');
+  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) malformed('a /Contents value is not hexadecimal');
+  // The dictionary around the gap: its /SubFilter is the last one before the gap since the
+  // dictionary opened, or the first one after the gap before the dictionary closes.
+  const before = pdf.toString('latin1', Math.max(0, length1 - DICTIONARY_WINDOW), length1);
+  const after = pdf.toString('latin1', start2, Math.min(pdf.length, start2 + DICTIONARY_WINDOW));
+  const opened = before.lastIndexOf('<<');
+  const ownBefore = [...before.slice(Math.max(0, opened)).matchAll(SUB_FILTER)].at(-1)?.[1];
+  const closes = after.indexOf('>>');
+  const ownAfter = SUB_FILTER_ONE.exec(after.slice(0, closes < 0 ? after.length : closes))?.[1];
+  let end = start2 + length2;
+  while (end < pdf.length && [0x0a, 0x0d, 0x20, 0x09, 0x00].includes(pdf[end]!)) end++;
+  return {
+    byteRange: range,
+    cms: Buffer.from(hex, 'hex'),
+    subFilter: ownBefore ?? ownAfter ?? null,
+    signed: [pdf.subarray(0, length1), pdf.subarray(start2, start2 + length2)],
+    coversWholeFile: end === pdf.length,
+  };
+}
