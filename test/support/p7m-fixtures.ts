@@ -10,6 +10,7 @@ import {
   OIDS, SignerInfo, algorithm, attribute, bulk, certificateNode, children, counterSignature, encode, integer, octetString, oidNode, parse, rsaWithoutNull,
   sequence, set, signWith, signatureOf, signedData, signerInfo, sortedDer, tagged, type Asn1,
 } from './cms-rewrite.js';
+import { plainPdf, signPdf } from './pdf-signing.js';
 
 const { asn1 } = forge;
 
@@ -259,32 +260,15 @@ function build(): P7mFixtures {
   };
   let containers: Containers | undefined;
   let pdfs: SignedPdfs | undefined;
-  // A PDF signature: the dictionary written with room for the CMS, the ByteRange set around
-  // /Contents, the two ranges signed detached by openssl, the DER hex-encoded into the room.
   let signatures = 0;
-  const signPdf = (pdf: Buffer, signer: string, subFilter: string): Buffer => {
+  const pdfSigned = (pdf: Buffer, signer: string, subFilter: string): Buffer => signPdf(pdf, (data) => {
     const n = ++signatures;
-    const placeholder = '0000000000 0000000000 0000000000 0000000000';
-    const dict = `\n${900 + n} 0 obj\n<< /Type /Sig /Filter /Adobe.PPKLite /SubFilter /${subFilter} /M (D:20261124090000Z)\n/ByteRange [${placeholder}]\n/Contents <${'0'.repeat(16_384)}> >>\nendobj\n%%EOF\n`;
-    const text = Buffer.concat([pdf, Buffer.from(dict, 'latin1')]);
-    const lt = text.lastIndexOf('/Contents <') + '/Contents '.length;
-    const gt = text.indexOf('>', lt) + 1;
-    const range = [0, lt, gt, text.length - gt].map((x) => String(x)).join(' ').padEnd(placeholder.length, ' ');
-    const at = text.lastIndexOf(placeholder);
-    text.write(range, at, 'latin1');
-    write(`pdf-${n}.data`, Buffer.concat([text.subarray(0, lt), text.subarray(gt)]));
+    write(`pdf-${n}.data`, data);
     ssl('cms', '-sign', '-binary', '-md', 'sha256', '-in', `pdf-${n}.data`, '-outform', 'DER', '-out', `pdf-${n}.cms`, ...as(signer), ...chain,
       ...(subFilter === 'ETSI.CAdES.detached' ? ['-cades'] : []));
-    const hex = read(`pdf-${n}.cms`).toString('hex');
-    text.write(hex, lt + 1, 'latin1');
-    return text;
-  };
-  const plainPdf = (padding: number): Buffer => Buffer.from([
-    '%PDF-1.7', '%\xe2\xe3\xcf\xd3', '1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj', '2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj',
-    '3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >> endobj',
-    `4 0 obj << /Length ${padding + 60} >> stream`, `BT /F1 12 Tf 72 720 Td (GUARANTEE-DOCUMENT-MARKER-7f3a) Tj ET ${'%'.repeat(padding)}`, 'endstream endobj',
-    'trailer << /Root 1 0 R /Size 5 >>', '%%EOF', '',
-  ].join('\n'), 'latin1');
+    return read(`pdf-${n}.cms`);
+  }, { subFilter, objectNumber: 900 + signatures });
+  const markedPdf = (padding: number): Buffer => plainPdf(marker.toString('latin1'), padding);
   // A token's TSTInfo signed by a certificate that is not a TSA's (openssl ts refuses to make one).
   const notTsaToken = (data: Buffer): Buffer => {
     const genuine = parse(timestampToken(data));
@@ -298,16 +282,16 @@ function build(): P7mFixtures {
   return {
     dir, doc, marker, der,
     timestampToken,
-    signedPdf: (bytes: number) => signPdf(plainPdf(bytes), 'rsa', 'ETSI.CAdES.detached'),
+    signedPdf: (bytes: number) => pdfSigned(markedPdf(bytes), 'rsa', 'ETSI.CAdES.detached'),
     pdfs: () => {
       if (!pdfs) {
-        const unsigned = plainPdf(100);
-        const signed = signPdf(unsigned, 'rsa', 'ETSI.CAdES.detached');
+        const unsigned = markedPdf(100);
+        const signed = pdfSigned(unsigned, 'rsa', 'ETSI.CAdES.detached');
         const update = Buffer.from('\n5 0 obj << /Type /Annot /Subtype /Text /Contents (added later) >> endobj\ntrailer << /Root 1 0 R /Size 6 /Prev 0 >>\n%%EOF\n', 'latin1');
         pdfs = {
           unsigned, signed,
-          adbe: signPdf(unsigned, 'ec', 'adbe.pkcs7.detached'),
-          twoSignatures: signPdf(Buffer.concat([signed, update]), 'ec', 'ETSI.CAdES.detached'),
+          adbe: pdfSigned(unsigned, 'ec', 'adbe.pkcs7.detached'),
+          twoSignatures: pdfSigned(Buffer.concat([signed, update]), 'ec', 'ETSI.CAdES.detached'),
           appended: Buffer.concat([signed, update]),
         };
       }
