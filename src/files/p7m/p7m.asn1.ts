@@ -39,7 +39,26 @@ interface Frame {
   start: number;
   bound: number;
   indefinite: boolean;
+  tag: number;
+  /** Children seen so far. */
+  index: number;
+  /** Where the first child's content lies, when it is an OBJECT IDENTIFIER (an attribute's type). */
+  firstOid?: [number, number];
 }
+
+/** What a skip rule sees of the elements enclosing the one about to be walked, outermost first. */
+export interface WalkPath {
+  tag: number;
+  index: number;
+  firstOid?: [number, number];
+}
+
+/**
+ * Says whether the definite-length constructed element about to be walked (`tag`, inside
+ * `path`) is one the caller will never read: its headers are then not walked (its length is
+ * still checked against its parent's).
+ */
+export type SkipRule = (buf: Uint8Array, tag: number, path: readonly WalkPath[]) => boolean;
 
 /** Where each indefinite-length element (by its offset) ends, as {@link walkTlv} found it. */
 export type IndefiniteEnds = Map<number, number>;
@@ -52,7 +71,7 @@ export type IndefiniteEnds = Map<number, number>;
  * over four bytes; and refuses more nodes than the budget or more depth than {@link MAX_DEPTH}.
  * Records in `ends`, when given, where each indefinite-length element ends (see {@link spanAt}).
  */
-export function walkTlv(buf: Uint8Array, budget: NodeBudget, ends?: IndefiniteEnds): number {
+export function walkTlv(buf: Uint8Array, budget: NodeBudget, ends?: IndefiniteEnds, skip?: SkipRule): number {
   const stack: Frame[] = [];
   let pos = 0;
   for (;;) {
@@ -79,9 +98,16 @@ export function walkTlv(buf: Uint8Array, budget: NodeBudget, ends?: IndefiniteEn
     }
     if (length !== undefined && pos + header + length > bound) malformed('ASN.1 length exceeds the enclosing element');
     if (--budget.remaining < 0) throw new LimitError('too many ASN.1 nodes');
-    if (constructed) {
+    const parent = stack[stack.length - 1];
+    if (parent) {
+      if (parent.index === 0 && tag === T.OID && length !== undefined) parent.firstOid = [pos + header, pos + header + length];
+      parent.index++;
+    }
+    if (constructed && length !== undefined && skip?.(buf, tag, stack)) {
+      pos += header + length;
+    } else if (constructed) {
       if (stack.length >= MAX_DEPTH) malformed('ASN.1 nesting too deep');
-      stack.push(length === undefined ? { start: pos, bound, indefinite: true } : { start: pos, bound: pos + header + length, indefinite: false });
+      stack.push(length === undefined ? { start: pos, bound, indefinite: true, tag, index: 0 } : { start: pos, bound: pos + header + length, indefinite: false, tag, index: 0 });
       pos += header;
     } else {
       if (tag === T.BMPSTRING && length! % 2 !== 0) malformed('odd-length BMPString');

@@ -3,7 +3,7 @@
 import forge from 'node-forge';
 import {
   CONTEXT, LimitError, MAX_DEPTH, T, UNIVERSAL, algorithm, childSpans, is, kids, malformed, noParams, octets, oid, parseDer, seq, smallInt, spanAt, walkTlv,
-  type IndefiniteEnds, type Node, type NodeBudget, type Span,
+  type IndefiniteEnds, type Node, type NodeBudget, type Span, type WalkPath,
 } from './p7m.asn1.js';
 import { readCertificates, type EnvelopeCert } from './p7m.certs.js';
 
@@ -102,7 +102,7 @@ export const EXAMINED_UNSIGNED_ATTRIBUTES: ReadonlySet<string> = new Set<string>
  */
 export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
   const ends: IndefiniteEnds = new Map();
-  const end = walkTlv(der, { remaining: Math.ceil(der.length / 2) + 1 }, ends);
+  const end = walkTlv(der, { remaining: Math.ceil(der.length / 2) + 1 }, ends, notExamined);
   // A CR/LF (or spaces) after a DER envelope is a transfer artefact (mail, FTP in ASCII mode),
   // not content: tolerated. Any other trailing byte is refused.
   for (let i = end; i < der.length; i++) if (!isSpace(der[i]!)) malformed('trailing bytes after the envelope');
@@ -133,6 +133,26 @@ export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
   if (i !== sd.length) malformed('unexpected elements in SignedData');
   if (signerInfos.length > MAX_SIGNERS) malformed(`more than ${MAX_SIGNERS} signers`);
   return { eContentType, content, digestOids: new Set(digestAlgs.map((a) => a.oid)), certs: readCertificates(certSet), signerInfos };
+}
+
+const EXAMINED_DER = [...EXAMINED_UNSIGNED_ATTRIBUTES].map((o) => Buffer.from(forge.asn1.oidToDer(o).getBytes(), 'latin1'));
+
+/**
+ * The parts of a SignedData whose headers the first walk need not read, as nothing reads them
+ * (megabytes of CAdES-LT/LTA revocation data): the CRLs, and the values of the unsigned
+ * attributes that are not examined. Whatever is later handed to forge is walked in full first.
+ * Path: ContentInfo, [0], SignedData, then a SignedData field (crls: [1] after the third), or
+ * signerInfos (a SET after the third), SignerInfo, its [1], an attribute, its values.
+ */
+function notExamined(buf: Uint8Array, tag: number, path: readonly WalkPath[]): boolean {
+  if (path.length < 3 || path[0]!.tag !== 0x30 || path[1]!.tag !== 0xa0 || path[2]!.tag !== 0x30) return false;
+  if (path.length === 3) return tag === 0xa1 && path[2]!.index > 3;
+  if (path.length !== 7 || tag !== 0x31) return false;
+  const [, , , signerInfos, info, unsigned, attr] = path as [WalkPath, WalkPath, WalkPath, WalkPath, WalkPath, WalkPath, WalkPath];
+  // path[2].index: how many SignedData fields so far, this one included (signerInfos comes fourth or later).
+  if (signerInfos.tag !== 0x31 || path[2]!.index < 4 || info.tag !== 0x30 || unsigned.tag !== 0xa1 || attr.tag !== 0x30 || attr.index !== 2 || !attr.firstOid) return false;
+  const type = buf.subarray(attr.firstOid[0], attr.firstOid[1]);
+  return !EXAMINED_DER.some((o) => Buffer.from(type.buffer, type.byteOffset, type.byteLength).equals(o));
 }
 
 /** Parses bytes that {@link walkTlv} accepted, charging their nodes to the budget first. */

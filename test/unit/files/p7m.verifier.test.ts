@@ -308,6 +308,21 @@ describe('p7m verifier', function () {
       expect(verifyP7m(flipByte(q.longTerm, q.longTerm.indexOf(fx.marker) + 1)).outcome).to.equal('not-signed');
     });
 
+    it('does not even read the headers inside what it does not examine (CRLs, revocation values), and does inside what it does (a timestamp)', () => {
+      // 1000 bytes of 0x1f (the high-tag-number form, refused wherever it is read) inside each
+      // copy of the CRL: the lengths around them are unchanged.
+      const spoil = (der: Buffer, at: number): Buffer => Buffer.concat([der.subarray(0, at), Buffer.alloc(1000, 0x1f), der.subarray(at + 1000)]);
+      const crlHead = readFileSync(`${fx.dir}/big-crl.der`).subarray(0, 64);
+      const inCrls = q.longTerm.indexOf(crlHead);
+      const inAttribute = q.longTerm.indexOf(crlHead, inCrls + 1);
+      expect(inCrls).to.be.above(0);
+      expect(inAttribute).to.be.above(inCrls);
+      passes(spoil(spoil(q.longTerm, inCrls + 5000), inAttribute + 5000), 'spoiled CRLs');
+      const stamped = fx.timestamped().valid;
+      const tsa = stamped.indexOf(Buffer.from('Test TSA'));
+      expect(verifyP7m(spoil(stamped, tsa - 200)).outcome).to.equal('not-signed');
+    });
+
     it('verifies SHA3-256 digests with RSA and with ECDSA (id-ecdsa-with-sha3-256)', () => {
       expect(passes(q.sha3Rsa, 'RSA, SHA3-256')).to.include({ digestAlgorithm: 'sha3-256', signatureAlgorithm: 'rsa' });
       expect(passes(q.sha3Ecdsa, 'ECDSA, SHA3-256')).to.include({ digestAlgorithm: 'sha3-256', signatureAlgorithm: 'ecdsa' });
