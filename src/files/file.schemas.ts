@@ -38,8 +38,11 @@ const timestampView = z.object({
 });
 
 const signerView = z.object({
-  level: z.number().int().meta({ description: 'Envelope level: 1 is the outermost.' }),
+  level: z.number().int().meta({ description: 'Envelope level: 1 is the outermost (for a signed PDF, the signature\'s number).' }),
   subject: z.string().nullable(),
+  fiscalCode: z.string().nullable().optional().meta({ description: 'The Italian fiscal code in the certificate\'s subject serialNumber (TINIT-... or IT:...), null when none.' }),
+  qualified: z.boolean().optional().meta({ description: 'The certificate says it is EU qualified (QcCompliance statement).' }),
+  qualifiedDevice: z.boolean().optional().meta({ description: 'The certificate says its key is in a qualified signature creation device (QcSSCD).' }),
   issuer: z.string().nullable(),
   serialNumber: z.string().nullable(),
   signingTime: z.string().nullable(),

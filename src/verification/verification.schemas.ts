@@ -19,7 +19,12 @@ export type VerificationRequest = z.output<typeof verificationRequest>;
 
 const signerSummary = z.object({
   subject: z.string().nullable().meta({ description: 'The signer certificate\'s subject.' }),
-  signingTime: z.string().nullable(),
+  fiscalCode: z.string().nullable().meta({ description: 'The Italian fiscal code the certificate carries (subject serialNumber TINIT-...), if any.' }),
+  issuer: z.string().nullable().meta({ description: 'Who issued the signer\'s certificate.' }),
+  signingTime: z.string().nullable().meta({ description: 'The time the signer claims (signingTime attribute).' }),
+  timestampedAt: z.string().nullable().meta({ description: 'The time a timestamping authority vouches for (RFC 3161), when the signature has a valid timestamp.' }),
+  qualified: z.boolean().meta({ description: 'The certificate says it is EU qualified (QcCompliance).' }),
+  counterSignature: z.boolean().meta({ description: 'A counter-signature of another signer\'s signature.' }),
   valid: z.boolean().meta({ description: 'Digest, signature and certificate validity at signing time all check.' }),
   chain: z.enum(['trusted', 'untrusted', 'not-checked']),
 });

@@ -53,7 +53,10 @@ function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
       signature: verdict && {
         outcome: verdict.outcome,
         signers: verdict.signers.map((s) => ({
-          subject: s.subject, signingTime: s.signingTime, chain: s.chain, valid: s.digestMatches && s.signatureValid && s.certificateValid,
+          subject: s.subject, fiscalCode: s.fiscalCode ?? null, issuer: s.issuer, signingTime: s.signingTime,
+          timestampedAt: s.timestamp?.valid ? s.timestamp.time : null, qualified: s.qualified ?? false, counterSignature: s.counterSignatureOf !== undefined,
+          // Valid: every check but the chain's, which is shown beside it.
+          chain: s.chain, valid: s.problems.every((problem) => problem.startsWith('chain not trusted')),
         })),
       },
     };

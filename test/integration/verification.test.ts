@@ -74,7 +74,11 @@ describe('public verification (contracting authorities)', function () {
     expect(match.documents.map((d) => [d.key, d.status])).to.deep.equal([[pdf, 'Clean'], [p7m, 'Signed']]);
     expect(match.documents[0]?.signature).to.equal(null);
     expect(match.documents[1]?.signature).to.deep.equal({
-      outcome: 'signed', signers: [{ subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT', signingTime: '2026-03-01T10:00:00.000Z', chain: 'trusted', valid: true }],
+      outcome: 'signed',
+      signers: [{
+        subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT', fiscalCode: 'RSSMRA80A01H501U', issuer: 'CN=Test CA', signingTime: '2026-03-01T10:00:00.000Z',
+        timestampedAt: '2026-03-01T10:00:05.000Z', qualified: true, counterSignature: false, chain: 'trusted', valid: true,
+      }],
     });
     expect(match.documents[0]?.checksum).to.match(/^[0-9a-f]{64}$/);
   });

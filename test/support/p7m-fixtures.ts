@@ -29,6 +29,8 @@ export interface P7mFixtures {
     sha1: Buffer; expired: Buffer; ecWithoutIntermediate: Buffer; detached: Buffer; selfSigned: Buffer;
     /** Signed by a certificate issued by an end-entity (CA:FALSE) certificate, which is in the envelope. */
     issuedByNonCa: Buffer;
+    /** Signed by "Mario Rossi", an Italian qualified certificate: serialNumber TINIT-RSSMRA80A01H501U, QcCompliance and QcSSCD. */
+    qualified: Buffer;
   };
   /** Envelopes with the quirks of real ones (test/support/cms-rewrite.ts), built from the above on first use. */
   quirks: () => Quirks;
@@ -178,6 +180,10 @@ function build(): P7mFixtures {
   issue('noca', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Not A CA', 'int', 'noca.ext', 0x1004);
   issue('victim', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Issued By Not A CA', 'noca', 'leaf.ext', 0x1005);
   write('noca-chain.pem', Buffer.concat([read('noca.pem'), read('int.pem')]));
+  // QCStatements { QcCompliance, QcSSCD } (ETSI EN 319 412-5), as Italian qualified certificates carry.
+  write('qualified.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,nonRepudiation\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n'
+    + '1.3.6.1.5.5.7.1.3=DER:30143008060604008E4601013008060604008E460104\n');
+  issue('qualified', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/C=IT/O=Test/CN=Mario Rossi/serialNumber=TINIT-RSSMRA80A01H501U', 'int', 'qualified.ext', 0x1008);
 
   // A certificate whose validity ended long before any signing time: `openssl ca` takes explicit dates.
   write('ca.cnf', [
@@ -227,6 +233,7 @@ function build(): P7mFixtures {
     detached: sign('detached.p7m', 'doc.pdf', ...as('rsa'), ...chain),
     selfSigned: sign('self.p7m', 'doc.pdf', '-nodetach', ...as('self')),
     issuedByNonCa: sign('noca.p7m', 'doc.pdf', '-nodetach', ...as('victim'), '-certfile', 'noca-chain.pem'),
+    qualified: sign('qualified.p7m', 'doc.pdf', '-nodetach', '-cades', ...as('qualified'), ...chain),
   };
   ssl('cms', '-sign', '-binary', '-md', 'sha256', '-nodetach', '-in', 'doc.pdf', '-outform', 'PEM', '-out', 'rsa.pem.p7m', ...as('rsa'), ...chain);
   // A CRL of 150,000 revoked certificates (about 3 MB), as CAdES-LT envelopes embed.

@@ -12,6 +12,8 @@ export interface EnvelopeCert {
   subjectKeyId: string | undefined;
   /** digitalSignature or nonRepudiation allowed; undefined without a keyUsage extension. */
   signingUsage: boolean | undefined;
+  /** The QC statements the certificate makes (ETSI EN 319 412-5): EU qualified, and the key in a qualified device. */
+  qc: { compliance: boolean; sscd: boolean };
   /** The certificate as node:crypto loads it; undefined when it cannot. */
   x509: () => X509Certificate | undefined;
 }
@@ -21,6 +23,9 @@ const MAX_CERTS = 32;
 const MAX_CHAIN = 8;
 const SKI = '2.5.29.14';
 const KEY_USAGE = '2.5.29.15';
+const QC_STATEMENTS = '1.3.6.1.5.5.7.1.3';
+const QC_COMPLIANCE = '0.4.0.1862.1.1';
+const QC_SSCD = '0.4.0.1862.1.4';
 
 /** Reads the certificates set; entries that are not X.509 certificates or not readable are skipped. */
 export function readCertificates(set: Node | undefined): EnvelopeCert[] {
@@ -50,23 +55,30 @@ function readCertificate(node: Node): EnvelopeCert {
   i += 3; // validity, subject, subjectPublicKeyInfo
   let subjectKeyId: string | undefined;
   let signingUsage: boolean | undefined;
+  const qc = { compliance: false, sscd: false };
   for (; i < tbs.length; i++) {
     if (!is(tbs[i], CONTEXT, 3)) continue;
     for (const ext of seq(kids(tbs[i], CONTEXT, 3, 'extensions')[0], 'extensions')) {
       const parts = seq(ext, 'extension');
       const id = oid(parts[0], 'extension id');
-      if (id !== SKI && id !== KEY_USAGE) continue;
+      if (id !== SKI && id !== KEY_USAGE && id !== QC_STATEMENTS) continue;
       const value = parseSmall(octets(parts[parts.length - 1], 'extension value'));
       if (id === SKI) subjectKeyId = prim(value, UNIVERSAL, T.OCTETSTRING, 'subject key identifier');
-      else {
+      else if (id === KEY_USAGE) {
         const usage = prim(value, UNIVERSAL, T.BITSTRING, 'key usage');
         signingUsage = bitAt(usage, 0) || bitAt(usage, 1); // digitalSignature, nonRepudiation
+      } else {
+        for (const statement of seq(value, 'QC statements')) {
+          const statementId = oid(seq(statement, 'QC statement')[0], 'QC statement id');
+          if (statementId === QC_COMPLIANCE) qc.compliance = true;
+          if (statementId === QC_SSCD) qc.sscd = true;
+        }
       }
     }
   }
   // The certificate's DER (forge re-encodes it: a certificate that is not DER will not verify).
   const der = derOf(node);
-  return { issuerName: canonicalName(issuer), serial, subjectKeyId, signingUsage, x509: () => x509Of(der) };
+  return { issuerName: canonicalName(issuer), serial, subjectKeyId, signingUsage, qc, x509: () => x509Of(der) };
 }
 
 // The same signer and CA certificates recur across documents, and loading one costs more than
@@ -185,6 +197,19 @@ export function untrustedBecause(leaf: X509Certificate, pool: readonly EnvelopeC
     current = next;
   }
   return 'the chain is too long';
+}
+
+/**
+ * The Italian fiscal code (codice fiscale, or a company's partita IVA) a certificate names in
+ * its subject's serialNumber, as Italian qualified certificates do: `TINIT-<code>` (ETSI EN
+ * 319 412-1) or the older `IT:<code>`; null otherwise.
+ */
+export function fiscalCodeOf(cert: X509Certificate): string | null {
+  for (const line of cert.subject.split('\n')) {
+    const m = /^serialNumber=(?:TINIT-|IT:)([A-Z0-9]{16}|\d{11})$/i.exec(line);
+    if (m) return m[1]!.toUpperCase();
+  }
+  return null;
 }
 
 /** Node's multi-line distinguished name on one line. */

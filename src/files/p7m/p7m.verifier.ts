@@ -8,7 +8,7 @@ import {
   CONTEXT, LimitError, MalformedError, T, UNIVERSAL, algorithm, bytes, derOf, is, kids, malformed, octets, oid, parseDer, prim, seq, smallInt, timeOf, walkTlv,
   type NodeBudget, type Node,
 } from './p7m.asn1.js';
-import { byIssuerSerial, bySubjectKeyId, canonicalName, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
+import { byIssuerSerial, bySubjectKeyId, canonicalName, fiscalCodeOf, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
 import { ID_DATA, contentOf, decode, readEnvelope, type Content, type Envelope } from './p7m.envelope.js';
 import { isPdf, pdfSignatures, type PdfSignature } from './pades.js';
 import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
@@ -56,6 +56,12 @@ export interface SignerVerdict {
   /** 1 = outermost envelope. */
   level: number;
   subject: string | null;
+  /** The Italian fiscal code in the certificate's subject (serialNumber TINIT-...), when it carries one. */
+  fiscalCode?: string | null;
+  /** The certificate says it is EU qualified (QcCompliance; its issuer's right to say so is the trusted list's to tell). */
+  qualified?: boolean;
+  /** The certificate says its key is in a qualified signature creation device (QcSSCD). */
+  qualifiedDevice?: boolean;
   issuer: string | null;
   serialNumber: string | null;
   /** ISO 8601, from the signingTime signed attribute. */
@@ -360,6 +366,9 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   else {
     v.subject = oneLine(x509.subject);
     v.issuer = oneLine(x509.issuer);
+    v.fiscalCode = fiscalCodeOf(x509);
+    v.qualified = cert.qc.compliance;
+    v.qualifiedDevice = cert.qc.sscd;
     v.serialNumber = hex(cert.serial);
   }
 

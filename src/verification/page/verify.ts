@@ -37,6 +37,7 @@ const TEXT = {
     anchoredAt: 'Ancorata il', chain: 'Catena', block: 'Blocco', sender: 'Mittente', passed: 'superato', failedCheck: 'NON superato',
     documents: 'Documenti', file: 'File', type: 'Tipo', verdict: 'Esito', signers: 'Firmatari', checksum: 'Impronta SHA-256',
     signedBy: 'Firmato da', at: 'il', chainTrusted: 'catena attendibile', chainUntrusted: 'catena non attendibile', chainNotChecked: 'catena non verificata',
+    fiscalCode: 'codice fiscale', issuedBy: 'certificato emesso da', timestamped: 'marca temporale del', qualified: 'certificato qualificato', counterSigned: 'Controfirmato da',
     signatureValid: 'firma valida', signatureInvalid: 'firma NON valida',
     fileCheck: 'Verifichi il file ricevuto', fileHelp: 'Trascini qui il file della garanzia o lo scelga: l\'impronta viene calcolata in questo browser, il file non viene caricato.',
     choose: 'Scegli un file', hashing: 'Calcolo dell\'impronta…',
@@ -84,6 +85,7 @@ const TEXT = {
     anchoredAt: 'Anchored on', chain: 'Chain', block: 'Block', sender: 'Sender', passed: 'passed', failedCheck: 'FAILED',
     documents: 'Documents', file: 'File', type: 'Type', verdict: 'Verdict', signers: 'Signers', checksum: 'SHA-256 fingerprint',
     signedBy: 'Signed by', at: 'on', chainTrusted: 'trusted chain', chainUntrusted: 'untrusted chain', chainNotChecked: 'chain not checked',
+    fiscalCode: 'fiscal code', issuedBy: 'certificate issued by', timestamped: 'timestamped on', qualified: 'qualified certificate', counterSigned: 'Counter-signed by',
     signatureValid: 'valid signature', signatureInvalid: 'signature NOT valid',
     fileCheck: 'Check the file you received', fileHelp: 'Drop the guarantee\'s file here or choose it: its fingerprint is computed in this browser, the file is not uploaded.',
     choose: 'Choose a file', hashing: 'Computing the fingerprint…',
@@ -109,7 +111,11 @@ const TEXT = {
 
 type Strings = typeof TEXT.it;
 
-interface Doc { type: string | null; key: string; originalFileName: string | null; checksum: string | null; status: string | null; signature: { outcome: string; signers: Array<{ subject: string | null; signingTime: string | null; valid: boolean; chain: string }> } | null }
+interface Signer {
+  subject: string | null; fiscalCode?: string | null; issuer?: string | null; signingTime: string | null; timestampedAt?: string | null;
+  qualified?: boolean; counterSignature?: boolean; valid: boolean; chain: string;
+}
+interface Doc { type: string | null; key: string; originalFileName: string | null; checksum: string | null; status: string | null; signature: { outcome: string; signers: Signer[] } | null }
 interface Guarantee {
   id: string; orgId: string; createdAt: string; txHash: string | null; notarizationStatus: string | null;
   details: { policyNumber: string | null; actType: string | null; emittedAt: string | null; effectiveAt: string | null; expiresAt: string | null; isFixedExpiry: boolean | null; cig: string | null; batchCode: string | null };
@@ -218,10 +224,15 @@ function documentsBlock(m: Match): HTMLElement {
     h('p', { class: 'doc-name' }, d.originalFileName ?? d.key, d.type !== null && h('span', { class: 'tag' }, t().acts[d.type] ?? d.type)),
     h('p', { class: `status status-${(d.status ?? 'none').replace(/\s+/g, '-').toLowerCase()}` }, `${s.verdict}: ${d.status === null ? s.none : s.status[d.status] ?? d.status}`),
     d.signature !== null && d.signature.signers.length > 0 && h('ul', { class: 'signers', 'aria-label': s.signers },
-      ...d.signature.signers.map((g) => h('li', {},
-        `${s.signedBy} ${g.subject ?? '?'}`, g.signingTime !== null && ` ${s.at} ${when(g.signingTime)}`,
+      ...d.signature.signers.map((g) => h('li', { 'data-signer': '' },
+        h('span', { class: 'signer-name' }, `${g.counterSignature ? s.counterSigned : s.signedBy} ${g.subject ?? '?'}`),
+        g.signingTime !== null && ` ${s.at} ${when(g.signingTime)}`,
+        g.fiscalCode && h('span', { class: 'signer-detail' }, ` · ${s.fiscalCode} ${g.fiscalCode}`),
+        g.timestampedAt && h('span', { class: 'signer-detail' }, ` · ${s.timestamped} ${when(g.timestampedAt)}`),
         ` · ${g.valid ? s.signatureValid : s.signatureInvalid} · `,
-        g.chain === 'trusted' ? s.chainTrusted : g.chain === 'untrusted' ? s.chainUntrusted : s.chainNotChecked))),
+        g.chain === 'trusted' ? s.chainTrusted : g.chain === 'untrusted' ? s.chainUntrusted : s.chainNotChecked,
+        g.qualified && ` · ${s.qualified}`,
+        g.issuer && h('span', { class: 'signer-issuer' }, ` · ${s.issuedBy} ${g.issuer}`)))),
     h('p', { class: 'checksum' }, `${s.checksum}: `, h('code', { class: 'hash' }, d.checksum ?? s.none))));
   return h('section', { class: 'block' }, h('h4', {}, s.documents), h('ul', { class: 'docs' }, ...items));
 }

@@ -362,6 +362,19 @@ describe('p7m verifier', function () {
     });
   });
 
+  describe('who signed: the verdict\'s detail', () => {
+    it('reports the Italian fiscal code and the QC statements of a qualified certificate', () => {
+      const v = verifyP7m(fx.der.qualified, { trustAnchors: root });
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(signer(v)).to.include({
+        subject: 'C=IT, O=Test, CN=Mario Rossi, serialNumber=TINIT-RSSMRA80A01H501U', issuer: 'O=Test, CN=Test Intermediate',
+        fiscalCode: 'RSSMRA80A01H501U', qualified: true, qualifiedDevice: true, digestAlgorithm: 'sha256', signatureAlgorithm: 'ecdsa',
+      });
+      // An ordinary certificate: neither.
+      expect(signer(verifyP7m(fx.der.rsa))).to.include({ fiscalCode: null, qualified: false, qualifiedDevice: false });
+    });
+  });
+
   describe('counter-signatures (RFC 5652 §11.4)', () => {
     it('verifies a counter-signature of a signer\'s signature and reports it after that signer', () => {
       const v = verifyP7m(fx.counterSigned().valid, { trustAnchors: root });
