@@ -82,6 +82,8 @@ function readTsd(der: Uint8Array, budget: NodeBudget): Timestamped {
  */
 function readM7m(input: Uint8Array, budget: NodeBudget): Timestamped | undefined {
   const text = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+  // A MIME message starts with a header line; DER (0x30...) never does.
+  if (!/^[!-9;-~]{1,76}:/.test(text.toString('latin1', 0, Math.min(text.length, 80)))) return undefined;
   const headEnd = blankLine(text, 0);
   if (headEnd === undefined || headEnd.at > MAX_MIME_HEADER) return undefined;
   const headers = parseHeaders(text.toString('latin1', 0, headEnd.at));
@@ -92,21 +94,28 @@ function readM7m(input: Uint8Array, budget: NodeBudget): Timestamped | undefined
   const delimiter = Buffer.from(`--${boundary[1] ?? boundary[2]}`, 'latin1');
   let p7m: Buffer | undefined;
   let token: Node | undefined;
-  for (const part of partsOf(text, headEnd.next, delimiter)) {
+  // Exactly the two parts, and nothing beside them that a reader could show: a preamble and an
+  // epilogue of white space or the customary sentence only.
+  const { parts, preamble, epilogue } = partsOf(text, headEnd.next, delimiter);
+  for (const extra of [preamble, epilogue]) {
+    if (!/^\s*(This is a multi-part message in MIME format\.?)?\s*$/i.test(extra.toString('latin1'))) malformed('text outside the parts of the .m7m');
+  }
+  if (parts.length !== 2) malformed('a .m7m has two parts: the signed document and its timestamp');
+  for (const part of parts) {
     const partHead = blankLine(part, 0);
     if (!partHead || partHead.at > MAX_MIME_HEADER) malformed('a MIME part without headers');
     const partHeaders = parseHeaders(part.toString('latin1', 0, partHead.at));
     const encoding = (partHeaders.get('content-transfer-encoding') ?? 'binary').toLowerCase();
     const raw = part.subarray(partHead.next);
-    const body = encoding === 'base64' ? strictBase64(raw) : trimEnd(raw);
+    const body = encoding === 'base64' ? strictBase64(raw) : raw;
     const partType = (partHeaders.get('content-type') ?? '').toLowerCase();
     if (/^application\/(x-)?pkcs7-mime/.test(partType)) {
       if (p7m) malformed('more than one signed document in the .m7m');
       p7m = body;
-    } else if (/^application\/(timestamp-reply|timestamp-response|timestamp-query|vnd\.etsi\.timestamp-token|timestamp)/.test(partType)) {
+    } else if (/^application\/(timestamp-reply|timestamp-response|vnd\.etsi\.timestamp-token|timestamp)\b/.test(partType)) {
       if (token) malformed('more than one timestamp in the .m7m');
       token = tokenOf(body, budget);
-    }
+    } else malformed('a part of the .m7m is neither the signed document nor its timestamp');
   }
   if (!p7m) malformed('the .m7m carries no signed document');
   if (!token) malformed('the .m7m carries no timestamp');
@@ -146,25 +155,37 @@ function parseHeaders(block: string): Map<string, string> {
   return headers;
 }
 
-/** The bodies between delimiter lines, the preamble and epilogue left out. */
-function* partsOf(text: Buffer, from: number, delimiter: Buffer): Generator<Buffer> {
-  let start = text.indexOf(delimiter, from);
-  while (start >= 0) {
-    const afterDelimiter = start + delimiter.length;
-    if (text[afterDelimiter] === 0x2d && text[afterDelimiter + 1] === 0x2d) return; // the closing delimiter
-    const lineEnd = text.indexOf(0x0a, afterDelimiter);
-    if (lineEnd < 0) return;
-    const next = text.indexOf(delimiter, lineEnd + 1);
+/** At most this many parts are looked at (a .m7m has two). */
+const MAX_PARTS = 8;
+
+/**
+ * The bodies between delimiter lines (RFC 2046 §5.1.1: a delimiter starts a line, and the line
+ * break before it belongs to it), the preamble before the first and the epilogue after the
+ * closing one.
+ */
+function partsOf(text: Buffer, from: number, delimiter: Buffer): { parts: Buffer[]; preamble: Buffer; epilogue: Buffer } {
+  const lineStart = (at: number): boolean => at === from || text[at - 1] === 0x0a;
+  const find = (at: number): number => {
+    for (let i = text.indexOf(delimiter, at); i >= 0; i = text.indexOf(delimiter, i + 1)) if (lineStart(i)) return i;
+    return -1;
+  };
+  const bodyEnd = (at: number): number => (text[at - 1] === 0x0a ? (text[at - 2] === 0x0d ? at - 2 : at - 1) : at);
+  const first = find(from);
+  if (first < 0) malformed('a multipart without parts');
+  const parts: Buffer[] = [];
+  for (let start = first; ;) {
+    const after = start + delimiter.length;
+    if (text[after] === 0x2d && text[after + 1] === 0x2d) {
+      const rest = text.indexOf(0x0a, after);
+      return { parts, preamble: text.subarray(from, bodyEnd(first)), epilogue: rest < 0 ? Buffer.alloc(0) : text.subarray(rest + 1) };
+    }
+    const lineEnd = text.indexOf(0x0a, after);
+    const next = lineEnd < 0 ? -1 : find(lineEnd + 1);
     if (next < 0) malformed('a MIME part without its closing delimiter');
-    yield text.subarray(lineEnd + 1, next);
+    if (parts.length >= MAX_PARTS) malformed('too many MIME parts');
+    parts.push(text.subarray(lineEnd + 1, bodyEnd(next)));
     start = next;
   }
-}
-
-function trimEnd(b: Buffer): Buffer {
-  let end = b.length;
-  while (end > 0 && (b[end - 1] === 0x0a || b[end - 1] === 0x0d)) end--;
-  return b.subarray(0, end);
 }
 
 function strictBase64(raw: Buffer): Buffer {

@@ -196,6 +196,8 @@ function checkContainer(input: Uint8Array, options: VerifyOptions, anchors: read
   if (!(input instanceof Uint8Array)) return 'not a CMS SignedData envelope';
   if (input.length > (options.maxBytes ?? MAX_ENVELOPE_BYTES)) return 'envelope too large';
   if (isPdf(input)) return checkPdf(Buffer.from(input.buffer, input.byteOffset, input.byteLength), options, anchors, found, budget);
+  // An envelope first: whatever it carries (a MIME message, say) is its content, not a container around it.
+  if (decode(input)) return check(input, options, anchors, found, budget);
   const stamped = readTimestamped(input, budget);
   if (!stamped) return check(input, options, anchors, found, budget);
   found.container = stamped.kind;

@@ -4,6 +4,7 @@ import { constants, createPrivateKey, sign as nodeSign, type X509Certificate } f
 import { readFileSync } from 'node:fs';
 import verifyTask from '../../../src/files/p7m/p7m.task.js';
 import { loadTrustAnchors, verifyP7m, type SignatureVerdict, type SignerVerdict } from '../../../src/files/p7m/p7m.verifier.js';
+import { readTimestamped } from '../../../src/files/p7m/p7m.timestamped.js';
 import { OIDS, algorithm, children, encode, integer, parse, rsaWithoutNull, sequence, signatureOf, signerInfo, tagged } from '../../support/cms-rewrite.js';
 import { flipByte, p7mFixtures, type P7mFixtures, type Quirks } from '../../support/p7m-fixtures.js';
 
@@ -491,6 +492,28 @@ describe('p7m verifier', function () {
         changed[at] = name === 'tsd' ? changed[at]! ^ 0xff : changed[at] === 0x41 ? 0x42 : 0x41;
         expect(verifyP7m(changed, { trustAnchors: root }).outcome, name).to.equal('not-signed');
       }
+    });
+
+    it('reads an envelope as an envelope, whatever it carries: a .p7m of a MIME message is not a .m7m', () => {
+      // An attacker's self-signed .p7m whose content is the victim's .m7m must not pass for the victim's.
+      const poly = fx.file('poly.txt', Buffer.concat([Buffer.from('X-Note: a mail\r\n'), fx.containers().m7m]));
+      spawnSync('openssl', ['cms', '-sign', '-binary', '-md', 'sha256', '-nodetach', '-in', poly, '-outform', 'DER', '-out', `${fx.dir}/poly.p7m`,
+        '-signer', `${fx.dir}/self.pem`, '-inkey', `${fx.dir}/self.key`]);
+      const v = verifyP7m(readFileSync(`${fx.dir}/poly.p7m`), { trustAnchors: root });
+      expect(v.container).to.equal(undefined);
+      expect(v.signers.map((x) => x.subject)).to.deep.equal(['CN=Self Signed Signer']);
+      expect(v.outcome).to.equal('not-signed');
+    });
+
+    it('takes a .m7m\'s parts exactly: a binary part keeps its last line break, and nothing else may travel with them', () => {
+      const m7m = fx.containers().m7m.toString('latin1');
+      const binary = m7m.replace(/Content-Transfer-Encoding: base64\r\nContent-Disposition: [^\r]*\r\n\r\n[^-]+/, 'Content-Transfer-Encoding: binary\r\n\r\nX\n\r\n');
+      const content = readTimestamped(Buffer.from(binary, 'latin1'), { remaining: 100_000 })?.content;
+      expect(content && Buffer.from(content).toString('latin1')).to.equal('X\n');
+      const withPdf = m7m.replace('------=_Part_7_m7m--', '------=_Part_7_m7m\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.7\r\n------=_Part_7_m7m--');
+      expect(verifyP7m(Buffer.from(withPdf, 'latin1')).reason).to.equal('malformed envelope: a .m7m has two parts: the signed document and its timestamp');
+      const preamble = m7m.replace('This is a multi-part message in MIME format.', 'Offerta: 999.999 EUR');
+      expect(verifyP7m(Buffer.from(preamble, 'latin1')).reason).to.equal('malformed envelope: text outside the parts of the .m7m');
     });
 
     it('answers malformed containers with a verdict', () => {
