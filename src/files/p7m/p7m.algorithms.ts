@@ -117,7 +117,10 @@ export function verifySignature(scheme: Scheme, hash: HashName, data: Buffer, si
     // -verify rejects such envelopes (rsaEncryption over a PSS signature, produced by openssl
     // when a PSS key signs without `-keyopt rsa_padding_mode:pss`), and so do we.
     if (keyType !== 'rsa') throw keyMismatch();
-    return verify(hash, data, { key, padding: constants.RSA_PKCS1_PADDING }, signature) || digestInfoWithoutNull(hash, data, signature, key);
+    // The DigestInfo-without-NULL form is tried over signed attributes only (small): over a
+    // whole content it would hash it a second time.
+    return verify(hash, data, { key, padding: constants.RSA_PKCS1_PADDING }, signature)
+      || (data.length <= MAX_NO_NULL_INPUT && digestInfoWithoutNull(hash, data, signature, key));
   }
   if (keyType !== 'rsa' && keyType !== 'rsa-pss') throw keyMismatch();
   const pss = scheme.pss!;
@@ -146,6 +149,8 @@ function digestInfoWithoutNull(hash: HashName, data: Buffer, signature: Buffer, 
   const inner = Buffer.concat([algorithmId, Buffer.from([0x04, digest.length]), digest]);
   return recovered.equals(Buffer.concat([Buffer.from([0x30, inner.length]), inner]));
 }
+
+const MAX_NO_NULL_INPUT = 64 * 1024;
 
 function keyMismatch(): SchemeProblem {
   return new SchemeProblem("signature algorithm does not match the certificate's key type");

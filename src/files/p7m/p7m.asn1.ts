@@ -20,6 +20,9 @@ export function malformed(message: string): never {
   throw new MalformedError(message);
 }
 
+/** Indefinite-length elements recorded by one walk (openssl -stream writes a few per envelope). */
+const MAX_INDEFINITE = 10_000;
+
 /** Deeper than any CMS structure we read needs; also bounds forge's recursion. */
 export const MAX_DEPTH = 64;
 
@@ -120,7 +123,11 @@ export function walkTlv(buf: Uint8Array, budget: NodeBudget, ends?: IndefiniteEn
       if (top.indefinite) {
         if (top.bound - pos >= 2 && buf[pos] === 0 && buf[pos + 1] === 0) {
           pos += 2;
-          ends?.set(top.start, pos);
+          if (ends) {
+            // Real BER envelopes close a handful of indefinite elements; each costs a map entry.
+            if (ends.size >= MAX_INDEFINITE) throw new LimitError('too many indefinite-length elements');
+            ends.set(top.start, pos);
+          }
           stack.pop();
           continue;
         }

@@ -96,9 +96,10 @@ export const EXAMINED_UNSIGNED_ATTRIBUTES: ReadonlySet<string> = new Set<string>
 
 /**
  * Reads one SignedData level; throws MalformedError or LimitError. The budget counts the ASN.1
- * nodes handed to forge: the certificates and signer infos, not the content, the CRLs or the
- * unsigned attributes that nothing examines. Every header is still checked, by a walk that
- * builds nothing (bounded by the input's size: a node takes two bytes at least).
+ * nodes handed to forge (the certificates and signer infos) and the content's BER chunks, not
+ * the CRLs or the unsigned attributes that nothing examines. A first walk that builds nothing
+ * checks every header but those inside the parts nothing reads (their lengths only), bounded
+ * by the input's size (a node takes two bytes at least).
  */
 export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
   const ends: IndefiniteEnds = new Map();

@@ -153,9 +153,14 @@ interface Found {
 const DETACHED_SUBFILTERS = new Set(['adbe.pkcs7.detached', 'ETSI.CAdES.detached']);
 
 /**
- * A signed PDF: every signature's detached CMS verified over its ByteRange with the same rules
- * as a .p7m, and the last one must cover the whole file: bytes appended after it (an
- * incremental update) could change what the document shows, so such a file is not Signed.
+ * A signed PDF. A signature vouches for the bytes of the revision it signed; anything appended
+ * after it (an incremental update) may change what the document shows, even when a later
+ * signer signed the update (the incremental-saving attack). So each signature must cover the
+ * whole file: a PDF with a signature followed by an update is not Signed, and its earlier
+ * signatures are not verified (it would cost a hash of the file each). Examining the updates
+ * for the changes PAdES allows (a new signature field, a Document Security Store, a document
+ * timestamp) would accept more files; until then they are reported. Each signature has one
+ * SignerInfo (ISO 32000, PAdES), verified over its ByteRange as a .p7m is.
  */
 function checkPdf(pdf: Buffer, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget): string | undefined {
   found.container = 'pdf';
@@ -169,25 +174,27 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, anchors: readonly X509Cer
     signatures: signatures.map((s) => ({ subFilter: s.subFilter, coversWholeFile: s.coversWholeFile })),
     modifiedAfterLastSignature: signatures.length > 0 && !signatures[signatures.length - 1]!.coversWholeFile,
   };
-  if (signatures.length === 0) return 'the PDF has no signature';
-  let firstFailure: string | undefined;
-  signatures.forEach((sig, i) => {
-    const first = found.signers.length;
-    let reason: string | undefined;
-    if (sig.subFilter !== null && !DETACHED_SUBFILTERS.has(sig.subFilter)) reason = `unsupported SubFilter ${sig.subFilter}`;
-    else {
-      // /Contents is zero-padded to the space reserved for it.
-      const end = walkTlv(sig.cms, { remaining: sig.cms.length });
-      if (sig.cms.subarray(end).some((b) => b !== 0)) reason = 'bytes after the CMS in /Contents';
-      else reason = check(sig.cms.subarray(0, end), options, anchors, found, budget, contentOf(sig.signed));
-    }
-    for (const s of found.signers.slice(first)) s.level = i + 1;
-    if (reason !== undefined) firstFailure ??= `PDF signature ${i + 1}: ${reason}`;
-  });
   found.levels = signatures.length;
-  return firstFailure ?? (found.pdf.modifiedAfterLastSignature ? 'the PDF was changed after its last signature (an incremental update)' : undefined);
+  if (signatures.length === 0) return 'the PDF has no signature';
+  const unverified = signatures.findIndex((sig) => !sig.coversWholeFile);
+  if (unverified >= 0) {
+    return unverified === signatures.length - 1 ? 'the PDF was changed after its last signature (an incremental update)'
+      : `the PDF was changed after its signature ${unverified + 1} (an incremental update), which only a later signature covers`;
+  }
+  const sig = signatures[0]!;
+  if (sig.subFilter !== null && !DETACHED_SUBFILTERS.has(sig.subFilter)) return `PDF signature 1: unsupported SubFilter ${sig.subFilter}`;
+  let reason: string | undefined;
+  try {
+    // /Contents is zero-padded to the space reserved for it.
+    const end = walkTlv(sig.cms, { remaining: sig.cms.length });
+    if (sig.cms.subarray(end).some((b) => b !== 0)) reason = 'bytes after the CMS in /Contents';
+    else reason = check(sig.cms.subarray(0, end), options, anchors, found, budget, contentOf(sig.signed));
+  } catch (err) {
+    reason = `malformed signature: ${short(err)}`;
+  }
+  for (const s of found.signers) s.level = 1;
+  return reason === undefined ? undefined : `PDF signature 1: ${reason}`;
 }
-
 /**
  * A `.tsd` or `.m7m`: its timestamps over what they cover, then the envelope inside; any
  * other input: the envelope itself.
@@ -229,9 +236,10 @@ function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509
       return `${at}malformed envelope: ${short(err)}`;
     }
     found.levels = level;
-    // A detached signature (a PDF's) signs the content given beside it.
+    // A detached signature (a PDF's) signs the content given beside it, with one signer.
     if (detached && level === 1) {
       if (envelope.content !== undefined) return 'the PDF signature carries content of its own';
+      if (envelope.signerInfos.length !== 1) return 'a PDF signature has one signer';
       envelope = { ...envelope, content: detached };
     }
     const ctx: SignerContext = { ...envelope, anchors, now, digests: new Map(), budget };
@@ -263,6 +271,8 @@ type Target = { kind: 'content' } | { kind: 'signature'; value: Buffer };
 
 /** Counter-signatures of counter-signatures, at most this deep. */
 const MAX_COUNTER_DEPTH = 4;
+/** Signers and counter-signatures of one envelope level, together. */
+const MAX_SIGNER_INFOS = 32;
 
 /** "signer 2", or for a counter-signature "signer 2 counter-signature 1" (`signers` starts at index `offset` of the verdict's). */
 function signerName(signers: readonly SignerVerdict[], index: number, offset: number): string {
@@ -294,6 +304,11 @@ function collectSigner(node: Node, level: number, ctx: SignerContext, target: Ta
   if (!found?.counterSignatures.length) return;
   if (depth >= MAX_COUNTER_DEPTH) {
     v.problems.push(`counter-signatures nested more than ${MAX_COUNTER_DEPTH} deep`);
+    return;
+  }
+  // Each costs a signature check and a place in the stored verdict: as many as real envelopes carry.
+  if (out.length + found.counterSignatures.length > MAX_SIGNER_INFOS) {
+    v.problems.push(`more than ${MAX_SIGNER_INFOS} signers and counter-signatures`);
     return;
   }
   for (const counter of found.counterSignatures) collectSigner(counter, level, ctx, { kind: 'signature', value: found.signature }, index, out, depth + 1);
@@ -438,7 +453,8 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   const stampedAt = v.timestamp?.valid && v.timestamp.time ? new Date(v.timestamp.time) : undefined;
 
   if (x509 && cert) {
-    const at = stampedAt ?? signingTime ?? ctx.now;
+    // A TSA's certificate is judged at the genTime of the token it signed (ctx.now), whatever else the token says.
+    const at = ctx.tsa ? ctx.now : stampedAt ?? signingTime ?? ctx.now;
     v.certificateValid = validAt(x509, at);
     if (!v.certificateValid) {
       v.problems.push(stampedAt ? 'the certificate was not valid at the timestamp\'s time' : signingTime ? 'the certificate was not valid at the signing time'
@@ -518,8 +534,9 @@ function digestOf(ctx: SignerContext, hash: HashName): Buffer {
 
 /**
  * What a signature over signed attributes may cover: their DER, a SET OF sorted by encoding
- * (RFC 5652 §5.4), and, when the envelope sends them in another order, the encoding as sent,
- * which signers that do not sort have signed (openssl accepts those; DSS accepts both).
+ * (RFC 5652 §5.4), and, when the envelope sends them in another order, that order (each
+ * attribute re-encoded by forge, which reproduces DER input), which signers that do not sort
+ * have signed (openssl accepts those; DSS accepts both).
  */
 function signedAttributeEncodings(signedAttrs: Node): Buffer[] {
   const sent = derOf(signedAttrs);

@@ -1,7 +1,8 @@
 // The signatures of a PDF (PAdES, and the older adbe.pkcs7.detached): each signature
 // dictionary's /ByteRange and the detached CMS in its /Contents, found without parsing the PDF's
-// objects. A ByteRange names the signed bytes: everything but its own /Contents value, which
-// fills the gap between the two ranges exactly. So nothing is followed (no references, no
+// objects. A ByteRange names the signed bytes: everything but a /Contents value, which must
+// fill the gap between the two ranges exactly (the CMS in it then verifies over the ranges, or
+// the signature fails). So nothing is followed (no references, no
 // streams, no cycles): the file is scanned once, each range checked against the file's bounds,
 // and whatever a hostile file says is read as bytes at known offsets.
 import { malformed } from './p7m.asn1.js';

@@ -184,6 +184,15 @@ describe('p7m verifier under hostile input', function () {
     expect(ms).to.be.below(BOUND_MS);
   });
 
+  it('refuses 8 MB of sibling indefinite-length elements before recording where each ends', () => {
+    const siblings = Buffer.from('30800000'.repeat(2 * 1024 * 1024), 'hex');
+    const seq = Buffer.concat([Buffer.from([0x30, 0x84]), Buffer.alloc(4), siblings]);
+    seq.writeUInt32BE(siblings.length, 2);
+    const { verdict, ms } = timed(envelopeAround(seq), anchors);
+    expect(verdict).to.include({ outcome: 'not-signed', reason: 'envelope too complex (more than 200000 ASN.1 nodes)' });
+    expect(ms).to.be.below(BOUND_MS);
+  });
+
   it('refuses indefinite-length nesting 10,000 deep', () => {
     const depth = 10_000;
     const input = Buffer.concat([Buffer.from('3080', 'hex'), SIGNED_DATA, Buffer.from('a080', 'hex'), Buffer.from('3080'.repeat(depth), 'hex'), Buffer.alloc(2 * (depth + 2))]);
