@@ -38,8 +38,8 @@ export interface P7mFixtures {
   counterSigned: () => CounterSigned;
   /** Envelopes with RFC 3161 signature timestamps by a test TSA (openssl ts), built on first use. */
   timestamped: () => Timestamped;
-  /** An RFC 3161 TimeStampToken (DER) over `data`, from the test TSA (chained to the root through the intermediate). */
-  timestampToken: (data: Buffer) => Buffer;
+  /** An RFC 3161 TimeStampToken (DER) over `data` (imprint SHA-256 unless named), from the test TSA (chained to the root through the intermediate). */
+  timestampToken: (data: Buffer, imprintHash?: string) => Buffer;
   /** `.tsd` (RFC 5544) and `.m7m` (S/MIME bundle) containers of `der.rsa`, built on first use. */
   containers: () => Containers;
   /** Signed PDFs (PAdES), built on first use. */
@@ -247,13 +247,13 @@ function build(): P7mFixtures {
   // A time-stamping authority under the intermediate (openssl ts wants timeStamping, critical).
   write('tsa.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
   issue('tsa', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Test TSA', 'int', 'tsa.ext', 0x1006);
-  write('ts.cnf', '[tsa]\ndefault_tsa = t\n[t]\nserial = tsa-serial\nsigner_digest = sha256\ndefault_policy = 1.2.3.4.1\ndigests = sha256, sha512\naccuracy = secs:1\ness_cert_id_alg = sha256\n');
+  write('ts.cnf', '[tsa]\ndefault_tsa = t\n[t]\nserial = tsa-serial\nsigner_digest = sha256\ndefault_policy = 1.2.3.4.1\ndigests = sha1, sha256, sha512\naccuracy = secs:1\ness_cert_id_alg = sha256\n');
   write('tsa-serial', '01\n');
   let stamps = 0;
-  const timestampToken = (data: Buffer): Buffer => {
+  const timestampToken = (data: Buffer, imprintHash = 'sha256'): Buffer => {
     const n = ++stamps;
     write(`stamp-${n}.bin`, data);
-    ssl('ts', '-query', '-data', `stamp-${n}.bin`, '-sha256', '-cert', '-no_nonce', '-out', `stamp-${n}.tsq`);
+    ssl('ts', '-query', '-data', `stamp-${n}.bin`, `-${imprintHash}`, '-cert', '-no_nonce', '-out', `stamp-${n}.tsq`);
     ssl('ts', '-reply', '-config', 'ts.cnf', '-queryfile', `stamp-${n}.tsq`, '-signer', 'tsa.pem', '-inkey', 'tsa.key', '-chain', 'int.pem', '-token_out', '-out', `stamp-${n}.tst`);
     return read(`stamp-${n}.tst`);
   };

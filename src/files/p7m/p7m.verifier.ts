@@ -495,6 +495,7 @@ function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerC
     if (!genTime) malformed('invalid genTime');
     t.time = genTime.toISOString();
     if (!imprintHash) t.problems.push('unsupported messageImprint hash algorithm');
+    else if (imprintHash === 'sha1') t.problems.push('weak messageImprint hash sha1');
     else if (!createHash(imprintHash).update(signatureValue).digest().equals(bytes(prim(imprint[1], UNIVERSAL, T.OCTETSTRING, 'hashedMessage')))) {
       t.problems.push(`the timestamp is of other bytes than ${covers} (messageImprint)`);
     }

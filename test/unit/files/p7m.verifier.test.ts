@@ -460,6 +460,13 @@ describe('p7m verifier', function () {
       expect(signer(stamped).signingTime).to.equal('2019-06-01T00:00:00.000Z');
     });
 
+    it('refuses a timestamp whose imprint is SHA-1, as SHA-1 is refused everywhere', () => {
+      const ci = parse(fx.der.rsa);
+      const si = signerInfo(ci);
+      si.unsignedAttributes = [attribute(OIDS.signatureTimestamp, parse(fx.timestampToken(signatureOf(si), 'sha1')))];
+      expect(verifyP7m(encode(ci), { trustAnchors: root }).reason).to.equal('signer 1: signature timestamp: weak messageImprint hash sha1');
+    });
+
     it('notices a changed byte in the token', () => {
       const der = fx.timestamped().valid;
       // The token is the envelope's last element; its TSA's ECDSA signature, its last bytes.
