@@ -102,6 +102,10 @@ export interface Timestamped {
   otherImprint: Buffer;
   /** A token signed by a certificate without the timeStamping extended key usage (the EC signer's). */
   notTsa: Buffer;
+  /** A token signed by a certificate whose timeStamping usage is not critical. */
+  laxTsa: Buffer;
+  /** A token signed by a certificate with timeStamping and codeSigning. */
+  wideTsa: Buffer;
   /** signingTime claims 2019, before the certificate's validity; the timestamp's time is now. */
   claimedBeforeValidity: Buffer;
   /** The same without the timestamp. */
@@ -277,13 +281,18 @@ function build(): P7mFixtures {
   }, { subFilter, objectNumber: 900 + signatures });
   const markedPdf = (padding: number): Buffer => plainPdf(marker.toString('latin1'), padding);
   // A token's TSTInfo signed by a certificate that is not a TSA's (openssl ts refuses to make one).
-  const notTsaToken = (data: Buffer): Buffer => {
+  // TSAs that RFC 3161 §2.3 refuses: timeStamping not critical, or beside another purpose.
+  write('tsa-lax.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=timeStamping\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
+  issue('tsa-lax', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Lax TSA', 'int', 'tsa-lax.ext', 0x1009);
+  write('tsa-wide.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping,codeSigning\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
+  issue('tsa-wide', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Wide TSA', 'int', 'tsa-wide.ext', 0x100a);
+  const notTsaToken = (data: Buffer, signer = 'ec'): Buffer => {
     const genuine = parse(timestampToken(data));
     const tstInfo = Buffer.from(children(children(signedData(genuine)[2]!)[1]!)[0]!.value as string, 'latin1');
     write('tstinfo.der', tstInfo);
-    ssl('cms', '-sign', '-binary', '-nodetach', '-in', 'tstinfo.der', '-econtent_type', '1.2.840.113549.1.9.16.1.4', '-md', 'sha256', '-signer', 'ec.pem', '-inkey', 'ec.key',
-      '-certfile', 'int.pem', '-outform', 'DER', '-out', 'not-tsa.tst');
-    return read('not-tsa.tst');
+    ssl('cms', '-sign', '-binary', '-nodetach', '-in', 'tstinfo.der', '-econtent_type', '1.2.840.113549.1.9.16.1.4', '-md', 'sha256', '-signer', `${signer}.pem`, '-inkey', `${signer}.key`,
+      '-certfile', 'int.pem', '-outform', 'DER', '-out', `not-tsa-${signer}.tst`);
+    return read(`not-tsa-${signer}.tst`);
   };
   const sha3Rsa = sign('sha3.p7m', 'doc.pdf', '-nodetach', '-md', 'sha3-256', ...as('rsa'), ...chain);
   return {
@@ -411,7 +420,7 @@ function buildCounterSigned(rsaEnvelope: Buffer, ecCert: Buffer, rsaCert: Buffer
   };
 }
 
-function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, notTsaToken: (data: Buffer) => Buffer, rsaKey: KeyObject): Timestamped {
+function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, notTsaToken: (data: Buffer, signer?: string) => Buffer, rsaKey: KeyObject): Timestamped {
   const stamped = (envelope: Buffer, stamp: (signatureValue: Buffer) => Buffer): Buffer => {
     const ci = parse(envelope);
     const si = signerInfo(ci);
@@ -430,7 +439,9 @@ function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, 
   return {
     valid: stamped(rsaEnvelope, token),
     otherImprint: stamped(rsaEnvelope, () => token(Buffer.from('another signature'))),
-    notTsa: stamped(rsaEnvelope, notTsaToken),
+    notTsa: stamped(rsaEnvelope, (sig) => notTsaToken(sig)),
+    laxTsa: stamped(rsaEnvelope, (sig) => notTsaToken(sig, 'tsa-lax')),
+    wideTsa: stamped(rsaEnvelope, (sig) => notTsaToken(sig, 'tsa-wide')),
     claimedBeforeValidity: stamped(claimed, token),
     claimedBeforeValidityUnstamped: claimed,
   };

@@ -14,6 +14,8 @@ export interface EnvelopeCert {
   signingUsage: boolean | undefined;
   /** The QC statements the certificate makes (ETSI EN 319 412-5): EU qualified, and the key in a qualified device. */
   qc: { compliance: boolean; sscd: boolean };
+  /** The extended key usage extension: its purposes and whether it is critical; undefined without one. */
+  eku: { purposes: string[]; critical: boolean } | undefined;
   /** The certificate as node:crypto loads it; undefined when it cannot. */
   x509: () => X509Certificate | undefined;
 }
@@ -24,6 +26,7 @@ const MAX_CHAIN = 8;
 const SKI = '2.5.29.14';
 const KEY_USAGE = '2.5.29.15';
 const QC_STATEMENTS = '1.3.6.1.5.5.7.1.3';
+const EXT_KEY_USAGE = '2.5.29.37';
 const QC_COMPLIANCE = '0.4.0.1862.1.1';
 const QC_SSCD = '0.4.0.1862.1.4';
 
@@ -56,14 +59,19 @@ function readCertificate(node: Node): EnvelopeCert {
   let subjectKeyId: string | undefined;
   let signingUsage: boolean | undefined;
   const qc = { compliance: false, sscd: false };
+  let eku: EnvelopeCert['eku'];
   for (; i < tbs.length; i++) {
     if (!is(tbs[i], CONTEXT, 3)) continue;
     for (const ext of seq(kids(tbs[i], CONTEXT, 3, 'extensions')[0], 'extensions')) {
       const parts = seq(ext, 'extension');
       const id = oid(parts[0], 'extension id');
-      if (id !== SKI && id !== KEY_USAGE && id !== QC_STATEMENTS) continue;
+      if (id !== SKI && id !== KEY_USAGE && id !== QC_STATEMENTS && id !== EXT_KEY_USAGE) continue;
       const value = parseSmall(octets(parts[parts.length - 1], 'extension value'));
       if (id === SKI) subjectKeyId = prim(value, UNIVERSAL, T.OCTETSTRING, 'subject key identifier');
+      else if (id === EXT_KEY_USAGE) {
+        const critical = parts.length === 3 && is(parts[1], UNIVERSAL, T.BOOLEAN) && parts[1].value !== '\x00';
+        eku = { purposes: seq(value, 'extended key usage').map((p) => oid(p, 'key purpose')), critical };
+      }
       else if (id === KEY_USAGE) {
         const usage = prim(value, UNIVERSAL, T.BITSTRING, 'key usage');
         signingUsage = bitAt(usage, 0) || bitAt(usage, 1); // digitalSignature, nonRepudiation
@@ -78,7 +86,7 @@ function readCertificate(node: Node): EnvelopeCert {
   }
   // The certificate's DER (forge re-encodes it: a certificate that is not DER will not verify).
   const der = derOf(node);
-  return { issuerName: canonicalName(issuer), serial, subjectKeyId, signingUsage, qc, x509: () => x509Of(der) };
+  return { issuerName: canonicalName(issuer), serial, subjectKeyId, signingUsage, qc, eku, x509: () => x509Of(der) };
 }
 
 // The same signer and CA certificates recur across documents, and loading one costs more than

@@ -461,7 +461,10 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
         : 'the certificate is not valid at the time of the check');
     }
     if (cert.signingUsage === false) v.problems.push("the certificate's key usage does not allow signing");
-    if (ctx.tsa && !x509.keyUsage?.includes(TIME_STAMPING)) v.problems.push('the certificate is not a time-stamping authority\'s (extended key usage)');
+    // RFC 3161 §2.3: a TSA's certificate has one extended key usage, timeStamping, marked critical.
+    if (ctx.tsa && !(cert.eku?.critical && cert.eku.purposes.length === 1 && cert.eku.purposes[0] === TIME_STAMPING)) {
+      v.problems.push('the certificate is not a time-stamping authority\'s (extended key usage)');
+    }
     if (ctx.anchors.length > 0) {
       const why = untrustedBecause(x509, ctx.certs, ctx.anchors, at);
       v.chain = why === undefined ? 'trusted' : 'untrusted';

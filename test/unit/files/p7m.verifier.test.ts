@@ -447,9 +447,11 @@ describe('p7m verifier', function () {
       });
     });
 
-    it('refuses a token whose signer is not a time-stamping authority', () => {
-      expect(verifyP7m(fx.timestamped().notTsa, { trustAnchors: root }).reason).to.equal(
-        "signer 1: signature timestamp: the certificate is not a time-stamping authority's (extended key usage)");
+    it('refuses a token whose signer is not a time-stamping authority as RFC 3161 §2.3 defines one (timeStamping alone, critical)', () => {
+      for (const name of ['notTsa', 'laxTsa', 'wideTsa'] as const) {
+        expect(verifyP7m(fx.timestamped()[name], { trustAnchors: root }).reason, name).to.equal(
+          "signer 1: signature timestamp: the certificate is not a time-stamping authority's (extended key usage)");
+      }
     });
 
     it('judges the certificate at the timestamp\'s time, not at the signingTime the signer claims', () => {
