@@ -106,6 +106,10 @@ export interface Timestamped {
   laxTsa: Buffer;
   /** A token signed by a certificate with timeStamping and codeSigning. */
   wideTsa: Buffer;
+  /** A token signed by the TSA's certificate without naming it (no ESS signing-certificate attribute). */
+  noEss: Buffer;
+  /** Two valid timestamps over the signature (two TSAs, or one asked twice). */
+  twoStamps: Buffer;
   /** signingTime claims 2019, before the certificate's validity; the timestamp's time is now. */
   claimedBeforeValidity: Buffer;
   /** The same without the timestamp. */
@@ -286,12 +290,12 @@ function build(): P7mFixtures {
   issue('tsa-lax', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Lax TSA', 'int', 'tsa-lax.ext', 0x1009);
   write('tsa-wide.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping,codeSigning\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
   issue('tsa-wide', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Wide TSA', 'int', 'tsa-wide.ext', 0x100a);
-  const notTsaToken = (data: Buffer, signer = 'ec'): Buffer => {
+  const notTsaToken = (data: Buffer, signer = 'ec', ess = true): Buffer => {
     const genuine = parse(timestampToken(data));
     const tstInfo = Buffer.from(children(children(signedData(genuine)[2]!)[1]!)[0]!.value as string, 'latin1');
     write('tstinfo.der', tstInfo);
     ssl('cms', '-sign', '-binary', '-nodetach', '-in', 'tstinfo.der', '-econtent_type', '1.2.840.113549.1.9.16.1.4', '-md', 'sha256', '-signer', `${signer}.pem`, '-inkey', `${signer}.key`,
-      '-certfile', 'int.pem', '-outform', 'DER', '-out', `not-tsa-${signer}.tst`);
+      '-certfile', 'int.pem', '-outform', 'DER', '-out', `not-tsa-${signer}.tst`, ...(ess ? ['-cades'] : []));
     return read(`not-tsa-${signer}.tst`);
   };
   const sha3Rsa = sign('sha3.p7m', 'doc.pdf', '-nodetach', '-md', 'sha3-256', ...as('rsa'), ...chain);
@@ -420,11 +424,11 @@ function buildCounterSigned(rsaEnvelope: Buffer, ecCert: Buffer, rsaCert: Buffer
   };
 }
 
-function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, notTsaToken: (data: Buffer, signer?: string) => Buffer, rsaKey: KeyObject): Timestamped {
-  const stamped = (envelope: Buffer, stamp: (signatureValue: Buffer) => Buffer): Buffer => {
+function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, notTsaToken: (data: Buffer, signer?: string, ess?: boolean) => Buffer, rsaKey: KeyObject): Timestamped {
+  const stamped = (envelope: Buffer, stamp: (signatureValue: Buffer) => Buffer, count = 1): Buffer => {
     const ci = parse(envelope);
     const si = signerInfo(ci);
-    si.unsignedAttributes = [attribute(OIDS.signatureTimestamp, parse(stamp(signatureOf(si))))];
+    si.unsignedAttributes = Array.from({ length: count }, () => attribute(OIDS.signatureTimestamp, parse(stamp(signatureOf(si)))));
     return encode(ci);
   };
   const claimed = (() => {
@@ -442,6 +446,8 @@ function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, 
     notTsa: stamped(rsaEnvelope, (sig) => notTsaToken(sig)),
     laxTsa: stamped(rsaEnvelope, (sig) => notTsaToken(sig, 'tsa-lax')),
     wideTsa: stamped(rsaEnvelope, (sig) => notTsaToken(sig, 'tsa-wide')),
+    noEss: stamped(rsaEnvelope, (sig) => notTsaToken(sig, 'tsa', false)),
+    twoStamps: stamped(rsaEnvelope, token, 2),
     claimedBeforeValidity: stamped(claimed, token),
     claimedBeforeValidityUnstamped: claimed,
   };

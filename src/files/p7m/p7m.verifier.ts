@@ -273,6 +273,8 @@ type Target = { kind: 'content' } | { kind: 'signature'; value: Buffer };
 const MAX_COUNTER_DEPTH = 4;
 /** Signers and counter-signatures of one envelope level, together. */
 const MAX_SIGNER_INFOS = 32;
+/** Signature timestamps of one signer. */
+const MAX_TIMESTAMPS = 4;
 
 /** "signer 2", or for a counter-signature "signer 2 counter-signature 1" (`signers` starts at index `offset` of the verdict's). */
 function signerName(signers: readonly SignerVerdict[], index: number, offset: number): string {
@@ -423,6 +425,8 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       const mismatch = signingCertificateMismatch(attrs, x509);
       if (mismatch) v.problems.push(mismatch);
     }
+    // RFC 3161 §2.4.1 (RFC 5816): a token names its TSA's certificate, so that it cannot be swapped.
+    if (ctx.tsa && !attrs.has(ATTR.signingCertificateV2) && !attrs.has(ATTR.signingCertificate)) v.problems.push('the token does not name its TSA certificate (ESS signing certificate)');
     signed = signedAttributeEncodings(signedAttrs);
   } else {
     if (target.kind === 'content' && ctx.eContentType !== ID_DATA) v.problems.push('signed attributes are missing');
@@ -444,11 +448,13 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
 
   // The timestamp's time is a third party's word for when the signature existed; signingTime
   // is only the signer's claim. With a valid timestamp, the certificate is judged at it.
-  if (timestamps.length > 1) v.problems.push('more than one signature timestamp');
-  const stamp = timestamps[0];
-  if (stamp !== undefined) {
-    v.timestamp = checkTimestamp(stamp, signature, ctx);
-    if (!v.timestamp.valid) v.problems.push(`signature timestamp: ${v.timestamp.problems[0] ?? 'not verified'}`);
+  // Several may come from several TSAs (ETSI EN 319 122-1): each must verify, the earliest is reported.
+  if (timestamps.length > MAX_TIMESTAMPS) v.problems.push(`more than ${MAX_TIMESTAMPS} signature timestamps`);
+  else if (timestamps.length > 0) {
+    const verdicts = timestamps.map((stamp) => checkTimestamp(stamp, signature, ctx));
+    const failed = verdicts.find((t) => !t.valid);
+    v.timestamp = failed ?? verdicts.reduce((a, b) => ((b.time ?? '') < (a.time ?? '') ? b : a));
+    if (failed) v.problems.push(`signature timestamp: ${failed.problems[0] ?? 'not verified'}`);
   }
   const stampedAt = v.timestamp?.valid && v.timestamp.time ? new Date(v.timestamp.time) : undefined;
 

@@ -462,6 +462,17 @@ describe('p7m verifier', function () {
       expect(signer(stamped).signingTime).to.equal('2019-06-01T00:00:00.000Z');
     });
 
+    it('refuses a token that does not name its TSA certificate (ESS signing certificate, RFC 5816)', () => {
+      expect(verifyP7m(fx.timestamped().noEss, { trustAnchors: root }).reason).to.equal(
+        'signer 1: signature timestamp: the token does not name its TSA certificate (ESS signing certificate)');
+    });
+
+    it('verifies every one of several timestamps and reports the earliest', () => {
+      const v = verifyP7m(fx.timestamped().twoStamps, { trustAnchors: root });
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(signer(v).timestamp).to.include({ valid: true, tsa: 'O=Test, CN=Test TSA' });
+    });
+
     it('refuses a timestamp whose imprint is SHA-1, as SHA-1 is refused everywhere', () => {
       const ci = parse(fx.der.rsa);
       const si = signerInfo(ci);
