@@ -1,0 +1,172 @@
+// EU trusted lists (ETSI TS 119 612): a member state's list of trust service providers and
+// their services, with the certificates that identify them, signed by the list's operator.
+// Read offline: the list's XML signature is checked against the operator certificates the
+// registry's operator configured (never the KeyInfo the list brings), and the services are read
+// from the bytes that signature covers, never from the parsed document around them.
+//
+// Libraries: @xmldom/xmldom (strict: any parse warning is an error) and xml-crypto (node-saml)
+// for XMLDSig. Two facts about xml-crypto 6.3 shape the checks below: it digests a processing
+// instruction's data as text (so a PI could hide a status from a DOM reader while the digest
+// still matches: refused up front), and it returns false for a wrong digest but throws for a
+// wrong signature value (both are a refusal here).
+import { X509Certificate } from 'node:crypto';
+import { DOMParser, type Document, type Element } from '@xmldom/xmldom';
+import { SignedXml } from 'xml-crypto';
+
+export const TSL_NS = 'http://uri.etsi.org/02231/v2#';
+const DS_NS = 'http://www.w3.org/2000/09/xmldsig#';
+const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
+const C14N = new Set(['http://www.w3.org/2001/10/xml-exc-c14n#', 'http://www.w3.org/TR/2001/REC-xml-c14n-20010315']);
+const SIGNATURE_ALGORITHMS = new Set([
+  'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256', 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha512', 'http://www.w3.org/2007/05/xmldsig-more#sha256-rsa-MGF1',
+]);
+const DIGEST_ALGORITHMS = new Set(['http://www.w3.org/2001/04/xmlenc#sha256', 'http://www.w3.org/2001/04/xmlenc#sha512']);
+/** Italy's list is about 2 MB; the EU's list of lists smaller. */
+const MAX_BYTES = 32 * 1024 * 1024;
+
+/** A list that cannot be used, and why (safe to show to the operator). */
+export class TrustedListError extends Error {
+  override name = 'TrustedListError';
+}
+
+export interface TrustedService {
+  provider: string;
+  name: string;
+  /** e.g. http://uri.etsi.org/TrstSvc/Svctype/CA/QC */
+  type: string;
+  /** The current status (e.g. http://uri.etsi.org/TrstSvc/TrustedList/Svcstatus/granted) and since when. */
+  status: string;
+  statusFrom: Date;
+  /** Earlier statuses, newest first: each held from its time until the next newer one. */
+  history: Array<{ status: string; from: Date }>;
+  /** The certificates that identify the service (for a CA: its own certificates). */
+  certificates: X509Certificate[];
+  /** AdditionalServiceInformation URIs, e.g. .../SvcInfoExt/ForeSignatures. */
+  additionalInformation: string[];
+}
+
+export interface TrustedList {
+  territory: string;
+  type: string;
+  sequenceNumber: number;
+  issuedAt: Date;
+  nextUpdate: Date | null;
+  services: TrustedService[];
+}
+
+/** Parses external XML strictly: no DTD, no processing instruction, any warning fatal. */
+function strictParse(xml: string): Document {
+  if (Buffer.byteLength(xml, 'utf8') > MAX_BYTES) throw new TrustedListError('the list is larger than 32 MB');
+  if (/<!DOCTYPE/i.test(xml)) throw new TrustedListError('the list has a DOCTYPE');
+  if (/<\?(?!xml\s)/.test(xml.replace(/^\uFEFF/, ''))) throw new TrustedListError('the list has a processing instruction');
+  try {
+    return new DOMParser({ onError: (level, message) => { throw new TrustedListError(`XML ${level}: ${message}`); } }).parseFromString(xml, 'application/xml');
+  } catch (err) {
+    throw err instanceof TrustedListError ? err : new TrustedListError(`the list is not well-formed XML: ${(err as Error).message}`);
+  }
+}
+
+const childElements = (el: Element, ns: string, local: string): Element[] => {
+  const out: Element[] = [];
+  for (let n = el.firstChild; n; n = n.nextSibling) {
+    if (n.nodeType === 1 && (n as Element).namespaceURI === ns && (n as Element).localName === local) out.push(n as Element);
+  }
+  return out;
+};
+const child = (el: Element | undefined, local: string): Element | undefined => (el ? childElements(el, TSL_NS, local)[0] : undefined);
+const text = (el: Element | undefined): string => (el?.textContent ?? '').trim();
+const date = (el: Element | undefined, what: string): Date => {
+  const d = new Date(text(el));
+  if (Number.isNaN(d.getTime())) throw new TrustedListError(`the list's ${what} is not a date`);
+  return d;
+};
+
+/**
+ * Verifies a trusted list's signature with one of `signers` and returns what it says. Throws
+ * TrustedListError when the list is malformed, unsigned, signed by anyone else or altered.
+ */
+export function readTrustedList(xml: string, signers: readonly X509Certificate[]): TrustedList {
+  if (signers.length === 0) throw new TrustedListError('no list signer certificate is configured');
+  const doc = strictParse(xml);
+  const root = doc.documentElement;
+  if (!root || root.namespaceURI !== TSL_NS || root.localName !== 'TrustServiceStatusList') throw new TrustedListError('not a trusted list (TrustServiceStatusList)');
+  if (doc.getElementsByTagNameNS(DS_NS, 'Signature').length !== 1) throw new TrustedListError('a trusted list has exactly one signature');
+  const signature = childElements(root, DS_NS, 'Signature')[0];
+  if (!signature) throw new TrustedListError('the signature is not the list\'s own (a child of its root)');
+
+  let signedBytes: string | undefined;
+  const reasons: string[] = [];
+  for (const signer of signers) {
+    const sx = new SignedXml({ publicCert: signer.toString(), getCertFromKeyInfo: () => null });
+    sx.loadSignature(signature);
+    if (!C14N.has(sx.canonicalizationAlgorithm ?? '') || !SIGNATURE_ALGORITHMS.has(sx.signatureAlgorithm ?? '')) {
+      throw new TrustedListError(`the list is signed with algorithms not accepted (${sx.canonicalizationAlgorithm}, ${sx.signatureAlgorithm})`);
+    }
+    let ok: boolean;
+    try {
+      ok = sx.checkSignature(xml);
+    } catch (err) {
+      reasons.push((err as Error).message);
+      continue;
+    }
+    if (!ok) {
+      reasons.push('a reference digest does not match');
+      continue;
+    }
+    const references = sx.getReferences();
+    if (references.some((r) => !DIGEST_ALGORITHMS.has(r.digestAlgorithm))) throw new TrustedListError('the list uses a digest algorithm not accepted');
+    const whole = references.filter((r) => r.uri === '');
+    const transforms = whole[0]?.transforms ?? [];
+    if (whole.length !== 1 || transforms[0] !== ENVELOPED || !transforms.slice(1).every((t) => C14N.has(t))) {
+      throw new TrustedListError('the signature does not cover the whole list (one enveloped reference to "")');
+    }
+    signedBytes = whole[0]!.signedReference;
+    break;
+  }
+  if (signedBytes === undefined) throw new TrustedListError(`the list's signature does not verify with a configured signer (${reasons[0] ?? 'no reason'})`);
+  // What the signature covers, canonical: the only bytes read from here on.
+  return listOf(strictParse(signedBytes));
+}
+
+function listOf(doc: Document): TrustedList {
+  const root = doc.documentElement!;
+  const scheme = child(root, 'SchemeInformation');
+  if (!scheme) throw new TrustedListError('the list has no SchemeInformation');
+  const services: TrustedService[] = [];
+  for (const provider of childElements(child(root, 'TrustServiceProviderList') ?? root, TSL_NS, 'TrustServiceProvider')) {
+    const providerName = text(child(child(child(provider, 'TSPInformation'), 'TSPName'), 'Name'));
+    for (const service of childElements(child(provider, 'TSPServices') ?? provider, TSL_NS, 'TSPService')) {
+      const info = child(service, 'ServiceInformation');
+      const identities = childElements(child(info, 'ServiceDigitalIdentity') ?? service, TSL_NS, 'DigitalId');
+      const certificates = identities.flatMap((id) => childElements(id, TSL_NS, 'X509Certificate')).map((c) => {
+        try {
+          return new X509Certificate(Buffer.from(text(c).replace(/\s+/g, ''), 'base64'));
+        } catch {
+          throw new TrustedListError(`a certificate of ${providerName} cannot be read`);
+        }
+      });
+      const history = childElements(child(service, 'ServiceHistory') ?? service, TSL_NS, 'ServiceHistoryInstance')
+        .map((h) => ({ status: text(child(h, 'ServiceStatus')), from: date(child(h, 'StatusStartingTime'), 'status starting time') }))
+        .sort((a, b) => b.from.getTime() - a.from.getTime());
+      services.push({
+        provider: providerName,
+        name: text(child(child(info, 'ServiceName'), 'Name')),
+        type: text(child(info, 'ServiceTypeIdentifier')),
+        status: text(child(info, 'ServiceStatus')),
+        statusFrom: date(child(info, 'StatusStartingTime'), 'status starting time'),
+        history,
+        certificates,
+        additionalInformation: Array.from(info?.getElementsByTagNameNS(TSL_NS, 'AdditionalServiceInformation') ?? []).map((a) => text(child(a, 'URI'))),
+      });
+    }
+  }
+  const nextUpdate = child(child(scheme, 'NextUpdate'), 'dateTime');
+  return {
+    territory: text(child(scheme, 'SchemeTerritory')),
+    type: text(child(scheme, 'TSLType')),
+    sequenceNumber: Number(text(child(scheme, 'TSLSequenceNumber'))),
+    issuedAt: date(child(scheme, 'ListIssueDateTime'), 'issue date'),
+    nextUpdate: nextUpdate ? date(nextUpdate, 'next update') : null,
+    services,
+  };
+}

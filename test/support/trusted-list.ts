@@ -1,0 +1,53 @@
+// Trusted lists (ETSI TS 119 612) built and signed at test time, as a member state's operator
+// publishes them: one provider with one service, its certificate, its status and history, and
+// an enveloped XMLDSig signature (exclusive C14N, RSA-SHA256) made with xml-crypto.
+import { X509Certificate } from 'node:crypto';
+import { SignedXml } from 'xml-crypto';
+
+export const STATUS = 'http://uri.etsi.org/TrstSvc/TrustedList/Svcstatus/';
+export const CA_QC = 'http://uri.etsi.org/TrstSvc/Svctype/CA/QC';
+const TSL = 'http://uri.etsi.org/02231/v2#';
+const DS = 'http://www.w3.org/2000/09/xmldsig#';
+const EXC_C14N = 'http://www.w3.org/2001/10/xml-exc-c14n#';
+
+export interface ListOptions {
+  /** The service's certificate (PEM). */
+  caPem: string;
+  status: string;
+  statusFrom: string;
+  history?: Array<{ status: string; from: string }>;
+}
+
+export function trustedListXml(o: ListOptions): string {
+  const der = new X509Certificate(o.caPem).raw.toString('base64');
+  const history = (o.history ?? []).map((h) => `<tsl:ServiceHistoryInstance><tsl:ServiceTypeIdentifier>${CA_QC}</tsl:ServiceTypeIdentifier>`
+    + `<tsl:ServiceName><tsl:Name xml:lang="en">Test QC CA</tsl:Name></tsl:ServiceName><tsl:ServiceDigitalIdentity><tsl:DigitalId><tsl:X509Certificate>${der}</tsl:X509Certificate></tsl:DigitalId></tsl:ServiceDigitalIdentity>`
+    + `<tsl:ServiceStatus>${h.status}</tsl:ServiceStatus><tsl:StatusStartingTime>${h.from}</tsl:StatusStartingTime></tsl:ServiceHistoryInstance>`).join('');
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<tsl:TrustServiceStatusList xmlns:tsl="${TSL}" xmlns:ds="${DS}" TSLTag="http://uri.etsi.org/19612/TSLTag" Id="tsl-1">
+<tsl:SchemeInformation><tsl:TSLVersionIdentifier>5</tsl:TSLVersionIdentifier><tsl:TSLSequenceNumber>42</tsl:TSLSequenceNumber>
+<tsl:TSLType>http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUgeneric</tsl:TSLType>
+<tsl:SchemeOperatorName><tsl:Name xml:lang="it">Agenzia di prova</tsl:Name></tsl:SchemeOperatorName>
+<tsl:SchemeTerritory>IT</tsl:SchemeTerritory><tsl:ListIssueDateTime>2026-01-01T00:00:00Z</tsl:ListIssueDateTime>
+<tsl:NextUpdate><tsl:dateTime>2026-07-01T00:00:00Z</tsl:dateTime></tsl:NextUpdate></tsl:SchemeInformation>
+<tsl:TrustServiceProviderList><tsl:TrustServiceProvider>
+<tsl:TSPInformation><tsl:TSPName><tsl:Name xml:lang="it">Certificatore di prova S.p.A.</tsl:Name></tsl:TSPName></tsl:TSPInformation>
+<tsl:TSPServices><tsl:TSPService><tsl:ServiceInformation>
+<tsl:ServiceTypeIdentifier>${CA_QC}</tsl:ServiceTypeIdentifier><tsl:ServiceName><tsl:Name xml:lang="en">Test QC CA</tsl:Name></tsl:ServiceName>
+<tsl:ServiceDigitalIdentity><tsl:DigitalId><tsl:X509Certificate>${der}</tsl:X509Certificate></tsl:DigitalId></tsl:ServiceDigitalIdentity>
+<tsl:ServiceStatus>${o.status}</tsl:ServiceStatus><tsl:StatusStartingTime>${o.statusFrom}</tsl:StatusStartingTime>
+<tsl:ServiceInformationExtensions><tsl:Extension Critical="false"><tsl:AdditionalServiceInformation><tsl:URI xml:lang="en">http://uri.etsi.org/TrstSvc/TrustedList/SvcInfoExt/ForeSignatures</tsl:URI></tsl:AdditionalServiceInformation></tsl:Extension></tsl:ServiceInformationExtensions>
+</tsl:ServiceInformation>${history ? `<tsl:ServiceHistory>${history}</tsl:ServiceHistory>` : ''}</tsl:TSPService></tsl:TSPServices>
+</tsl:TrustServiceProvider></tsl:TrustServiceProviderList>
+</tsl:TrustServiceStatusList>`;
+}
+
+/** The list signed by its operator: the signature the last child of the root, over the whole list (URI=""). */
+export function signTrustedList(xml: string, keyPem: string, certPem: string): string {
+  const sig = new SignedXml({
+    privateKey: keyPem, publicCert: certPem, signatureAlgorithm: 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256', canonicalizationAlgorithm: EXC_C14N,
+  });
+  sig.addReference({ xpath: '/*', isEmptyUri: true, transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', EXC_C14N], digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256' });
+  sig.computeSignature(xml, { prefix: 'ds', attrs: { Id: 'sig-1' }, existingPrefixes: { ds: DS }, location: { reference: '/*', action: 'append' } });
+  return sig.getSignedXml();
+}

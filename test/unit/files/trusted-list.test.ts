@@ -1,0 +1,57 @@
+import { expect } from 'chai';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { readTrustedList, type TrustedList } from '../../../src/files/trust/trusted-list.js';
+import { p7mFixtures } from '../../support/p7m-fixtures.js';
+import { CA_QC, STATUS, signTrustedList, trustedListXml } from '../../support/trusted-list.js';
+
+describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
+  const fx = p7mFixtures();
+  const pem = (name: string) => readFileSync(`${fx.dir}/${name}`, 'utf8');
+  // The list's operator signs with the test root's key; the listed CA/QC service is the intermediate.
+  const operator = new X509Certificate(pem('root.pem'));
+  const xml = trustedListXml({ caPem: pem('int.pem'), status: `${STATUS}granted`, statusFrom: '2016-07-01T00:00:00Z', history: [{ status: `${STATUS}accredited`, from: '2010-01-01T00:00:00Z' }] });
+  const signed = signTrustedList(xml, pem('root.key'), pem('root.pem'));
+  const refused = (list: string, signers = [operator]): string => {
+    try {
+      readTrustedList(list, signers);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return 'accepted';
+  };
+
+  it('reads a signed list: its territory and dates, each service with its type, status, history and certificates', () => {
+    const list: TrustedList = readTrustedList(signed, [new X509Certificate(pem('rsa.pem')), operator]);
+    expect(list).to.deep.include({ territory: 'IT', type: 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUgeneric', sequenceNumber: 42 });
+    expect(list.issuedAt.toISOString()).to.equal('2026-01-01T00:00:00.000Z');
+    expect(list.services).to.have.length(1);
+    const [service] = list.services;
+    expect(service).to.deep.include({ provider: 'Certificatore di prova S.p.A.', name: 'Test QC CA', type: CA_QC, status: `${STATUS}granted` });
+    expect(service!.history.map((h) => [h.status, h.from.toISOString()])).to.deep.equal([[`${STATUS}accredited`, '2010-01-01T00:00:00.000Z']]);
+    expect(service!.certificates[0]?.subject).to.equal('O=Test\nCN=Test Intermediate');
+    expect(service!.additionalInformation).to.deep.equal(['http://uri.etsi.org/TrstSvc/TrustedList/SvcInfoExt/ForeSignatures']);
+  });
+
+  it('refuses a list signed by anyone but a configured operator (the KeyInfo it carries is not trusted)', () => {
+    expect(refused(signed, [new X509Certificate(pem('rsa.pem'))])).to.match(/^the list's signature does not verify with a configured signer/);
+    expect(refused(signTrustedList(xml, pem('rsa.key'), pem('rsa.pem')))).to.match(/^the list's signature does not verify/);
+    expect(refused(signed, [])).to.equal('no list signer certificate is configured');
+  });
+
+  it('refuses an altered list: a status, a certificate, a second signature, a signature moved', () => {
+    expect(refused(signed.replace(`${STATUS}granted`, `${STATUS}withdrawn`))).to.match(/^the list's signature does not verify/);
+    expect(refused(signed.replace('<tsl:SchemeTerritory>IT', '<tsl:SchemeTerritory>FR'))).to.match(/^the list's signature does not verify/);
+    const signature = signed.slice(signed.indexOf('<ds:Signature'), signed.indexOf('</ds:Signature>') + '</ds:Signature>'.length);
+    expect(refused(signed.replace('<tsl:SchemeInformation>', `<tsl:SchemeInformation>${signature}`))).to.equal('a trusted list has exactly one signature');
+    expect(refused(signed.replace(signature, '').replace('<tsl:SchemeInformation>', `<tsl:SchemeInformation>${signature}`))).to.equal("the signature is not the list's own (a child of its root)");
+  });
+
+  it('refuses what a DOM reader and the digest would read differently, and what XML parsers are attacked with', () => {
+    // xml-crypto digests a processing instruction's data as text: a status hidden in one.
+    expect(refused(signed.replace(`>${STATUS}granted<`, `><?p ${STATUS}granted?><`))).to.equal('the list has a processing instruction');
+    expect(refused(signed.replace('<?xml version="1.0" encoding="UTF-8"?>', '<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x "y">]>'))).to.equal('the list has a DOCTYPE');
+    expect(refused(signed.replace('</tsl:SchemeInformation>', '</tsl:Scheme>'))).to.match(/^XML (error|fatalError)|not well-formed/);
+    expect(refused('<a/>')).to.equal('not a trusted list (TrustServiceStatusList)');
+  });
+});
