@@ -96,6 +96,10 @@ export class SignerInfo {
     this.fields[this.hasSigned ? 5 : 4] = octetString(bytes);
   }
 
+  get signature(): Buffer {
+    return Buffer.from(this.fields[this.hasSigned ? 5 : 4]!.value as string, 'latin1');
+  }
+
   set unsignedAttributes(attrs: Asn1[]) {
     const at = this.hasSigned ? 6 : 5;
     this.fields.splice(at, this.fields.length - at, tagged(1, ...attrs));
@@ -163,8 +167,4 @@ export function counterSignature(signatureValue: Buffer, signer: { cert: Buffer;
 }
 
 /** The signature octets of a SignerInfo. */
-export function signatureOf(si: SignerInfo): Buffer {
-  const f = si.fields;
-  const at = (f[3]!.tagClass as number) === (CONTEXT_SPECIFIC as number) && (f[3]!.type as number) === 0 ? 5 : 4;
-  return Buffer.from(f[at]!.value as string, 'latin1');
-}
+export const signatureOf = (si: SignerInfo): Buffer => si.signature;

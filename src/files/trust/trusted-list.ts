@@ -13,7 +13,7 @@ import { X509Certificate } from 'node:crypto';
 import { DOMParser, type Document, type Element } from '@xmldom/xmldom';
 import { SignedXml } from 'xml-crypto';
 
-export const TSL_NS = 'http://uri.etsi.org/02231/v2#';
+const TSL_NS = 'http://uri.etsi.org/02231/v2#';
 const DS_NS = 'http://www.w3.org/2000/09/xmldsig#';
 const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
 const C14N = new Set(['http://www.w3.org/2001/10/xml-exc-c14n#', 'http://www.w3.org/TR/2001/REC-xml-c14n-20010315']);
