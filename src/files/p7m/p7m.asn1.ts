@@ -202,6 +202,12 @@ export function bytes(binary: string): Buffer {
   return Buffer.from(binary, 'latin1');
 }
 
+/** Parses one element that fills `der` exactly, its nodes charged to the budget first (throws MalformedError naming `what` for bytes after it). */
+export function parseExact(der: Uint8Array, budget: NodeBudget, what: string): Node {
+  if (walkTlv(der, budget) !== der.length) malformed(`trailing bytes after ${what}`);
+  return parseDer(der);
+}
+
 /** The DER of a parsed node (forge re-encodes; for DER input it reproduces the original bytes). */
 export function derOf(node: Node): Buffer {
   return bytes(forge.asn1.toDer(node).getBytes());

@@ -2,7 +2,7 @@
 // SignedData structure, shape-checked, with the content and the certificates it carries.
 import forge from 'node-forge';
 import {
-  CONTEXT, LimitError, MAX_DEPTH, T, UNIVERSAL, algorithm, childSpans, is, kids, malformed, noParams, octets, oid, parseDer, seq, smallInt, spanAt, walkTlv,
+  CONTEXT, LimitError, MAX_DEPTH, T, UNIVERSAL, algorithm, parseExact, childSpans, is, kids, malformed, noParams, octets, oid, seq, smallInt, spanAt, walkTlv,
   type IndefiniteEnds, type Node, type NodeBudget, type Span, type WalkPath,
 } from './p7m.asn1.js';
 import { readCertificates, type EnvelopeCert } from './p7m.certs.js';
@@ -47,7 +47,7 @@ for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+
 for (const c of ' \t\r\n') BASE64[c.charCodeAt(0)] = 2;
 
 /** Decodes Base64 only when every byte is alphabet, whitespace or final padding (Buffer's decoder skips junk). */
-function strictBase64(text: Buffer, start: number, end: number): Buffer | undefined {
+export function strictBase64(text: Buffer, start: number, end: number): Buffer | undefined {
   const compact = Buffer.allocUnsafe(end - start);
   let n = 0;
   let padding = 0;
@@ -64,16 +64,18 @@ function strictBase64(text: Buffer, start: number, end: number): Buffer | undefi
   return Buffer.from(compact.toString('latin1', 0, n), 'base64');
 }
 
-function isSpace(byte: number): boolean {
+export function isSpace(byte: number): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
-function announcesSignedData(der: Uint8Array): boolean {
+const announcesSignedData = (der: Uint8Array): boolean => announces(der, SIGNED_DATA_OID);
+
+/** Whether `der` is a SEQUENCE (a ContentInfo) whose first element is the OBJECT IDENTIFIER `oidDer` (its DER). */
+export function announces(der: Uint8Array, oidDer: Buffer): boolean {
   if (der.length < 2 || der[0] !== 0x30) return false;
   const first = der[1]!;
   const header = first > 0x80 ? 2 + (first & 0x7f) : 2;
-  if (der.length < header + SIGNED_DATA_OID.length) return false;
-  return SIGNED_DATA_OID.equals(der.subarray(header, header + SIGNED_DATA_OID.length));
+  return der.length >= header + oidDer.length && oidDer.equals(der.subarray(header, header + oidDer.length));
 }
 
 /** One level of SignedData, read. */
@@ -156,11 +158,8 @@ function notExamined(buf: Uint8Array, tag: number, path: readonly WalkPath[]): b
   return !EXAMINED_DER.some((o) => Buffer.from(type.buffer, type.byteOffset, type.byteLength).equals(o));
 }
 
-/** Parses bytes that {@link walkTlv} accepted, charging their nodes to the budget first. */
-function parseCounted(der: Uint8Array, budget: NodeBudget): Node {
-  walkTlv(der, budget);
-  return parseDer(der);
-}
+/** Parses an element's bytes that {@link walkTlv} accepted, charging their nodes to the budget first. */
+const parseCounted = (der: Uint8Array, budget: NodeBudget): Node => parseExact(der, budget, 'an element');
 
 /** The encapsulated content, as the byte ranges of its OCTET STRING chunks, in order. */
 export interface Content {

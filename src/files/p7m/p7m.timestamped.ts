@@ -3,7 +3,8 @@
 // .p7m and the timestamp response over it, as signing tools of the CNIPA/AgID era produce).
 // Each is taken apart here; the verifier checks the timestamps over what they cover and the
 // document inside as any other.
-import { CONTEXT, T, UNIVERSAL, derOf, is, kids, malformed, octets, oid, parseDer, seq, smallInt, walkTlv, type Node, type NodeBudget } from './p7m.asn1.js';
+import { CONTEXT, T, UNIVERSAL, derOf, is, kids, malformed, octets, oid, parseDer, parseExact, seq, smallInt, walkTlv, type Node, type NodeBudget } from './p7m.asn1.js';
+import { announces, isSpace, strictBase64 } from './p7m.envelope.js';
 
 /** A timestamp token and the bytes its messageImprint must be the digest of. */
 export interface StampedBytes {
@@ -31,16 +32,10 @@ const MAX_MIME_HEADER = 16 * 1024;
  * (or LimitError) for a container that announces itself and is broken.
  */
 export function readTimestamped(input: Uint8Array, budget: NodeBudget): Timestamped | undefined {
-  if (announcesTimestampedData(input)) return readTsd(input, budget);
+  if (announces(input, TIMESTAMPED_DATA_OID)) return readTsd(input, budget);
   return readM7m(input, budget);
 }
 
-function announcesTimestampedData(der: Uint8Array): boolean {
-  if (der.length < 2 || der[0] !== 0x30) return false;
-  const first = der[1]!;
-  const header = first > 0x80 ? 2 + (first & 0x7f) : 2;
-  return der.length >= header + TIMESTAMPED_DATA_OID.length && TIMESTAMPED_DATA_OID.equals(der.subarray(header, header + TIMESTAMPED_DATA_OID.length));
-}
 
 // TimeStampedData ::= SEQUENCE { version INTEGER (1), dataUri IA5String OPTIONAL,
 //   metaData MetaData OPTIONAL, content OCTET STRING OPTIONAL, temporalEvidence Evidence }
@@ -48,7 +43,7 @@ function announcesTimestampedData(der: Uint8Array): boolean {
 // module's default); TimeStampTokenEvidence ::= SEQUENCE OF TimeStampAndCRL { timeStamp, crl OPTIONAL }.
 function readTsd(der: Uint8Array, budget: NodeBudget): Timestamped {
   const end = walkTlv(der, budget);
-  for (let i = end; i < der.length; i++) if (![0x0a, 0x0d, 0x20, 0x09].includes(der[i]!)) malformed('trailing bytes after the timestamped data');
+  for (let i = end; i < der.length; i++) if (!isSpace(der[i]!)) malformed('trailing bytes after the timestamped data');
   const ci = seq(parseDer(der.subarray(0, end)), 'ContentInfo');
   const wrapped = kids(ci[1], CONTEXT, 0, 'ContentInfo content');
   if (ci.length !== 2 || wrapped.length !== 1) malformed('ContentInfo is not the expected structure');
@@ -107,7 +102,7 @@ function readM7m(input: Uint8Array, budget: NodeBudget): Timestamped | undefined
     const partHeaders = parseHeaders(part.toString('latin1', 0, partHead.at));
     const encoding = (partHeaders.get('content-transfer-encoding') ?? 'binary').toLowerCase();
     const raw = part.subarray(partHead.next);
-    const body = encoding === 'base64' ? strictBase64(raw) : raw;
+    const body = encoding === 'base64' ? strictBase64(raw, 0, raw.length) ?? malformed('a MIME part is not valid Base64') : raw;
     const partType = (partHeaders.get('content-type') ?? '').toLowerCase();
     if (/^application\/(x-)?pkcs7-mime/.test(partType)) {
       if (p7m) malformed('more than one signed document in the .m7m');
@@ -124,10 +119,9 @@ function readM7m(input: Uint8Array, budget: NodeBudget): Timestamped | undefined
 
 /** A TimeStampResp { status, timeStampToken } or a bare TimeStampToken (ContentInfo). */
 function tokenOf(der: Buffer, budget: NodeBudget): Node {
-  const end = walkTlv(der, budget);
-  if (end !== der.length) malformed('trailing bytes after the timestamp');
-  const node = seq(parseDer(der), 'timestamp');
-  if (is(node[0], UNIVERSAL, T.OID)) return parseDer(der); // a token: ContentInfo { id-signedData, [0] ... }
+  const parsed = parseExact(der, budget, 'the timestamp');
+  const node = seq(parsed, 'timestamp');
+  if (is(node[0], UNIVERSAL, T.OID)) return parsed; // a token: ContentInfo { id-signedData, [0] ... }
   const status = seq(node[0], 'PKIStatusInfo');
   const granted = smallInt(status[0], 'timestamp status');
   if (granted !== 0 && granted !== 1) malformed('the timestamp response was not granted');
@@ -188,8 +182,4 @@ function partsOf(text: Buffer, from: number, delimiter: Buffer): { parts: Buffer
   }
 }
 
-function strictBase64(raw: Buffer): Buffer {
-  const compact = raw.toString('latin1').replace(/[\r\n\t ]/g, '');
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 !== 0) malformed('a MIME part is not valid Base64');
-  return Buffer.from(compact, 'base64');
-}
+

@@ -5,7 +5,7 @@
 import { createHash, type X509Certificate } from 'node:crypto';
 import { SchemeProblem, hashOf, schemeOf, verifySignature, type HashName, type Scheme } from './p7m.algorithms.js';
 import {
-  CONTEXT, LimitError, MalformedError, T, UNIVERSAL, algorithm, bytes, derOf, is, kids, malformed, octets, oid, parseDer, prim, seq, smallInt, timeOf, walkTlv,
+  CONTEXT, LimitError, MalformedError, T, UNIVERSAL, algorithm, bytes, derOf, is, kids, malformed, octets, oid, parseExact, prim, seq, smallInt, timeOf, walkTlv,
   type NodeBudget, type Node,
 } from './p7m.asn1.js';
 import { byIssuerSerial, bySubjectKeyId, canonicalName, fiscalCodeOf, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
@@ -188,7 +188,7 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, anchors: readonly X509Cer
     // /Contents is zero-padded to the space reserved for it.
     const end = walkTlv(sig.cms, { remaining: sig.cms.length });
     if (sig.cms.subarray(end).some((b) => b !== 0)) reason = 'bytes after the CMS in /Contents';
-    else reason = check(sig.cms.subarray(0, end), options, anchors, found, budget, contentOf(sig.signed));
+    else reason = check(decode(sig.cms.subarray(0, end)), options, anchors, found, budget, contentOf(sig.signed));
   } catch (err) {
     reason = `malformed signature: ${short(err)}`;
   }
@@ -204,20 +204,19 @@ function checkContainer(input: Uint8Array, options: VerifyOptions, anchors: read
   if (input.length > (options.maxBytes ?? MAX_ENVELOPE_BYTES)) return 'envelope too large';
   if (isPdf(input)) return checkPdf(Buffer.from(input.buffer, input.byteOffset, input.byteLength), options, anchors, found, budget);
   // An envelope first: whatever it carries (a MIME message, say) is its content, not a container around it.
-  if (decode(input)) return check(input, options, anchors, found, budget);
-  const stamped = readTimestamped(input, budget);
-  if (!stamped) return check(input, options, anchors, found, budget);
+  const envelope = decode(input);
+  const stamped = envelope ? undefined : readTimestamped(input, budget);
+  if (!stamped) return check(envelope, options, anchors, found, budget);
   found.container = stamped.kind;
   found.timestamps = stamped.stamps.map((s, i) => checkTimestamp(s.token, s.imprintOver, { anchors, budget }, i === 0 ? 'the document' : 'the timestamp it renews'));
   if (!stamped.content) return `the ${stamped.kind} does not carry the timestamped document`;
-  const inner = check(stamped.content, options, anchors, found, budget);
+  const inner = check(decode(stamped.content), options, anchors, found, budget);
   const bad = found.timestamps.findIndex((t) => !t.valid);
   return inner ?? (bad >= 0 ? `timestamp ${bad + 1}: ${found.timestamps[bad]!.problems[0] ?? 'not verified'}` : undefined);
 }
 
-/** Fills `found` level by level; returns why the input is not signed, if it is not. */
-function check(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget, detached?: Content): string | undefined {
-  const top = decode(input);
+/** Fills `found` level by level from a decoded envelope; returns why it is not signed, if it is not. */
+function check(top: ReturnType<typeof decode>, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget, detached?: Content): string | undefined {
   if (!top) return 'not a CMS SignedData envelope';
   found.encoding = top.encoding;
   const maxNodes = options.maxNodes ?? 200_000;
@@ -496,7 +495,7 @@ function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerC
     if (oid(seq(token, 'TimeStampToken')[0], 'TimeStampToken content type') !== ID_SIGNED_DATA) malformed('the timestamp token is not a SignedData');
     const envelope = readEnvelope(derOf(token), outer.budget);
     if (envelope.eContentType !== ID_CT_TSTINFO || !envelope.content) malformed('the token does not carry a TSTInfo');
-    const info = seq(parseCountedDer(envelope.content.whole(), outer.budget), 'TSTInfo');
+    const info = seq(parseExact(envelope.content.whole(), outer.budget, 'the TSTInfo'), 'TSTInfo');
     if (smallInt(info[0], 'TSTInfo version') !== 1) malformed('unsupported TSTInfo version');
     const imprint = seq(info[2], 'messageImprint');
     const imprintHash = hashOf(algorithm(imprint[0], 'messageImprint hash algorithm'));
@@ -525,11 +524,6 @@ function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerC
   return t;
 }
 
-function parseCountedDer(der: Buffer, budget: NodeBudget): Node {
-  const end = walkTlv(der, budget);
-  if (end !== der.length) malformed('trailing bytes after the TSTInfo');
-  return parseDer(der);
-}
 
 function digestOf(ctx: SignerContext, hash: HashName): Buffer {
   let digest = ctx.digests.get(hash);
