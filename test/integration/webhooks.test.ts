@@ -347,14 +347,22 @@ describe('webhooks: delivery', function () {
     const strict = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_DISABLE_AFTER_SECONDS: '1' }), logger: silent });
     await workers.close();
     try {
-      for (let i = 0; i < 3; i++) await createGuarantee(org, `failing-${i}`);
       const { http } = await harness();
+      const viewOf = async () => (await http.get(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).body as { status: string; disabledReason: string; failingSince: string | null };
+      await createGuarantee(org, 'failing-first');
+      // The first failure sets failing_since; a failure at least a second later disables. Its
+      // retries may all fall within that second, so a later event's attempt is the one that must.
+      const failing = await eventually('failing_since set', async () => { const v = await viewOf(); return v.failingSince !== null && v; });
+      expect(failing.status).to.equal('active');
+      await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(failing.failingSince as string) + 1100 - Date.now())));
+      await createGuarantee(org, 'failing-later');
       const view = await eventually('the endpoint disabled', async () => {
-        const v = (await http.get(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).body as { status: string; disabledReason: string; failingSince: string };
+        const v = await viewOf();
         return v.status === 'disabled' && v;
       }, 15_000);
       expect(view.disabledReason).to.match(/^failing since /);
-      expect(Date.parse(view.failingSince)).to.be.lessThan(Date.now() - 1000);
+      expect(view.failingSince).to.equal(failing.failingSince);
+      expect(Date.parse(view.failingSince as string)).to.be.lessThan(Date.now() - 1000);
     } finally {
       await strict.close();
       workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
