@@ -1,43 +1,66 @@
 // Trusted lists (ETSI TS 119 612) built and signed at test time, as a member state's operator
-// publishes them: one provider with one service, its certificate, its status and history, and
+// publishes them: one provider with its services, their certificates, statuses and histories, and
 // an enveloped XMLDSig signature (exclusive C14N, RSA-SHA256) made with xml-crypto.
 import { X509Certificate } from 'node:crypto';
 import { SignedXml } from 'xml-crypto';
 
 export const STATUS = 'http://uri.etsi.org/TrstSvc/TrustedList/Svcstatus/';
 export const CA_QC = 'http://uri.etsi.org/TrstSvc/Svctype/CA/QC';
+export const TSA_QTST = 'http://uri.etsi.org/TrstSvc/Svctype/TSA/QTST';
 const TSL = 'http://uri.etsi.org/02231/v2#';
 const DS = 'http://www.w3.org/2000/09/xmldsig#';
 const EXC_C14N = 'http://www.w3.org/2001/10/xml-exc-c14n#';
 
-export interface ListOptions {
+export interface ServiceOptions {
   /** The service's certificate (PEM). */
-  caPem: string;
+  certPem: string;
+  /** Default CA/QC. */
+  type?: string;
+  name?: string;
   status: string;
   statusFrom: string;
+  /** Earlier statuses. */
   history?: Array<{ status: string; from: string }>;
 }
 
-export function trustedListXml(o: ListOptions): string {
-  const der = new X509Certificate(o.caPem).raw.toString('base64');
-  const history = (o.history ?? []).map((h) => `<tsl:ServiceHistoryInstance><tsl:ServiceTypeIdentifier>${CA_QC}</tsl:ServiceTypeIdentifier>`
-    + `<tsl:ServiceName><tsl:Name xml:lang="en">Test QC CA</tsl:Name></tsl:ServiceName><tsl:ServiceDigitalIdentity><tsl:DigitalId><tsl:X509Certificate>${der}</tsl:X509Certificate></tsl:DigitalId></tsl:ServiceDigitalIdentity>`
+export interface ListOptions {
+  services: ServiceOptions[];
+  /** Default IT. */
+  territory?: string;
+  /** Default 42. */
+  sequence?: number;
+  /** Default EUgeneric (a member state's list). */
+  listType?: string;
+}
+
+const name = (s: ServiceOptions) => s.name ?? 'Test QC CA';
+
+function serviceXml(s: ServiceOptions): string {
+  const der = new X509Certificate(s.certPem).raw.toString('base64');
+  const type = s.type ?? CA_QC;
+  const identity = `<tsl:ServiceDigitalIdentity><tsl:DigitalId><tsl:X509Certificate>${der}</tsl:X509Certificate></tsl:DigitalId></tsl:ServiceDigitalIdentity>`;
+  const history = (s.history ?? []).map((h) => `<tsl:ServiceHistoryInstance><tsl:ServiceTypeIdentifier>${type}</tsl:ServiceTypeIdentifier>`
+    + `<tsl:ServiceName><tsl:Name xml:lang="en">${name(s)}</tsl:Name></tsl:ServiceName>${identity}`
     + `<tsl:ServiceStatus>${h.status}</tsl:ServiceStatus><tsl:StatusStartingTime>${h.from}</tsl:StatusStartingTime></tsl:ServiceHistoryInstance>`).join('');
+  return `<tsl:TSPService><tsl:ServiceInformation>
+<tsl:ServiceTypeIdentifier>${type}</tsl:ServiceTypeIdentifier><tsl:ServiceName><tsl:Name xml:lang="en">${name(s)}</tsl:Name></tsl:ServiceName>
+${identity}
+<tsl:ServiceStatus>${s.status}</tsl:ServiceStatus><tsl:StatusStartingTime>${s.statusFrom}</tsl:StatusStartingTime>
+<tsl:ServiceInformationExtensions><tsl:Extension Critical="false"><tsl:AdditionalServiceInformation><tsl:URI xml:lang="en">http://uri.etsi.org/TrstSvc/TrustedList/SvcInfoExt/ForeSignatures</tsl:URI></tsl:AdditionalServiceInformation></tsl:Extension></tsl:ServiceInformationExtensions>
+</tsl:ServiceInformation>${history ? `<tsl:ServiceHistory>${history}</tsl:ServiceHistory>` : ''}</tsl:TSPService>`;
+}
+
+export function trustedListXml(o: ListOptions): string {
   return `<?xml version="1.0" encoding="UTF-8"?>
 <tsl:TrustServiceStatusList xmlns:tsl="${TSL}" xmlns:ds="${DS}" TSLTag="http://uri.etsi.org/19612/TSLTag" Id="tsl-1">
-<tsl:SchemeInformation><tsl:TSLVersionIdentifier>5</tsl:TSLVersionIdentifier><tsl:TSLSequenceNumber>42</tsl:TSLSequenceNumber>
-<tsl:TSLType>http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUgeneric</tsl:TSLType>
+<tsl:SchemeInformation><tsl:TSLVersionIdentifier>5</tsl:TSLVersionIdentifier><tsl:TSLSequenceNumber>${o.sequence ?? 42}</tsl:TSLSequenceNumber>
+<tsl:TSLType>${o.listType ?? 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUgeneric'}</tsl:TSLType>
 <tsl:SchemeOperatorName><tsl:Name xml:lang="it">Agenzia di prova</tsl:Name></tsl:SchemeOperatorName>
-<tsl:SchemeTerritory>IT</tsl:SchemeTerritory><tsl:ListIssueDateTime>2026-01-01T00:00:00Z</tsl:ListIssueDateTime>
+<tsl:SchemeTerritory>${o.territory ?? 'IT'}</tsl:SchemeTerritory><tsl:ListIssueDateTime>2026-01-01T00:00:00Z</tsl:ListIssueDateTime>
 <tsl:NextUpdate><tsl:dateTime>2026-07-01T00:00:00Z</tsl:dateTime></tsl:NextUpdate></tsl:SchemeInformation>
 <tsl:TrustServiceProviderList><tsl:TrustServiceProvider>
 <tsl:TSPInformation><tsl:TSPName><tsl:Name xml:lang="it">Certificatore di prova S.p.A.</tsl:Name></tsl:TSPName></tsl:TSPInformation>
-<tsl:TSPServices><tsl:TSPService><tsl:ServiceInformation>
-<tsl:ServiceTypeIdentifier>${CA_QC}</tsl:ServiceTypeIdentifier><tsl:ServiceName><tsl:Name xml:lang="en">Test QC CA</tsl:Name></tsl:ServiceName>
-<tsl:ServiceDigitalIdentity><tsl:DigitalId><tsl:X509Certificate>${der}</tsl:X509Certificate></tsl:DigitalId></tsl:ServiceDigitalIdentity>
-<tsl:ServiceStatus>${o.status}</tsl:ServiceStatus><tsl:StatusStartingTime>${o.statusFrom}</tsl:StatusStartingTime>
-<tsl:ServiceInformationExtensions><tsl:Extension Critical="false"><tsl:AdditionalServiceInformation><tsl:URI xml:lang="en">http://uri.etsi.org/TrstSvc/TrustedList/SvcInfoExt/ForeSignatures</tsl:URI></tsl:AdditionalServiceInformation></tsl:Extension></tsl:ServiceInformationExtensions>
-</tsl:ServiceInformation>${history ? `<tsl:ServiceHistory>${history}</tsl:ServiceHistory>` : ''}</tsl:TSPService></tsl:TSPServices>
+<tsl:TSPServices>${o.services.map(serviceXml).join('')}</tsl:TSPServices>
 </tsl:TrustServiceProvider></tsl:TrustServiceProviderList>
 </tsl:TrustServiceStatusList>`;
 }

@@ -179,18 +179,42 @@ function issuedBy(cert: X509Certificate, issuer: X509Certificate): boolean {
   }
 }
 
+/** Anchors looked up by subject name: a trusted list set holds thousands of certificates. */
+export interface AnchorIndex {
+  /** Those whose subject is `name` (node:crypto's printing, compared without case or extra spaces). */
+  named(name: string): readonly X509Certificate[];
+}
+
+const nameKey = (name: string) => name.toLowerCase().replace(/\s+/g, ' ');
+
+export function anchorIndex(anchors: Iterable<X509Certificate>): AnchorIndex {
+  const map = new Map<string, X509Certificate[]>();
+  for (const a of anchors) {
+    const key = nameKey(a.subject);
+    const list = map.get(key);
+    if (list) list.push(a);
+    else map.set(key, [a]);
+  }
+  return { named: (name) => map.get(nameKey(name)) ?? [] };
+}
+
 /**
- * Whether a path leads from `leaf` through the envelope's certificates to one of `anchors`,
- * every certificate valid at `at`. Intermediates must be CAs; anchors are trusted as
- * configured. Returns undefined when trusted, else why not.
+ * Follows a path from `leaf` through the envelope's certificates to the anchors, every
+ * certificate valid at `at`; intermediates must be CAs. Returns the anchors it ends at (the leaf
+ * itself, when it is one, or those that issued the last certificate, valid at `at`): how far
+ * they are trusted is for the caller to say. Else why no path was found.
  */
-export function untrustedBecause(leaf: X509Certificate, pool: readonly EnvelopeCert[], anchors: readonly X509Certificate[], at: Date): string | undefined {
+export function chainEnds(leaf: X509Certificate, pool: readonly EnvelopeCert[], anchors: AnchorIndex, at: Date): { ends: X509Certificate[] } | { why: string } {
   const seen = new Set<string>();
   let current = leaf;
   for (let step = 0; step < MAX_CHAIN; step++) {
-    if (anchors.some((a) => a.raw.equals(current.raw))) return undefined;
-    const anchor = anchors.find((a) => issuedBy(current, a));
-    if (anchor) return validAt(anchor, at) ? undefined : 'the trust anchor was not valid at the signing time';
+    const itself = anchors.named(current.subject).filter((a) => a.raw.equals(current.raw));
+    if (itself.length > 0) return { ends: itself };
+    const issuers = anchors.named(current.issuer).filter((a) => issuedBy(current, a));
+    if (issuers.length > 0) {
+      const valid = issuers.filter((a) => validAt(a, at));
+      return valid.length > 0 ? { ends: valid } : { why: 'the trust anchor was not valid at the signing time' };
+    }
     seen.add(current.fingerprint256);
     let next: X509Certificate | undefined;
     for (const candidate of pool) {
@@ -200,11 +224,11 @@ export function untrustedBecause(leaf: X509Certificate, pool: readonly EnvelopeC
         break;
       }
     }
-    if (!next) return 'no path to a trust anchor';
-    if (!validAt(next, at)) return `intermediate ${oneLine(next.subject)} was not valid at the signing time`;
+    if (!next) return { why: 'no path to a trust anchor' };
+    if (!validAt(next, at)) return { why: `intermediate ${oneLine(next.subject)} was not valid at the signing time` };
     current = next;
   }
-  return 'the chain is too long';
+  return { why: 'the chain is too long' };
 }
 
 /**

@@ -8,11 +8,12 @@ import {
   CONTEXT, LimitError, MalformedError, T, UNIVERSAL, algorithm, bytes, derOf, is, kids, malformed, octets, oid, parseExact, prim, seq, smallInt, timeOf, walkTlv,
   type NodeBudget, type Node,
 } from './p7m.asn1.js';
-import { byIssuerSerial, bySubjectKeyId, canonicalName, fiscalCodeOf, hex, oneLine, untrustedBecause, validAt, type EnvelopeCert } from './p7m.certs.js';
+import { byIssuerSerial, bySubjectKeyId, canonicalName, chainEnds, fiscalCodeOf, hex, oneLine, validAt, type EnvelopeCert } from './p7m.certs.js';
 import { ID_DATA, contentOf, decode, readEnvelope, type Content, type Envelope } from './p7m.envelope.js';
 import { isPdf, pdfSignatures, type PdfSignature } from './pades.js';
 import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
 import { readTimestamped } from './p7m.timestamped.js';
+import { CA_QC, TSA_QTST, anchorsOf, checksChains, judgeAnchors, statusName, type ListedService, type Trust } from './p7m.trust.js';
 
 export { loadTrustAnchors } from './p7m.certs.js';
 
@@ -20,6 +21,8 @@ export { loadTrustAnchors } from './p7m.certs.js';
 export interface VerifyOptions {
   /** Trust anchors (roots); intermediates come from the envelope. Undefined or empty: chains are not checked. */
   trustAnchors?: readonly X509Certificate[];
+  /** Services of imported EU trusted lists: a chain may end at one while its status allowed it. */
+  trustServices?: readonly ListedService[];
   /** The instant certificates are checked at when a signer has no signingTime attribute; default: now. */
   now?: Date;
   /** Inputs above this many bytes are refused (a verdict, not an error); default MAX_ENVELOPE_BYTES. */
@@ -77,6 +80,12 @@ export interface SignerVerdict {
   certificateValid: boolean;
   chain: 'trusted' | 'untrusted' | 'not-checked';
   /**
+   * The imported trusted list's service the chain ends at, when it ends at one: its status at
+   * the signing time, and whether the list makes the certificate qualified (issued by a CA/QC
+   * service, and the certificate claims QcCompliance).
+   */
+  trustService?: { territory: string; provider: string; name: string; status: string; qualified: boolean };
+  /**
    * For a counter-signature (RFC 5652 §11.4): the index in `signers` of the signer whose
    * signature it signs. Absent for a signer of the content.
    */
@@ -97,6 +106,8 @@ export interface TimestampVerdict {
   tsa: string | null;
   /** 'trusted' when the TSA's chain reaches a trust anchor. */
   chain: 'trusted' | 'untrusted' | 'not-checked';
+  /** The trusted list's service the TSA's chain ends at, when it ends at one (qualified: a TSA/QTST service). */
+  trustService?: SignerVerdict['trustService'];
   /** The token's signature verifies, its imprint is the signature's, the TSA certificate may timestamp. */
   valid: boolean;
   problems: string[];
@@ -117,13 +128,13 @@ const ATTR = {
  * verdict, 'signed' only when every signer at every level verifies.
  */
 export function verifyP7m(input: Uint8Array, options: VerifyOptions = {}): SignatureVerdict {
-  const anchors = options.trustAnchors ?? [];
+  const trust: Trust = { anchors: options.trustAnchors ?? [], services: options.trustServices ?? [] };
   const found: Found = { levels: 0, signers: [] };
   const maxNodes = options.maxNodes ?? 200_000;
   const budget: NodeBudget = { remaining: maxNodes };
   let reason: string | undefined;
   try {
-    reason = checkContainer(input, options, anchors, found, budget);
+    reason = checkContainer(input, options, trust, found, budget);
   } catch (err) {
     reason = err instanceof LimitError ? `envelope too complex (more than ${maxNodes} ASN.1 nodes)` : `malformed envelope: ${short(err)}`;
   }
@@ -132,7 +143,7 @@ export function verifyP7m(input: Uint8Array, options: VerifyOptions = {}): Signa
     ...(reason === undefined ? {} : { reason }),
     ...(found.encoding ? { encoding: found.encoding } : {}),
     levels: found.levels,
-    chain: anchors.length > 0 ? 'checked' : 'not-checked',
+    chain: checksChains(trust) ? 'checked' : 'not-checked',
     signers: found.signers,
     ...(found.container && { container: found.container }),
     ...(found.timestamps && { timestamps: found.timestamps }),
@@ -162,7 +173,7 @@ const DETACHED_SUBFILTERS = new Set(['adbe.pkcs7.detached', 'ETSI.CAdES.detached
  * timestamp) would accept more files; until then they are reported. Each signature has one
  * SignerInfo (ISO 32000, PAdES), verified over its ByteRange as a .p7m is.
  */
-function checkPdf(pdf: Buffer, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget): string | undefined {
+function checkPdf(pdf: Buffer, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
   found.container = 'pdf';
   let signatures: PdfSignature[];
   try {
@@ -188,7 +199,7 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, anchors: readonly X509Cer
     // /Contents is zero-padded to the space reserved for it.
     const end = walkTlv(sig.cms, { remaining: sig.cms.length });
     if (sig.cms.subarray(end).some((b) => b !== 0)) reason = 'bytes after the CMS in /Contents';
-    else reason = check(decode(sig.cms.subarray(0, end)), options, anchors, found, budget, contentOf(sig.signed));
+    else reason = check(decode(sig.cms.subarray(0, end)), options, trust, found, budget, contentOf(sig.signed));
   } catch (err) {
     reason = `malformed signature: ${short(err)}`;
   }
@@ -199,24 +210,24 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, anchors: readonly X509Cer
  * A `.tsd` or `.m7m`: its timestamps over what they cover, then the envelope inside; any
  * other input: the envelope itself.
  */
-function checkContainer(input: Uint8Array, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget): string | undefined {
+function checkContainer(input: Uint8Array, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
   if (!(input instanceof Uint8Array)) return 'not a CMS SignedData envelope';
   if (input.length > (options.maxBytes ?? MAX_ENVELOPE_BYTES)) return 'envelope too large';
-  if (isPdf(input)) return checkPdf(Buffer.from(input.buffer, input.byteOffset, input.byteLength), options, anchors, found, budget);
+  if (isPdf(input)) return checkPdf(Buffer.from(input.buffer, input.byteOffset, input.byteLength), options, trust, found, budget);
   // An envelope first: whatever it carries (a MIME message, say) is its content, not a container around it.
   const envelope = decode(input);
   const stamped = envelope ? undefined : readTimestamped(input, budget);
-  if (!stamped) return check(envelope, options, anchors, found, budget);
+  if (!stamped) return check(envelope, options, trust, found, budget);
   found.container = stamped.kind;
-  found.timestamps = stamped.stamps.map((s, i) => checkTimestamp(s.token, s.imprintOver, { anchors, budget }, i === 0 ? 'the document' : 'the timestamp it renews'));
+  found.timestamps = stamped.stamps.map((s, i) => checkTimestamp(s.token, s.imprintOver, { trust, budget }, i === 0 ? 'the document' : 'the timestamp it renews'));
   if (!stamped.content) return `the ${stamped.kind} does not carry the timestamped document`;
-  const inner = check(decode(stamped.content), options, anchors, found, budget);
+  const inner = check(decode(stamped.content), options, trust, found, budget);
   const bad = found.timestamps.findIndex((t) => !t.valid);
   return inner ?? (bad >= 0 ? `timestamp ${bad + 1}: ${found.timestamps[bad]!.problems[0] ?? 'not verified'}` : undefined);
 }
 
 /** Fills `found` level by level from a decoded envelope; returns why it is not signed, if it is not. */
-function check(top: ReturnType<typeof decode>, options: VerifyOptions, anchors: readonly X509Certificate[], found: Found, budget: NodeBudget, detached?: Content): string | undefined {
+function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget, detached?: Content): string | undefined {
   if (!top) return 'not a CMS SignedData envelope';
   found.encoding = top.encoding;
   const maxNodes = options.maxNodes ?? 200_000;
@@ -241,7 +252,7 @@ function check(top: ReturnType<typeof decode>, options: VerifyOptions, anchors: 
       if (envelope.signerInfos.length !== 1) return 'a PDF signature has one signer';
       envelope = { ...envelope, content: detached };
     }
-    const ctx: SignerContext = { ...envelope, anchors, now, digests: new Map(), budget };
+    const ctx: SignerContext = { ...envelope, trust, now, digests: new Map(), budget };
     const first = found.signers.length;
     for (const node of envelope.signerInfos) collectSigner(node, level, ctx, { kind: 'content' }, undefined, found.signers);
     const signers = found.signers.slice(first);
@@ -257,7 +268,7 @@ function check(top: ReturnType<typeof decode>, options: VerifyOptions, anchors: 
 }
 
 interface SignerContext extends Envelope {
-  anchors: readonly X509Certificate[];
+  trust: Trust;
   now: Date;
   digests: Map<HashName, Buffer>;
   budget: NodeBudget;
@@ -290,7 +301,7 @@ function signerName(signers: readonly SignerVerdict[], index: number, offset: nu
 function collectSigner(node: Node, level: number, ctx: SignerContext, target: Target, parent: number | undefined, out: SignerVerdict[], depth = 0): void {
   const v: SignerVerdict = {
     level, subject: null, issuer: null, serialNumber: null, signingTime: null, digestAlgorithm: null, signatureAlgorithm: null,
-    digestMatches: false, signatureValid: false, certificateValid: false, chain: ctx.anchors.length > 0 ? 'untrusted' : 'not-checked',
+    digestMatches: false, signatureValid: false, certificateValid: false, chain: checksChains(ctx.trust) ? 'untrusted' : 'not-checked',
     ...(parent !== undefined && { counterSignatureOf: parent }), problems: [],
   };
   let found: Examined | undefined;
@@ -470,10 +481,21 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     if (ctx.tsa && !(cert.eku?.critical && cert.eku.purposes.length === 1 && cert.eku.purposes[0] === TIME_STAMPING)) {
       v.problems.push('the certificate is not a time-stamping authority\'s (extended key usage)');
     }
-    if (ctx.anchors.length > 0) {
-      const why = untrustedBecause(x509, ctx.certs, ctx.anchors, at);
-      v.chain = why === undefined ? 'trusted' : 'untrusted';
-      if (why !== undefined) v.problems.push(`chain not trusted: ${why}`);
+    if (checksChains(ctx.trust)) {
+      const path = chainEnds(x509, ctx.certs, anchorsOf(ctx.trust), at);
+      const judged = 'ends' in path ? judgeAnchors(path.ends, ctx.trust, at) : { trusted: false as const, why: path.why };
+      v.chain = judged.trusted ? 'trusted' : 'untrusted';
+      if (!judged.trusted) v.problems.push(`chain not trusted: ${judged.why}`);
+      else if (judged.service) {
+        // Qualified as the list says (ETSI TS 119 615, in part): issued under a qualified CA
+        // service whose status allowed it at the signing time, and the certificate says so; a
+        // TSA's token, when the TSA is a qualified timestamping service.
+        const s = judged.service;
+        v.trustService = {
+          territory: s.territory, provider: s.provider, name: s.name, status: statusName(judged.status ?? ''),
+          qualified: ctx.tsa ? s.type === TSA_QTST : s.type === CA_QC && cert.qc.compliance,
+        };
+      }
     }
   }
   return examined;
@@ -489,8 +511,8 @@ const ID_SIGNED_DATA = '1.2.840.113549.1.7.2';
  * must verify (its certificate a TSA's, valid at genTime, chained to the anchors when there
  * are any) and whose messageImprint must be the digest of the signature value.
  */
-function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerContext, 'anchors' | 'budget'>, covers = 'the signature'): TimestampVerdict {
-  const t: TimestampVerdict = { time: null, tsa: null, chain: outer.anchors.length > 0 ? 'untrusted' : 'not-checked', valid: false, problems: [] };
+function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerContext, 'trust' | 'budget'>, covers = 'the signature'): TimestampVerdict {
+  const t: TimestampVerdict = { time: null, tsa: null, chain: checksChains(outer.trust) ? 'untrusted' : 'not-checked', valid: false, problems: [] };
   try {
     if (oid(seq(token, 'TimeStampToken')[0], 'TimeStampToken content type') !== ID_SIGNED_DATA) malformed('the timestamp token is not a SignedData');
     const envelope = readEnvelope(derOf(token), outer.budget);
@@ -508,13 +530,14 @@ function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerC
       t.problems.push(`the timestamp is of other bytes than ${covers} (messageImprint)`);
     }
     if (envelope.signerInfos.length !== 1) t.problems.push('a timestamp token has one signer');
-    const ctx: SignerContext = { ...envelope, anchors: outer.anchors, now: genTime, digests: new Map(), budget: outer.budget, tsa: true };
+    const ctx: SignerContext = { ...envelope, trust: outer.trust, now: genTime, digests: new Map(), budget: outer.budget, tsa: true };
     const signers: SignerVerdict[] = [];
     for (const node of envelope.signerInfos) collectSigner(node, 0, ctx, { kind: 'content' }, undefined, signers, MAX_COUNTER_DEPTH);
     const tsa = signers[0];
     if (tsa) {
       t.tsa = tsa.subject;
       t.chain = tsa.chain;
+      if (tsa.trustService) t.trustService = tsa.trustService;
       t.problems.push(...tsa.problems);
     }
   } catch (err) {

@@ -15,6 +15,7 @@ import { SignedXml } from 'xml-crypto';
 
 const TSL_NS = 'http://uri.etsi.org/02231/v2#';
 const DS_NS = 'http://www.w3.org/2000/09/xmldsig#';
+const LIST_OF_LISTS = 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUlistofthelists';
 const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
 const C14N = new Set(['http://www.w3.org/2001/10/xml-exc-c14n#', 'http://www.w3.org/TR/2001/REC-xml-c14n-20010315']);
 const SIGNATURE_ALGORITHMS = new Set([
@@ -95,6 +96,7 @@ export function readTrustedList(xml: string, signers: readonly X509Certificate[]
   if (!signature) throw new TrustedListError('the signature is not the list\'s own (a child of its root)');
 
   let signedBytes: string | undefined;
+  let signedBy: X509Certificate | undefined;
   const reasons: string[] = [];
   for (const signer of signers) {
     const sx = new SignedXml({ publicCert: signer.toString(), getCertFromKeyInfo: () => null });
@@ -121,12 +123,23 @@ export function readTrustedList(xml: string, signers: readonly X509Certificate[]
       throw new TrustedListError('the signature does not cover the whole list (one enveloped reference to "")');
     }
     signedBytes = whole[0]!.signedReference;
+    signedBy = signer;
     break;
   }
-  if (signedBytes === undefined) throw new TrustedListError(`the list's signature does not verify with a configured signer (${reasons[0] ?? 'no reason'})`);
+  if (signedBytes === undefined || !signedBy) throw new TrustedListError(`the list's signature does not verify with a configured signer (${reasons[0] ?? 'no reason'})`);
   // What the signature covers, canonical: the only bytes read from here on.
-  return listOf(strictParse(signedBytes));
+  const list = listOf(strictParse(signedBytes));
+  if (list.type === LIST_OF_LISTS) throw new TrustedListError("the EU's list of lists names lists and their signers, not services: import each member state's list");
+  // ETSI TS 119 612 §5.7.1: the operator's certificate is of the list's territory. So a
+  // signer configured for one country cannot speak for another's services.
+  const country = countryOf(signedBy);
+  if (country !== list.territory && !(list.territory === 'EL' && country === 'GR')) {
+    throw new TrustedListError(`the list is ${list.territory}'s, and its signer's certificate is ${country ? `${country}'s` : 'of no country'}`);
+  }
+  return list;
 }
+
+const countryOf = (cert: X509Certificate): string | undefined => /^C=([A-Z]{2})$/m.exec(cert.subject)?.[1];
 
 function listOf(doc: Document): TrustedList {
   const root = doc.documentElement!;

@@ -8,10 +8,10 @@ import { CA_QC, STATUS, signTrustedList, trustedListXml } from '../../support/tr
 describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
   const fx = p7mFixtures();
   const pem = (name: string) => readFileSync(`${fx.dir}/${name}`, 'utf8');
-  // The list's operator signs with the test root's key; the listed CA/QC service is the intermediate.
-  const operator = new X509Certificate(pem('root.pem'));
-  const xml = trustedListXml({ caPem: pem('int.pem'), status: `${STATUS}granted`, statusFrom: '2016-07-01T00:00:00Z', history: [{ status: `${STATUS}accredited`, from: '2010-01-01T00:00:00Z' }] });
-  const signed = signTrustedList(xml, pem('root.key'), pem('root.pem'));
+  // The list's operator (C=IT) signs; the listed CA/QC service is the intermediate.
+  const operator = new X509Certificate(pem('tl-operator.pem'));
+  const xml = trustedListXml({ services: [{ certPem: pem('int.pem'), status: `${STATUS}granted`, statusFrom: '2016-07-01T00:00:00Z', history: [{ status: `${STATUS}accredited`, from: '2010-01-01T00:00:00Z' }] }] });
+  const signed = signTrustedList(xml, pem('tl-operator.key'), pem('tl-operator.pem'));
   const refused = (list: string, signers = [operator]): string => {
     try {
       readTrustedList(list, signers);
@@ -37,6 +37,16 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
     expect(refused(signed, [new X509Certificate(pem('rsa.pem'))])).to.match(/^the list's signature does not verify with a configured signer/);
     expect(refused(signTrustedList(xml, pem('rsa.key'), pem('rsa.pem')))).to.match(/^the list's signature does not verify/);
     expect(refused(signed, [])).to.equal('no list signer certificate is configured');
+  });
+
+  it("refuses a list its signer may not speak for: another country's (ETSI TS 119 612 §5.7.1), and the EU's list of lists", () => {
+    const services = [{ certPem: pem('int.pem'), status: `${STATUS}granted`, statusFrom: '2016-07-01T00:00:00Z' }];
+    const french = signTrustedList(trustedListXml({ services, territory: 'FR' }), pem('tl-operator.key'), pem('tl-operator.pem'));
+    expect(refused(french)).to.equal("the list is FR's, and its signer's certificate is IT's");
+    const root = new X509Certificate(pem('root.pem'));
+    expect(refused(signTrustedList(xml, pem('root.key'), pem('root.pem')), [root])).to.equal("the list is IT's, and its signer's certificate is of no country");
+    const lotl = trustedListXml({ services, territory: 'EU', listType: 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUlistofthelists' });
+    expect(refused(signTrustedList(lotl, pem('tl-operator.key'), pem('tl-operator.pem')))).to.match(/^the EU's list of lists names lists/);
   });
 
   it('refuses an altered list: a status, a certificate, a second signature, a signature moved', () => {
