@@ -148,6 +148,10 @@ const schema = z.object({
   /** Prefix of every Redis key the queues use (one per environment sharing a Redis). */
   QUEUE_PREFIX: z.string().trim().regex(/^[\w-]{1,40}$/, 'must be letters, digits, - or _').default('grs'),
   SIGNATURE_TRUST_STORE: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
+  /** PEM file of the certificates allowed to sign the trusted lists `cli trust import` reads (each list's operator's, of its own country). */
+  TRUSTED_LIST_SIGNERS: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
+  /** How often a signature worker looks for newly imported trusted lists. */
+  TRUSTED_LISTS_REFRESH_SECONDS: int(0, 86_400).default(60),
   /** Bytes of request bodies being received at once by a web process, and by one API key (a stalled body holds its bytes until the request timeout). */
   BODY_BYTES_IN_FLIGHT: int(1024 * 1024, 1024 ** 3).default(64 * 1024 * 1024),
   BODY_BYTES_IN_FLIGHT_PER_KEY: int(1024 * 1024, 1024 ** 3).default(8 * 1024 * 1024),

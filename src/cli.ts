@@ -10,6 +10,8 @@
 //   secrets reencrypt      re-seals every stored secret under the first ENCRYPTION_KEY (after a rotation)
 //   evm set-key            stores the EVM anchor's private key (read from standard input), sealed; prints its address
 //   evm address            prints the EVM anchor's address (fund it with gas)
+//   trust import <list.xml>...  verifies EU trusted lists against TRUSTED_LIST_SIGNERS and keeps their
+//                          qualified CA and timestamping services for signature checks (trust list, trust remove <territory>)
 //   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}, or the
 //                          guarantee's JSON and the proof's), then against the anchor when reachable
 import { getConfig, type Config } from '../config/index.js';
@@ -22,6 +24,7 @@ import { createSequelize } from './shared/db/sequelize.js';
 import { AppError } from './shared/errors.js';
 import { createLogger } from './shared/logger.js';
 import { configureUploadEvents } from './files/storage-events.setup.js';
+import { trustCommand } from './files/trust/trust.command.js';
 import { createSecretBox, SecretContext } from './shared/secrets.js';
 import { createStorage } from './shared/storage.js';
 import { createSigningKeys } from './verification/signing-keys.js';
@@ -36,6 +39,9 @@ const USAGE = `usage:
   cli secrets reencrypt
   cli evm set-key            (the private key on standard input)
   cli evm address
+  cli trust import <list.xml>...
+  cli trust list
+  cli trust remove <territory>
   cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS]
   cli verify <guarantee.json> <proof.json> [--rpc URL] [--from ADDRESS]`;
 
@@ -78,6 +84,7 @@ export async function runCli(argv: string[]): Promise<number> {
   const [noun, verb, arg] = argv;
   if (noun === 'verify') return verifyCommand(argv.slice(1), say, USAGE);
   const config = getConfig();
+  if (noun === 'trust') return trustCommand(argv.slice(1), config, say, USAGE);
   if (noun === 'migrate' && verb === undefined) {
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');

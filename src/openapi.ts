@@ -123,7 +123,7 @@ const paths: ZodOpenApiPathsObject = {
   '/api/v2/files/{uuid}': {
     get: {
       summary: 'Everything known about an uploaded file (beyond the seed)',
-      description: 'Status and why it is Error; size and SHA-256 of the bytes scanned and kept; the threat found; the antivirus engine and database that judged it; and, for public v2 documents, the .p7m signature verdict with each signer\'s checks (digest, signature, certificate validity at signing time, chain to SIGNATURE_TRUST_STORE). Revocation (OCSP/CRL) and PAdES signatures inside PDFs are not checked.',
+      description: 'Status and why it is Error; size and SHA-256 of the bytes scanned and kept; the threat found; the antivirus engine and database that judged it; and, for public v2 documents, the signature verdict (.p7m, .tsd, .m7m, signed PDF) with each signer\'s checks (digest, signature, timestamp, certificate validity at signing time, chain to SIGNATURE_TRUST_STORE or an imported EU trusted list, qualified or not) and counter-signers. Revocation (OCSP/CRL) is not checked.',
       tags: ['Uploads'],
       requestParams: { path: fileRefParam },
       responses: {

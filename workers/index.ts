@@ -16,6 +16,8 @@ import { createScanService, NOT_VERSIONED } from '../src/files/scan.service.js';
 import { MAX_ENVELOPE_BYTES } from '../src/files/p7m/p7m.limits.js';
 import { createVerifyPool } from '../src/files/signature.pool.js';
 import { createSignatureService } from '../src/files/signature.service.js';
+import { createTrustRepository } from '../src/files/trust/trust.repository.js';
+import { createTrustSource } from '../src/files/trust/trust.source.js';
 import { createGuaranteeRepository } from '../src/guarantees/guarantee.repository.js';
 import { createAnchorKeys } from '../src/notarization/anchor-keys.js';
 import type { Anchor } from '../src/notarization/anchor.js';
@@ -135,9 +137,11 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       }, 4 * config.SCAN_CONCURRENCY);
     },
     signature: () => {
+      const trustedLists = createTrustSource(createTrustRepository(db), { refreshMs: config.TRUSTED_LISTS_REFRESH_SECONDS * 1000 });
       const pool = createVerifyPool({
         threads: config.SIGNATURE_CONCURRENCY,
         trustPem: config.SIGNATURE_TRUST_STORE ? readFileSync(config.SIGNATURE_TRUST_STORE, 'utf8') : undefined,
+        trustServices: () => trustedLists.current(),
       });
       // The verifier refuses larger envelopes anyway; nothing larger is read into memory.
       const signatures = createSignatureService({ repo, storage, verify: pool.verify, maxBytes: Math.min(config.MAX_UPLOAD_BYTES, MAX_ENVELOPE_BYTES), logger: log });

@@ -29,10 +29,19 @@ export type PresignV1 = z.output<typeof presignV1>;
 export type PresignV2 = z.output<typeof presignV2>;
 export type PresignResult = z.infer<typeof presignResult>;
 
+const trustServiceView = z.object({
+  territory: z.string().meta({ description: 'The trusted list\'s country (IT, FR, ...).' }),
+  provider: z.string().meta({ description: 'The trust service provider.' }),
+  name: z.string().meta({ description: 'The service.' }),
+  status: z.string().meta({ description: 'Its status at the signing time (granted; before July 2016 the older statuses, e.g. accredited).' }),
+  qualified: z.boolean().meta({ description: 'Qualified per the list: a qualified CA service (CA/QC) and a certificate that says QcCompliance; for a TSA, a qualified timestamping service (TSA/QTST).' }),
+}).meta({ description: 'The imported EU trusted list\'s service the chain ends at, when it ends at one (`cli trust import`).' });
+
 const timestampView = z.object({
   time: z.string().nullable().meta({ description: "The TSA's genTime: when what it covers existed, by a third party's word." }),
   tsa: z.string().nullable().meta({ description: "The time-stamping authority's certificate subject." }),
   chain: z.enum(['trusted', 'untrusted', 'not-checked']),
+  trustService: trustServiceView.optional(),
   valid: z.boolean(),
   problems: z.array(z.string()),
 });
@@ -41,7 +50,7 @@ const signerView = z.object({
   level: z.number().int().meta({ description: 'Envelope level: 1 is the outermost (for a signed PDF, the signature\'s number).' }),
   subject: z.string().nullable(),
   fiscalCode: z.string().nullable().optional().meta({ description: 'The Italian fiscal code in the certificate\'s subject serialNumber (TINIT-... or IT:...), null when none.' }),
-  qualified: z.boolean().optional().meta({ description: 'The certificate says it is EU qualified (QcCompliance statement).' }),
+  qualified: z.boolean().optional().meta({ description: 'The certificate says it is EU qualified (QcCompliance statement); trustService.qualified says whether a trusted list agrees.' }),
   qualifiedDevice: z.boolean().optional().meta({ description: 'The certificate says its key is in a qualified signature creation device (QcSSCD).' }),
   issuer: z.string().nullable(),
   serialNumber: z.string().nullable(),
@@ -51,7 +60,10 @@ const signerView = z.object({
   digestMatches: z.boolean().meta({ description: 'The messageDigest attribute equals the digest of the content.' }),
   signatureValid: z.boolean().meta({ description: 'The signature verifies with the signer certificate\'s key.' }),
   certificateValid: z.boolean().meta({ description: 'The certificate was valid at the signing time.' }),
-  chain: z.enum(['trusted', 'untrusted', 'not-checked']).meta({ description: 'Chain to SIGNATURE_TRUST_STORE; not-checked when none is configured.' }),
+  chain: z.enum(['trusted', 'untrusted', 'not-checked']).meta({
+    description: 'Chain to SIGNATURE_TRUST_STORE or to a service of an imported EU trusted list whose status allowed it at the signing time; not-checked when there is neither.',
+  }),
+  trustService: trustServiceView.optional(),
   counterSignatureOf: z.number().int().optional().meta({
     description: 'A counter-signature (RFC 5652 §11.4): the index in `signers` of the signer whose signature it signs. Absent for a signer of the content. Every counter-signature must pass too.',
   }),

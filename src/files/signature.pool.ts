@@ -4,6 +4,7 @@
 import { Piscina } from 'piscina';
 import type { SignatureVerdict } from './p7m/p7m.verifier.js';
 import type { Verify } from './signature.service.js';
+import type { SharedServices } from './trust/trust.source.js';
 
 export interface VerifyPool {
   /** Verifies on a worker thread; a Uint8Array that owns its whole ArrayBuffer is moved there (unusable afterwards). */
@@ -11,7 +12,11 @@ export interface VerifyPool {
   close(): Promise<void>;
 }
 
-export function createVerifyPool(opts: { threads: number; trustPem?: string | undefined; timeoutMs?: number }): VerifyPool {
+export function createVerifyPool(opts: {
+  threads: number; trustPem?: string | undefined; timeoutMs?: number;
+  /** The imported trusted lists' services (the database's), when there are any. */
+  trustServices?: () => Promise<SharedServices | undefined>;
+}): VerifyPool {
   // Under tsx (npm start, npm test) the task is TypeScript, and its thread needs tsx too.
   const fromSource = import.meta.url.endsWith('.ts');
   const pool = new Piscina({
@@ -27,7 +32,8 @@ export function createVerifyPool(opts: { threads: number; trustPem?: string | un
       // Moved, not copied, to the thread when the bytes own their whole ArrayBuffer (the caller
       // gives them up); a small Buffer may share a pooled ArrayBuffer with others, so it is copied.
       const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && !(bytes.buffer instanceof SharedArrayBuffer);
-      return await pool.run({ bytes, trustPem: opts.trustPem }, {
+      const services = await opts.trustServices?.();
+      return await pool.run({ bytes, trustPem: opts.trustPem, ...(services && { services }) }, {
         signal: AbortSignal.timeout(timeoutMs),
         ...(owned && { transferList: [bytes.buffer] }),
       }) as SignatureVerdict;

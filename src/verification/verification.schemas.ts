@@ -24,6 +24,11 @@ const signerSummary = z.object({
   signingTime: z.string().nullable().meta({ description: 'The time the signer claims (signingTime attribute).' }),
   timestampedAt: z.string().nullable().meta({ description: 'The time a timestamping authority vouches for (RFC 3161), when the signature has a valid timestamp.' }),
   qualified: z.boolean().meta({ description: 'The certificate says it is EU qualified (QcCompliance).' }),
+  trustedList: z.object({
+    territory: z.string().meta({ description: 'The EU trusted list\'s country.' }),
+    provider: z.string().meta({ description: 'The trust service provider that issued the certificate (or the CA above it).' }),
+    qualified: z.boolean().meta({ description: 'The list makes the certificate qualified: issued under a qualified CA service granted at the signing time, and it says QcCompliance.' }),
+  }).nullable().meta({ description: 'The imported EU trusted list the chain ends at, when it does.' }),
   counterSignature: z.boolean().meta({ description: 'A counter-signature of another signer\'s signature.' }),
   valid: z.boolean().meta({ description: 'Digest, signature and certificate validity at signing time all check.' }),
   chain: z.enum(['trusted', 'untrusted', 'not-checked']),

@@ -54,7 +54,9 @@ function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
         outcome: verdict.outcome,
         signers: verdict.signers.map((s) => ({
           subject: s.subject, fiscalCode: s.fiscalCode ?? null, issuer: s.issuer, signingTime: s.signingTime,
-          timestampedAt: s.timestamp?.valid ? s.timestamp.time : null, qualified: s.qualified ?? false, counterSignature: s.counterSignatureOf !== undefined,
+          timestampedAt: s.timestamp?.valid ? s.timestamp.time : null, qualified: s.qualified ?? false,
+          trustedList: s.trustService ? { territory: s.trustService.territory, provider: s.trustService.provider, qualified: s.trustService.qualified } : null,
+          counterSignature: s.counterSignatureOf !== undefined,
           // Valid: every check but the chain's, which is shown beside it.
           chain: s.chain, valid: s.problems.every((problem) => problem.startsWith('chain not trusted')),
         })),

@@ -77,7 +77,8 @@ describe('public verification (contracting authorities)', function () {
       outcome: 'signed',
       signers: [{
         subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT', fiscalCode: 'RSSMRA80A01H501U', issuer: 'CN=Test CA', signingTime: '2026-03-01T10:00:00.000Z',
-        timestampedAt: '2026-03-01T10:00:05.000Z', qualified: true, counterSignature: false, chain: 'trusted', valid: true,
+        timestampedAt: '2026-03-01T10:00:05.000Z', qualified: true,
+        trustedList: { territory: 'IT', provider: 'Certificatore di prova S.p.A.', qualified: true }, counterSignature: false, chain: 'trusted', valid: true,
       }],
     });
     expect(match.documents[0]?.checksum).to.match(/^[0-9a-f]{64}$/);

@@ -83,7 +83,7 @@ describe('the verification page in Chromium', function () {
     expect(steps.every(([, passed]) => passed === 'true'), JSON.stringify(steps)).to.equal(true);
     expect(await inPage<string[]>(page, "[...document.querySelectorAll('.doc')].map((e) => e.textContent)")).to.satisfy((docs: string[]) =>
       docs[0]?.includes('Nessuna minaccia rilevata') && docs[1]?.includes('Firmato da CN=Mario Rossi') && docs[1].includes('codice fiscale RSSMRA80A01H501U')
-      && docs[1].includes('marca temporale del') && docs[1].includes('certificato qualificato') && docs[1].includes('certificato emesso da CN=Test CA'));
+      && docs[1].includes('marca temporale del') && docs[1].includes('certificato qualificato secondo la lista di fiducia IT (Certificatore di prova S.p.A.)') && docs[1].includes('certificato emesso da CN=Test CA'));
 
     writeFileSync(join(files, 'ricevuta.pdf'), PDF);
     const input = await page.$('#file-input');

@@ -34,6 +34,7 @@ export const SIGNATURE = JSON.stringify({
     level: 1, subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT', issuer: 'CN=Test CA', serialNumber: '01', signingTime: '2026-03-01T10:00:00.000Z',
     fiscalCode: 'RSSMRA80A01H501U', qualified: true, qualifiedDevice: true,
     digestAlgorithm: 'sha256', signatureAlgorithm: 'rsa', digestMatches: true, signatureValid: true, certificateValid: true, chain: 'trusted',
+    trustService: { territory: 'IT', provider: 'Certificatore di prova S.p.A.', name: 'Test QC CA', status: 'granted', qualified: true },
     timestamp: { time: '2026-03-01T10:00:05.000Z', tsa: 'CN=Test TSA', chain: 'trusted', valid: true, problems: [] }, problems: [],
   }],
 });

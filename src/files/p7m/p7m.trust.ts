@@ -2,7 +2,7 @@
 // trusted as they are, and the services of imported EU trusted lists (ETSI TS 119 612), trusted
 // while the list says their status allowed it: a service withdrawn before a signature was made
 // vouches for nothing after that date, and vouched for everything before it.
-import type { X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { anchorIndex, type AnchorIndex } from './p7m.certs.js';
 
 /** A trust service from an imported trusted list, as the verifier needs it. */
@@ -18,13 +18,36 @@ export interface ListedService {
   certificates: readonly X509Certificate[];
 }
 
+/** A service as stored and passed to the verifier's threads (JSON). */
+export interface ServiceRecord {
+  territory: string;
+  provider: string;
+  name: string;
+  type: string;
+  /** Newest first, ISO 8601 times. */
+  history: Array<{ status: string; from: string }>;
+  /** Base64 DER. */
+  certificates: string[];
+}
+
+export function servicesOf(records: readonly ServiceRecord[]): ListedService[] {
+  return records.map((r) => ({
+    territory: r.territory, provider: r.provider, name: r.name, type: r.type,
+    history: r.history.map((h) => ({ status: h.status, from: new Date(h.from) })),
+    certificates: r.certificates.map((c) => new X509Certificate(Buffer.from(c, 'base64'))),
+  }));
+}
+
 /** What chains are checked against. Both empty: chains are not checked. */
 export interface Trust {
   anchors: readonly X509Certificate[];
   services: readonly ListedService[];
 }
 
-export const NO_TRUST: Trust = { anchors: [], services: [] };
+const NONE: readonly never[] = [];
+
+/** Trust from what was configured; the same empty arrays for what was not (the index cache's keys). */
+export const trustOf = (anchors?: readonly X509Certificate[], services?: readonly ListedService[]): Trust => ({ anchors: anchors ?? NONE, services: services ?? NONE });
 
 export const CA_QC = 'http://uri.etsi.org/TrstSvc/Svctype/CA/QC';
 export const TSA_QTST = 'http://uri.etsi.org/TrstSvc/Svctype/TSA/QTST';
@@ -68,11 +91,15 @@ export function judgeAnchors(ends: readonly X509Certificate[], trust: Trust, at:
   return { trusted: false, why };
 }
 
-const indexes = new WeakMap<Trust, AnchorIndex>();
+// Keyed by the arrays, which the worker's threads keep while their versions last: the index of
+// thousands of listed certificates is built once, not for every verification.
+const indexes = new WeakMap<readonly ListedService[], WeakMap<readonly X509Certificate[], AnchorIndex>>();
 
-/** Every certificate a chain may end at, indexed (once per Trust). */
+/** Every certificate a chain may end at, indexed (once per pair of arrays). */
 export function anchorsOf(trust: Trust): AnchorIndex {
-  let index = indexes.get(trust);
-  if (!index) indexes.set(trust, (index = anchorIndex([...trust.anchors, ...trust.services.flatMap((s) => s.certificates)])));
+  let byAnchors = indexes.get(trust.services);
+  if (!byAnchors) indexes.set(trust.services, (byAnchors = new WeakMap()));
+  let index = byAnchors.get(trust.anchors);
+  if (!index) byAnchors.set(trust.anchors, (index = anchorIndex([...trust.anchors, ...trust.services.flatMap((s) => s.certificates)])));
   return index;
 }

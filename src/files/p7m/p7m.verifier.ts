@@ -13,7 +13,7 @@ import { ID_DATA, contentOf, decode, readEnvelope, type Content, type Envelope }
 import { isPdf, pdfSignatures, type PdfSignature } from './pades.js';
 import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
 import { readTimestamped } from './p7m.timestamped.js';
-import { CA_QC, TSA_QTST, anchorsOf, checksChains, judgeAnchors, statusName, type ListedService, type Trust } from './p7m.trust.js';
+import { CA_QC, TSA_QTST, anchorsOf, checksChains, judgeAnchors, statusName, trustOf, type ListedService, type Trust } from './p7m.trust.js';
 
 export { loadTrustAnchors } from './p7m.certs.js';
 
@@ -128,7 +128,7 @@ const ATTR = {
  * verdict, 'signed' only when every signer at every level verifies.
  */
 export function verifyP7m(input: Uint8Array, options: VerifyOptions = {}): SignatureVerdict {
-  const trust: Trust = { anchors: options.trustAnchors ?? [], services: options.trustServices ?? [] };
+  const trust = trustOf(options.trustAnchors, options.trustServices);
   const found: Found = { levels: 0, signers: [] };
   const maxNodes = options.maxNodes ?? 200_000;
   const budget: NodeBudget = { remaining: maxNodes };

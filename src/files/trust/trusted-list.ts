@@ -174,10 +174,14 @@ function listOf(doc: Document): TrustedList {
     }
   }
   const nextUpdate = child(child(scheme, 'NextUpdate'), 'dateTime');
+  const territory = text(child(scheme, 'SchemeTerritory'));
+  if (!/^[A-Z]{2}$/.test(territory)) throw new TrustedListError('the list\'s territory is not a two-letter code');
+  const sequenceNumber = Number(text(child(scheme, 'TSLSequenceNumber')));
+  if (!Number.isSafeInteger(sequenceNumber) || sequenceNumber < 1 || sequenceNumber > 0xffffffff) throw new TrustedListError('the list\'s sequence number is not a positive integer');
   return {
-    territory: text(child(scheme, 'SchemeTerritory')),
+    territory,
     type: text(child(scheme, 'TSLType')),
-    sequenceNumber: Number(text(child(scheme, 'TSLSequenceNumber'))),
+    sequenceNumber,
     issuedAt: date(child(scheme, 'ListIssueDateTime'), 'issue date'),
     nextUpdate: nextUpdate ? date(nextUpdate, 'next update') : null,
     services,

@@ -37,7 +37,8 @@ const TEXT = {
     anchoredAt: 'Ancorata il', chain: 'Catena', block: 'Blocco', sender: 'Mittente', passed: 'superato', failedCheck: 'NON superato',
     documents: 'Documenti', file: 'File', type: 'Tipo', verdict: 'Esito', signers: 'Firmatari', checksum: 'Impronta SHA-256',
     signedBy: 'Firmato da', at: 'il', chainTrusted: 'catena attendibile', chainUntrusted: 'catena non attendibile', chainNotChecked: 'catena non verificata',
-    fiscalCode: 'codice fiscale', issuedBy: 'certificato emesso da', timestamped: 'marca temporale del', qualified: 'certificato qualificato', counterSigned: 'Controfirmato da',
+    fiscalCode: 'codice fiscale', issuedBy: 'certificato emesso da', timestamped: 'marca temporale del', qualified: 'certificato dichiarato qualificato', qualifiedPerList: 'certificato qualificato secondo la lista di fiducia',
+    listed: 'emesso sotto un servizio della lista di fiducia', counterSigned: 'Controfirmato da',
     signatureValid: 'firma valida', signatureInvalid: 'firma NON valida',
     fileCheck: 'Verifichi il file ricevuto', fileHelp: 'Trascini qui il file della garanzia o lo scelga: l\'impronta viene calcolata in questo browser, il file non viene caricato.',
     choose: 'Scegli un file', hashing: 'Calcolo dell\'impronta…',
@@ -85,7 +86,8 @@ const TEXT = {
     anchoredAt: 'Anchored on', chain: 'Chain', block: 'Block', sender: 'Sender', passed: 'passed', failedCheck: 'FAILED',
     documents: 'Documents', file: 'File', type: 'Type', verdict: 'Verdict', signers: 'Signers', checksum: 'SHA-256 fingerprint',
     signedBy: 'Signed by', at: 'on', chainTrusted: 'trusted chain', chainUntrusted: 'untrusted chain', chainNotChecked: 'chain not checked',
-    fiscalCode: 'fiscal code', issuedBy: 'certificate issued by', timestamped: 'timestamped on', qualified: 'qualified certificate', counterSigned: 'Counter-signed by',
+    fiscalCode: 'fiscal code', issuedBy: 'certificate issued by', timestamped: 'timestamped on', qualified: 'certificate declared qualified', qualifiedPerList: 'qualified certificate per the trusted list',
+    listed: 'issued under a service of the trusted list', counterSigned: 'Counter-signed by',
     signatureValid: 'valid signature', signatureInvalid: 'signature NOT valid',
     fileCheck: 'Check the file you received', fileHelp: 'Drop the guarantee\'s file here or choose it: its fingerprint is computed in this browser, the file is not uploaded.',
     choose: 'Choose a file', hashing: 'Computing the fingerprint…',
@@ -113,7 +115,7 @@ type Strings = typeof TEXT.it;
 
 interface Signer {
   subject: string | null; fiscalCode?: string | null; issuer?: string | null; signingTime: string | null; timestampedAt?: string | null;
-  qualified?: boolean; counterSignature?: boolean; valid: boolean; chain: string;
+  qualified?: boolean; trustedList?: { territory: string; provider: string; qualified: boolean } | null; counterSignature?: boolean; valid: boolean; chain: string;
 }
 interface Doc { type: string | null; key: string; originalFileName: string | null; checksum: string | null; status: string | null; signature: { outcome: string; signers: Signer[] } | null }
 interface Guarantee {
@@ -231,7 +233,8 @@ function documentsBlock(m: Match): HTMLElement {
         g.timestampedAt && h('span', { class: 'signer-detail' }, ` · ${s.timestamped} ${when(g.timestampedAt)}`),
         ` · ${g.valid ? s.signatureValid : s.signatureInvalid} · `,
         g.chain === 'trusted' ? s.chainTrusted : g.chain === 'untrusted' ? s.chainUntrusted : s.chainNotChecked,
-        g.qualified && ` · ${s.qualified}`,
+        // The list's word when there is one; otherwise only what the certificate says of itself.
+        g.trustedList ? ` · ${g.trustedList.qualified ? s.qualifiedPerList : s.listed} ${g.trustedList.territory} (${g.trustedList.provider})` : g.qualified && ` · ${s.qualified}`,
         g.issuer && h('span', { class: 'signer-issuer' }, ` · ${s.issuedBy} ${g.issuer}`)))),
     h('p', { class: 'checksum' }, `${s.checksum}: `, h('code', { class: 'hash' }, d.checksum ?? s.none))));
   return h('section', { class: 'block' }, h('h4', {}, s.documents), h('ul', { class: 'docs' }, ...items));

@@ -2,7 +2,9 @@ import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { verifyP7m } from '../../../src/files/p7m/p7m.verifier.js';
-import { judgeAnchors, type ListedService } from '../../../src/files/p7m/p7m.trust.js';
+import { judgeAnchors, type ListedService, type ServiceRecord } from '../../../src/files/p7m/p7m.trust.js';
+import verifyTask from '../../../src/files/p7m/p7m.task.js';
+import { createTrustSource } from '../../../src/files/trust/trust.source.js';
 import { p7mFixtures, type P7mFixtures } from '../../support/p7m-fixtures.js';
 import { CA_QC, STATUS, TSA_QTST } from '../../support/trusted-list.js';
 
@@ -79,5 +81,39 @@ describe('chains decided by trusted-list services (status at the signing time)',
     const v = verifyP7m(stamped, { trustServices: [qtst, granted()] });
     expect(v.outcome).to.equal('signed');
     expect(v.signers[0]?.timestamp?.trustService).to.include({ name: 'Test QTST', qualified: true });
+  });
+
+  it('reaches the worker threads through the trust source: read when the lists change, shared between concurrent checks, decoded once per version', async () => {
+    const record = (status: string): ServiceRecord => ({
+      territory: 'IT', provider: 'P', name: 'Test QC CA', type: CA_QC, history: [{ status: STATUS + status, from: '2016-07-01T00:00:00.000Z' }], certificates: [int.raw.toString('base64')],
+    });
+    let version = 'IT:1';
+    let records = [record('granted')];
+    const reads = { version: 0, services: 0 };
+    let clock = 0;
+    const source = createTrustSource({
+      version: async () => { reads.version++; return version; },
+      services: async () => { reads.services++; return records; },
+    }, { refreshMs: 1000, now: () => clock });
+    const [a, b] = await Promise.all([source.current(), source.current()]);
+    expect(a).to.equal(b);
+    expect(reads).to.deep.equal({ version: 1, services: 1 });
+    expect(verifyTask({ bytes: fx.der.qualified, services: a! }).signers[0]?.trustService).to.include({ status: 'granted', qualified: true });
+    // Within refreshMs nothing is read; after it, only the version, until it changes.
+    clock = 500;
+    await source.current();
+    clock = 1500;
+    expect(await source.current()).to.equal(a);
+    expect(reads).to.deep.equal({ version: 2, services: 1 });
+    version = 'IT:2';
+    records = [record('withdrawn')];
+    clock = 3000;
+    const c = await source.current();
+    expect(c?.key).to.not.equal(a?.key);
+    expect(verifyTask({ bytes: fx.der.qualified, services: c! }).outcome).to.equal('not-signed');
+    // No list left: no services, so chains are not checked.
+    version = '';
+    clock = 5000;
+    expect(await source.current()).to.equal(undefined);
   });
 });

@@ -12,6 +12,7 @@ import { migration as organizationIdentity } from './0009-organization-identity.
 import { migration as publicVerification } from './0010-public-verification.js';
 import { migration as verificationKey } from './0011-verification-key.js';
 import { migration as verificationWrites } from './0012-verification-writes.js';
+import { migration as trustedLists } from './0013-trusted-lists.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -21,4 +22,4 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor, selfHealing, organizationIdentity, publicVerification, verificationKey, verificationWrites];
+export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor, selfHealing, organizationIdentity, publicVerification, verificationKey, verificationWrites, trustedLists];
