@@ -92,8 +92,8 @@ describe('chains decided by trusted-list services (status at the signing time)',
     const reads = { version: 0, services: 0 };
     let clock = 0;
     const source = createTrustSource({
-      version: async () => { reads.version++; return version; },
-      services: async () => { reads.services++; return records; },
+      version: () => { reads.version++; return Promise.resolve(version); },
+      services: () => { reads.services++; return Promise.resolve(records); },
     }, { refreshMs: 1000, now: () => clock });
     const [a, b] = await Promise.all([source.current(), source.current()]);
     expect(a).to.equal(b);
