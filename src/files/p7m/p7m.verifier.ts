@@ -166,12 +166,13 @@ const DETACHED_SUBFILTERS = new Set(['adbe.pkcs7.detached', 'ETSI.CAdES.detached
 /**
  * A signed PDF. A signature vouches for the bytes of the revision it signed; anything appended
  * after it (an incremental update) may change what the document shows, even when a later
- * signer signed the update (the incremental-saving attack). So each signature must cover the
- * whole file: a PDF with a signature followed by an update is not Signed, and its earlier
- * signatures are not verified (it would cost a hash of the file each). Examining the updates
- * for the changes PAdES allows (a new signature field, a Document Security Store, a document
- * timestamp) would accept more files; until then they are reported. Each signature has one
- * SignerInfo (ISO 32000, PAdES), verified over its ByteRange as a .p7m is.
+ * signer signed the update (the incremental-saving attack). So the file is Signed only when
+ * every signature verifies and each covers the whole file: a PDF with a signature followed by
+ * an update is not Signed, though each of its signatures is verified and reported. Examining
+ * the updates for the changes PAdES allows (a new signature field, a Document Security Store,
+ * a document timestamp) would accept more files; until then they are reported. Each signature
+ * has one SignerInfo (ISO 32000, PAdES), verified over its ByteRange as a .p7m is; its signers'
+ * `level` is its number.
  */
 function checkPdf(pdf: Buffer, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
   found.container = 'pdf';
@@ -185,27 +186,34 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, trust: Trust, found: Foun
     signatures: signatures.map((s) => ({ subFilter: s.subFilter, coversWholeFile: s.coversWholeFile })),
     modifiedAfterLastSignature: signatures.length > 0 && !signatures[signatures.length - 1]!.coversWholeFile,
   };
-  found.levels = signatures.length;
   if (signatures.length === 0) return 'the PDF has no signature';
-  const unverified = signatures.findIndex((sig) => !sig.coversWholeFile);
-  if (unverified >= 0) {
-    return unverified === signatures.length - 1 ? 'the PDF was changed after its last signature (an incremental update)'
-      : `the PDF was changed after its signature ${unverified + 1} (an incremental update), which only a later signature covers`;
-  }
-  const sig = signatures[0]!;
-  if (sig.subFilter !== null && !DETACHED_SUBFILTERS.has(sig.subFilter)) return `PDF signature 1: unsupported SubFilter ${sig.subFilter}`;
-  let reason: string | undefined;
+  let failure: string | undefined;
+  signatures.forEach((sig, i) => {
+    const first = found.signers.length;
+    const reason = checkPdfSignature(sig, options, trust, found, budget);
+    for (const s of found.signers.slice(first)) s.level = i + 1;
+    if (reason !== undefined) failure ??= `PDF signature ${i + 1}: ${reason}`;
+  });
+  found.levels = signatures.length;
+  if (failure) return failure;
+  const updated = signatures.findIndex((sig) => !sig.coversWholeFile);
+  if (updated < 0) return undefined;
+  return updated === signatures.length - 1 ? 'the PDF was changed after its last signature (an incremental update)'
+    : `the PDF was changed after its signature ${updated + 1} (an incremental update), which only a later signature covers`;
+}
+
+function checkPdfSignature(sig: PdfSignature, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
+  if (sig.subFilter !== null && !DETACHED_SUBFILTERS.has(sig.subFilter)) return `unsupported SubFilter ${sig.subFilter}`;
   try {
     // /Contents is zero-padded to the space reserved for it.
     const end = walkTlv(sig.cms, { remaining: sig.cms.length });
-    if (sig.cms.subarray(end).some((b) => b !== 0)) reason = 'bytes after the CMS in /Contents';
-    else reason = check(decode(sig.cms.subarray(0, end)), options, trust, found, budget, contentOf(sig.signed));
+    if (sig.cms.subarray(end).some((b) => b !== 0)) return 'bytes after the CMS in /Contents';
+    return check(decode(sig.cms.subarray(0, end)), options, trust, found, budget, contentOf(sig.signed));
   } catch (err) {
-    reason = `malformed signature: ${short(err)}`;
+    return `malformed signature: ${short(err)}`;
   }
-  for (const s of found.signers) s.level = 1;
-  return reason === undefined ? undefined : `PDF signature 1: ${reason}`;
 }
+
 /**
  * A `.tsd` or `.m7m`: its timestamps over what they cover, then the envelope inside; any
  * other input: the envelope itself.

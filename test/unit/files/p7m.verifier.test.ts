@@ -571,13 +571,19 @@ describe('p7m verifier', function () {
       expect(verifyP7m(fx.pdfs().adbe, { trustAnchors: root })).to.deep.include({ outcome: 'signed', pdf: { signatures: [{ subFilter: 'adbe.pkcs7.detached', coversWholeFile: true }], modifiedAfterLastSignature: false } });
     });
 
-    it('is not Signed when an update follows a signature, even one a later signer signed (the incremental-saving attack)', () => {
+    it('is not Signed when an update follows a signature, even one a later signer signed (the incremental-saving attack); every signature is reported', () => {
       // The first signer signed the first revision; the update after it (here an annotation, it
       // could be new page content) is signed by someone else only.
       const v = verifyP7m(fx.pdfs().twoSignatures, { trustAnchors: root });
       expect(v).to.include({ outcome: 'not-signed', reason: 'the PDF was changed after its signature 1 (an incremental update), which only a later signature covers' });
       expect(v.pdf?.signatures.map((s) => s.coversWholeFile)).to.deep.equal([false, true]);
-      expect(v.signers).to.deep.equal([]);
+      // Each signature is still verified and reported, with its number as its level.
+      expect(v.signers.map((s) => [s.level, s.subject, s.problems])).to.deep.equal([[1, 'O=Test, CN=RSA Signer', []], [2, 'O=Test, CN=EC Signer', []]]);
+      expect(v.levels).to.equal(2);
+      // A failing signature is the reason before the update.
+      const first = fx.pdfs().twoSignatures;
+      const tampered = flipByte(first, first.indexOf(fx.marker) + 1);
+      expect(verifyP7m(tampered, { trustAnchors: root }).reason).to.equal('PDF signature 1: signer 1: the content digest does not match the messageDigest attribute');
     });
 
     it('is not Signed when bytes were appended after the last signature (an incremental update could change what it shows)', () => {
