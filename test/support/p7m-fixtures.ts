@@ -174,6 +174,8 @@ function build(): P7mFixtures {
     '-subj', '/CN=Unrelated Root', ...caAddExt);
   // A trusted list's operator signs with a certificate of the list's country (test/support/trusted-list.ts).
   ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'tl-operator.key', '-out', 'tl-operator.pem', '-days', '3650', '-subj', '/C=IT/O=Agenzia di prova/CN=Firmatario della lista');
+  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-384', '-nodes', '-keyout', 'tl-operator-ec.key', '-out', 'tl-operator-ec.pem', '-days', '3650',
+    '-subj', '/C=IT/O=Agenzia di prova/CN=Firmatario ECDSA della lista');
   ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'self.key', '-out', 'self.pem', '-days', '365',
     '-subj', '/CN=Self Signed Signer');
   const issue = (name: string, keyArgs: string[], subject: string, ca: string, ext: string, serial: number): void => {

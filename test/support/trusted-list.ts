@@ -3,6 +3,7 @@
 // an enveloped XMLDSig signature (exclusive C14N, RSA-SHA256) made with xml-crypto.
 import { X509Certificate } from 'node:crypto';
 import { SignedXml } from 'xml-crypto';
+import { ecdsaAlgorithm } from '../../src/files/trust/trusted-list.js';
 
 export const STATUS = 'http://uri.etsi.org/TrstSvc/TrustedList/Svcstatus/';
 export const CA_QC = 'http://uri.etsi.org/TrstSvc/Svctype/CA/QC';
@@ -65,11 +66,10 @@ export function trustedListXml(o: ListOptions): string {
 </tsl:TrustServiceStatusList>`;
 }
 
-/** The list signed by its operator: the signature the last child of the root, over the whole list (URI=""). */
-export function signTrustedList(xml: string, keyPem: string, certPem: string): string {
-  const sig = new SignedXml({
-    privateKey: keyPem, publicCert: certPem, signatureAlgorithm: 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256', canonicalizationAlgorithm: EXC_C14N,
-  });
+/** The list signed by its operator: the signature the last child of the root, over the whole list (URI=""); RSA-SHA256 unless named. */
+export function signTrustedList(xml: string, keyPem: string, certPem: string, signatureAlgorithm = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256'): string {
+  const sig = new SignedXml({ privateKey: keyPem, publicCert: certPem, signatureAlgorithm, canonicalizationAlgorithm: EXC_C14N });
+  sig.SignatureAlgorithms = { ...sig.SignatureAlgorithms, 'http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha384': ecdsaAlgorithm('sha384') };
   sig.addReference({ xpath: '/*', isEmptyUri: true, transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', EXC_C14N], digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256' });
   sig.computeSignature(xml, { prefix: 'ds', attrs: { Id: 'sig-1' }, existingPrefixes: { ds: DS }, location: { reference: '/*', action: 'append' } });
   return sig.getSignedXml();

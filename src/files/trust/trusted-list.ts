@@ -9,18 +9,38 @@
 // instruction's data as text (so a PI could hide a status from a DOM reader while the digest
 // still matches: refused up front), and it returns false for a wrong digest but throws for a
 // wrong signature value (both are a refusal here).
-import { X509Certificate } from 'node:crypto';
+import { KeyObject, X509Certificate, createPrivateKey, createPublicKey, sign, verify, type BinaryLike, type KeyLike } from 'node:crypto';
 import { DOMParser, type Document, type Element } from '@xmldom/xmldom';
-import { SignedXml } from 'xml-crypto';
+import { SignedXml, type SignatureAlgorithm } from 'xml-crypto';
 
 const TSL_NS = 'http://uri.etsi.org/02231/v2#';
 const DS_NS = 'http://www.w3.org/2000/09/xmldsig#';
 const LIST_OF_LISTS = 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUlistofthelists';
 const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
 const C14N = new Set(['http://www.w3.org/2001/10/xml-exc-c14n#', 'http://www.w3.org/TR/2001/REC-xml-c14n-20010315']);
-const SIGNATURE_ALGORITHMS = new Set([
-  'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256', 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha512', 'http://www.w3.org/2007/05/xmldsig-more#sha256-rsa-MGF1',
+/** Signature algorithms accepted, with the key type each needs. */
+const SIGNATURE_ALGORITHMS = new Map([
+  ['http://www.w3.org/2001/04/xmldsig-more#rsa-sha256', 'rsa'], ['http://www.w3.org/2001/04/xmldsig-more#rsa-sha512', 'rsa'],
+  ['http://www.w3.org/2007/05/xmldsig-more#sha256-rsa-MGF1', 'rsa'],
+  ['http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha256', 'ec'], ['http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha384', 'ec'],
+  ['http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha512', 'ec'],
 ]);
+
+/**
+ * XMLDSig ECDSA (RFC 4051 §3.4.1), which xml-crypto lacks and several member states' lists
+ * use: the SignatureValue is r and s side by side (IEEE P1363), not a DER SEQUENCE.
+ */
+export function ecdsaAlgorithm(hash: 'sha256' | 'sha384' | 'sha512'): new () => SignatureAlgorithm {
+  const uri = `http://www.w3.org/2001/04/xmldsig-more#ecdsa-${hash}`;
+  return class {
+    getAlgorithmName = () => uri;
+    verifySignature = ((material: string, key: KeyLike, signatureValue: string) =>
+      verify(hash, Buffer.from(material, 'utf8'), { key: createPublicKey(key), dsaEncoding: 'ieee-p1363' }, Buffer.from(signatureValue, 'base64'))) as SignatureAlgorithm['verifySignature'];
+    getSignature = ((signedInfo: BinaryLike, privateKey: KeyLike) =>
+      sign(hash, typeof signedInfo === 'string' ? Buffer.from(signedInfo, 'utf8') : signedInfo, { key: privateKey instanceof KeyObject ? privateKey : createPrivateKey(privateKey), dsaEncoding: 'ieee-p1363' }).toString('base64')) as SignatureAlgorithm['getSignature'];
+  };
+}
+const ECDSA = Object.fromEntries((['sha256', 'sha384', 'sha512'] as const).map((h) => [`http://www.w3.org/2001/04/xmldsig-more#ecdsa-${h}`, ecdsaAlgorithm(h)]));
 const DIGEST_ALGORITHMS = new Set(['http://www.w3.org/2001/04/xmlenc#sha256', 'http://www.w3.org/2001/04/xmlenc#sha512']);
 /** Italy's list is about 2 MB; the EU's list of lists smaller. */
 const MAX_BYTES = 32 * 1024 * 1024;
@@ -100,9 +120,16 @@ export function readTrustedList(xml: string, signers: readonly X509Certificate[]
   const reasons: string[] = [];
   for (const signer of signers) {
     const sx = new SignedXml({ publicCert: signer.toString(), getCertFromKeyInfo: () => null });
+    sx.SignatureAlgorithms = { ...sx.SignatureAlgorithms, ...ECDSA };
     sx.loadSignature(signature);
-    if (!C14N.has(sx.canonicalizationAlgorithm ?? '') || !SIGNATURE_ALGORITHMS.has(sx.signatureAlgorithm ?? '')) {
+    const keyType = SIGNATURE_ALGORITHMS.get(sx.signatureAlgorithm ?? '');
+    if (!C14N.has(sx.canonicalizationAlgorithm ?? '') || !keyType) {
       throw new TrustedListError(`the list is signed with algorithms not accepted (${sx.canonicalizationAlgorithm}, ${sx.signatureAlgorithm})`);
+    }
+    // An algorithm is the key's own: an RSA URI is never checked with an EC key, nor the reverse.
+    if (signer.publicKey.asymmetricKeyType !== keyType && !(keyType === 'rsa' && signer.publicKey.asymmetricKeyType === 'rsa-pss')) {
+      reasons.push(`the signature algorithm is not for the ${signer.publicKey.asymmetricKeyType ?? 'unknown'} key of ${signer.subject.split('\n').join(', ')}`);
+      continue;
     }
     let ok: boolean;
     try {

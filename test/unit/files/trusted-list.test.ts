@@ -49,6 +49,18 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
     expect(refused(signTrustedList(lotl, pem('tl-operator.key'), pem('tl-operator.pem')))).to.match(/^the EU's list of lists names lists/);
   });
 
+  it('verifies ECDSA signatures (RFC 4051, r and s side by side), and never an algorithm with another kind of key', () => {
+    const ecOperator = new X509Certificate(pem('tl-operator-ec.pem'));
+    const ecdsa = signTrustedList(xml, pem('tl-operator-ec.key'), pem('tl-operator-ec.pem'), 'http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha384');
+    expect(ecdsa).to.include('Algorithm="http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha384"');
+    expect(readTrustedList(ecdsa, [operator, ecOperator]).territory).to.equal('IT');
+    // The signature value is 96 bytes (P-384's r and s), not DER.
+    expect(Buffer.from(/<ds:SignatureValue>([^<]+)</.exec(ecdsa)![1]!.replace(/\s+/g, ''), 'base64')).to.have.length(96);
+    expect(refused(ecdsa.replace(`${STATUS}granted`, `${STATUS}withdrawn`), [ecOperator])).to.match(/^the list's signature does not verify/);
+    // An RSA algorithm named with the EC operator's key configured: not tried with it.
+    expect(refused(ecdsa.replace('xmldsig-more#ecdsa-sha384', 'xmldsig-more#rsa-sha256'), [ecOperator])).to.match(/the signature algorithm is not for the ec key of C=IT/);
+  });
+
   it('refuses an altered list: a status, a certificate, a second signature, a signature moved', () => {
     expect(refused(signed.replace(`${STATUS}granted`, `${STATUS}withdrawn`))).to.match(/^the list's signature does not verify/);
     expect(refused(signed.replace('<tsl:SchemeTerritory>IT', '<tsl:SchemeTerritory>FR'))).to.match(/^the list's signature does not verify/);
