@@ -106,7 +106,9 @@ const date = (el: Element | undefined, what: string): Date => {
  * Verifies a trusted list's signature with one of `signers` and returns what it says. Throws
  * TrustedListError when the list is malformed, unsigned, signed by anyone else or altered.
  */
-export function readTrustedList(xml: string, signers: readonly X509Certificate[]): TrustedList {
+export function readTrustedList(text: string, signers: readonly X509Certificate[]): TrustedList {
+  // A byte order mark (Finland's list has one) is not part of the document.
+  const xml = text.replace(/^\uFEFF/, '');
   if (signers.length === 0) throw new TrustedListError('no list signer certificate is configured');
   const doc = strictParse(xml);
   const root = doc.documentElement;
@@ -144,10 +146,13 @@ export function readTrustedList(xml: string, signers: readonly X509Certificate[]
     }
     const references = sx.getReferences();
     if (references.some((r) => !DIGEST_ALGORITHMS.has(r.digestAlgorithm))) throw new TrustedListError('the list uses a digest algorithm not accepted');
-    const whole = references.filter((r) => r.uri === '');
+    // The whole list: URI="" or, as Belgium's list says it, the root's own Id (which xml-crypto
+    // resolved to the one element carrying it, refusing a document where two do).
+    const rootId = root.getAttribute('Id');
+    const whole = references.filter((r) => r.uri === '' || (rootId && r.uri === `#${rootId}`));
     const transforms = whole[0]?.transforms ?? [];
     if (whole.length !== 1 || transforms[0] !== ENVELOPED || !transforms.slice(1).every((t) => C14N.has(t))) {
-      throw new TrustedListError('the signature does not cover the whole list (one enveloped reference to "")');
+      throw new TrustedListError('the signature does not cover the whole list (one enveloped reference to "" or to the root\'s Id)');
     }
     signedBytes = whole[0]!.signedReference;
     signedBy = signer;

@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
+import { KEPT_SERVICE_TYPES } from '../../../src/files/trust/trust.repository.js';
 import { readTrustedList, type TrustedList } from '../../../src/files/trust/trusted-list.js';
 import { p7mFixtures } from '../../support/p7m-fixtures.js';
 import { CA_QC, STATUS, signTrustedList, trustedListXml } from '../../support/trusted-list.js';
@@ -75,5 +77,40 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
     expect(refused(signed.replace('<?xml version="1.0" encoding="UTF-8"?>', '<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x "y">]>'))).to.equal('the list has a DOCTYPE');
     expect(refused(signed.replace('</tsl:SchemeInformation>', '</tsl:Scheme>'))).to.match(/^XML (error|fatalError)|not well-formed/);
     expect(refused('<a/>')).to.equal('not a trusted list (TrustServiceStatusList)');
+  });
+
+  describe('real lists, as member states signed them (test/fixtures/trusted-lists)', function () {
+    this.timeout(30_000); // Italy's takes about 1.5 s to canonicalize and verify
+    const real = (name: string) => {
+      const xml = gunzipSync(readFileSync(`test/fixtures/trusted-lists/${name}.xml.gz`)).toString('utf8');
+      // The operator's certificate, taken from the KeyInfo here; in production it is configured.
+      const b64 = /<(?:\w+:)?KeyInfo[^>]*>[\s\S]*?<(?:\w+:)?X509Certificate>([^<]+)</.exec(xml)![1]!.replace(/\s+/g, '');
+      return { xml, signer: new X509Certificate(Buffer.from(b64, 'base64')) };
+    };
+    const kept = (list: TrustedList) => list.services.filter((s) => KEPT_SERVICE_TYPES.has(s.type));
+
+    it("reads Italy's list (AgID, XAdES, 2 MB): its 363 services, 192 of them qualified CA or timestamping services", () => {
+      const { xml, signer } = real('IT');
+      expect(signer.subject).to.match(/^C=IT$/m);
+      const list = readTrustedList(xml, [signer]);
+      expect(list).to.deep.include({ territory: 'IT', sequenceNumber: 141, nextUpdate: new Date('2020-02-27T00:00:00Z') });
+      expect(list.services).to.have.length(363);
+      expect(kept(list)).to.have.length(192);
+      const history = list.services.find((s) => s.history.length > 0);
+      expect(history?.history[0]?.from).to.be.instanceOf(Date);
+      // One status changed anywhere in the 2 MB, and the list is refused.
+      expect(refused(xml.replace(`${STATUS}granted`, `${STATUS}withdrawn`), [signer])).to.match(/^the list's signature does not verify/);
+    });
+
+    it("reads Belgium's list, whose reference names the root's Id, and Finland's, which starts with a byte order mark", () => {
+      const be = real('BE');
+      expect(be.xml).to.match(/<ds:Reference [^>]*URI="#TSL-BE-2019-T2v2"/);
+      expect(readTrustedList(be.xml, [be.signer])).to.deep.include({ territory: 'BE', sequenceNumber: 43 });
+      const fi = real('FI');
+      expect(fi.xml.charCodeAt(0)).to.equal(0xfeff);
+      expect(readTrustedList(fi.xml, [fi.signer])).to.deep.include({ territory: 'FI', sequenceNumber: 32 });
+      // Another list's operator cannot sign for Belgium.
+      expect(refused(be.xml, [fi.signer])).to.match(/^the list's signature does not verify/);
+    });
   });
 });
