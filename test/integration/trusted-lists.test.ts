@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { configWith, FAST_PIPELINE, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
 import { p7mFixtures, type P7mFixtures } from '../support/p7m-fixtures.js';
 import { STATUS, TSA_QTST, signTrustedList, trustedListXml, type ListOptions } from '../support/trusted-list.js';
@@ -84,6 +85,21 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     expect(await kept()).to.deep.equal([]);
     expect(cli(signers, 'trust', 'remove', 'IT').code).to.equal(1);
     expect(cli(signers, 'trust', 'frobnicate').code).to.equal(2);
+  });
+
+  it("imports Italy's real list (AgID's, 2019: test/fixtures/trusted-lists) with AgID's certificate configured", async () => {
+    const xml = gunzipSync(readFileSync('test/fixtures/trusted-lists/IT.xml.gz')).toString('utf8');
+    const agid = /<ds:KeyInfo[^>]*>[\s\S]*?<ds:X509Certificate>([^<]+)</.exec(xml)![1]!.replace(/\s+/g, '');
+    const env = { TRUSTED_LIST_SIGNERS: fx.file('agid.pem', Buffer.from(`-----BEGIN CERTIFICATE-----\n${agid}\n-----END CERTIFICATE-----\n`)) };
+    const run = cli(env, 'trust', 'import', fx.file('TSL-IT.xml', Buffer.from(xml)));
+    expect(run.code, run.stderr).to.equal(0);
+    expect(run.stdout).to.equal('IT 141\n');
+    expect(cli(env, 'trust', 'list').stdout).to.equal('IT 141 2019-09-04T08:00:00.000Z 2020-02-27T00:00:00.000Z 192\n');
+    const [names] = await select<{ providers: number; certificates: number }>((await harness()).db,
+      'SELECT COUNT(DISTINCT provider) AS providers, SUM(JSON_LENGTH(certificates)) AS certificates FROM trust_services', []);
+    expect(Number(names?.certificates)).to.equal(192);
+    expect(Number(names?.providers)).to.be.greaterThan(10);
+    expect(cli(env, 'trust', 'remove', 'IT').code).to.equal(0);
   });
 
   describe('the signature worker', () => {
