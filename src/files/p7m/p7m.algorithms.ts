@@ -3,13 +3,15 @@ import { constants, createHash, createPublicKey, publicDecrypt, verify, type Key
 import forge from 'node-forge';
 import { CONTEXT, MalformedError, T, UNIVERSAL, algorithm, derOf, is, kids, noParams, parseDer, seq, smallInt, type Node } from './p7m.asn1.js';
 
-export type HashName = 'sha1' | 'sha256' | 'sha384' | 'sha512' | 'sha3-256' | 'sha3-384' | 'sha3-512';
+export type HashName = 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512' | 'sha3-224' | 'sha3-256' | 'sha3-384' | 'sha3-512';
 
 const HASHES: Record<string, HashName> = {
   '1.3.14.3.2.26': 'sha1',
+  '2.16.840.1.101.3.4.2.4': 'sha224',
   '2.16.840.1.101.3.4.2.1': 'sha256',
   '2.16.840.1.101.3.4.2.2': 'sha384',
   '2.16.840.1.101.3.4.2.3': 'sha512',
+  '2.16.840.1.101.3.4.2.7': 'sha3-224',
   '2.16.840.1.101.3.4.2.8': 'sha3-256',
   '2.16.840.1.101.3.4.2.9': 'sha3-384',
   '2.16.840.1.101.3.4.2.10': 'sha3-512',
@@ -31,17 +33,21 @@ const EC_PUBLIC_KEY = '1.2.840.10045.2.1';
 const SCHEMES: Record<string, { name: 'rsa' | 'ecdsa'; hash: HashName | null }> = {
   [RSA_PKCS1]: { name: 'rsa', hash: null },
   '1.2.840.113549.1.1.5': { name: 'rsa', hash: 'sha1' },
+  '1.2.840.113549.1.1.14': { name: 'rsa', hash: 'sha224' },
   '1.2.840.113549.1.1.11': { name: 'rsa', hash: 'sha256' },
   '1.2.840.113549.1.1.12': { name: 'rsa', hash: 'sha384' },
   '1.2.840.113549.1.1.13': { name: 'rsa', hash: 'sha512' },
   [EC_PUBLIC_KEY]: { name: 'ecdsa', hash: null },
   '1.2.840.10045.4.1': { name: 'ecdsa', hash: 'sha1' },
+  '1.2.840.10045.4.3.1': { name: 'ecdsa', hash: 'sha224' },
   '1.2.840.10045.4.3.2': { name: 'ecdsa', hash: 'sha256' },
   '1.2.840.10045.4.3.3': { name: 'ecdsa', hash: 'sha384' },
   '1.2.840.10045.4.3.4': { name: 'ecdsa', hash: 'sha512' },
+  '2.16.840.1.101.3.4.3.9': { name: 'ecdsa', hash: 'sha3-224' },
   '2.16.840.1.101.3.4.3.10': { name: 'ecdsa', hash: 'sha3-256' },
   '2.16.840.1.101.3.4.3.11': { name: 'ecdsa', hash: 'sha3-384' },
   '2.16.840.1.101.3.4.3.12': { name: 'ecdsa', hash: 'sha3-512' },
+  '2.16.840.1.101.3.4.3.13': { name: 'rsa', hash: 'sha3-224' },
   '2.16.840.1.101.3.4.3.14': { name: 'rsa', hash: 'sha3-256' },
   '2.16.840.1.101.3.4.3.15': { name: 'rsa', hash: 'sha3-384' },
   '2.16.840.1.101.3.4.3.16': { name: 'rsa', hash: 'sha3-512' },

@@ -355,7 +355,9 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       const [type, values] = seq(attr, 'attribute');
       const attrType = oid(type, 'attribute type');
       if (attrType === ATTR.counterSignature) counterSignatures.push(...kids(values, UNIVERSAL, T.SET, 'counter-signatures'));
-      if (attrType === ATTR.signatureTimestamp) timestamps.push(...kids(values, UNIVERSAL, T.SET, 'signature timestamps'));
+      // A value that is not a ContentInfo (a German signer's wraps the token's DER in an OCTET
+      // STRING) is not read as a timestamp, as DSS does not: the signer goes without one.
+      if (attrType === ATTR.signatureTimestamp) timestamps.push(...kids(values, UNIVERSAL, T.SET, 'signature timestamps').filter((t) => is(t, UNIVERSAL, T.SEQUENCE)));
     }
   }
   if (i !== parts.length) malformed('unexpected elements in SignerInfo');
@@ -391,10 +393,13 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   else if (hash === 'sha1') v.problems.push('weak digest algorithm sha1');
   // A counter-signer's digest algorithm need not be among the envelope's (those are the content's).
   if (target.kind === 'content' && !ctx.digestOids.has(digestAlg.oid)) v.problems.push('digest algorithm not listed in the envelope');
-  // RSASSA-PSS names its own hash, which signs the signed attributes and may differ from the
-  // content's digest algorithm (RFC 4056 §3); over the content itself they must be the same.
-  const pssOverAttributes = scheme?.name === 'rsa-pss' && signedAttrs !== undefined;
-  if (scheme?.hash && hash && scheme.hash !== hash && !pssOverAttributes) v.problems.push("the signature algorithm's hash does not match the digest algorithm");
+  // Over signed attributes, a signature algorithm that names a hash other than the digest
+  // algorithm is accepted, as DSS and OpenSSL accept it: RSASSA-PSS signs them with its own
+  // hash (RFC 4056 §3); PKCS#1 v1.5 and ECDSA sign with the digest algorithm (RFC 5652 §5.4, as
+  // OpenSSL does), or else with the hash their identifier names. Over the content itself
+  // (no signed attributes) the two must be the same.
+  const overAttributesOwnHash = scheme?.hash != null && signedAttrs !== undefined && scheme.hash !== hash;
+  if (scheme?.hash && hash && scheme.hash !== hash && !overAttributesOwnHash) v.problems.push("the signature algorithm's hash does not match the digest algorithm");
   if (scheme?.hash === 'sha1' && hash !== 'sha1') v.problems.push('weak signature hash sha1');
 
   const x509 = cert?.x509();
@@ -452,10 +457,11 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     if (whole) signed = [whole];
   }
 
-  const signatureHash = pssOverAttributes ? scheme!.hash : hash;
-  if (scheme && signatureHash && x509 && signed.length > 0) {
+  const signatureHashes: HashName[] = !overAttributesOwnHash ? (hash ? [hash] : [])
+    : scheme!.name === 'rsa-pss' ? [scheme!.hash!] : [...(hash ? [hash] : []), scheme!.hash!];
+  if (scheme && signatureHashes.length > 0 && x509 && signed.length > 0) {
     try {
-      v.signatureValid = signed.some((bytes) => verifySignature(scheme, signatureHash, bytes, signature, x509.publicKey));
+      v.signatureValid = signatureHashes.some((h) => signed.some((bytes) => verifySignature(scheme, h, bytes, signature, x509.publicKey)));
       if (!v.signatureValid) v.problems.push('the signature does not verify');
     } catch (err) {
       v.problems.push(err instanceof SchemeProblem ? err.message : `the signature does not verify (${short(err)})`);
@@ -480,7 +486,12 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     // A TSA's certificate is judged at the genTime of the token it signed (ctx.now), whatever else the token says.
     const at = ctx.tsa ? ctx.now : stampedAt ?? signingTime ?? ctx.now;
     v.certificateValid = validAt(x509, at);
-    if (!v.certificateValid) {
+    // A TSA that says it signed the token after its certificate ended (or before it began) is
+    // not believed either (DSS refuses such a token too).
+    if (ctx.tsa && v.certificateValid && signingTime && !validAt(x509, signingTime)) {
+      v.certificateValid = false;
+      v.problems.push("the TSA's certificate was not valid at the token's own signing time");
+    } else if (!v.certificateValid) {
       v.problems.push(stampedAt ? 'the certificate was not valid at the timestamp\'s time' : signingTime ? 'the certificate was not valid at the signing time'
         : 'the certificate is not valid at the time of the check');
     }

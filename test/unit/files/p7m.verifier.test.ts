@@ -327,6 +327,16 @@ describe('p7m verifier', function () {
       expect(verifyP7m(spoil(stamped, tsa - 200)).outcome).to.equal('not-signed');
     });
 
+    it('verifies SHA-224 (openssl -md sha224), with RSA and ECDSA', () => {
+      for (const key of ['rsa', 'ec']) {
+        const out = `${fx.dir}/sha224-${key}.p7m`;
+        const made = spawnSync('openssl', ['cms', '-sign', '-binary', '-md', 'sha224', '-nodetach', '-in', `${fx.dir}/doc.pdf`, '-outform', 'DER', '-out', out,
+          '-signer', `${fx.dir}/${key}.pem`, '-inkey', `${fx.dir}/${key}.key`, '-certfile', `${fx.dir}/int.pem`]);
+        expect(made.status, String(made.stderr)).to.equal(0);
+        expect(passes(readFileSync(out), `SHA-224 ${key}`)).to.include({ digestAlgorithm: 'sha224' });
+      }
+    });
+
     it('verifies SHA3-256 digests with RSA and with ECDSA (id-ecdsa-with-sha3-256)', () => {
       expect(passes(q.sha3Rsa, 'RSA, SHA3-256')).to.include({ digestAlgorithm: 'sha3-256', signatureAlgorithm: 'rsa' });
       expect(passes(q.sha3Ecdsa, 'ECDSA, SHA3-256')).to.include({ digestAlgorithm: 'sha3-256', signatureAlgorithm: 'ecdsa' });
