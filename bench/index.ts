@@ -2,6 +2,7 @@
 import { benchApi } from './api.js';
 import { benchNotarize } from './notarize.js';
 import { benchP7m } from './p7m.js';
+import { benchP7mCorpus } from './p7m-corpus.js';
 import { benchScan } from './scan.js';
 import { benchStore } from './store.js';
 import { benchVerify } from './verify.js';
@@ -11,6 +12,7 @@ const benches: Record<string, (argv: string[]) => Promise<void>> = {
   api: benchApi,
   scan: benchScan,
   p7m: benchP7m,
+  'p7m-corpus': benchP7mCorpus,
   store: benchStore,
   webhooks: benchWebhooks,
   notarize: benchNotarize,

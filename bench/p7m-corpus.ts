@@ -1,0 +1,57 @@
+// `npm run bench -- p7m-corpus <dir>...`
+//
+// Not a speed figure: how the verifier's verdicts compare with OpenSSL's on a corpus of real
+// envelopes (every file under the directories, recursively: DSS's test resources, a signing
+// tool's output, an archive of e-invoices). For each file, ours (`verifyP7m`, no trust store,
+// certificates judged at the signing time) against `openssl cms -verify -noverify -binary`
+// (the signatures only: no chain, no validity dates, no timestamps, no counter-signatures, as
+// OpenSSL does not look at them), DER first, then PEM/S/MIME. Prints the four counts and every
+// file where the two disagree, with our reason or OpenSSL's error; appends them to
+// bench/README.md. Files are read, never kept.
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { verifyP7m } from '../src/files/p7m/p7m.verifier.js';
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).sort().flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+function openssl(path: string): { ok: boolean; error: string } {
+  let error = '';
+  for (const inform of ['DER', 'PEM', 'SMIME']) {
+    const run = spawnSync('openssl', ['cms', '-verify', '-noverify', '-binary', '-inform', inform, '-in', path, '-out', '/dev/null'], { encoding: 'utf8', timeout: 30_000 });
+    if (run.status === 0) return { ok: true, error: '' };
+    if (inform === 'DER') error = run.stderr.split('\n').find((l) => /error|fail/i.test(l))?.replace(/^[0-9A-F]+:error:[0-9A-F]+:/, '').slice(0, 120) ?? `exit ${run.status}`;
+  }
+  return { ok: false, error };
+}
+
+export async function benchP7mCorpus(argv: string[]): Promise<void> {
+  if (argv.length === 0 || argv.some((a) => a.startsWith('--'))) throw new Error('usage: npm run bench -- p7m-corpus <dir>...');
+  const counts = { both: 0, oursOnly: 0, opensslOnly: 0, neither: 0 };
+  const disagreements: string[] = [];
+  for (const dir of argv) {
+    for (const path of filesUnder(dir)) {
+      const ours = verifyP7m(readFileSync(path));
+      const theirs = openssl(path);
+      const signed = ours.outcome === 'signed';
+      if (signed && theirs.ok) counts.both++;
+      else if (signed) counts.oursOnly++;
+      else if (theirs.ok) counts.opensslOnly++;
+      else counts.neither++;
+      if (signed !== theirs.ok) disagreements.push(`${signed ? 'only ours signed:   ' : 'only OpenSSL signed:'} ${relative(dir, path)}: ${signed ? theirs.error : ours.reason}`);
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+  const total = counts.both + counts.oursOnly + counts.opensslOnly + counts.neither;
+  const lines = [
+    `${total} files: both signed ${counts.both}, only ours ${counts.oursOnly}, only OpenSSL ${counts.opensslOnly}, neither ${counts.neither}`,
+    ...disagreements,
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+  appendFileSync('bench/README.md', `\n### p7m-corpus, ${new Date().toISOString()}\n\n${argv.join(', ')}; OpenSSL ${spawnSync('openssl', ['version'], { encoding: 'utf8' }).stdout.trim()}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
+}
