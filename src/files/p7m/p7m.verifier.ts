@@ -393,13 +393,13 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   else if (hash === 'sha1') v.problems.push('weak digest algorithm sha1');
   // A counter-signer's digest algorithm need not be among the envelope's (those are the content's).
   if (target.kind === 'content' && !ctx.digestOids.has(digestAlg.oid)) v.problems.push('digest algorithm not listed in the envelope');
-  // Over signed attributes, a signature algorithm that names a hash other than the digest
-  // algorithm is accepted, as DSS and OpenSSL accept it: RSASSA-PSS signs them with its own
-  // hash (RFC 4056 §3); PKCS#1 v1.5 and ECDSA sign with the digest algorithm (RFC 5652 §5.4, as
-  // OpenSSL does), or else with the hash their identifier names. Over the content itself
-  // (no signed attributes) the two must be the same.
-  const overAttributesOwnHash = scheme?.hash != null && signedAttrs !== undefined && scheme.hash !== hash;
-  if (scheme?.hash && hash && scheme.hash !== hash && !overAttributesOwnHash) v.problems.push("the signature algorithm's hash does not match the digest algorithm");
+  // RSASSA-PSS names its own hash, which signs the signed attributes and may differ from the
+  // content's digest algorithm (RFC 4056 §3); over the content itself they must be the same.
+  // PKCS#1 v1.5 and ECDSA identifiers that name another hash than the digest algorithm are
+  // refused, as DSS refuses them (its dss-1419 tests), though OpenSSL verifies them with the
+  // digest algorithm's hash.
+  const pssOverAttributes = scheme?.name === 'rsa-pss' && signedAttrs !== undefined;
+  if (scheme?.hash && hash && scheme.hash !== hash && !pssOverAttributes) v.problems.push("the signature algorithm's hash does not match the digest algorithm");
   if (scheme?.hash === 'sha1' && hash !== 'sha1') v.problems.push('weak signature hash sha1');
 
   const x509 = cert?.x509();
@@ -457,11 +457,10 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     if (whole) signed = [whole];
   }
 
-  const signatureHashes: HashName[] = !overAttributesOwnHash ? (hash ? [hash] : [])
-    : scheme!.name === 'rsa-pss' ? [scheme!.hash!] : [...(hash ? [hash] : []), scheme!.hash!];
-  if (scheme && signatureHashes.length > 0 && x509 && signed.length > 0) {
+  const signatureHash = pssOverAttributes ? scheme!.hash : hash;
+  if (scheme && signatureHash && x509 && signed.length > 0) {
     try {
-      v.signatureValid = signatureHashes.some((h) => signed.some((bytes) => verifySignature(scheme, h, bytes, signature, x509.publicKey)));
+      v.signatureValid = signed.some((bytes) => verifySignature(scheme, signatureHash, bytes, signature, x509.publicKey));
       if (!v.signatureValid) v.problems.push('the signature does not verify');
     } catch (err) {
       v.problems.push(err instanceof SchemeProblem ? err.message : `the signature does not verify (${short(err)})`);
