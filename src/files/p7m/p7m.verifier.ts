@@ -162,6 +162,8 @@ interface Found {
 
 /** SubFilters whose /Contents is a detached CMS over the ByteRange (adbe.pkcs7.sha1 signs a digest instead: not accepted). */
 const DETACHED_SUBFILTERS = new Set(['adbe.pkcs7.detached', 'ETSI.CAdES.detached']);
+/** A document timestamp's SubFilter (ETSI EN 319 142-1, PAdES-LTA). */
+const DOCUMENT_TIMESTAMP = 'ETSI.RFC3161';
 
 /**
  * A signed PDF. A signature vouches for the bytes of the revision it signed; anything appended
@@ -196,6 +198,7 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, trust: Trust, found: Foun
   });
   found.levels = signatures.length;
   if (failure) return failure;
+  if (signatures.every((sig) => sig.subFilter === DOCUMENT_TIMESTAMP)) return 'the PDF has document timestamps but no signature';
   const updated = signatures.findIndex((sig) => !sig.coversWholeFile);
   if (updated < 0) return undefined;
   return updated === signatures.length - 1 ? 'the PDF was changed after its last signature (an incremental update)'
@@ -203,12 +206,19 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, trust: Trust, found: Foun
 }
 
 function checkPdfSignature(sig: PdfSignature, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
-  if (sig.subFilter !== null && !DETACHED_SUBFILTERS.has(sig.subFilter)) return `unsupported SubFilter ${sig.subFilter}`;
+  const timestamp = sig.subFilter === DOCUMENT_TIMESTAMP;
+  if (sig.subFilter !== null && !timestamp && !DETACHED_SUBFILTERS.has(sig.subFilter)) return `unsupported SubFilter ${sig.subFilter}`;
   try {
     // /Contents is zero-padded to the space reserved for it.
     const end = walkTlv(sig.cms, { remaining: sig.cms.length });
     if (sig.cms.subarray(end).some((b) => b !== 0)) return 'bytes after the CMS in /Contents';
-    return check(decode(sig.cms.subarray(0, end)), options, trust, found, budget, contentOf(sig.signed));
+    if (timestamp) {
+      // A document timestamp (PAdES-LTA): an RFC 3161 token whose imprint is of the ByteRange.
+      const t = checkTimestamp(parseExact(sig.cms.subarray(0, end), budget, 'the document timestamp'), sig.signed, { trust, budget }, 'the document');
+      (found.timestamps ??= []).push(t);
+      return t.valid ? undefined : `document timestamp: ${t.problems[0] ?? 'not verified'}`;
+    }
+    return check(decode(sig.cms.subarray(0, end)), options, trust, found, budget, { content: contentOf(sig.signed), claimedTime: sig.claimedTime });
   } catch (err) {
     return `malformed signature: ${short(err)}`;
   }
@@ -234,8 +244,14 @@ function checkContainer(input: Uint8Array, options: VerifyOptions, trust: Trust,
   return inner ?? (bad >= 0 ? `timestamp ${bad + 1}: ${found.timestamps[bad]!.problems[0] ?? 'not verified'}` : undefined);
 }
 
+/** What a PDF's signature signs (its ByteRange) and the time its dictionary claims. */
+interface Detached {
+  content: Content;
+  claimedTime: Date | null;
+}
+
 /** Fills `found` level by level from a decoded envelope; returns why it is not signed, if it is not. */
-function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget, detached?: Content): string | undefined {
+function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget, detached?: Detached): string | undefined {
   if (!top) return 'not a CMS SignedData envelope';
   found.encoding = top.encoding;
   const maxNodes = options.maxNodes ?? 200_000;
@@ -258,9 +274,9 @@ function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Tr
     if (detached && level === 1) {
       if (envelope.content !== undefined) return 'the PDF signature carries content of its own';
       if (envelope.signerInfos.length !== 1) return 'a PDF signature has one signer';
-      envelope = { ...envelope, content: detached };
+      envelope = { ...envelope, content: detached.content };
     }
-    const ctx: SignerContext = { ...envelope, trust, now, digests: new Map(), budget };
+    const ctx: SignerContext = { ...envelope, trust, now, digests: new Map(), budget, ...(level === 1 && detached?.claimedTime && { claimedTime: detached.claimedTime }) };
     const first = found.signers.length;
     for (const node of envelope.signerInfos) collectSigner(node, level, ctx, { kind: 'content' }, undefined, found.signers);
     const signers = found.signers.slice(first);
@@ -282,6 +298,8 @@ interface SignerContext extends Envelope {
   budget: NodeBudget;
   /** Set while checking a timestamp token's own signer: its certificate must be a TSA's. */
   tsa?: true;
+  /** A signed PDF's /M: the time its signer claims, for a signer without a signingTime attribute. */
+  claimedTime?: Date;
 }
 
 /** What a SignerInfo signs: the envelope's content, or (a counter-signature) another signer's signature value. */
@@ -483,7 +501,10 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
 
   if (x509 && cert) {
     // A TSA's certificate is judged at the genTime of the token it signed (ctx.now), whatever else the token says.
-    const at = ctx.tsa ? ctx.now : stampedAt ?? signingTime ?? ctx.now;
+    // A PDF signer's claimed time is its dictionary's /M (PAdES leaves signingTime out of the CMS).
+    const claimed = signingTime ?? (target.kind === 'content' ? ctx.claimedTime : undefined);
+    if (!signingTime && claimed) v.signingTime = claimed.toISOString();
+    const at = ctx.tsa ? ctx.now : stampedAt ?? claimed ?? ctx.now;
     v.certificateValid = validAt(x509, at);
     // A TSA that says it signed the token after its certificate ended (or before it began) is
     // not believed either (DSS refuses such a token too).
@@ -491,7 +512,7 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       v.certificateValid = false;
       v.problems.push("the TSA's certificate was not valid at the token's own signing time");
     } else if (!v.certificateValid) {
-      v.problems.push(stampedAt ? 'the certificate was not valid at the timestamp\'s time' : signingTime ? 'the certificate was not valid at the signing time'
+      v.problems.push(stampedAt ? 'the certificate was not valid at the timestamp\'s time' : claimed ? 'the certificate was not valid at the signing time'
         : 'the certificate is not valid at the time of the check');
     }
     if (cert.signingUsage === false) v.problems.push("the certificate's key usage does not allow signing");
@@ -529,7 +550,7 @@ const ID_SIGNED_DATA = '1.2.840.113549.1.7.2';
  * must verify (its certificate a TSA's, valid at genTime, chained to the anchors when there
  * are any) and whose messageImprint must be the digest of the signature value.
  */
-function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerContext, 'trust' | 'budget'>, covers = 'the signature'): TimestampVerdict {
+function checkTimestamp(token: Node, covered: Buffer | readonly Buffer[], outer: Pick<SignerContext, 'trust' | 'budget'>, covers = 'the signature'): TimestampVerdict {
   const t: TimestampVerdict = { time: null, tsa: null, chain: checksChains(outer.trust) ? 'untrusted' : 'not-checked', valid: false, problems: [] };
   try {
     if (oid(seq(token, 'TimeStampToken')[0], 'TimeStampToken content type') !== ID_SIGNED_DATA) malformed('the timestamp token is not a SignedData');
@@ -544,7 +565,7 @@ function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerC
     t.time = genTime.toISOString();
     if (!imprintHash) t.problems.push('unsupported messageImprint hash algorithm');
     else if (imprintHash === 'sha1') t.problems.push('weak messageImprint hash sha1');
-    else if (!createHash(imprintHash).update(signatureValue).digest().equals(bytes(prim(imprint[1], UNIVERSAL, T.OCTETSTRING, 'hashedMessage')))) {
+    else if (!imprintOf(imprintHash, covered).equals(bytes(prim(imprint[1], UNIVERSAL, T.OCTETSTRING, 'hashedMessage')))) {
       t.problems.push(`the timestamp is of other bytes than ${covers} (messageImprint)`);
     }
     if (envelope.signerInfos.length !== 1) t.problems.push('a timestamp token has one signer');
@@ -565,6 +586,12 @@ function checkTimestamp(token: Node, signatureValue: Buffer, outer: Pick<SignerC
   return t;
 }
 
+
+function imprintOf(hash: HashName, covered: Buffer | readonly Buffer[]): Buffer {
+  const h = createHash(hash);
+  for (const part of Buffer.isBuffer(covered) ? [covered] : covered) h.update(part);
+  return h.digest();
+}
 
 function digestOf(ctx: SignerContext, hash: HashName): Buffer {
   let digest = ctx.digests.get(hash);

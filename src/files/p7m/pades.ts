@@ -19,6 +19,12 @@ export interface PdfSignature {
   signed: [Buffer, Buffer];
   /** The second range ends at the file's end (trailing whitespace aside): nothing was appended after this signature. */
   coversWholeFile: boolean;
+  /**
+   * The dictionary's /M: when the signer says it signed (PAdES puts the claimed signing time
+   * there, not in the CMS). Covered by the signature like the rest of the dictionary; null when
+   * absent or not a PDF date.
+   */
+  claimedTime: Date | null;
 }
 
 /** More signatures than any real document carries: beyond, the file is refused. */
@@ -74,6 +80,11 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfS
   const ownBefore = [...before.slice(Math.max(0, opened)).matchAll(SUB_FILTER)].at(-1)?.[1];
   const closes = after.indexOf('>>');
   const ownAfter = SUB_FILTER_ONE.exec(after.slice(0, closes < 0 ? after.length : closes))?.[1];
+  // A signature dictionary is an indirect object (its bytes cannot sit in a compressed
+  // stream): its /M is between the object's start and its end.
+  const objectStart = before.lastIndexOf(' obj');
+  const objectEnd = after.indexOf('endobj');
+  const m = /\/M\s*\(([^)]{1,40})\)/.exec(before.slice(Math.max(0, objectStart))) ?? /\/M\s*\(([^)]{1,40})\)/.exec(after.slice(0, objectEnd < 0 ? after.length : objectEnd));
   let end = start2 + length2;
   while (end < pdf.length && [0x0a, 0x0d, 0x20, 0x09, 0x00].includes(pdf[end]!)) end++;
   return {
@@ -82,5 +93,19 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfS
     subFilter: ownBefore ?? ownAfter ?? null,
     signed: [pdf.subarray(0, length1), pdf.subarray(start2, start2 + length2)],
     coversWholeFile: end === pdf.length,
+    claimedTime: m ? pdfDate(m[1]!) : null,
   };
+}
+
+/** A PDF date (ISO 32000 §7.9.4): D:YYYYMMDDHHmmSSOHH'mm', every part after the year optional. */
+export function pdfDate(text: string): Date | null {
+  const d = /^(?:D:)?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?(?:([Zz+-])(?:(\d{2})'?(?:(\d{2})'?)?)?)?$/.exec(text.trim());
+  if (!d) return null;
+  const n = (i: number, fallback: number) => (d[i] === undefined ? fallback : Number(d[i]));
+  const [month, day, hour, minute, second] = [n(2, 1), n(3, 1), n(4, 0), n(5, 0), n(6, 0)];
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 59) return null;
+  const sign = d[7] === '-' ? -1 : 1;
+  const offset = d[7] && d[7].toUpperCase() !== 'Z' ? sign * (n(8, 0) * 60 + n(9, 0)) : 0;
+  const t = Date.UTC(n(1, 0), month - 1, day, hour, minute, second) - offset * 60_000;
+  return Number.isNaN(t) ? null : new Date(t);
 }

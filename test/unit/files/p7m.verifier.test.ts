@@ -620,6 +620,47 @@ describe('p7m verifier', function () {
       expect(verifyP7m(fx.pdfs().unsigned).reason).to.equal('the PDF has no signature');
     });
 
+    it("judges a signer without a signingTime attribute at its dictionary's /M, as PAdES places the claimed time there", () => {
+      // openssl -noattr: no signed attributes, so no signingTime in the CMS.
+      const noattr = (claimedTime: string) => signPdf(fx.pdfs().unsigned, (data) => {
+        const input = fx.file('pades-noattr.data', data);
+        spawnSync('openssl', ['cms', '-sign', '-binary', '-noattr', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', `${fx.dir}/pades-noattr.cms`,
+          '-signer', `${fx.dir}/rsa.pem`, '-inkey', `${fx.dir}/rsa.key`, '-certfile', `${fx.dir}/int.pem`]);
+        return readFileSync(`${fx.dir}/pades-noattr.cms`);
+      }, { subFilter: 'ETSI.CAdES.detached', objectNumber: 97, claimedTime });
+      const pdfDate = (d: Date) => `D:${d.toISOString().replace(/[-:T]/g, '').slice(0, 14)}+01'00'`;
+      const inAnHour = new Date(Date.now() + 3_600_000);
+      const now = verifyP7m(noattr(pdfDate(inAnHour)), { trustAnchors: root });
+      expect(now.outcome, now.reason).to.equal('signed');
+      // +01'00': an hour earlier in UTC.
+      expect(signer(now).signingTime).to.equal(new Date(Math.floor(inAnHour.getTime() / 1000) * 1000 - 3_600_000).toISOString());
+      const before = verifyP7m(noattr("D:20200101120000Z"), { trustAnchors: root });
+      expect(before.reason).to.equal('PDF signature 1: signer 1: the certificate was not valid at the signing time');
+      expect(signer(before).signingTime).to.equal('2020-01-01T12:00:00.000Z');
+      // Not a PDF date: no claimed time, judged at the time of the check.
+      const unreadable = verifyP7m(noattr('yesterday'), { trustAnchors: root });
+      expect(unreadable.outcome).to.equal('signed');
+      expect(signer(unreadable).signingTime).to.equal(null);
+    });
+
+    it('verifies document timestamps (ETSI.RFC3161, PAdES-LTA) over their ByteRange, and a PDF with only those is not Signed', () => {
+      const stamp = (pdf: Buffer, objectNumber = 98) => signPdf(pdf, (data) => fx.timestampToken(data), { subFilter: 'ETSI.RFC3161', objectNumber });
+      const onlyStamped = verifyP7m(stamp(fx.pdfs().unsigned), { trustAnchors: root });
+      expect(onlyStamped.reason).to.equal('the PDF has document timestamps but no signature');
+      expect(onlyStamped.timestamps).to.have.length(1);
+      expect(onlyStamped.timestamps?.[0]).to.include({ valid: true, tsa: 'O=Test, CN=Test TSA', chain: 'trusted' });
+      expect(onlyStamped.signers).to.deep.equal([]);
+      // A signed PDF, then timestamped: both verified; the timestamp is an update after the signature.
+      const lta = verifyP7m(stamp(fx.pdfs().signed), { trustAnchors: root });
+      expect(lta.timestamps?.[0]?.valid).to.equal(true);
+      expect(lta.signers.map((s) => [s.level, s.problems.length])).to.deep.equal([[1, 0]]);
+      expect(lta.pdf?.signatures.map((s) => s.subFilter)).to.deep.equal(['ETSI.CAdES.detached', 'ETSI.RFC3161']);
+      // A token over other bytes: the stamped bytes changed after it was made.
+      const stamped = stamp(fx.pdfs().unsigned);
+      const tampered = flipByte(stamped, stamped.indexOf(fx.marker) + 1);
+      expect(verifyP7m(tampered, { trustAnchors: root }).reason).to.equal('PDF signature 1: document timestamp: the timestamp is of other bytes than the document (messageImprint)');
+    });
+
     it('refuses ByteRanges that lie: outside the file, not from its start, over other bytes than /Contents', () => {
       const pdf = fx.pdfs().signed.toString('latin1');
       const [b, c, d] = /\/ByteRange \[0 (\d+) (\d+) (\d+)/.exec(pdf)!.slice(1).map(Number) as [number, number, number];
