@@ -173,8 +173,8 @@ describe('the verification page in Chromium', function () {
 
   it('says when to retry after too many verifications (429)', async () => {
     const limited = await serve({ VERIFY_RATE_PER_MINUTE: '1' });
+    const w = await watchedPage(browser, limited.origin);
     try {
-      const w = await watchedPage(browser, limited.origin);
       const page = w.page;
       await page.goto(`${limited.origin}/verify#policyNumber=P-${unique()}&checkCode=CODE-${unique()}`, { waitUntil: 'domcontentloaded' });
       expect(await resultOf(page)).to.equal('not-found');
@@ -182,8 +182,11 @@ describe('the verification page in Chromium', function () {
       await page.waitForSelector('[role="alert"].banner', { timeout: 10_000 });
       expect(await text(page, '[role="alert"].banner')).to.match(/Riprovi tra \d+ secondi/);
       expect(w.problems).to.deep.equal([]);
-      await page.close();
     } finally {
+      // Whatever failed, the page and its keep-alive connections go: server.close() would
+      // otherwise wait for them, and the test's own error be lost to mocha's timeout.
+      await w.page.close().catch(() => undefined);
+      limited.server.closeAllConnections();
       await new Promise((resolve) => limited.server.close(resolve));
     }
   });
