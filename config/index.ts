@@ -148,7 +148,11 @@ const schema = z.object({
   /** Prefix of every Redis key the queues use (one per environment sharing a Redis). */
   QUEUE_PREFIX: z.string().trim().regex(/^[\w-]{1,40}$/, 'must be letters, digits, - or _').default('grs'),
   SIGNATURE_TRUST_STORE: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
-  /** PEM file of the certificates allowed to sign the trusted lists `cli trust import` reads (each list's operator's, of its own country). */
+  /**
+   * PEM file of the certificates allowed to sign the trusted lists `cli trust import` reads (each
+   * list's operator's, of its own country). Set for the signature workers too: there it turns the
+   * lists on (chains are then checked, and while no list is imported none trusts anything).
+   */
   TRUSTED_LIST_SIGNERS: optionalString.refine((p) => p === undefined || existsSync(p), 'must be the path of an existing PEM file'),
   /** How often a signature worker looks for newly imported trusted lists. */
   TRUSTED_LISTS_REFRESH_SECONDS: int(0, 86_400).default(60),

@@ -137,11 +137,14 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       }, 4 * config.SCAN_CONCURRENCY);
     },
     signature: () => {
-      const trustedLists = createTrustSource(createTrustRepository(db), { refreshMs: config.TRUSTED_LISTS_REFRESH_SECONDS * 1000 });
+      // Trusted lists are in use where they are configured (TRUSTED_LIST_SIGNERS): then chains are
+      // checked against the lists imported, and with none imported no list trusts anything.
+      const trustedLists = config.TRUSTED_LIST_SIGNERS
+        ? createTrustSource(createTrustRepository(db), { refreshMs: config.TRUSTED_LISTS_REFRESH_SECONDS * 1000 }) : undefined;
       const pool = createVerifyPool({
         threads: config.SIGNATURE_CONCURRENCY,
         trustPem: config.SIGNATURE_TRUST_STORE ? readFileSync(config.SIGNATURE_TRUST_STORE, 'utf8') : undefined,
-        trustServices: () => trustedLists.current(),
+        ...(trustedLists && { trustServices: () => trustedLists.current() }),
       });
       // The verifier refuses larger envelopes anyway; nothing larger is read into memory.
       const signatures = createSignatureService({ repo, storage, verify: pool.verify, maxBytes: Math.min(config.MAX_UPLOAD_BYTES, MAX_ENVELOPE_BYTES), logger: log });

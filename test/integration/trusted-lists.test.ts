@@ -29,7 +29,7 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     ];
     return fx.file(`list-${++n}.xml`, Buffer.from(tamper(signTrustedList(trustedListXml({ ...o, services }), pem('tl-operator.key'), pem('tl-operator.pem')))));
   };
-  const kept = async () => (await select<{ territory: string; sequence_number: number }>((await harness()).db, 'SELECT territory, sequence_number FROM trusted_lists ORDER BY territory', []))
+  const kept = async () => (await select<{ territory: string; sequence_number: number }>((await harness()).db, 'SELECT territory, sequence_number FROM trusted_lists WHERE removed_at IS NULL ORDER BY territory', []))
     .map((r) => `${r.territory} ${r.sequence_number}`);
 
   before(async () => {
@@ -45,13 +45,16 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     expect(cli({}, 'trust', 'import', listFile())).to.deep.include({ code: 1, stdout: '' });
     expect(cli({}, 'trust', 'import', listFile()).stderr).to.include('TRUSTED_LIST_SIGNERS is not set');
 
+    // A list whose next update is past: kept, with a warning to fetch a newer one (until then it decides no chain).
+    const stale = cli(signers, 'trust', 'import', listFile({ sequence: 41, nextUpdate: '2026-07-01T00:00:00Z' }));
+    expect(stale.code, stale.stderr).to.equal(0);
+    expect(stale.stderr).to.include('its next update was due 2026-07-01T00:00:00.000Z');
     const first = cli(signers, 'trust', 'import', listFile());
     expect(first.code, first.stderr).to.equal(0);
     expect(first.stdout).to.equal('IT 42\n');
-    expect(first.stderr).to.include('kept the IT list 42 with 2 qualified CA and timestamping service(s)');
-    // The test list's next update (2026-07-01) is past: kept, with a warning to fetch a newer one.
-    expect(first.stderr).to.include('its next update was due 2026-07-01T00:00:00.000Z');
-    expect(cli(signers, 'trust', 'list').stdout).to.equal('IT 42 2026-01-01T00:00:00.000Z 2026-07-01T00:00:00.000Z 2\n');
+    expect(first.stderr).to.include('kept the IT list 42 with 2 qualified CA and timestamping service(s), replacing list 41');
+    expect(first.stderr).to.not.include('next update was due');
+    expect(cli(signers, 'trust', 'list').stdout).to.equal('IT 42 2026-01-01T00:00:00.000Z 2100-01-01T00:00:00.000Z 2\n');
     const [service] = await select<{ service_type: string; provider: string; history: string }>((await harness()).db, 'SELECT service_type, provider, history FROM trust_services ORDER BY id', []);
     expect(service).to.include({ service_type: 'http://uri.etsi.org/TrstSvc/Svctype/CA/QC', provider: 'Certificatore di prova S.p.A.' });
     expect(JSON.parse(service!.history)).to.deep.equal([{ status: `${STATUS}granted`, from: '2016-07-01T00:00:00.000Z' }]);
@@ -83,7 +86,18 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     expect(await kept()).to.deep.equal(['IT 45']);
     expect(cli(signers, 'trust', 'remove', 'it').code).to.equal(0);
     expect(await kept()).to.deep.equal([]);
+    expect(cli(signers, 'trust', 'list').stdout).to.equal('');
     expect(cli(signers, 'trust', 'remove', 'IT').code).to.equal(1);
+    // A removal does not open the door to an older list; the same list comes back.
+    const replayed = cli(signers, 'trust', 'import', listFile({ sequence: 44 }));
+    expect(replayed.code).to.equal(1);
+    expect(replayed.stderr).to.include('refused: list 44 is older than the IT list 45 imported before (removed since)');
+    expect(cli(signers, 'trust', 'import', listFile({ sequence: 45 })).code).to.equal(0);
+    expect(await kept()).to.deep.equal(['IT 45']);
+    // A signature xml-crypto cannot read is that file's refusal, not a crash of the batch.
+    const broken = cli(signers, 'trust', 'import', listFile({ sequence: 46 }, (x) => x.replace(/<ds:SignedInfo>[\s\S]*<\/ds:SignedInfo>/, '')), listFile({ sequence: 46 }));
+    expect(broken).to.deep.include({ code: 1, stdout: 'IT 46\n' });
+    expect(broken.stderr).to.include("refused: the list's signature cannot be read");
     expect(cli(signers, 'trust', 'frobnicate').code).to.equal(2);
   });
 
@@ -106,7 +120,9 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     let workers: RunningWorkers;
     let org: TestOrg;
     before(async () => {
-      workers = await startWorkers(['scan', 'signature'], { config: configWith({ ...FAST_PIPELINE, TRUSTED_LISTS_REFRESH_SECONDS: '0' }), logger: createLogger('silent') });
+      // Sequence numbers from the tests above (Italy's real list, 141, among them) stay out of the way.
+      await (await harness()).db.query('DELETE FROM trusted_lists');
+      workers = await startWorkers(['scan', 'signature'], { config: configWith({ ...FAST_PIPELINE, ...signers, TRUSTED_LISTS_REFRESH_SECONDS: '0' }), logger: createLogger('silent') });
       org = await newOrg();
     });
     after(async () => { await workers.close(); });
@@ -142,11 +158,12 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
       expect(withdrawn.signature.signers[0]?.chain).to.equal('untrusted');
       expect(withdrawn.signature.signers[0]?.problems[0]).to.match(/^chain not trusted: the IT trusted list's service "Test QC CA" was withdrawn at the signing time/);
 
-      // No list kept: chains are not checked (as without SIGNATURE_TRUST_STORE).
+      // No list kept: lists are still in use (TRUSTED_LIST_SIGNERS), so chains are checked and none is trusted.
       expect(cli(signers, 'trust', 'remove', 'IT').code).to.equal(0);
       const none = await judged(fx.der.qualified);
-      expect(none.status).to.equal('Signed');
-      expect(none.signature.chain).to.equal('not-checked');
+      expect(none.status).to.equal('Clean');
+      expect(none.signature.chain).to.equal('checked');
+      expect(none.signature.signers[0]?.problems).to.deep.equal(['chain not trusted: no path to a trust anchor']);
     });
   });
 });

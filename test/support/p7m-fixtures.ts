@@ -31,6 +31,8 @@ export interface P7mFixtures {
     issuedByNonCa: Buffer;
     /** Signed by "Mario Rossi", an Italian qualified certificate: serialNumber TINIT-RSSMRA80A01H501U, QcCompliance and QcSSCD. */
     qualified: Buffer;
+    /** The same with a QcType statement saying the certificate is for websites (QcType web), issued by the intermediate. */
+    qualifiedWeb: Buffer;
   };
   /** Envelopes with the quirks of real ones (test/support/cms-rewrite.ts), built from the above on first use. */
   quirks: () => Quirks;
@@ -196,6 +198,10 @@ function build(): P7mFixtures {
   write('qualified.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,nonRepudiation\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n'
     + '1.3.6.1.5.5.7.1.3=DER:30143008060604008E4601013008060604008E460104\n');
   issue('qualified', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/C=IT/O=Test/CN=Mario Rossi/serialNumber=TINIT-RSSMRA80A01H501U', 'int', 'qualified.ext', 0x1008);
+  // QcCompliance and QcType { web } (0.4.0.1862.1.6.3): a website certificate.
+  write('qualified-web.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n'
+    + '1.3.6.1.5.5.7.1.3=DER:301F3008060604008E4601013013060604008E4601063009060704008E46010603\n');
+  issue('qualified-web', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/C=IT/O=Test/CN=www.example.it', 'int', 'qualified-web.ext', 0x100b);
 
   // A certificate whose validity ended long before any signing time: `openssl ca` takes explicit dates.
   write('ca.cnf', [
@@ -246,6 +252,7 @@ function build(): P7mFixtures {
     selfSigned: sign('self.p7m', 'doc.pdf', '-nodetach', ...as('self')),
     issuedByNonCa: sign('noca.p7m', 'doc.pdf', '-nodetach', ...as('victim'), '-certfile', 'noca-chain.pem'),
     qualified: sign('qualified.p7m', 'doc.pdf', '-nodetach', '-cades', ...as('qualified'), ...chain),
+    qualifiedWeb: sign('qualified-web.p7m', 'doc.pdf', '-nodetach', ...as('qualified-web'), ...chain),
   };
   ssl('cms', '-sign', '-binary', '-md', 'sha256', '-nodetach', '-in', 'doc.pdf', '-outform', 'PEM', '-out', 'rsa.pem.p7m', ...as('rsa'), ...chain);
   // A CRL of 150,000 revoked certificates (about 3 MB), as CAdES-LT envelopes embed.

@@ -32,6 +32,8 @@ export interface ListOptions {
   sequence?: number;
   /** Default EUgeneric (a member state's list). */
   listType?: string;
+  /** Default 2100-01-01T00:00:00Z (a list kept up to date). */
+  nextUpdate?: string;
 }
 
 const name = (s: ServiceOptions) => s.name ?? 'Test QC CA';
@@ -58,7 +60,7 @@ export function trustedListXml(o: ListOptions): string {
 <tsl:TSLType>${o.listType ?? 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUgeneric'}</tsl:TSLType>
 <tsl:SchemeOperatorName><tsl:Name xml:lang="it">Agenzia di prova</tsl:Name></tsl:SchemeOperatorName>
 <tsl:SchemeTerritory>${o.territory ?? 'IT'}</tsl:SchemeTerritory><tsl:ListIssueDateTime>2026-01-01T00:00:00Z</tsl:ListIssueDateTime>
-<tsl:NextUpdate><tsl:dateTime>2026-07-01T00:00:00Z</tsl:dateTime></tsl:NextUpdate></tsl:SchemeInformation>
+<tsl:NextUpdate><tsl:dateTime>${o.nextUpdate ?? '2100-01-01T00:00:00Z'}</tsl:dateTime></tsl:NextUpdate></tsl:SchemeInformation>
 <tsl:TrustServiceProviderList><tsl:TrustServiceProvider>
 <tsl:TSPInformation><tsl:TSPName><tsl:Name xml:lang="it">Certificatore di prova S.p.A.</tsl:Name></tsl:TSPName></tsl:TSPInformation>
 <tsl:TSPServices>${o.services.map(serviceXml).join('')}</tsl:TSPServices>
@@ -67,10 +69,11 @@ export function trustedListXml(o: ListOptions): string {
 }
 
 /** The list signed by its operator: the signature the last child of the root, over the whole list (URI=""); RSA-SHA256 unless named. */
-export function signTrustedList(xml: string, keyPem: string, certPem: string, signatureAlgorithm = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256'): string {
+export function signTrustedList(xml: string, keyPem: string, certPem: string, signatureAlgorithm = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256', reference: 'empty' | 'id' = 'empty'): string {
   const sig = new SignedXml({ privateKey: keyPem, publicCert: certPem, signatureAlgorithm, canonicalizationAlgorithm: EXC_C14N });
   sig.SignatureAlgorithms = { ...sig.SignatureAlgorithms, 'http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha384': ecdsaAlgorithm('sha384') };
-  sig.addReference({ xpath: '/*', isEmptyUri: true, transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', EXC_C14N], digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256' });
+  // URI="" or, as some member states sign, URI="#<the root's Id>".
+  sig.addReference({ xpath: '/*', isEmptyUri: reference === 'empty', transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', EXC_C14N], digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256' });
   sig.computeSignature(xml, { prefix: 'ds', attrs: { Id: 'sig-1' }, existingPrefixes: { ds: DS }, location: { reference: '/*', action: 'append' } });
   return sig.getSignedXml();
 }

@@ -13,7 +13,7 @@ export interface EnvelopeCert {
   /** digitalSignature or nonRepudiation allowed; undefined without a keyUsage extension. */
   signingUsage: boolean | undefined;
   /** The QC statements the certificate makes (ETSI EN 319 412-5): EU qualified, and the key in a qualified device. */
-  qc: { compliance: boolean; sscd: boolean };
+  qc: { compliance: boolean; sscd: boolean; types: string[] };
   /** The extended key usage extension: its purposes and whether it is critical; undefined without one. */
   eku: { purposes: string[]; critical: boolean } | undefined;
   /** The certificate as node:crypto loads it; undefined when it cannot. */
@@ -29,6 +29,7 @@ const QC_STATEMENTS = '1.3.6.1.5.5.7.1.3';
 const EXT_KEY_USAGE = '2.5.29.37';
 const QC_COMPLIANCE = '0.4.0.1862.1.1';
 const QC_SSCD = '0.4.0.1862.1.4';
+const QC_TYPE = '0.4.0.1862.1.6';
 
 /** Reads the certificates set; entries that are not X.509 certificates or not readable are skipped. */
 export function readCertificates(set: Node | undefined): EnvelopeCert[] {
@@ -58,7 +59,7 @@ function readCertificate(node: Node): EnvelopeCert {
   i += 3; // validity, subject, subjectPublicKeyInfo
   let subjectKeyId: string | undefined;
   let signingUsage: boolean | undefined;
-  const qc = { compliance: false, sscd: false };
+  const qc = { compliance: false, sscd: false, types: [] as string[] };
   let eku: EnvelopeCert['eku'];
   for (; i < tbs.length; i++) {
     if (!is(tbs[i], CONTEXT, 3)) continue;
@@ -77,9 +78,12 @@ function readCertificate(node: Node): EnvelopeCert {
         signingUsage = bitAt(usage, 0) || bitAt(usage, 1); // digitalSignature, nonRepudiation
       } else {
         for (const statement of seq(value, 'QC statements')) {
-          const statementId = oid(seq(statement, 'QC statement')[0], 'QC statement id');
+          const [idNode, info] = seq(statement, 'QC statement');
+          const statementId = oid(idNode, 'QC statement id');
           if (statementId === QC_COMPLIANCE) qc.compliance = true;
           if (statementId === QC_SSCD) qc.sscd = true;
+          // QcType (ETSI EN 319 412-5): what the certificate is for (esign, eseal, web).
+          if (statementId === QC_TYPE && info !== undefined) qc.types.push(...seq(info, 'QcType').map((t) => oid(t, 'QcType')));
         }
       }
     }
@@ -185,7 +189,7 @@ export interface AnchorIndex {
   named(name: string): readonly X509Certificate[];
 }
 
-const nameKey = (name: string) => name.toLowerCase().replace(/\s+/g, ' ');
+const nameKey = (name: string) => name.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
 
 export function anchorIndex(anchors: Iterable<X509Certificate>): AnchorIndex {
   const map = new Map<string, X509Certificate[]>();

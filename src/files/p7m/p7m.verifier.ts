@@ -13,7 +13,7 @@ import { ID_DATA, contentOf, decode, readEnvelope, type Content, type Envelope }
 import { isPdf, pdfSignatures, type PdfSignature } from './pades.js';
 import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
 import { readTimestamped } from './p7m.timestamped.js';
-import { CA_QC, TSA_QTST, anchorsOf, checksChains, judgeAnchors, statusName, trustOf, type ListedService, type Trust } from './p7m.trust.js';
+import { anchorsOf, checksChains, judgeAnchors, qualifiedPerList, qualifiedTsa, statusName, storeAnchorsOf, trustOf, type ListedService, type Trust } from './p7m.trust.js';
 
 export { loadTrustAnchors } from './p7m.certs.js';
 
@@ -162,6 +162,8 @@ interface Found {
 
 /** SubFilters whose /Contents is a detached CMS over the ByteRange (adbe.pkcs7.sha1 signs a digest instead: not accepted). */
 const DETACHED_SUBFILTERS = new Set(['adbe.pkcs7.detached', 'ETSI.CAdES.detached']);
+/** Signatures and document timestamps of a PDF verified at most. */
+const MAX_PDF_SIGNATURES = 8;
 /** A document timestamp's SubFilter (ETSI EN 319 142-1, PAdES-LTA). */
 const DOCUMENT_TIMESTAMP = 'ETSI.RFC3161';
 
@@ -189,6 +191,8 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, trust: Trust, found: Foun
     modifiedAfterLastSignature: signatures.length > 0 && !signatures[signatures.length - 1]!.coversWholeFile,
   };
   if (signatures.length === 0) return 'the PDF has no signature';
+  // Each is a hash of (nearly) the whole file: as many as real documents carry, no more.
+  if (signatures.length > MAX_PDF_SIGNATURES) return `the PDF has more than ${MAX_PDF_SIGNATURES} signatures and document timestamps`;
   let failure: string | undefined;
   signatures.forEach((sig, i) => {
     const first = found.signers.length;
@@ -214,7 +218,7 @@ function checkPdfSignature(sig: PdfSignature, options: VerifyOptions, trust: Tru
     if (sig.cms.subarray(end).some((b) => b !== 0)) return 'bytes after the CMS in /Contents';
     if (timestamp) {
       // A document timestamp (PAdES-LTA): an RFC 3161 token whose imprint is of the ByteRange.
-      const t = checkTimestamp(parseExact(sig.cms.subarray(0, end), budget, 'the document timestamp'), sig.signed, { trust, budget }, 'the document');
+      const t = checkTimestamp(parseExact(sig.cms.subarray(0, end), budget, 'the document timestamp'), sig.signed, { trust, budget, checkedAt: options.now ?? new Date() }, 'the document');
       (found.timestamps ??= []).push(t);
       return t.valid ? undefined : `document timestamp: ${t.problems[0] ?? 'not verified'}`;
     }
@@ -237,7 +241,7 @@ function checkContainer(input: Uint8Array, options: VerifyOptions, trust: Trust,
   const stamped = envelope ? undefined : readTimestamped(input, budget);
   if (!stamped) return check(envelope, options, trust, found, budget);
   found.container = stamped.kind;
-  found.timestamps = stamped.stamps.map((s, i) => checkTimestamp(s.token, s.imprintOver, { trust, budget }, i === 0 ? 'the document' : 'the timestamp it renews'));
+  found.timestamps = stamped.stamps.map((s, i) => checkTimestamp(s.token, s.imprintOver, { trust, budget, checkedAt: options.now ?? new Date() }, i === 0 ? 'the document' : 'the timestamp it renews'));
   if (!stamped.content) return `the ${stamped.kind} does not carry the timestamped document`;
   const inner = check(decode(stamped.content), options, trust, found, budget);
   const bad = found.timestamps.findIndex((t) => !t.valid);
@@ -276,7 +280,7 @@ function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Tr
       if (envelope.signerInfos.length !== 1) return 'a PDF signature has one signer';
       envelope = { ...envelope, content: detached.content };
     }
-    const ctx: SignerContext = { ...envelope, trust, now, digests: new Map(), budget, ...(level === 1 && detached?.claimedTime && { claimedTime: detached.claimedTime }) };
+    const ctx: SignerContext = { ...envelope, trust, now, checkedAt: now, digests: new Map(), budget, ...(level === 1 && detached?.claimedTime && { claimedTime: detached.claimedTime }) };
     const first = found.signers.length;
     for (const node of envelope.signerInfos) collectSigner(node, level, ctx, { kind: 'content' }, undefined, found.signers);
     const signers = found.signers.slice(first);
@@ -298,6 +302,8 @@ interface SignerContext extends Envelope {
   budget: NodeBudget;
   /** Set while checking a timestamp token's own signer: its certificate must be a TSA's. */
   tsa?: true;
+  /** The time of the check (for a TSA's token, `now` is its genTime). */
+  checkedAt: Date;
   /** A signed PDF's /M: the time its signer claims, for a signer without a signingTime attribute. */
   claimedTime?: Date;
 }
@@ -309,6 +315,8 @@ type Target = { kind: 'content' } | { kind: 'signature'; value: Buffer };
 const MAX_COUNTER_DEPTH = 4;
 /** Signers and counter-signatures of one envelope level, together. */
 const MAX_SIGNER_INFOS = 32;
+/** How far ahead of the check a claimed signing time may be (clocks differ). */
+const FUTURE_SKEW_MS = 5 * 60_000;
 /** Signature timestamps of one signer. */
 const MAX_TIMESTAMPS = 4;
 
@@ -504,6 +512,8 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     // A PDF signer's claimed time is its dictionary's /M (PAdES leaves signingTime out of the CMS).
     const claimed = signingTime ?? (target.kind === 'content' ? ctx.claimedTime : undefined);
     if (!signingTime && claimed) v.signingTime = claimed.toISOString();
+    // A claim of a time to come is no claim (a few minutes of clock skew aside).
+    if (!ctx.tsa && claimed && claimed.getTime() > ctx.checkedAt.getTime() + FUTURE_SKEW_MS) v.problems.push('the claimed signing time is in the future');
     const at = ctx.tsa ? ctx.now : stampedAt ?? claimed ?? ctx.now;
     v.certificateValid = validAt(x509, at);
     // A TSA that says it signed the token after its certificate ended (or before it began) is
@@ -521,18 +531,21 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       v.problems.push('the certificate is not a time-stamping authority\'s (extended key usage)');
     }
     if (checksChains(ctx.trust)) {
+      const judge = { role: ctx.tsa ? 'tsa' as const : 'signer' as const, now: ctx.checkedAt, unproven: !ctx.tsa && !stampedAt };
       const path = chainEnds(x509, ctx.certs, anchorsOf(ctx.trust), at);
-      const judged = 'ends' in path ? judgeAnchors(path.ends, ctx.trust, at) : { trusted: false as const, why: path.why };
+      let judged = 'ends' in path ? judgeAnchors(path.ends, ctx.trust, at, judge) : { trusted: false as const, why: path.why };
+      // A chain that goes on to a trust store certificate is trusted whatever the lists say of a CA on the way.
+      if (!judged.trusted && 'ends' in path && ctx.trust.anchors.length > 0) {
+        const stored = chainEnds(x509, ctx.certs, storeAnchorsOf(ctx.trust), at);
+        if ('ends' in stored) judged = { trusted: true };
+      }
       v.chain = judged.trusted ? 'trusted' : 'untrusted';
       if (!judged.trusted) v.problems.push(`chain not trusted: ${judged.why}`);
       else if (judged.service) {
-        // Qualified as the list says (ETSI TS 119 615, in part): issued under a qualified CA
-        // service whose status allowed it at the signing time, and the certificate says so; a
-        // TSA's token, when the TSA is a qualified timestamping service.
         const s = judged.service;
         v.trustService = {
           territory: s.territory, provider: s.provider, name: s.name, status: statusName(judged.status ?? ''),
-          qualified: ctx.tsa ? s.type === TSA_QTST : s.type === CA_QC && cert.qc.compliance,
+          qualified: ctx.tsa ? qualifiedTsa(s, at) : qualifiedPerList(s, { certificate: x509, compliance: cert.qc.compliance, types: cert.qc.types }, at),
         };
       }
     }
@@ -550,7 +563,7 @@ const ID_SIGNED_DATA = '1.2.840.113549.1.7.2';
  * must verify (its certificate a TSA's, valid at genTime, chained to the anchors when there
  * are any) and whose messageImprint must be the digest of the signature value.
  */
-function checkTimestamp(token: Node, covered: Buffer | readonly Buffer[], outer: Pick<SignerContext, 'trust' | 'budget'>, covers = 'the signature'): TimestampVerdict {
+function checkTimestamp(token: Node, covered: Buffer | readonly Buffer[], outer: Pick<SignerContext, 'trust' | 'budget' | 'checkedAt'>, covers = 'the signature'): TimestampVerdict {
   const t: TimestampVerdict = { time: null, tsa: null, chain: checksChains(outer.trust) ? 'untrusted' : 'not-checked', valid: false, problems: [] };
   try {
     if (oid(seq(token, 'TimeStampToken')[0], 'TimeStampToken content type') !== ID_SIGNED_DATA) malformed('the timestamp token is not a SignedData');
@@ -569,7 +582,7 @@ function checkTimestamp(token: Node, covered: Buffer | readonly Buffer[], outer:
       t.problems.push(`the timestamp is of other bytes than ${covers} (messageImprint)`);
     }
     if (envelope.signerInfos.length !== 1) t.problems.push('a timestamp token has one signer');
-    const ctx: SignerContext = { ...envelope, trust: outer.trust, now: genTime, digests: new Map(), budget: outer.budget, tsa: true };
+    const ctx: SignerContext = { ...envelope, trust: outer.trust, now: genTime, checkedAt: outer.checkedAt, digests: new Map(), budget: outer.budget, tsa: true };
     const signers: SignerVerdict[] = [];
     for (const node of envelope.signerInfos) collectSigner(node, 0, ctx, { kind: 'content' }, undefined, signers, MAX_COUNTER_DEPTH);
     const tsa = signers[0];

@@ -81,10 +81,13 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfS
   const closes = after.indexOf('>>');
   const ownAfter = SUB_FILTER_ONE.exec(after.slice(0, closes < 0 ? after.length : closes))?.[1];
   // A signature dictionary is an indirect object (its bytes cannot sit in a compressed
-  // stream): its /M is between the object's start and its end.
-  const objectStart = before.lastIndexOf(' obj');
-  const objectEnd = after.indexOf('endobj');
-  const m = /\/M\s*\(([^)]{1,40})\)/.exec(before.slice(Math.max(0, objectStart))) ?? /\/M\s*\(([^)]{1,40})\)/.exec(after.slice(0, objectEnd < 0 ? after.length : objectEnd));
+  // stream): its /M is between the object's start and its end, both within the window and the
+  // end within the signed bytes; otherwise the time is not read (never another object's).
+  const objectStart = [...before.matchAll(/\d+\s+\d+\s+obj\b/g)].at(-1)?.index ?? -1;
+  const signedAfter = after.slice(0, length2);
+  const objectEnd = signedAfter.indexOf('endobj');
+  const M = /\/M\s*\(([^)]{1,40})\)/;
+  const m = objectStart < 0 || objectEnd < 0 ? null : M.exec(before.slice(objectStart)) ?? M.exec(signedAfter.slice(0, objectEnd));
   let end = start2 + length2;
   while (end < pdf.length && [0x0a, 0x0d, 0x20, 0x09, 0x00].includes(pdf[end]!)) end++;
   return {
@@ -97,15 +100,20 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfS
   };
 }
 
-/** A PDF date (ISO 32000 §7.9.4): D:YYYYMMDDHHmmSSOHH'mm', every part after the year optional. */
+/** A PDF date (ISO 32000 §7.9.4): D:YYYYMMDDHHmmSSOHH'mm', every part after the year optional; null when not one. */
 export function pdfDate(text: string): Date | null {
   const d = /^(?:D:)?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?(?:([Zz+-])(?:(\d{2})'?(?:(\d{2})'?)?)?)?$/.exec(text.trim());
   if (!d) return null;
   const n = (i: number, fallback: number) => (d[i] === undefined ? fallback : Number(d[i]));
-  const [month, day, hour, minute, second] = [n(2, 1), n(3, 1), n(4, 0), n(5, 0), n(6, 0)];
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 59) return null;
+  const [year, month, day, hour, minute, second] = [n(1, 0), n(2, 1), n(3, 1), n(4, 0), n(5, 0), n(6, 0)];
+  const [offsetHours, offsetMinutes] = [n(8, 0), n(9, 0)];
+  if (year < 1970 || offsetHours > 23 || offsetMinutes > 59) return null;
+  const utc = new Date(0);
+  utc.setUTCFullYear(year, month - 1, day);
+  utc.setUTCHours(hour, minute, second, 0);
+  // No rolling over: 30 February or 25:00 is not a date.
+  if (utc.getUTCMonth() !== month - 1 || utc.getUTCDate() !== day || utc.getUTCHours() !== hour || utc.getUTCMinutes() !== minute || utc.getUTCSeconds() !== second) return null;
   const sign = d[7] === '-' ? -1 : 1;
-  const offset = d[7] && d[7].toUpperCase() !== 'Z' ? sign * (n(8, 0) * 60 + n(9, 0)) : 0;
-  const t = Date.UTC(n(1, 0), month - 1, day, hour, minute, second) - offset * 60_000;
-  return Number.isNaN(t) ? null : new Date(t);
+  const offset = d[7] && d[7].toUpperCase() !== 'Z' ? sign * (offsetHours * 60 + offsetMinutes) : 0;
+  return new Date(utc.getTime() - offset * 60_000);
 }

@@ -9,7 +9,7 @@
 // Lists are read offline: fetching them (AgID publishes Italy's at
 // https://eidas.agid.gov.it/TL/TSL-IT.xml) is the operator's job, on a schedule. Each file is
 // imported or refused on its own; the exit code is 1 when any was refused.
-import { createHash, type X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { Config } from '../../../config/index.js';
 import { createSequelize } from '../../shared/db/sequelize.js';
@@ -46,7 +46,7 @@ export async function trustCommand(args: string[], config: Config, say: (m: stri
     }
     if (verb === 'remove') {
       const territory = (rest[0] as string).toUpperCase();
-      if (!(await repo.remove(territory))) {
+      if (!(await repo.remove(territory, new Date()))) {
         say(`no ${territory} list is kept`);
         return 1;
       }
@@ -84,10 +84,10 @@ async function importOne(file: string, signers: X509Certificate[], repo: ReturnT
   try {
     list = readTrustedList(bytes.toString('utf8'), signers);
   } catch (err) {
-    if (err instanceof TrustedListError) return { ok: false, message: err.message };
-    throw err;
+    // Whatever a hostile file makes the reader throw, it is that file's refusal, not the batch's end.
+    return { ok: false, message: err instanceof TrustedListError ? err.message : `the list cannot be read (${(err as Error).message})` };
   }
-  const outcome = await repo.replace(list, createHash('sha256').update(bytes).digest(), new Date());
+  const outcome = await repo.replace(list, new Date());
   if (outcome.result === 'refused') return { ok: false, message: outcome.why };
   const stale = list.nextUpdate && list.nextUpdate.getTime() < Date.now()
     ? ` (its next update was due ${list.nextUpdate.toISOString()}: fetch a newer list; until then its statuses may be out of date)` : '';

@@ -9,13 +9,14 @@
 // instruction's data as text (so a PI could hide a status from a DOM reader while the digest
 // still matches: refused up front), and it returns false for a wrong digest but throws for a
 // wrong signature value (both are a refusal here).
-import { KeyObject, X509Certificate, createPrivateKey, createPublicKey, sign, verify, type BinaryLike, type KeyLike } from 'node:crypto';
+import { KeyObject, X509Certificate, createHash, createPrivateKey, createPublicKey, sign, verify, type BinaryLike, type KeyLike } from 'node:crypto';
 import { DOMParser, type Document, type Element } from '@xmldom/xmldom';
 import { SignedXml, type SignatureAlgorithm } from 'xml-crypto';
 
 const TSL_NS = 'http://uri.etsi.org/02231/v2#';
 const DS_NS = 'http://www.w3.org/2000/09/xmldsig#';
 const LIST_OF_LISTS = 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUlistofthelists';
+const EU_GENERIC = 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUgeneric';
 const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
 const C14N = new Set(['http://www.w3.org/2001/10/xml-exc-c14n#', 'http://www.w3.org/TR/2001/REC-xml-c14n-20010315']);
 /** Signature algorithms accepted, with the key type each needs. */
@@ -73,6 +74,8 @@ export interface TrustedList {
   issuedAt: Date;
   nextUpdate: Date | null;
   services: TrustedService[];
+  /** SHA-256 of the canonical bytes the signature covers: the same list however it was re-serialized. */
+  digest: Buffer;
 }
 
 /** Parses external XML strictly: no DTD, no processing instruction, any warning fatal. */
@@ -107,6 +110,15 @@ const date = (el: Element | undefined, what: string): Date => {
  * TrustedListError when the list is malformed, unsigned, signed by anyone else or altered.
  */
 export function readTrustedList(text: string, signers: readonly X509Certificate[]): TrustedList {
+  try {
+    return readSigned(text, signers);
+  } catch (err) {
+    // xml-crypto throws plain errors on malformed signatures (no SignedInfo, two of them, ...).
+    throw err instanceof TrustedListError ? err : new TrustedListError(`the list's signature cannot be read: ${(err as Error).message}`);
+  }
+}
+
+function readSigned(text: string, signers: readonly X509Certificate[]): TrustedList {
   // A byte order mark (Finland's list has one) is not part of the document.
   const xml = text.replace(/^\uFEFF/, '');
   if (signers.length === 0) throw new TrustedListError('no list signer certificate is configured');
@@ -160,8 +172,9 @@ export function readTrustedList(text: string, signers: readonly X509Certificate[
   }
   if (signedBytes === undefined || !signedBy) throw new TrustedListError(`the list's signature does not verify with a configured signer (${reasons[0] ?? 'no reason'})`);
   // What the signature covers, canonical: the only bytes read from here on.
-  const list = listOf(strictParse(signedBytes));
+  const list = listOf(strictParse(signedBytes), createHash('sha256').update(signedBytes, 'utf8').digest());
   if (list.type === LIST_OF_LISTS) throw new TrustedListError("the EU's list of lists names lists and their signers, not services: import each member state's list");
+  if (list.type !== EU_GENERIC) throw new TrustedListError(`not a member state's trusted list (TSLType ${list.type})`);
   // ETSI TS 119 612 §5.7.1: the operator's certificate is of the list's territory. So a
   // signer configured for one country cannot speak for another's services.
   const country = countryOf(signedBy);
@@ -173,7 +186,7 @@ export function readTrustedList(text: string, signers: readonly X509Certificate[
 
 const countryOf = (cert: X509Certificate): string | undefined => /^C=([A-Z]{2})$/m.exec(cert.subject)?.[1];
 
-function listOf(doc: Document): TrustedList {
+function listOf(doc: Document, digest: Buffer): TrustedList {
   const root = doc.documentElement!;
   const scheme = child(root, 'SchemeInformation');
   if (!scheme) throw new TrustedListError('the list has no SchemeInformation');
@@ -217,5 +230,6 @@ function listOf(doc: Document): TrustedList {
     issuedAt: date(child(scheme, 'ListIssueDateTime'), 'issue date'),
     nextUpdate: nextUpdate ? date(nextUpdate, 'next update') : null,
     services,
+    digest,
   };
 }

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import verifyTask from '../../../src/files/p7m/p7m.task.js';
 import { loadTrustAnchors, verifyP7m, type SignatureVerdict, type SignerVerdict } from '../../../src/files/p7m/p7m.verifier.js';
 import { readTimestamped } from '../../../src/files/p7m/p7m.timestamped.js';
+import { pdfDate } from '../../../src/files/p7m/pades.js';
 import { signPdf } from '../../support/pdf-signing.js';
 import {
   OIDS, algorithm, attribute, certificateNode, children, counterSignature, encode, integer, parse, rsaWithoutNull, sequence, signatureOf, signedData, signerInfo, tagged,
@@ -641,6 +642,38 @@ describe('p7m verifier', function () {
       const unreadable = verifyP7m(noattr('yesterday'), { trustAnchors: root });
       expect(unreadable.outcome).to.equal('signed');
       expect(signer(unreadable).signingTime).to.equal(null);
+    });
+
+    it('reads PDF dates strictly (no rolling over, sane offsets), and a /M only from the signature dictionary itself', () => {
+      expect(pdfDate("D:20240229120000+01'00'")?.toISOString()).to.equal('2024-02-29T11:00:00.000Z');
+      expect(pdfDate('D:2024')?.toISOString()).to.equal('2024-01-01T00:00:00.000Z');
+      expect(pdfDate("D:20241124093000-05'30")?.toISOString()).to.equal('2024-11-24T15:00:00.000Z');
+      for (const bad of ['D:20240230', 'D:20241301', 'D:20240101250000Z', "D:20240101+99'99'", 'D:0099', 'D:2024-01-01', '']) expect(pdfDate(bad), bad).to.equal(null);
+      // No /M in the signature's dictionary, whose header is split over two lines: the /M of the
+      // annotation before it is not the signature's, which is judged without a claimed time.
+      const annotated = Buffer.concat([fx.pdfs().unsigned, Buffer.from('5 0 obj << /Type /Annot /M (D:20200101000000Z) >> endobj\n', 'latin1')]);
+      const pdf = signPdf(annotated, (data) => {
+        const input = fx.file('pades-m.data', data);
+        spawnSync('openssl', ['cms', '-sign', '-binary', '-noattr', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', `${fx.dir}/pades-m.cms`,
+          '-signer', `${fx.dir}/rsa.pem`, '-inkey', `${fx.dir}/rsa.key`, '-certfile', `${fx.dir}/int.pem`]);
+        return readFileSync(`${fx.dir}/pades-m.cms`);
+      }, { subFilter: 'ETSI.CAdES.detached', objectNumber: 96, claimedTime: null, header: '96 0\nobj' });
+      const v = verifyP7m(pdf, { trustAnchors: root });
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(signer(v).signingTime).to.equal(null);
+    });
+
+    it('refuses a claimed signing time in the future, and more than 8 signatures in a PDF (each costs a hash of the file)', () => {
+      const future = signPdf(fx.pdfs().unsigned, (data) => {
+        const input = fx.file('pades-future.data', data);
+        spawnSync('openssl', ['cms', '-sign', '-binary', '-noattr', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', `${fx.dir}/pades-future.cms`,
+          '-signer', `${fx.dir}/rsa.pem`, '-inkey', `${fx.dir}/rsa.key`, '-certfile', `${fx.dir}/int.pem`]);
+        return readFileSync(`${fx.dir}/pades-future.cms`);
+      }, { subFilter: 'ETSI.CAdES.detached', objectNumber: 95, claimedTime: `D:${new Date(Date.now() + 3_600_000).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z` });
+      expect(verifyP7m(future, { trustAnchors: root }).signers[0]?.problems).to.include('the claimed signing time is in the future');
+      let many = fx.pdfs().unsigned;
+      for (let i = 0; i < 9; i++) many = signPdf(many, (data) => fx.timestampToken(data), { subFilter: 'ETSI.RFC3161', objectNumber: 80 + i });
+      expect(verifyP7m(many).reason).to.equal('the PDF has more than 8 signatures and document timestamps');
     });
 
     it('verifies document timestamps (ETSI.RFC3161, PAdES-LTA) over their ByteRange, and a PDF with only those is not Signed', () => {

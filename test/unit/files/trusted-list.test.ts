@@ -71,6 +71,33 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
     expect(refused(signed.replace(signature, '').replace('<tsl:SchemeInformation>', `<tsl:SchemeInformation>${signature}`))).to.equal("the signature is not the list's own (a child of its root)");
   });
 
+  it("accepts a reference to the root's Id, and refuses the signed list wrapped in a forged one (signature wrapping)", () => {
+    const byId = signTrustedList(xml, pem('tl-operator.key'), pem('tl-operator.pem'), undefined, 'id');
+    expect(byId).to.match(/<ds:Reference URI="#tsl-1"/);
+    expect(readTrustedList(byId, [operator]).services[0]?.status).to.equal(`${STATUS}granted`);
+    // A forged root saying "withdrawn", the signed list (its signature moved out) inside it, the signature the forged root's.
+    const signature = byId.slice(byId.indexOf('<ds:Signature'), byId.indexOf('</ds:Signature>') + '</ds:Signature>'.length);
+    const original = byId.replace(signature, '').replace(/^<\?xml[^>]*>\s*/, '');
+    const forged = (id: string) => xml.replace('Id="tsl-1"', `Id="${id}"`).replace(`${STATUS}granted`, `${STATUS}withdrawn`)
+      .replace('</tsl:SchemeInformation>', `<tsl:SchemeExtensions>${original}</tsl:SchemeExtensions></tsl:SchemeInformation>`)
+      .replace('</tsl:TrustServiceStatusList>\n', '').replace(/<\/tsl:TrustServiceStatusList>$/, `${signature}</tsl:TrustServiceStatusList>`);
+    expect(refused(forged('tsl-forged'))).to.equal('the signature does not cover the whole list (one enveloped reference to "" or to the root\'s Id)');
+    expect(refused(forged('tsl-1'))).to.match(/^the list's signature does not verify .*multiple elements with the same value for the ID/);
+  });
+
+  it('refuses, as a refusal and never a crash, a signature xml-crypto cannot read, and lists that are not a member state\'s', () => {
+    const noSignedInfo = signed.replace(/<ds:SignedInfo>[\s\S]*<\/ds:SignedInfo>/, '');
+    expect(refused(noSignedInfo)).to.match(/^the list's signature cannot be read: /);
+    const twoSignedInfos = signed.replace(/(<ds:SignedInfo>[\s\S]*<\/ds:SignedInfo>)/, '$1$1');
+    expect(refused(twoSignedInfos)).to.match(/^the list's signature cannot be read: /);
+    const services = [{ certPem: pem('int.pem'), status: `${STATUS}granted`, statusFrom: '2016-07-01T00:00:00Z' }];
+    const otherType = signTrustedList(trustedListXml({ services, listType: 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/CClist' }), pem('tl-operator.key'), pem('tl-operator.pem'));
+    expect(refused(otherType)).to.equal("not a member state's trusted list (TSLType http://uri.etsi.org/TrstSvc/TrustedList/TSLType/CClist)");
+    // The digest is of what the signature covers: the same list re-serialized (another KeyInfo) has the same.
+    const keyInfoless = signed.replace(/<ds:KeyInfo>[\s\S]*<\/ds:KeyInfo>/, '');
+    expect(readTrustedList(keyInfoless, [operator]).digest.equals(readTrustedList(signed, [operator]).digest)).to.equal(true);
+  });
+
   it('refuses what a DOM reader and the digest would read differently, and what XML parsers are attacked with', () => {
     // xml-crypto digests a processing instruction's data as text: a status hidden in one.
     expect(refused(signed.replace(`>${STATUS}granted<`, `><?p ${STATUS}granted?><`))).to.equal('the list has a processing instruction');
