@@ -34,7 +34,9 @@ const trustServiceView = z.object({
   provider: z.string().meta({ description: 'The trust service provider.' }),
   name: z.string().meta({ description: 'The service.' }),
   status: z.string().meta({ description: 'Its status at the signing time (granted; before July 2016 the older statuses, e.g. accredited).' }),
-  qualified: z.boolean().meta({ description: 'Qualified per the list: a qualified CA service (CA/QC) and a certificate that says QcCompliance; for a TSA, a qualified timestamping service (TSA/QTST).' }),
+  qualified: z.boolean().meta({
+    description: 'Qualified per the list: a qualified CA service (CA/QC) granted when the certificate was issued and at the signing time, issuing for signatures or seals, and a certificate that says QcCompliance (and esign or eseal when it has a QcType); for a TSA, a qualified timestamping service (TSA/QTST) granted at its time.',
+  }),
 }).meta({ description: 'The imported EU trusted list\'s service the chain ends at, when it ends at one (`cli trust import`).' });
 
 const timestampView = z.object({

@@ -27,7 +27,7 @@ const signerSummary = z.object({
   trustedList: z.object({
     territory: z.string().meta({ description: 'The EU trusted list\'s country.' }),
     provider: z.string().meta({ description: 'The trust service provider that issued the certificate (or the CA above it).' }),
-    qualified: z.boolean().meta({ description: 'The list makes the certificate qualified: issued under a qualified CA service granted at the signing time, and it says QcCompliance.' }),
+    qualified: z.boolean().meta({ description: 'The list makes the certificate qualified: issued under a qualified CA service granted then and at the signing time, for signatures or seals, and it says QcCompliance.' }),
   }).nullable().meta({ description: 'The imported EU trusted list the chain ends at, when it does.' }),
   counterSignature: z.boolean().meta({ description: 'A counter-signature of another signer\'s signature.' }),
   valid: z.boolean().meta({ description: 'Digest, signature and certificate validity at signing time all check.' }),
