@@ -105,10 +105,14 @@ export type AnchorVerdict =
 export interface JudgeOptions {
   /** A signer's chain may end at a CA service only; a TSA's at any listed service. */
   role: 'signer' | 'tsa';
-  /** The time of the check: the list must not be out of date then, and (see `unproven`) the service must allow it then. */
+  /** The time of the check: the list must not be out of date then. */
   now: Date;
-  /** No timestamp proves when the signature was made: the service must allow it at `now` too. */
-  unproven: boolean;
+  /**
+   * When the signing time is only claimed: the time by which the signature is proven to have
+   * existed (a container's timestamp), or else the time of the check. The service must allow
+   * it then too.
+   */
+  provenBy?: Date;
 }
 
 /** Judges the anchors a chain reached at `at` (the signing time, proven or claimed). */
@@ -119,14 +123,14 @@ export function judgeAnchors(ends: readonly X509Certificate[], trust: Trust, at:
   for (const service of listed) {
     const name = `the ${service.territory} trusted list's service "${service.name}"`;
     const status = statusAt(service, at);
-    const current = statusAt(service, o.now);
+    const proven = o.provenBy && statusAt(service, o.provenBy);
     if (o.role === 'signer' && !service.type.startsWith(CA_TYPES)) why = `${name} is not a certification authority's`;
     else if (service.listNextUpdate && service.listNextUpdate.getTime() < o.now.getTime()) {
       why = `the ${service.territory} trusted list is out of date (its next update was due ${service.listNextUpdate.toISOString()})`;
     } else if (!status) why = `${name} had no status yet at the signing time`;
     else if (!trustedUnder(status.status, at)) why = `${name} was ${statusName(status.status)} at the signing time (since ${status.from.toISOString()})`;
-    else if (o.unproven && !trustedUnder(current?.status, o.now)) {
-      why = `${name} is ${statusName(current?.status ?? 'none')}${current ? ` since ${current.from.toISOString()}` : ''}, and no timestamp proves the signature older`;
+    else if (o.provenBy && !trustedUnder(proven?.status, o.provenBy)) {
+      why = `${name} is ${statusName(proven?.status ?? 'none')}${proven ? ` since ${proven.from.toISOString()}` : ''}, and no timestamp proves the signature older`;
     } else return { trusted: true, service, status: status.status };
   }
   return { trusted: false, why };

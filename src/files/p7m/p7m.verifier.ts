@@ -243,7 +243,8 @@ function checkContainer(input: Uint8Array, options: VerifyOptions, trust: Trust,
   found.container = stamped.kind;
   found.timestamps = stamped.stamps.map((s, i) => checkTimestamp(s.token, s.imprintOver, { trust, budget, checkedAt: options.now ?? new Date() }, i === 0 ? 'the document' : 'the timestamp it renews'));
   if (!stamped.content) return `the ${stamped.kind} does not carry the timestamped document`;
-  const inner = check(decode(stamped.content), options, trust, found, budget);
+  const times = found.timestamps.filter((t) => t.valid && t.time).map((t) => Date.parse(t.time!));
+  const inner = check(decode(stamped.content), options, trust, found, budget, undefined, times.length > 0 ? new Date(Math.min(...times)) : undefined);
   const bad = found.timestamps.findIndex((t) => !t.valid);
   return inner ?? (bad >= 0 ? `timestamp ${bad + 1}: ${found.timestamps[bad]!.problems[0] ?? 'not verified'}` : undefined);
 }
@@ -255,7 +256,7 @@ interface Detached {
 }
 
 /** Fills `found` level by level from a decoded envelope; returns why it is not signed, if it is not. */
-function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget, detached?: Detached): string | undefined {
+function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget, detached?: Detached, provenBy?: Date): string | undefined {
   if (!top) return 'not a CMS SignedData envelope';
   found.encoding = top.encoding;
   const maxNodes = options.maxNodes ?? 200_000;
@@ -280,7 +281,10 @@ function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Tr
       if (envelope.signerInfos.length !== 1) return 'a PDF signature has one signer';
       envelope = { ...envelope, content: detached.content };
     }
-    const ctx: SignerContext = { ...envelope, trust, now, checkedAt: now, digests: new Map(), budget, ...(level === 1 && detached?.claimedTime && { claimedTime: detached.claimedTime }) };
+    const ctx: SignerContext = {
+      ...envelope, trust, now, checkedAt: now, digests: new Map(), budget,
+      ...(level === 1 && detached?.claimedTime && { claimedTime: detached.claimedTime }), ...(provenBy && { provenBy }),
+    };
     const first = found.signers.length;
     for (const node of envelope.signerInfos) collectSigner(node, level, ctx, { kind: 'content' }, undefined, found.signers);
     const signers = found.signers.slice(first);
@@ -306,6 +310,8 @@ interface SignerContext extends Envelope {
   checkedAt: Date;
   /** A signed PDF's /M: the time its signer claims, for a signer without a signingTime attribute. */
   claimedTime?: Date;
+  /** The earliest valid timestamp of the container (.tsd, .m7m) around the envelope: its signatures existed by then. */
+  provenBy?: Date;
 }
 
 /** What a SignerInfo signs: the envelope's content, or (a counter-signature) another signer's signature value. */
@@ -531,7 +537,10 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       v.problems.push('the certificate is not a time-stamping authority\'s (extended key usage)');
     }
     if (checksChains(ctx.trust)) {
-      const judge = { role: ctx.tsa ? 'tsa' as const : 'signer' as const, now: ctx.checkedAt, unproven: !ctx.tsa && !stampedAt };
+      // Without its own timestamp, a signer's time is only claimed: the service must allow it
+      // also when the signature is proven to exist (a container's timestamp), or else now.
+      const proven = ctx.tsa || stampedAt ? undefined : ctx.provenBy ?? ctx.checkedAt;
+      const judge = { role: ctx.tsa ? 'tsa' as const : 'signer' as const, now: ctx.checkedAt, ...(proven && { provenBy: proven }) };
       const path = chainEnds(x509, ctx.certs, anchorsOf(ctx.trust), at);
       let judged = 'ends' in path ? judgeAnchors(path.ends, ctx.trust, at, judge) : { trusted: false as const, why: path.why };
       // A chain that goes on to a trust store certificate is trusted whatever the lists say of a CA on the way.

@@ -70,6 +70,10 @@ describe('chains decided by trusted-list services (status at the signing time)',
     const stamped = verifyP7m(fx.timestamped().valid, { trustServices: [since], now: new Date(born + 2 * DAY) });
     expect(stamped.outcome, stamped.reason).to.equal('signed');
     expect(stamped.signers[0]?.trustService).to.include({ status: 'granted' });
+    // So does a container's timestamp over the envelope (.tsd, .m7m): its signatures existed by then.
+    const tsd = verifyP7m(fx.containers().tsd, { trustServices: [since], now: new Date(born + 2 * DAY) });
+    expect(tsd.outcome, tsd.reason).to.equal('signed');
+    expect(verifyP7m(fx.der.rsa, { trustServices: [since], now: new Date(born + 2 * DAY) }).outcome).to.equal('not-signed');
   });
 
   it('a list past its next update decides nothing; a signer\'s chain may not end at a timestamping service', () => {
@@ -90,7 +94,7 @@ describe('chains decided by trusted-list services (status at the signing time)',
   });
 
   it('reads the statuses of the lists before eIDAS (1 July 2016) as they were, whatever order the history came in', () => {
-    const o = (at: string): JudgeOptions => ({ role: 'signer', now: new Date(at), unproven: false });
+    const o = (at: string): JudgeOptions => ({ role: 'signer', now: new Date(at) });
     const trust = (history: Array<[string, string]>) => ({ anchors: [], services: [service(history)], lists: true });
     expect(judgeAnchors([int], trust([['accredited', '2010-01-01T00:00:00Z']]), new Date('2015-06-01T00:00:00Z'), o('2015-06-01T00:00:00Z'))).to.include({ trusted: true });
     expect(judgeAnchors([int], trust([['accredited', '2010-01-01T00:00:00Z']]), new Date('2017-01-01T00:00:00Z'), o('2017-01-01T00:00:00Z'))).to.deep.include({ trusted: false });
