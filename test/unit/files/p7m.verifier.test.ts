@@ -575,6 +575,14 @@ describe('p7m verifier', function () {
   });
 
   describe('PAdES: the signatures of a PDF', () => {
+    /** `pdf` signed by the RSA signer with openssl -noattr (no signed attributes, so no signingTime in the CMS). */
+    const signedWithoutAttributes = (pdf: Buffer, opts: { objectNumber: number; claimedTime?: string | null; header?: string }): Buffer => signPdf(pdf, (data) => {
+      const input = fx.file('pades-noattr.data', data);
+      spawnSync('openssl', ['cms', '-sign', '-binary', '-noattr', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', `${fx.dir}/pades-noattr.cms`,
+        '-signer', `${fx.dir}/rsa.pem`, '-inkey', `${fx.dir}/rsa.key`, '-certfile', `${fx.dir}/int.pem`]);
+      return readFileSync(`${fx.dir}/pades-noattr.cms`);
+    }, { subFilter: 'ETSI.CAdES.detached', ...opts });
+
     it('verifies an ETSI.CAdES.detached signature over its ByteRange, covering the whole file', () => {
       const v = verifyP7m(fx.pdfs().signed, { trustAnchors: root });
       expect(v).to.deep.include({ outcome: 'signed', container: 'pdf', levels: 1, pdf: { signatures: [{ subFilter: 'ETSI.CAdES.detached', coversWholeFile: true }], modifiedAfterLastSignature: false } });
@@ -622,13 +630,7 @@ describe('p7m verifier', function () {
     });
 
     it("judges a signer without a signingTime attribute at its dictionary's /M, as PAdES places the claimed time there", () => {
-      // openssl -noattr: no signed attributes, so no signingTime in the CMS.
-      const noattr = (claimedTime: string) => signPdf(fx.pdfs().unsigned, (data) => {
-        const input = fx.file('pades-noattr.data', data);
-        spawnSync('openssl', ['cms', '-sign', '-binary', '-noattr', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', `${fx.dir}/pades-noattr.cms`,
-          '-signer', `${fx.dir}/rsa.pem`, '-inkey', `${fx.dir}/rsa.key`, '-certfile', `${fx.dir}/int.pem`]);
-        return readFileSync(`${fx.dir}/pades-noattr.cms`);
-      }, { subFilter: 'ETSI.CAdES.detached', objectNumber: 97, claimedTime });
+      const noattr = (claimedTime: string) => signedWithoutAttributes(fx.pdfs().unsigned, { objectNumber: 97, claimedTime });
       const pdfDate = (d: Date) => `D:${d.toISOString().replace(/[-:T]/g, '').slice(0, 14)}+01'00'`;
       const inAnHour = new Date(Date.now() + 3_600_000);
       const now = verifyP7m(noattr(pdfDate(inAnHour)), { trustAnchors: root });
@@ -652,24 +654,14 @@ describe('p7m verifier', function () {
       // No /M in the signature's dictionary, whose header is split over two lines: the /M of the
       // annotation before it is not the signature's, which is judged without a claimed time.
       const annotated = Buffer.concat([fx.pdfs().unsigned, Buffer.from('5 0 obj << /Type /Annot /M (D:20200101000000Z) >> endobj\n', 'latin1')]);
-      const pdf = signPdf(annotated, (data) => {
-        const input = fx.file('pades-m.data', data);
-        spawnSync('openssl', ['cms', '-sign', '-binary', '-noattr', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', `${fx.dir}/pades-m.cms`,
-          '-signer', `${fx.dir}/rsa.pem`, '-inkey', `${fx.dir}/rsa.key`, '-certfile', `${fx.dir}/int.pem`]);
-        return readFileSync(`${fx.dir}/pades-m.cms`);
-      }, { subFilter: 'ETSI.CAdES.detached', objectNumber: 96, claimedTime: null, header: '96 0\nobj' });
+      const pdf = signedWithoutAttributes(annotated, { objectNumber: 96, claimedTime: null, header: '96 0\nobj' });
       const v = verifyP7m(pdf, { trustAnchors: root });
       expect(v.outcome, v.reason).to.equal('signed');
       expect(signer(v).signingTime).to.equal(null);
     });
 
     it('refuses a claimed signing time in the future, and more than 8 signatures in a PDF (each costs a hash of the file)', () => {
-      const future = signPdf(fx.pdfs().unsigned, (data) => {
-        const input = fx.file('pades-future.data', data);
-        spawnSync('openssl', ['cms', '-sign', '-binary', '-noattr', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', `${fx.dir}/pades-future.cms`,
-          '-signer', `${fx.dir}/rsa.pem`, '-inkey', `${fx.dir}/rsa.key`, '-certfile', `${fx.dir}/int.pem`]);
-        return readFileSync(`${fx.dir}/pades-future.cms`);
-      }, { subFilter: 'ETSI.CAdES.detached', objectNumber: 95, claimedTime: `D:${new Date(Date.now() + 3_600_000).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z` });
+      const future = signedWithoutAttributes(fx.pdfs().unsigned, { objectNumber: 95, claimedTime: `D:${new Date(Date.now() + 3_600_000).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z` });
       expect(verifyP7m(future, { trustAnchors: root }).signers[0]?.problems).to.include('the claimed signing time is in the future');
       let many = fx.pdfs().unsigned;
       for (let i = 0; i < 9; i++) many = signPdf(many, (data) => fx.timestampToken(data), { subFilter: 'ETSI.RFC3161', objectNumber: 80 + i });
