@@ -34,6 +34,8 @@ export interface ListOptions {
   listType?: string;
   /** Default 2100-01-01T00:00:00Z (a list kept up to date). */
   nextUpdate?: string;
+  /** Default now (its operator's certificate must have been valid then). */
+  issued?: string;
 }
 
 const name = (s: ServiceOptions) => s.name ?? 'Test QC CA';
@@ -59,7 +61,7 @@ export function trustedListXml(o: ListOptions): string {
 <tsl:SchemeInformation><tsl:TSLVersionIdentifier>5</tsl:TSLVersionIdentifier><tsl:TSLSequenceNumber>${o.sequence ?? 42}</tsl:TSLSequenceNumber>
 <tsl:TSLType>${o.listType ?? 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUgeneric'}</tsl:TSLType>
 <tsl:SchemeOperatorName><tsl:Name xml:lang="it">Agenzia di prova</tsl:Name></tsl:SchemeOperatorName>
-<tsl:SchemeTerritory>${o.territory ?? 'IT'}</tsl:SchemeTerritory><tsl:ListIssueDateTime>2026-01-01T00:00:00Z</tsl:ListIssueDateTime>
+<tsl:SchemeTerritory>${o.territory ?? 'IT'}</tsl:SchemeTerritory><tsl:ListIssueDateTime>${o.issued ?? `${new Date().toISOString().slice(0, 19)}Z`}</tsl:ListIssueDateTime>
 <tsl:NextUpdate><tsl:dateTime>${o.nextUpdate ?? '2100-01-01T00:00:00Z'}</tsl:dateTime></tsl:NextUpdate></tsl:SchemeInformation>
 <tsl:TrustServiceProviderList><tsl:TrustServiceProvider>
 <tsl:TSPInformation><tsl:TSPName><tsl:Name xml:lang="it">Certificatore di prova S.p.A.</tsl:Name></tsl:TSPName></tsl:TSPInformation>

@@ -177,6 +177,10 @@ function readSigned(text: string, signers: readonly X509Certificate[]): TrustedL
   if (list.type !== EU_GENERIC) throw new TrustedListError(`not a member state's trusted list (TSLType ${list.type})`);
   // ETSI TS 119 612 §5.7.1: the operator's certificate is of the list's territory. So a
   // signer configured for one country cannot speak for another's services.
+  // The operator signed it when it was issued: its certificate must have been valid then.
+  if (list.issuedAt.getTime() < Date.parse(signedBy.validFrom) || list.issuedAt.getTime() > Date.parse(signedBy.validTo)) {
+    throw new TrustedListError(`the list's signer's certificate was not valid when the list was issued (${list.issuedAt.toISOString()})`);
+  }
   const country = countryOf(signedBy);
   if (country !== list.territory && !(list.territory === 'EL' && country === 'GR')) {
     throw new TrustedListError(`the list is ${list.territory}'s, and its signer's certificate is ${country ? `${country}'s` : 'of no country'}`);

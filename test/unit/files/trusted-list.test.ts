@@ -26,7 +26,7 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
   it('reads a signed list: its territory and dates, each service with its type, status, history and certificates', () => {
     const list: TrustedList = readTrustedList(signed, [new X509Certificate(pem('rsa.pem')), operator]);
     expect(list).to.deep.include({ territory: 'IT', type: 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/EUgeneric', sequenceNumber: 42 });
-    expect(list.issuedAt.toISOString()).to.equal('2026-01-01T00:00:00.000Z');
+    expect(list.issuedAt.getTime()).to.be.closeTo(Date.now(), 10 * 60_000);
     expect(list.services).to.have.length(1);
     const [service] = list.services;
     expect(service).to.deep.include({ provider: 'Certificatore di prova S.p.A.', name: 'Test QC CA', type: CA_QC, status: `${STATUS}granted` });
@@ -91,6 +91,9 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
     const twoSignedInfos = signed.replace(/(<ds:SignedInfo>[\s\S]*<\/ds:SignedInfo>)/, '$1$1');
     expect(refused(twoSignedInfos)).to.match(/^the list's signature cannot be read: /);
     const services = [{ certPem: pem('int.pem'), status: `${STATUS}granted`, statusFrom: '2016-07-01T00:00:00Z' }];
+    // Issued before its signer's certificate began: refused.
+    const early = signTrustedList(xml.replace(/<tsl:ListIssueDateTime>[^<]+/, '<tsl:ListIssueDateTime>2015-01-01T00:00:00Z'), pem('tl-operator.key'), pem('tl-operator.pem'));
+    expect(refused(early)).to.equal("the list's signer's certificate was not valid when the list was issued (2015-01-01T00:00:00.000Z)");
     const otherType = signTrustedList(trustedListXml({ services, listType: 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/CClist' }), pem('tl-operator.key'), pem('tl-operator.pem'));
     expect(refused(otherType)).to.equal("not a member state's trusted list (TSLType http://uri.etsi.org/TrstSvc/TrustedList/TSLType/CClist)");
     // The digest is of what the signature covers: the same list re-serialized (another KeyInfo) has the same.
