@@ -53,7 +53,10 @@ export interface AppDeps {
   resolver?: Resolver;
 }
 
-export function createApp(deps: AppDeps): Koa {
+/** The Koa application, with the routes it answers ("get /api/v2/guarantees/{id}"), which the OpenAPI document must match (test/integration/ops.test.ts). */
+export type RegistryApp = Koa & { routes: readonly string[] };
+
+export function createApp(deps: AppDeps): RegistryApp {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
   const orgs = createOrgService(createOrgRepository(db));
@@ -114,7 +117,7 @@ export function createApp(deps: AppDeps): Koa {
   // One router for everything: each request is matched once, and paths match exactly
   // (@koa/router would otherwise match /API/... too).
   const router = new Router<AuthState>({ sensitive: true });
-  registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: buildOpenApiDocument });
+  registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: () => buildOpenApiDocument(config.PUBLIC_BASE_URL) });
   registerGuaranteeRoutes(router, guarantees);
   registerNotarizationRoutes(router, guarantees, proofs);
   registerVerificationRoutes(router, { verifications, guarantees });
@@ -125,5 +128,6 @@ export function createApp(deps: AppDeps): Koa {
   app.use(router.routes());
   // 405 (with Allow) and 501 are set here and answered by errorHandler like any error.
   app.use(router.allowedMethods());
-  return app;
+  const routes = router.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`));
+  return Object.assign(app, { routes });
 }

@@ -275,9 +275,57 @@ const paths: ZodOpenApiPathsObject = {
   '/metrics': { get: { summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)', tags: ['Operations'], security: [], responses: { 200: empty('Metrics in the Prometheus text format.'), 401: empty('Missing or wrong token.') } } },
 };
 
-export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
+/**
+ * Every operation's operationId: stable names that generated clients use as method names
+ * (changing one breaks them). A path and method of the document missing here is an error when
+ * the document is built, and so is a name given twice.
+ */
+const OPERATION_IDS: Record<string, string> = {
+  'post /api/v1/presigned-url': 'presignUploadV1',
+  'post /api/v2/presigned-url': 'presignUploadV2',
+  'get /api/v2/file-status/{uuid}': 'getFileStatus',
+  'get /api/v2/files/{uuid}': 'getFile',
+  'get /api/v1/guarantees': 'listGuaranteesV1',
+  'post /api/v1/guarantees': 'createGuaranteeV1',
+  'get /api/v1/guarantees/{id}': 'getGuaranteeV1',
+  'get /api/v2/guarantees': 'listGuaranteesV2',
+  'post /api/v2/guarantees': 'createGuaranteeV2',
+  'get /api/v2/guarantees/{id}': 'getGuaranteeV2',
+  'get /api/v2/guarantees/{id}/proof': 'getGuaranteeProof',
+  'get /api/v1/webhooks': 'listWebhooks',
+  'post /api/v1/webhooks': 'registerWebhook',
+  'get /api/v1/webhooks/{id}': 'getWebhook',
+  'delete /api/v1/webhooks/{id}': 'deleteWebhook',
+  'post /api/v1/webhooks/{id}/rotate-secret': 'rotateWebhookSecret',
+  'post /api/v1/webhooks/{id}/enable': 'enableWebhook',
+  'get /api/v1/webhooks/{id}/attempts': 'listWebhookAttempts',
+  'post /api/v1/webhooks/{id}/replay': 'replayWebhookEvents',
+  'post /api/public/v1/verifications': 'verifyGuarantee',
+  'get /.well-known/jwks.json': 'getReceiptKeys',
+  'get /verify': 'getVerifyPage',
+  'get /api/v2/guarantees/{id}/verification': 'getGuaranteeVerification',
+  'get /api/v2/guarantees/{id}/verification.svg': 'getGuaranteeVerificationQrSvg',
+  'get /api/v2/guarantees/{id}/verification.png': 'getGuaranteeVerificationQrPng',
+  'get /healthz': 'getHealth',
+  'get /readyz': 'getReadiness',
+  'get /metrics': 'getMetrics',
+};
+
+function withOperationIds(all: ZodOpenApiPathsObject): ZodOpenApiPathsObject {
+  const used = new Set<string>();
+  return Object.fromEntries(Object.entries(all).map(([path, item]) => [path, Object.fromEntries(Object.entries(item).map(([method, operation]) => {
+    const id = OPERATION_IDS[`${method} ${path}`];
+    if (!id || used.has(id)) throw new Error(`OpenAPI: ${method.toUpperCase()} ${path} has ${id ? `the operationId ${id} of another operation` : 'no operationId'}`);
+    used.add(id);
+    return [method, { ...(operation as ZodOpenApiOperationObject), operationId: id }];
+  }))]));
+}
+
+/** The document; `baseUrl` (PUBLIC_BASE_URL) is its server, else the origin it is read from. */
+export function buildOpenApiDocument(baseUrl?: string): ReturnType<typeof createDocument> {
   return createDocument({
     openapi: '3.1.0',
+    servers: [{ url: baseUrl ?? '/', description: baseUrl ? 'This registry.' : 'The origin this document was read from.' }],
     info: {
       title: 'Guarantee Registry Service',
       version: '1.0.0',
@@ -290,6 +338,6 @@ export function buildOpenApiDocument(): ReturnType<typeof createDocument> {
       },
     },
     security: [{ apiKey: [] }, { bearer: [] }],
-    paths,
+    paths: withOperationIds(paths),
   });
 }

@@ -109,9 +109,15 @@ const positiveInt = (name: string, max: number) => z.string()
 
 export const MAX_LIMIT = 100;
 
+/** A query string is text, validated as such; the document shows the integer it stands for (generated clients then take numbers). */
+const asInteger = (maximum: number, fallback: number) => ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+  for (const key of Object.keys(jsonSchema)) if (key !== 'description') delete jsonSchema[key];
+  Object.assign(jsonSchema, { type: 'integer', minimum: 1, maximum, default: fallback });
+};
+
 export const listQuery = z.object({
-  page: positiveInt('page', Number.MAX_SAFE_INTEGER).default(1).meta({ description: 'Page number, from 1.' }),
-  limit: positiveInt('limit', MAX_LIMIT).default(10).meta({ description: `Items per page, 1 to ${MAX_LIMIT}.` }),
+  page: positiveInt('page', Number.MAX_SAFE_INTEGER).default(1).meta({ description: 'Page number, from 1.', override: asInteger(Number.MAX_SAFE_INTEGER, 1) }),
+  limit: positiveInt('limit', MAX_LIMIT).default(10).meta({ description: `Items per page, 1 to ${MAX_LIMIT}.`, override: asInteger(MAX_LIMIT, 10) }),
 });
 
 // ---- Responses -------------------------------------------------------------------------

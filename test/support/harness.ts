@@ -3,11 +3,10 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { Job, Queue } from 'bullmq';
 
-import type Koa from 'koa';
 import supertest from 'supertest';
 import { v7 as uuidv7 } from 'uuid';
 import { getConfig, parseConfig, type Config } from '../../config/index.js';
-import { createApp } from '../../src/app.js';
+import { createApp, type RegistryApp } from '../../src/app.js';
 import { createOrgRepository } from '../../src/orgs/org.repository.js';
 import { createOrgService, type OrgService } from '../../src/orgs/org.service.js';
 import { migrate } from '../../src/shared/db/migrator.js';
@@ -21,7 +20,7 @@ import type { Resolver } from '../../src/webhooks/ssrf.js';
 export interface Harness {
   config: Config;
   db: Sequelize;
-  app: Koa;
+  app: RegistryApp;
   http: ReturnType<typeof supertest>;
   orgs: OrgService;
   /** The run's queues (a prefix of its own), as the API enqueues to them. */
