@@ -7,10 +7,10 @@
 //   notarization batches the digests of records whose docs are settled and anchors their Merkle roots
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { DelayedError, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
+import { Worker, type Job, type WorkerOptions } from 'bullmq';
 import { getConfig, type Config } from '../config/index.js';
 import { createAntivirus } from '../src/files/antivirus.js';
-import { createFileJobs, FileJob, FileQueue, SWEEP_IDLE_MS, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
+import { createFileJobs, FileJob, FileQueue, SWEEP_IDLE_MS, type CheckJobName, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
 import { createFileRepository } from '../src/files/file.repository.js';
 import { createScanService, NOT_VERSIONED } from '../src/files/scan.service.js';
 import { MAX_ENVELOPE_BYTES } from '../src/files/p7m/p7m.limits.js';
@@ -23,14 +23,15 @@ import { createAnchorKeys } from '../src/notarization/anchor-keys.js';
 import type { Anchor } from '../src/notarization/anchor.js';
 import { createEvmAnchor, evmProvider } from '../src/notarization/evm.anchor.js';
 import { createLedgerAnchor } from '../src/notarization/ledger.anchor.js';
-import { NOTARIZATION_QUEUE, notarizationSchedule, type NotarizationPayload } from '../src/notarization/notarization.jobs.js';
+import { NOTARIZATION_QUEUE, NotarizationJob, notarizationSchedule, type NotarizationPayload } from '../src/notarization/notarization.jobs.js';
 import { createNotarizationRepository } from '../src/notarization/notarization.repository.js';
 import { createNotarizationService } from '../src/notarization/notarization.service.js';
 import { openQueues } from '../src/queues.js';
 import { createSequelize } from '../src/shared/db/sequelize.js';
 import { createIdempotencyStore } from '../src/shared/idempotency.js';
 import { createLogger, type Logger } from '../src/shared/logger.js';
-import { MAINTENANCE_QUEUE, maintenanceHandlers, maintenanceSchedules, type MaintenanceJobName, type MaintenancePayload } from '../src/shared/maintenance.jobs.js';
+import { MAINTENANCE_QUEUE, MaintenanceJob, maintenanceHandlers, maintenanceSchedules, type MaintenanceJobName, type MaintenancePayload } from '../src/shared/maintenance.jobs.js';
+import { later, processorFor, stop, type Handler } from '../src/shared/job-handlers.js';
 import { keepSchedules, type Schedule } from '../src/shared/schedules.js';
 import { isLastAttempt, producerConnection, workerConnection } from '../src/shared/queues.js';
 import { redactingProxy, secretPartsOfUrl } from '../src/shared/redact.js';
@@ -41,7 +42,7 @@ import { createDeliveryService } from '../src/webhooks/delivery.service.js';
 import { createEvents } from '../src/webhooks/events.js';
 import { createSender } from '../src/webhooks/sender.js';
 import { createAddressPolicy, dnsResolver, type Resolver } from '../src/webhooks/ssrf.js';
-import { BACKOFF_TYPE, retryDelay, WEBHOOK_QUEUE, type DeliveryPayload } from '../src/webhooks/webhook.jobs.js';
+import { BACKOFF_TYPE, DELIVER, retryDelay, WEBHOOK_QUEUE, type DeliveryPayload } from '../src/webhooks/webhook.jobs.js';
 
 export const WORKER_NAMES = ['maintenance', 'scan', 'signature', 'webhooks', 'notarization'] as const;
 export type WorkerName = (typeof WORKER_NAMES)[number];
@@ -96,8 +97,9 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     connection, prefix: config.QUEUE_PREFIX,
     lockDuration: config.WORKER_LOCK_DURATION_MS, stalledInterval: config.WORKER_STALLED_INTERVAL_MS, maxStalledCount: 2,
   };
-  function run<T, N extends string>(queue: string, processor: Processor<T, unknown, N>, concurrency: number, extra: Partial<WorkerOptions> = {}): void {
-    const worker = new Worker<T, unknown, N>(queue, processor, { ...base, ...extra, concurrency });
+  /** A worker for `queue`, each job handled by the handler of its name (src/shared/job-handlers.ts). */
+  function run<T, N extends string>(queue: string, names: readonly N[], handlers: Record<N, Handler<T>>, concurrency: number, extra: Partial<WorkerOptions> = {}): void {
+    const worker = new Worker<T, unknown, N>(queue, processorFor(queue, names, handlers), { ...base, ...extra, concurrency });
     worker.on('error', (err) => log.warn({ err: err.message, queue }, 'worker error'));
     worker.on('failed', (job, err) => log.warn({ queue, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'));
     workers.push(worker);
@@ -109,7 +111,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         idempotency: createIdempotencyStore(db), sweepUploads: () => scans.sweep(SWEEP_IDLE_MS), reconcileDeliveries: () => events.reconcile(),
       });
       schedules.push(...maintenanceSchedules(queues.maintenance));
-      run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, (job) => handlers[job.name](), 1);
+      run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, Object.values(MaintenanceJob), handlers, 1);
     },
     scan: async () => {
       // Documents are object versions: on a bucket without versioning nothing could be pinned.
@@ -119,21 +121,20 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         return true;
       });
       if (!versioned) throw new Error(`bucket ${storage.bucket}: ${NOT_VERSIONED}`);
-      run<CheckPayload, string>(FileQueue.checks, async (job: Job<CheckPayload>, token) => {
-        const outcome = await scans.advance(job.data.uuid, job.name === FileJob.watch ? 'watch' : 'hint');
-        if (outcome.state === 'waiting' && outcome.retryInMs !== undefined) {
-          // Not there yet: the same job looks again later (no attempt spent).
-          await job.moveToDelayed(Date.now() + outcome.retryInMs, token);
-          throw new DelayedError();
-        }
-        return outcome;
-      }, 8);
+      const look = (how: 'watch' | 'hint') => async (job: Job<CheckPayload>) => {
+        const outcome = await scans.advance(job.data.uuid, how);
+        // Not there yet: the same job looks again later (no attempt spent).
+        return outcome.state === 'waiting' && outcome.retryInMs !== undefined ? later(outcome.retryInMs) : outcome;
+      };
+      run<CheckPayload, CheckJobName>(FileQueue.checks, [FileJob.watch, FileJob.hint], { [FileJob.watch]: look('watch'), [FileJob.hint]: look('hint') }, 8);
       // Four jobs per clamd stream: the copy, the database and the store's latency of some files overlap the scans of others.
-      run<ScanPayload, string>(FileQueue.scans, async (job) => {
-        const { uuid, versionId } = job.data;
-        // A job queued before versions were pinned names an ETag: look at the file again instead.
-        if (!versionId) return scans.advance(uuid, 'hint');
-        return scans.scan(uuid, versionId, { last: isLastAttempt(job), restarted: job.attemptsStarted > 1 });
+      run<ScanPayload, typeof FileJob.scan>(FileQueue.scans, [FileJob.scan], {
+        [FileJob.scan]: async (job) => {
+          const { uuid, versionId } = job.data;
+          // A job queued before versions were pinned names an ETag: look at the file again instead.
+          if (!versionId) return scans.advance(uuid, 'hint');
+          return scans.scan(uuid, versionId, { last: isLastAttempt(job), restarted: job.attemptsStarted > 1 });
+        },
       }, 4 * config.SCAN_CONCURRENCY);
     },
     signature: () => {
@@ -148,7 +149,9 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       });
       // The verifier refuses larger envelopes anyway; nothing larger is read into memory.
       const signatures = createSignatureService({ repo, storage, verify: pool.verify, maxBytes: Math.min(config.MAX_UPLOAD_BYTES, MAX_ENVELOPE_BYTES), logger: log });
-      run<SignaturePayload, string>(FileQueue.signatures, (job) => signatures.check(job.data.uuid, isLastAttempt(job)), config.SIGNATURE_CONCURRENCY);
+      run<SignaturePayload, typeof FileJob.verify>(FileQueue.signatures, [FileJob.verify], {
+        [FileJob.verify]: (job) => signatures.check(job.data.uuid, isLastAttempt(job)),
+      }, config.SIGNATURE_CONCURRENCY);
       closers.push(() => pool.close());
     },
     webhooks: () => {
@@ -163,14 +166,13 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         },
       });
       const schedule = config.WEBHOOK_RETRY_SCHEDULE;
-      run<DeliveryPayload, string>(WEBHOOK_QUEUE, async (job: Job<DeliveryPayload>, token) => {
-        const outcome = await deliveries.deliver(job.data.eventId, job.data.endpointId, { made: job.attemptsMade, last: isLastAttempt(job) });
-        if (outcome === 'busy') {
+      run<DeliveryPayload, typeof DELIVER>(WEBHOOK_QUEUE, [DELIVER], {
+        [DELIVER]: async (job) => {
+          const outcome = await deliveries.deliver(job.data.eventId, job.data.endpointId, { made: job.attemptsMade, last: isLastAttempt(job) });
           // The endpoint has its share in flight: come back shortly, without spending an attempt.
-          await job.moveToDelayed(Date.now() + 100 + Math.floor(Math.random() * 400), token);
-          throw new DelayedError();
-        }
-        return outcome;
+          if (outcome === 'busy') return later(100 + Math.floor(Math.random() * 400));
+          return typeof outcome === 'object' ? stop(outcome.giveUp) : outcome;
+        },
       }, config.WEBHOOK_CONCURRENCY, {
         settings: { backoffStrategy: (attemptsMade: number, type?: string, err?: Error) => (type === BACKOFF_TYPE ? retryDelay(schedule, attemptsMade, err) : 1000) },
       });
@@ -194,7 +196,9 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         batchSize: config.NOTARIZATION_BATCH_SIZE, logger: log,
       });
       schedules.push(notarizationSchedule(queues.notarization, config.NOTARIZATION_INTERVAL_MS));
-      run<NotarizationPayload, string>(NOTARIZATION_QUEUE, async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' }, 1);
+      run<NotarizationPayload, typeof NotarizationJob.notarize>(NOTARIZATION_QUEUE, [NotarizationJob.notarize], {
+        [NotarizationJob.notarize]: async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' },
+      }, 1);
       // After the worker, which lets a cycle under way finish with its lock and anchor.
       closers.push(async () => { await anchor.close?.(); await lockDb.close(); });
     },

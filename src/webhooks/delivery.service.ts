@@ -4,7 +4,6 @@
 // Every attempt is recorded. 2xx: delivered. 410 Gone: the endpoint is disabled. Otherwise the
 // job retries on the schedule (or after the receiver's Retry-After), the delivery is failed
 // after the last attempt, and an endpoint that has failed for WEBHOOK_DISABLE_AFTER is disabled.
-import { UnrecoverableError } from 'bullmq';
 import { Webhook } from 'standardwebhooks';
 import { createBatcher } from '../shared/batch.js';
 import type { Logger } from '../shared/logger.js';
@@ -33,7 +32,8 @@ export interface DeliverySettings {
 /** Where the job stands: attempts made before this one, and whether this is its last. */
 export interface AttemptOf { made: number; last: boolean }
 
-export type DeliveryOutcome = 'delivered' | 'skipped' | 'busy' | 'endpoint-disabled';
+/** Done with ('delivered', 'skipped', 'endpoint-disabled'); 'busy': come back shortly; `giveUp`: the endpoint was just disabled, retrying cannot help. */
+export type DeliveryOutcome = 'delivered' | 'skipped' | 'busy' | 'endpoint-disabled' | { giveUp: string };
 
 export function createDeliveryService(deps: {
   repo: WebhookRepository; sender: Sender; secrets: SecretBox; settings: DeliverySettings; logger: Logger; now?: () => Date;
@@ -78,8 +78,8 @@ export function createDeliveryService(deps: {
     /**
      * Attempts delivery of `eventId` to `endpointId`. Resolves when it is done with (delivered,
      * or nothing to do); 'busy' when the endpoint kept its share in flight here for the whole
-     * wait (the caller retries shortly, no attempt spent, nothing read); throws DeliveryFailedError to be
-     * retried, or UnrecoverableError when retrying is pointless (410, endpoint disabled).
+     * wait (the caller retries shortly, no attempt spent, nothing read); `giveUp` when retrying is
+     * pointless (410, endpoint disabled just now); throws DeliveryFailedError to be retried.
      */
     async deliver(eventId: string, endpointId: string, attempt: AttemptOf): Promise<DeliveryOutcome> {
       if (!(await slots.acquire(endpointId))) return 'busy';
@@ -114,7 +114,7 @@ export function createDeliveryService(deps: {
       if (code === 410) {
         await record(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: 'the receiver answered 410 Gone' }, wasFailing);
         logger.warn({ endpoint: endpointId }, 'webhook endpoint disabled: 410 Gone');
-        throw new UnrecoverableError('410 Gone: endpoint disabled');
+        return { giveUp: '410 Gone: endpoint disabled' };
       }
       const failingSince = endpoint.failingSince ?? at;
       if (at.getTime() - failingSince.getTime() >= settings.disableAfterMs) {
@@ -125,7 +125,7 @@ export function createDeliveryService(deps: {
           const reason = `failing since ${failingSince.toISOString()}`;
           await record(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: reason }, wasFailing);
           logger.warn({ endpoint: endpointId, failingSince }, 'webhook endpoint disabled: failing too long');
-          throw new UnrecoverableError(`endpoint disabled: ${reason}`);
+          return { giveUp: `endpoint disabled: ${reason}` };
         }
       }
       // A retry not begun by this time (and a margin) lost its job; the reconciler queues it again.
