@@ -24,7 +24,12 @@ const SMALL_ORGS = 4;
 const SMALL = 10_000;
 export const BIG_ORG_NAME = 'bench-big';
 
-interface Options { fresh: boolean; duration: number; connections: number; rounds: number }
+interface Options {
+  fresh: boolean;
+  duration: number;
+  connections: number;
+  rounds: number;
+}
 
 function options(argv: string[]): Options {
   const o: Options = { fresh: false, duration: 12, connections: 64, rounds: 4 };
@@ -38,7 +43,6 @@ function options(argv: string[]): Options {
   return o;
 }
 
-
 async function seedOrg(pool: Pool, name: string, n: number): Promise<string> {
   const orgId = uuidv7();
   const start = Date.now() - n * 10; // createdAt ascending, 10 ms apart, ending now
@@ -49,18 +53,47 @@ async function seedOrg(pool: Pool, name: string, n: number): Promise<string> {
     const rows: unknown[][] = [];
     for (let seq = from; seq < Math.min(from + batch, n + 1); seq++) {
       const at = new Date(start + seq * 10);
-      rows.push([uuidv7({ msecs: at.getTime() }), orgId, seq, `seed-${seq}`, `POL-${seq}`, 'BAIL_ACT', null, at, at, null, 0, `CIG${seq % 9973}`, null,
-        (seq % 100000) + 0.5, 100000, 0, '', null, null, 'PENDING', hash, at]);
+      rows.push([
+        uuidv7({ msecs: at.getTime() }),
+        orgId,
+        seq,
+        `seed-${seq}`,
+        `POL-${seq}`,
+        'BAIL_ACT',
+        null,
+        at,
+        at,
+        null,
+        0,
+        `CIG${seq % 9973}`,
+        null,
+        (seq % 100000) + 0.5,
+        100000,
+        0,
+        '',
+        null,
+        null,
+        'PENDING',
+        hash,
+        at,
+      ]);
     }
-    await pool.query(`INSERT INTO guarantees (id, org_id, seq, transaction_id, policy_number, act_type, check_code, emitted_at,
+    await pool.query(
+      `INSERT INTO guarantees (id, org_id, seq, transaction_id, policy_number, act_type, check_code, emitted_at,
       effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount, is_automatic_renewal, note_shared,
-      sign_emission_at, tx_hash, notarization_status, request_hash, created_at) VALUES ?`, [rows]);
+      sign_emission_at, tx_hash, notarization_status, request_hash, created_at) VALUES ?`,
+      [rows],
+    );
   };
   const t0 = Date.now();
   const starts: number[] = [];
   for (let s = 1; s <= n; s += batch) starts.push(s);
   // Two writers: the bench machine has two cores and MariaDB wants one of them.
-  await Promise.all([0, 1].map(async (lane) => { for (let i = lane; i < starts.length; i += 2) await insertBatch(starts[i] as number); }));
+  await Promise.all(
+    [0, 1].map(async (lane) => {
+      for (let i = lane; i < starts.length; i += 2) await insertBatch(starts[i] as number);
+    }),
+  );
   await pool.query('UPDATE organizations SET guarantee_count = ?, last_created_ms = ? WHERE id = ?', [n, start + n * 10, orgId]);
   if (n >= 100_000) log(`seeded ${n} guarantees in ${((Date.now() - t0) / 1000).toFixed(1)} s (${Math.round(n / ((Date.now() - t0) / 1000))} rows/s)`);
   return orgId;
@@ -92,7 +125,13 @@ export async function sampleIds(url: string, orgId: string, n: number): Promise<
   return rows.map((r) => r.id as string);
 }
 
-interface Figure { reqs: number; p50: number; p99: number; non2xx: number; errors: number }
+interface Figure {
+  reqs: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
 
 /**
  * Measures the app and the raw baseline in alternating rounds (app, raw, app, raw...), so that
@@ -100,10 +139,14 @@ interface Figure { reqs: number; p50: number; p99: number; non2xx: number; error
  * time, p50 and p99 the medians of the rounds'.
  */
 async function measurePair(urls: [string, string], key: string, scenario: Scenario, opts: Options): Promise<[Figure, Figure]> {
-  const run = (url: string, duration: number) => autocannon({
-    url, connections: opts.connections, duration, headers: { 'x-api-key': key, 'content-type': 'application/json' },
-    requests: [scenario.request()],
-  });
+  const run = (url: string, duration: number) =>
+    autocannon({
+      url,
+      connections: opts.connections,
+      duration,
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      requests: [scenario.request()],
+    });
   await Promise.all(urls.map(async (u) => run(u, 2))); // warm-up, both at once: JIT, pools, buffer pool pages
   const rounds = Math.max(1, opts.rounds);
   const results: autocannon.Result[][] = [[], []];
@@ -121,7 +164,10 @@ async function measurePair(urls: [string, string], key: string, scenario: Scenar
   return [figure(results[0] ?? []), figure(results[1] ?? [])];
 }
 
-interface Scenario { name: string; request: () => autocannon.Request }
+interface Scenario {
+  name: string;
+  request: () => autocannon.Request;
+}
 
 function scenarios(ids: string[]): Scenario[] {
   let n = 0;
@@ -130,8 +176,15 @@ function scenarios(ids: string[]): Scenario[] {
     {
       name: 'create v2',
       request: () => ({
-        method: 'POST', path: '/api/v2/guarantees',
-        setupRequest: (req) => ({ ...req, body: JSON.stringify({ details: { transactionId: `bench-${run}-${n++}`, policyNumber: 'P-1', actType: 'BAIL_ACT' }, economics: { garantedAmount: 1000.5 } }) }),
+        method: 'POST',
+        path: '/api/v2/guarantees',
+        setupRequest: (req) => ({
+          ...req,
+          body: JSON.stringify({
+            details: { transactionId: `bench-${run}-${n++}`, policyNumber: 'P-1', actType: 'BAIL_ACT' },
+            economics: { garantedAmount: 1000.5 },
+          }),
+        }),
       }),
     },
     { name: 'get by id', request: () => ({ method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/v2/guarantees/${ids[n++ % ids.length]}` }) }) },
@@ -155,8 +208,14 @@ export async function benchApi(argv: string[]): Promise<void> {
   // to the delivery queue after the commit. S3 and clamd are not on the request path of these
   // endpoints, so their addresses are never dialled.
   const appEnv = {
-    ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '0', DATABASE_POOL_MAX: '20',
-    S3_BUCKET: 'bench', CLAMD_HOST: '127.0.0.1', CLAMD_PORT: '1',
+    ...process.env,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_PER_MINUTE: '0',
+    DATABASE_POOL_MAX: '20',
+    S3_BUCKET: 'bench',
+    CLAMD_HOST: '127.0.0.1',
+    CLAMD_PORT: '1',
   };
   log('compiling (npm run build)');
   if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
@@ -170,8 +229,9 @@ export async function benchApi(argv: string[]): Promise<void> {
   try {
     for (const s of scenarios(ids)) {
       const [a, r] = await measurePair(['http://127.0.0.1:3901', 'http://127.0.0.1:3902'], key, s, opts);
-      const line = `${s.name.padEnd(16)} app ${a.reqs.toFixed(0).padStart(6)} req/s p50 ${a.p50} ms p99 ${a.p99} ms | raw ${r.reqs.toFixed(0).padStart(6)} req/s p50 ${r.p50} ms p99 ${r.p99} ms | app/raw ${(a.reqs / r.reqs).toFixed(2)}`
-        + (a.non2xx + a.errors + r.non2xx + r.errors ? ` | non-2xx/errors app ${a.non2xx}/${a.errors} raw ${r.non2xx}/${r.errors}` : '');
+      const line =
+        `${s.name.padEnd(16)} app ${a.reqs.toFixed(0).padStart(6)} req/s p50 ${a.p50} ms p99 ${a.p99} ms | raw ${r.reqs.toFixed(0).padStart(6)} req/s p50 ${r.p50} ms p99 ${r.p99} ms | app/raw ${(a.reqs / r.reqs).toFixed(2)}` +
+        (a.non2xx + a.errors + r.non2xx + r.errors ? ` | non-2xx/errors app ${a.non2xx}/${a.errors} raw ${r.non2xx}/${r.errors}` : '');
       process.stdout.write(`${line}\n`);
       lines.push(line);
     }
@@ -186,7 +246,10 @@ export async function benchApi(argv: string[]): Promise<void> {
   const p50 = (l?: string) => Number(/app .*? p50 (\d+(?:\.\d+)?) ms/.exec(l ?? '')?.[1]);
   const deep = `page 50000 p50 / page 1 p50 = ${(p50(page50k) / p50(page1)).toFixed(2)}`;
   process.stdout.write(`${deep}\n`);
-  appendFileSync('bench/README.md', `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per server and figure in ${opts.rounds} alternating rounds after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${[...lines, deep].join('\n')}\n\`\`\`\n`);
+  appendFileSync(
+    'bench/README.md',
+    `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per server and figure in ${opts.rounds} alternating rounds after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${[...lines, deep].join('\n')}\n\`\`\`\n`,
+  );
   // The seed stays on disk under .data/bench for the next run; the server does not stay up.
   if (started.length) await down('bench', started);
 }

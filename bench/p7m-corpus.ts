@@ -14,18 +14,29 @@ import { join, relative } from 'node:path';
 import { verifyP7m } from '../src/files/p7m/p7m.verifier.js';
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir).sort().flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? filesUnder(path) : [path];
+    });
 }
 
 function openssl(path: string): { ok: boolean; error: string } {
   let error = '';
   for (const inform of ['DER', 'PEM', 'SMIME']) {
-    const run = spawnSync('openssl', ['cms', '-verify', '-noverify', '-binary', '-inform', inform, '-in', path, '-out', '/dev/null'], { encoding: 'utf8', timeout: 30_000 });
+    const run = spawnSync('openssl', ['cms', '-verify', '-noverify', '-binary', '-inform', inform, '-in', path, '-out', '/dev/null'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     if (run.status === 0) return { ok: true, error: '' };
-    if (inform === 'DER') error = run.stderr.split('\n').find((l) => /error|fail/i.test(l))?.replace(/^[0-9A-F]+:error:[0-9A-F]+:/, '').slice(0, 120) ?? `exit ${run.status}`;
+    if (inform === 'DER')
+      error =
+        run.stderr
+          .split('\n')
+          .find((l) => /error|fail/i.test(l))
+          ?.replace(/^[0-9A-F]+:error:[0-9A-F]+:/, '')
+          .slice(0, 120) ?? `exit ${run.status}`;
   }
   return { ok: false, error };
 }
@@ -43,7 +54,8 @@ export async function benchP7mCorpus(argv: string[]): Promise<void> {
       else if (signed) counts.oursOnly++;
       else if (theirs.ok) counts.opensslOnly++;
       else counts.neither++;
-      if (signed !== theirs.ok) disagreements.push(`${signed ? 'only ours signed:   ' : 'only OpenSSL signed:'} ${relative(dir, path)}: ${signed ? theirs.error : ours.reason}`);
+      if (signed !== theirs.ok)
+        disagreements.push(`${signed ? 'only ours signed:   ' : 'only OpenSSL signed:'} ${relative(dir, path)}: ${signed ? theirs.error : ours.reason}`);
       await new Promise((r) => setImmediate(r));
     }
   }
@@ -53,5 +65,8 @@ export async function benchP7mCorpus(argv: string[]): Promise<void> {
     ...disagreements,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
-  appendFileSync('bench/README.md', `\n### p7m-corpus, ${new Date().toISOString()}\n\n${argv.join(', ')}; OpenSSL ${spawnSync('openssl', ['version'], { encoding: 'utf8' }).stdout.trim()}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
+  appendFileSync(
+    'bench/README.md',
+    `\n### p7m-corpus, ${new Date().toISOString()}\n\n${argv.join(', ')}; OpenSSL ${spawnSync('openssl', ['version'], { encoding: 'utf8' }).stdout.trim()}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
+  );
 }

@@ -23,7 +23,10 @@ import { OIDS, attribute, bulk, encode, parse, sequence, signedData, signerInfo,
 import { plainPdf, signPdf } from '../test/support/pdf-signing.js';
 import { log } from './support.js';
 
-interface Options { seconds: number; rounds: number }
+interface Options {
+  seconds: number;
+  rounds: number;
+}
 
 function options(argv: string[]): Options {
   const o: Options = { seconds: 3, rounds: 3 };
@@ -75,7 +78,24 @@ export async function benchP7m(argv: string[]): Promise<void> {
     ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '30', '-subj', '/CN=Bench Signer');
     const content = randomBytes(1024 * 1024);
     writeFileSync(join(dir, 'doc.pdf'), content);
-    ssl('cms', '-sign', '-binary', '-nodetach', '-md', 'sha256', '-in', 'doc.pdf', '-signer', 'cert.pem', '-inkey', 'key.pem', '-outform', 'DER', '-out', 'doc.pdf.p7m');
+    ssl(
+      'cms',
+      '-sign',
+      '-binary',
+      '-nodetach',
+      '-md',
+      'sha256',
+      '-in',
+      'doc.pdf',
+      '-signer',
+      'cert.pem',
+      '-inkey',
+      'key.pem',
+      '-outform',
+      'DER',
+      '-out',
+      'doc.pdf.p7m',
+    );
     const envelope = readFileSync(join(dir, 'doc.pdf.p7m'));
     const key = createPublicKey(readFileSync(join(dir, 'cert.pem')));
     const { signedAttrs, signature } = rawParts(envelope);
@@ -86,11 +106,32 @@ export async function benchP7m(argv: string[]): Promise<void> {
     if (verifyP7m(envelope).outcome !== 'signed') throw new Error('the bench envelope does not verify');
     raw();
     // A 5 MB PDF signed over its ByteRange (openssl cms, detached, CAdES attributes).
-    const pdf = signPdf(plainPdf('bench', 5 * 1024 * 1024), (data) => {
-      writeFileSync(join(dir, 'ranges.bin'), data);
-      ssl('cms', '-sign', '-binary', '-cades', '-md', 'sha256', '-in', 'ranges.bin', '-signer', 'cert.pem', '-inkey', 'key.pem', '-outform', 'DER', '-out', 'pdf.cms');
-      return readFileSync(join(dir, 'pdf.cms'));
-    }, { subFilter: 'ETSI.CAdES.detached', objectNumber: 9 });
+    const pdf = signPdf(
+      plainPdf('bench', 5 * 1024 * 1024),
+      (data) => {
+        writeFileSync(join(dir, 'ranges.bin'), data);
+        ssl(
+          'cms',
+          '-sign',
+          '-binary',
+          '-cades',
+          '-md',
+          'sha256',
+          '-in',
+          'ranges.bin',
+          '-signer',
+          'cert.pem',
+          '-inkey',
+          'key.pem',
+          '-outform',
+          'DER',
+          '-out',
+          'pdf.cms',
+        );
+        return readFileSync(join(dir, 'pdf.cms'));
+      },
+      { subFilter: 'ETSI.CAdES.detached', objectNumber: 9 },
+    );
     const [pdfSignature] = pdfSignatures(pdf);
     if (!pdfSignature) throw new Error('the bench PDF has no signature');
     const pdfParts = rawParts(trimmedCms(pdfSignature.cms));
@@ -102,16 +143,25 @@ export async function benchP7m(argv: string[]): Promise<void> {
     };
     // The 1 MB envelope with what CAdES-LT/LTA add, unsigned.
     writeFileSync(join(dir, 'crl.cnf'), '[ca]\ndefault_ca = crl\n[crl]\ndatabase = index.txt\ndefault_md = sha256\ndefault_crl_days = 30\n');
-    writeFileSync(join(dir, 'index.txt'), Array.from({ length: 150_000 }, (_, i) => `R\t301231235959Z\t240101000000Z\t${(0x100000 + i).toString(16).toUpperCase()}\tunknown\t/CN=R${i}\n`).join(''));
+    writeFileSync(
+      join(dir, 'index.txt'),
+      Array.from({ length: 150_000 }, (_, i) => `R\t301231235959Z\t240101000000Z\t${(0x100000 + i).toString(16).toUpperCase()}\tunknown\t/CN=R${i}\n`).join(''),
+    );
     ssl('ca', '-gencrl', '-config', 'crl.cnf', '-cert', 'cert.pem', '-keyfile', 'key.pem', '-out', 'crl.pem');
     ssl('crl', '-in', 'crl.pem', '-outform', 'DER', '-out', 'crl.der');
     const crl = parse(readFileSync(join(dir, 'crl.der')));
     const lta = parse(envelope);
     const sd = signedData(lta);
-    signerInfo(lta).unsignedAttributes = [attribute(OIDS.revocationValues, sequence(tagged(0, sequence(crl)))), attribute(OIDS.archiveTimestampV3, bulk(300_000))];
+    signerInfo(lta).unsignedAttributes = [
+      attribute(OIDS.revocationValues, sequence(tagged(0, sequence(crl)))),
+      attribute(OIDS.archiveTimestampV3, bulk(300_000)),
+    ];
     sd.splice(sd.length - 1, 0, tagged(1, crl));
     const longTerm = encode(lta);
-    for (const [name, bytes] of [['PDF', pdf], ['long-term envelope', longTerm]] as const) {
+    for (const [name, bytes] of [
+      ['PDF', pdf],
+      ['long-term envelope', longTerm],
+    ] as const) {
       const v = verifyP7m(bytes);
       if (v.outcome !== 'signed') throw new Error(`the bench ${name} does not verify: ${v.reason}`);
     }
@@ -139,7 +189,10 @@ export async function benchP7m(argv: string[]): Promise<void> {
         `long-term envelope (${longTerm.length} bytes: the 1 MB envelope, a 3 MB CRL twice, an archive timestamp): verifier ${per(figures.lta).toFixed(0)}/s | raw hash + verify (as above) ${base.toFixed(0)}/s | verifier/raw ${(figures.lta / figures.raw).toFixed(2)}`,
       ];
       for (const l of lines) process.stdout.write(`${l}\n`);
-      appendFileSync('bench/README.md', `\n### p7m, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.rounds} alternating rounds of ${opts.seconds} s.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
+      appendFileSync(
+        'bench/README.md',
+        `\n### p7m, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.rounds} alternating rounds of ${opts.seconds} s.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
+      );
     } finally {
       await pool.close();
     }

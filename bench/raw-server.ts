@@ -15,7 +15,10 @@ import { INSERT_EVENT_SQL } from '../src/webhooks/webhook.repository.js';
 import { FIND_API_KEY_SQL } from '../src/orgs/org.repository.js';
 import { toPositional } from '../src/shared/db/sequelize.js';
 
-const stmt = (sql: string) => { const p = toPositional(sql); return (params: unknown[]) => [p.sql, p.order.map((i) => params[i]) as ExecuteValues[]] as const; };
+const stmt = (sql: string) => {
+  const p = toPositional(sql);
+  return (params: unknown[]) => [p.sql, p.order.map((i) => params[i]) as ExecuteValues[]] as const;
+};
 
 const Q = {
   key: stmt(FIND_API_KEY_SQL),
@@ -28,7 +31,13 @@ const Q = {
   event: stmt(INSERT_EVENT_SQL),
 };
 
-const pool = mysql.createPool({ uri: process.env.DATABASE_URL, connectionLimit: Number(process.env.DATABASE_POOL_MAX ?? 20), timezone: 'Z', supportBigNumbers: true, bigNumberStrings: true });
+const pool = mysql.createPool({
+  uri: process.env.DATABASE_URL,
+  connectionLimit: Number(process.env.DATABASE_POOL_MAX ?? 20),
+  timezone: 'Z',
+  supportBigNumbers: true,
+  bigNumberStrings: true,
+});
 const cache = new Map<string, { orgId: string; hash: Buffer; until: number }>();
 
 async function orgOf(req: IncomingMessage): Promise<string | undefined> {
@@ -59,10 +68,31 @@ function shape(rows: RowDataPacket[]): unknown[] {
   for (const r of rows) {
     if (out.at(-1)?.id !== r.id) {
       out.push({
-        details: { transactionId: r.transaction_id, policyNumber: r.policy_number, actType: r.act_type, checkCode: r.check_code, emittedAt: r.emitted_at, effectiveAt: r.effective_at, expiresAt: r.expires_at, isFixedExpiry: r.is_fixed_expiry === null ? null : r.is_fixed_expiry !== 0, cig: r.cig, batchCode: r.batch_code },
-        economics: { garantedAmount: r.garanted_amount === null ? null : Number(r.garanted_amount), contractAmount: r.contract_amount === null ? null : Number(r.contract_amount), isAutomaticRenewal: r.is_automatic_renewal === null ? null : r.is_automatic_renewal !== 0 },
-        note: { shared: r.note_shared }, sign: { emissionAt: r.sign_emission_at }, txHash: r.tx_hash, notarizationStatus: r.notarization_status,
-        docs: [], createdAt: r.created_at, id: r.id, orgId: r.org_id,
+        details: {
+          transactionId: r.transaction_id,
+          policyNumber: r.policy_number,
+          actType: r.act_type,
+          checkCode: r.check_code,
+          emittedAt: r.emitted_at,
+          effectiveAt: r.effective_at,
+          expiresAt: r.expires_at,
+          isFixedExpiry: r.is_fixed_expiry === null ? null : r.is_fixed_expiry !== 0,
+          cig: r.cig,
+          batchCode: r.batch_code,
+        },
+        economics: {
+          garantedAmount: r.garanted_amount === null ? null : Number(r.garanted_amount),
+          contractAmount: r.contract_amount === null ? null : Number(r.contract_amount),
+          isAutomaticRenewal: r.is_automatic_renewal === null ? null : r.is_automatic_renewal !== 0,
+        },
+        note: { shared: r.note_shared },
+        sign: { emissionAt: r.sign_emission_at },
+        txHash: r.tx_hash,
+        notarizationStatus: r.notarization_status,
+        docs: [],
+        createdAt: r.created_at,
+        id: r.id,
+        orgId: r.org_id,
       });
     }
     if (r.doc_position !== null) out.at(-1)?.docs.push({ type: r.doc_type, key: r.doc_key, checksum: r.doc_checksum });
@@ -73,7 +103,7 @@ function shape(rows: RowDataPacket[]): unknown[] {
 async function readBody(req: IncomingMessage): Promise<Record<string, any>> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
-  return chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, any> : {};
+  return chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, any>) : {};
 }
 
 async function create(orgId: string, body: Record<string, any>): Promise<unknown> {
@@ -90,11 +120,50 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
     const [place] = await conn.execute<ResultSetHeader>(...Q.nextPlace([orgId, Date.now()]));
     const createdAt = new Date(place.insertId);
     const id = uuidv7({ msecs: createdAt.getTime() });
-    await conn.execute(...Q.insert([id, orgId, txId, d.policyNumber ?? null, d.actType ?? null, null, null, null, null, null,
-      null, null, body.economics?.garantedAmount ?? null, null, null, '', null, hash, createdAt]));
-    const record = { details: { transactionId: txId, policyNumber: d.policyNumber, actType: d.actType }, economics: body.economics, note: { shared: '' }, txHash: null, notarizationStatus: 'PENDING', docs: [], createdAt, id, orgId };
+    await conn.execute(
+      ...Q.insert([
+        id,
+        orgId,
+        txId,
+        d.policyNumber ?? null,
+        d.actType ?? null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        null,
+        body.economics?.garantedAmount ?? null,
+        null,
+        null,
+        '',
+        null,
+        hash,
+        createdAt,
+      ]),
+    );
+    const record = {
+      details: { transactionId: txId, policyNumber: d.policyNumber, actType: d.actType },
+      economics: body.economics,
+      note: { shared: '' },
+      txHash: null,
+      notarizationStatus: 'PENDING',
+      docs: [],
+      createdAt,
+      id,
+      orgId,
+    };
     // The same durable work as the app: the guarantee.created event in the outbox, in the same transaction.
-    await conn.execute(...Q.event([uuidv7({ msecs: createdAt.getTime() }), orgId, 'guarantee.created', JSON.stringify({ type: 'guarantee.created', timestamp: createdAt.toISOString(), data: record }), createdAt]));
+    await conn.execute(
+      ...Q.event([
+        uuidv7({ msecs: createdAt.getTime() }),
+        orgId,
+        'guarantee.created',
+        JSON.stringify({ type: 'guarantee.created', timestamp: createdAt.toISOString(), data: record }),
+        createdAt,
+      ]),
+    );
     await conn.commit();
     return record;
   } catch (err) {
@@ -127,11 +196,19 @@ const server = createServer((req, res) => {
       return rows.length ? send(res, 200, shape(rows)[0]) : send(res, 404);
     }
     send(res, 404);
-  })().catch((err: Error) => { send(res, 500); process.stderr.write(`${err.message}\n`); });
+  })().catch((err: Error) => {
+    send(res, 500);
+    process.stderr.write(`${err.message}\n`);
+  });
 });
 server.keepAliveTimeout = 5000;
 server.listen(Number(process.env.PORT ?? 0), () => {
   const addr = server.address();
   process.stdout.write(`${JSON.stringify({ ready: true, port: typeof addr === 'object' && addr ? addr.port : 0, id: randomUUID() })}\n`);
 });
-process.once('SIGTERM', () => { server.close(() => { void pool.end().finally(() => process.exit(0)); }); server.closeAllConnections(); });
+process.once('SIGTERM', () => {
+  server.close(() => {
+    void pool.end().finally(() => process.exit(0));
+  });
+  server.closeAllConnections();
+});

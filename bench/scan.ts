@@ -36,7 +36,11 @@ import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer, watchRss
 const MB = 1024 * 1024;
 const TERMINAL = new Set(['Clean', 'Infected', 'Error', 'Signed']);
 
-interface Options { files1: number; files20: number; latencyRuns: number }
+interface Options {
+  files1: number;
+  files20: number;
+  latencyRuns: number;
+}
 
 function options(argv: string[]): Options {
   const o: Options = { files1: 60, files20: 12, latencyRuns: 40 };
@@ -52,15 +56,22 @@ function options(argv: string[]): Options {
 /** A file of `bytes` that no signature matches and that clamd must read whole (no long runs of one byte). */
 function content(bytes: number, seed: number): Buffer {
   const b = Buffer.allocUnsafe(bytes);
-  let x = seed * 2654435761 >>> 0;
-  for (let i = 0; i < bytes; i += 4) { x = (x * 1664525 + 1013904223) >>> 0; b.writeUInt32LE(x, Math.min(i, bytes - 4)); }
+  let x = (seed * 2654435761) >>> 0;
+  for (let i = 0; i < bytes; i += 4) {
+    x = (x * 1664525 + 1013904223) >>> 0;
+    b.writeUInt32LE(x, Math.min(i, bytes - 4));
+  }
   return b;
 }
 
 async function presign(api: string, key: string): Promise<{ key: string; url: string; fields: Record<string, string> }> {
-  const res = await fetch(`${api}/api/v1/presigned-url`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ fileType: 'pdf' }) });
+  const res = await fetch(`${api}/api/v1/presigned-url`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ fileType: 'pdf' }),
+  });
   if (res.status !== 200) throw new Error(`presigned-url answered ${res.status}`);
-  const body = await res.json() as { key: string; presignedUrl: string; fields: Record<string, string> };
+  const body = (await res.json()) as { key: string; presignedUrl: string; fields: Record<string, string> };
   return { key: body.key, url: body.presignedUrl, fields: body.fields };
 }
 
@@ -77,7 +88,9 @@ function rawInstream(port: number, body: Readable): Promise<string> {
   return new Promise((resolve, reject) => {
     const sock = connect(port, '127.0.0.1');
     let answer = '';
-    sock.on('data', (d: Buffer) => { answer += d.toString(); });
+    sock.on('data', (d: Buffer) => {
+      answer += d.toString();
+    });
     sock.on('end', () => resolve(answer.replace(/\0/g, '').trim()));
     sock.on('error', reject);
     sock.write('zINSTREAM\0');
@@ -85,7 +98,10 @@ function rawInstream(port: number, body: Readable): Promise<string> {
       const len = Buffer.alloc(4);
       len.writeUInt32BE(chunk.length);
       sock.write(len);
-      if (!sock.write(chunk)) { body.pause(); sock.once('drain', () => body.resume()); }
+      if (!sock.write(chunk)) {
+        body.pause();
+        sock.once('drain', () => body.resume());
+      }
     });
     body.on('end', () => sock.end(Buffer.alloc(4)));
     body.on('error', reject);
@@ -94,12 +110,17 @@ function rawInstream(port: number, body: Readable): Promise<string> {
 
 async function runPool<T>(items: T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await work(items[next++] as T);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await work(items[next++] as T);
+    }),
+  );
 }
 
-const pct = (xs: number[], p: number) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN; };
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
 
 export async function benchScan(argv: string[]): Promise<void> {
   const opts = options(argv);
@@ -125,12 +146,19 @@ export async function benchScan(argv: string[]): Promise<void> {
   let worker: ChildProcess | undefined;
   const startWorker = async () => {
     const extra = process.env.BENCH_WORKER_FLAGS?.split(/\s+/).filter(Boolean) ?? [];
-    const child = spawn(process.execPath, [...procfileFlags('worker'), ...extra, 'dist/workers/index.js', 'scan'], { env: { ...appEnv, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...procfileFlags('worker'), ...extra, 'dist/workers/index.js', 'scan'], {
+      env: { ...appEnv, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     await new Promise<void>((resolve, reject) => {
-      child.stdout?.on('data', (d: Buffer) => { if (d.toString().includes('workers started')) resolve(); });
+      child.stdout?.on('data', (d: Buffer) => {
+        if (d.toString().includes('workers started')) resolve();
+      });
       child.once('exit', () => reject(new Error('worker exited')));
     });
-    child.stdout?.on('data', (d: Buffer) => { if (process.env.BENCH_WORKER_LOG) appendFileSync(process.env.BENCH_WORKER_LOG, d); });
+    child.stdout?.on('data', (d: Buffer) => {
+      if (process.env.BENCH_WORKER_LOG) appendFileSync(process.env.BENCH_WORKER_LOG, d);
+    });
     return child;
   };
   // Where the CPU goes in each phase, per process (two cores: the pipeline's overhead is what
@@ -148,13 +176,19 @@ export async function benchScan(argv: string[]): Promise<void> {
     bench: (c) => c.includes('run.mjs bench') || c.includes('scripts/run.mjs'),
   };
   const lines: string[] = [];
-  const say = (l: string) => { process.stdout.write(`${l}\n`); lines.push(l); };
+  const say = (l: string) => {
+    process.stdout.write(`${l}\n`);
+    lines.push(l);
+  };
 
   try {
     await configureUploadEvents(storage, config, undefined, config.ENCRYPTION_KEY[0] as Buffer);
     // Throughput, pipeline then raw, per size.
     let rssAfterSmall = 0;
-    for (const [size, n] of [[1 * MB, opts.files1], [20 * MB, opts.files20]] as const) {
+    for (const [size, n] of [
+      [1 * MB, opts.files1],
+      [20 * MB, opts.files20],
+    ] as const) {
       const issued = await Promise.all(Array.from({ length: n }, () => presign(api, apiKey)));
       await runPool(issued, 4, async (p) => upload(p, content(size, issued.indexOf(p) + size)));
       // The baseline's own objects: contents clamd has not seen either.
@@ -178,7 +212,11 @@ export async function benchScan(argv: string[]): Promise<void> {
       const pipelineCpu = cpuDelta(cpu0, cpuSeconds(processes));
       // Steady state: from the first verdict to the last (n - 1 files), which leaves out the
       // worker's start-up and the first poll; the raw baseline is timed the same way.
-      const [span] = (await pool.query<RowDataPacket[]>('SELECT TIMESTAMPDIFF(MICROSECOND, MIN(updated_at), MAX(updated_at)) / 1e6 AS s FROM files WHERE object_key IN (?)', [keys]))[0];
+      const [span] = (
+        await pool.query<RowDataPacket[]>('SELECT TIMESTAMPDIFF(MICROSECOND, MIN(updated_at), MAX(updated_at)) / 1e6 AS s FROM files WHERE object_key IN (?)', [
+          keys,
+        ])
+      )[0];
       const pipelineS = Number(span?.s) * (n / (n - 1));
       const rows = await statusOf(keys);
       const notClean = rows.filter((r) => r.status !== 'Clean').length;
@@ -196,7 +234,9 @@ export async function benchScan(argv: string[]): Promise<void> {
       const rawS = ((Math.max(...done) - Math.min(...done)) / 1000) * (n / (n - 1));
       const rawCpu = cpuDelta(cpu1, cpuSeconds(processes));
       const mb = (size * n) / MB;
-      say(`${String(size / MB).padStart(2)} MB x ${n}: from worker start to last verdict ${wallS.toFixed(2)} s; steady state: pipeline ${(n / pipelineS).toFixed(2)} files/s ${(mb / pipelineS).toFixed(1)} MB/s | raw ${(n / rawS).toFixed(2)} files/s ${(mb / rawS).toFixed(1)} MB/s | pipeline/raw ${(rawS / pipelineS).toFixed(2)}${notClean ? ` | ${notClean} not Clean` : ''}`);
+      say(
+        `${String(size / MB).padStart(2)} MB x ${n}: from worker start to last verdict ${wallS.toFixed(2)} s; steady state: pipeline ${(n / pipelineS).toFixed(2)} files/s ${(mb / pipelineS).toFixed(1)} MB/s | raw ${(n / rawS).toFixed(2)} files/s ${(mb / rawS).toFixed(1)} MB/s | pipeline/raw ${(rawS / pipelineS).toFixed(2)}${notClean ? ` | ${notClean} not Clean` : ''}`,
+      );
       say(`   CPU seconds, pipeline (from worker start): ${pipelineCpu}`);
       say(`   CPU seconds, raw: ${rawCpu}`);
     }
@@ -206,8 +246,13 @@ export async function benchScan(argv: string[]): Promise<void> {
     const peak = watchRss(worker.pid as number);
     const largest = await presign(api, apiKey);
     await upload(largest, content(config.MAX_UPLOAD_BYTES, 7));
-    for (;;) { if (TERMINAL.has((await statusOf([largest.key]))[0]?.status ?? '')) break; await sleep(50); }
-    say(`worker peak RSS: ${(rssAfterSmall / MB).toFixed(0)} MB scanning 1 MB files, ${(peak() / MB).toFixed(0)} MB scanning one ${(config.MAX_UPLOAD_BYTES / MB).toFixed(0)} MB file`);
+    for (;;) {
+      if (TERMINAL.has((await statusOf([largest.key]))[0]?.status ?? '')) break;
+      await sleep(50);
+    }
+    say(
+      `worker peak RSS: ${(rssAfterSmall / MB).toFixed(0)} MB scanning 1 MB files, ${(peak() / MB).toFixed(0)} MB scanning one ${(config.MAX_UPLOAD_BYTES / MB).toFixed(0)} MB file`,
+    );
 
     // Latency, polling alone then with events (the worker from above keeps running).
     for (const mode of ['polling', 'events'] as const) {
@@ -217,10 +262,15 @@ export async function benchScan(argv: string[]): Promise<void> {
         const p = await presign(api, apiKey);
         await upload(p, content(MB, 1000 + i));
         const done = performance.now();
-        for (;;) { if (TERMINAL.has((await statusOf([p.key]))[0]?.status ?? '')) break; await sleep(5); }
+        for (;;) {
+          if (TERMINAL.has((await statusOf([p.key]))[0]?.status ?? '')) break;
+          await sleep(5);
+        }
         latencies.push(performance.now() - done);
       }
-      say(`upload finished -> terminal status (1 MB, ${mode}): p50 ${pct(latencies, 50).toFixed(0)} ms p99 ${pct(latencies, 99).toFixed(0)} ms (${opts.latencyRuns} uploads, one at a time)`);
+      say(
+        `upload finished -> terminal status (1 MB, ${mode}): p50 ${pct(latencies, 50).toFixed(0)} ms p99 ${pct(latencies, 99).toFixed(0)} ms (${opts.latencyRuns} uploads, one at a time)`,
+      );
     }
   } finally {
     await configureUploadEvents(storage, config, undefined, config.ENCRYPTION_KEY[0] as Buffer).catch(() => undefined);
@@ -229,7 +279,9 @@ export async function benchScan(argv: string[]): Promise<void> {
     storage.client.destroy();
     await pool.end();
   }
-  appendFileSync('bench/README.md', `\n### scan, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, SCAN_CONCURRENCY 2, clamd ${config.CLAMD_PORT ? 'over TCP' : 'over its socket'}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
+  appendFileSync(
+    'bench/README.md',
+    `\n### scan, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, SCAN_CONCURRENCY 2, clamd ${config.CLAMD_PORT ? 'over TCP' : 'over its socket'}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
+  );
   if (started.length) await down('bench', started);
 }
-

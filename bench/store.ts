@@ -39,7 +39,11 @@ export async function benchStore(argv: string[]): Promise<void> {
     const own0 = own();
     const t0 = performance.now();
     let next = 0;
-    await Promise.all([0, 1].map(async () => { while (next < keys.length) await op(keys[next++] as string); }));
+    await Promise.all(
+      [0, 1].map(async () => {
+        while (next < keys.length) await op(keys[next++] as string);
+      }),
+    );
     const s = (performance.now() - t0) / 1000;
     const line = `${name.padEnd(7)} ${(count / s).toFixed(0).padStart(5)} ops/s  radosgw + ceph-osd ${((((cpuSeconds(store).store ?? 0) - store0) * 1000) / count).toFixed(1).padStart(5)} ms/op  client ${(((own() - own0) * 1000) / count).toFixed(1).padStart(5)} ms/op`;
     process.stdout.write(`${line}\n`);
@@ -48,12 +52,17 @@ export async function benchStore(argv: string[]): Promise<void> {
   try {
     await run('put', (k) => storage.client.send(new PutObjectCommand({ Bucket: config.S3_BUCKET, Key: k, Body: body })));
     await run('head', async (k) => versions.set(k, (await storage.head(k))?.versionId ?? ''));
-    await run('get', async (k) => { for await (const chunk of await storage.read(k, versions.get(k))) void chunk; });
+    await run('get', async (k) => {
+      for await (const chunk of await storage.read(k, versions.get(k))) void chunk;
+    });
     await run('list', (k) => storage.versions(k));
     await run('delete', (k) => storage.removeVersion(k, versions.get(k) ?? ''));
   } finally {
     storage.client.destroy();
   }
-  appendFileSync('bench/README.md', `\n### store, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${count} objects of ${mb} MB, two requests at a time.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
+  appendFileSync(
+    'bench/README.md',
+    `\n### store, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${count} objects of ${mb} MB, two requests at a time.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
+  );
   if (started.length) await down('bench', started);
 }

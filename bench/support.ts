@@ -11,8 +11,14 @@ export const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 
 /** The node flags of a Procfile process, so that the bench runs the API as production does. */
 export function procfileFlags(kind: 'web' | 'worker'): string[] {
-  const line = readFileSync('Procfile', 'utf8').split('\n').find((l) => l.startsWith(`${kind}:`)) ?? '';
-  return line.replace(/^\w+:\s*node\s+/, '').split(/\s+/).filter((a) => a.startsWith('--'));
+  const line =
+    readFileSync('Procfile', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${kind}:`)) ?? '';
+  return line
+    .replace(/^\w+:\s*node\s+/, '')
+    .split(/\s+/)
+    .filter((a) => a.startsWith('--'));
 }
 
 /** Starts compiled code (dist/), as production runs it. */
@@ -20,7 +26,10 @@ export function startServer(name: string, script: string, env: NodeJS.ProcessEnv
   const child = spawn(process.execPath, [...flags, script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   return (async () => {
     for (let i = 0; i < 200; i++) {
-      const ok = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees/x`).then((r) => r.status === 401, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees/x`).then(
+        (r) => r.status === 401,
+        () => false,
+      );
       if (ok) return child;
       await sleep(100);
     }
@@ -37,10 +46,16 @@ export function watchRss(pid: number): () => number {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
       const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
       peak = Math.max(peak, hwm);
-    } catch { /* exited */ }
+    } catch {
+      /* exited */
+    }
   };
   const timer = setInterval(read, 250);
-  return () => { read(); clearInterval(timer); return peak; };
+  return () => {
+    read();
+    clearInterval(timer);
+    return peak;
+  };
 }
 
 export async function newKey(url: string, orgId: string): Promise<string> {
@@ -50,7 +65,6 @@ export async function newKey(url: string, orgId: string): Promise<string> {
   await pool.end();
   return key;
 }
-
 
 const CLOCK_TICKS = 100;
 
@@ -76,7 +90,9 @@ export function cpuSeconds(patterns: Record<string, (cmdline: string) => boolean
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
       const name = Object.keys(patterns).find((k) => patterns[k]?.(cmdline));
       if (name) out[name] = (out[name] ?? 0) + processCpuSeconds(Number(pid));
-    } catch { /* exited meanwhile */ }
+    } catch {
+      /* exited meanwhile */
+    }
   }
   return out;
 }

@@ -25,7 +25,13 @@ import { databaseName } from '../scripts/services/mariadb.js';
 import { BIG, BIG_ORG_NAME, prepareDatabase, sampleIds } from './api.js';
 import { cpuSeconds, idleCpuSeconds, log, newKey, procfileFlags, processCpuSeconds, startServer } from './support.js';
 
-interface Options { duration: number; connections: number; rounds: number; samples: number; webhook: boolean }
+interface Options {
+  duration: number;
+  connections: number;
+  rounds: number;
+  samples: number;
+  webhook: boolean;
+}
 
 function options(argv: string[]): Options {
   const o: Options = { duration: 12, connections: 64, rounds: 4, samples: 2000, webhook: false };
@@ -55,8 +61,11 @@ async function ensureCheckCodes(url: string, orgId: string): Promise<void> {
     log('giving the seeded guarantees their check codes (once)');
     const t0 = Date.now();
     for (let from = 1; from <= BIG; from += 20_000) {
-      await pool.query(`UPDATE guarantees SET check_code = CONCAT('VK-', UPPER(CONV(seq, 10, 36)), '-2026')
-        WHERE org_id = ? AND seq BETWEEN ? AND ?`, [orgId, from, from + 19_999]);
+      await pool.query(
+        `UPDATE guarantees SET check_code = CONCAT('VK-', UPPER(CONV(seq, 10, 36)), '-2026')
+        WHERE org_id = ? AND seq BETWEEN ? AND ?`,
+        [orgId, from, from + 19_999],
+      );
     }
     await pool.query('UPDATE guarantees SET check_code = ? WHERE org_id = ? AND seq = ?', [SHORT_CODE, orgId, SHORT_SEQ]);
     await pool.query('ANALYZE TABLE guarantees');
@@ -74,7 +83,8 @@ async function ensureCheckCodes(url: string, orgId: string): Promise<void> {
  */
 async function emptyVerificationTables(url: string, orgId: string): Promise<void> {
   // Only the bench profile's own database, never one a DATABASE_URL of the shell names.
-  if (new URL(url).pathname !== `/${databaseName(context('bench'))}`) throw new Error(`bench verify empties its tables only in the bench database, not ${new URL(url).pathname.slice(1)}`);
+  if (new URL(url).pathname !== `/${databaseName(context('bench'))}`)
+    throw new Error(`bench verify empties its tables only in the bench database, not ${new URL(url).pathname.slice(1)}`);
   const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
   try {
     for (const table of ['verification_counts', 'webhook_attempts', 'webhook_deliveries', 'webhook_events']) await pool.query(`TRUNCATE TABLE ${table}`);
@@ -87,7 +97,8 @@ async function emptyVerificationTables(url: string, orgId: string): Promise<void
 /** Empties the bench profile's own Redis of the delivery jobs of earlier --webhook runs (never a Redis the shell names). */
 async function emptyBenchRedis(): Promise<void> {
   const url = new URL(process.env.REDIS_URL as string);
-  if (!['127.0.0.1', 'localhost'].includes(url.hostname) || Number(url.port) !== context('bench').ports.redis) throw new Error(`bench verify --webhook empties only the bench's own Redis, not ${url.host}`);
+  if (!['127.0.0.1', 'localhost'].includes(url.hostname) || Number(url.port) !== context('bench').ports.redis)
+    throw new Error(`bench verify --webhook empties only the bench's own Redis, not ${url.host}`);
   const redis = new Redis(url.toString(), { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
@@ -97,7 +108,13 @@ async function emptyBenchRedis(): Promise<void> {
   }
 }
 
-interface Figure { reqs: number; p50: number; p99: number; non2xx: number; errors: number }
+interface Figure {
+  reqs: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
 
 const randomSeq = () => 1 + SHORT_SEQ + Math.floor(Math.random() * (BIG - SHORT_SEQ));
 
@@ -114,8 +131,15 @@ export async function benchVerify(argv: string[]): Promise<void> {
   const ids = await sampleIds(url, bigOrg, 20_000);
 
   const appEnv = {
-    ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', VERIFY_RATE_PER_MINUTE: '0', DATABASE_POOL_MAX: '20',
-    S3_BUCKET: 'bench', CLAMD_HOST: '127.0.0.1', CLAMD_PORT: '1',
+    ...process.env,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '0',
+    VERIFY_RATE_PER_MINUTE: '0',
+    DATABASE_POOL_MAX: '20',
+    S3_BUCKET: 'bench',
+    CLAMD_HOST: '127.0.0.1',
+    CLAMD_PORT: '1',
   };
   log('compiling (npm run build)');
   if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
@@ -128,29 +152,40 @@ export async function benchVerify(argv: string[]): Promise<void> {
     if (opts.webhook) {
       // Nothing listens there: no worker runs, and the API only writes and queues.
       const res = await request(`${origin}/api/v1/webhooks`, {
-        method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ endpoint: 'https://127.0.0.1:9/verified' }),
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify({ endpoint: 'https://127.0.0.1:9/verified' }),
       });
-      const body = await res.body.json() as { success?: boolean };
+      const body = (await res.body.json()) as { success?: boolean };
       if (res.statusCode !== 200 || !body.success) throw new Error(`the webhook endpoint was refused (${res.statusCode}): ${JSON.stringify(body)}`);
     }
     let n = 0;
     const getById: autocannon.Request = { method: 'GET', setupRequest: (req) => ({ ...req, path: `/api/v2/guarantees/${ids[n++ % ids.length]}` }) };
     const verify: autocannon.Request = {
-      method: 'POST', path: '/api/public/v1/verifications',
+      method: 'POST',
+      path: '/api/public/v1/verifications',
       setupRequest: (req) => {
         const seq = randomSeq();
         return { ...req, body: JSON.stringify({ policyNumber: `POL-${seq}`, checkCode: codeOf(seq) }) };
       },
     };
-    const run = (req: autocannon.Request, duration: number) => autocannon({
-      url: origin, connections: opts.connections, duration, headers: { 'x-api-key': key, 'content-type': 'application/json' }, requests: [req],
-    });
+    const run = (req: autocannon.Request, duration: number) =>
+      autocannon({
+        url: origin,
+        connections: opts.connections,
+        duration,
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        requests: [req],
+      });
     // CPU per request of each process (what saturates the two cores: the API, MariaDB or the
     // load generator), of the API's main thread (one core at most: its bottleneck when the
     // machine idles), and the machine's idle time.
     const processes = { web: (c: string) => c.includes('dist/src/server.js'), mariadb: (c: string) => c.includes('mariadbd') };
     const cpuNow = (): Record<string, number> => ({
-      ...cpuSeconds(processes), 'web main thread': processCpuSeconds(app.pid as number, true), bench: processCpuSeconds('self'), idle: idleCpuSeconds(),
+      ...cpuSeconds(processes),
+      'web main thread': processCpuSeconds(app.pid as number, true),
+      bench: processCpuSeconds('self'),
+      idle: idleCpuSeconds(),
     });
     const cpu: Array<Record<string, number>> = [{}, {}];
     const measured = async (kind: 0 | 1, req: autocannon.Request, duration: number): Promise<autocannon.Result> => {
@@ -171,18 +206,26 @@ export async function benchVerify(argv: string[]): Promise<void> {
     const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
     const figure = (rs: autocannon.Result[]): Figure => ({
       reqs: rs.reduce((s, r) => s + r.requests.total, 0) / rs.reduce((t, r) => t + r.duration, 0),
-      p50: median(rs.map((r) => r.latency.p50)), p99: median(rs.map((r) => r.latency.p99)),
-      non2xx: rs.reduce((s, r) => s + r.non2xx, 0), errors: rs.reduce((s, r) => s + r.errors + r.timeouts, 0),
+      p50: median(rs.map((r) => r.latency.p50)),
+      p99: median(rs.map((r) => r.latency.p99)),
+      non2xx: rs.reduce((s, r) => s + r.non2xx, 0),
+      errors: rs.reduce((s, r) => s + r.errors + r.timeouts, 0),
     });
     const [g, v] = [figure(results[0] ?? []), figure(results[1] ?? [])];
-    lines.push(`get by id        ${g.reqs.toFixed(0).padStart(6)} req/s p50 ${g.p50} ms p99 ${g.p99} ms${g.non2xx + g.errors ? ` | non-2xx/errors ${g.non2xx}/${g.errors}` : ''}`);
+    lines.push(
+      `get by id        ${g.reqs.toFixed(0).padStart(6)} req/s p50 ${g.p50} ms p99 ${g.p99} ms${g.non2xx + g.errors ? ` | non-2xx/errors ${g.non2xx}/${g.errors}` : ''}`,
+    );
     // Each verify round against the get round just before it: the machine's slow spells fall on both of a pair.
     const rate = (r: autocannon.Result) => r.requests.total / r.duration;
     const pairs = (results[1] ?? []).map((r, i) => rate(r) / rate(results[0]?.[i] as autocannon.Result));
-    lines.push(`${(opts.webhook ? 'verify (endpoint)' : 'verify (match)').padEnd(17)}${v.reqs.toFixed(0).padStart(6)} req/s p50 ${v.p50} ms p99 ${v.p99} ms${v.non2xx + v.errors ? ` | non-2xx/errors ${v.non2xx}/${v.errors}` : ''} | verify/get ${(v.reqs / g.reqs).toFixed(2)}, median of the ${pairs.length} round pairs ${median(pairs).toFixed(2)} (${pairs.map((x) => x.toFixed(2)).join(' ')})`);
+    lines.push(
+      `${(opts.webhook ? 'verify (endpoint)' : 'verify (match)').padEnd(17)}${v.reqs.toFixed(0).padStart(6)} req/s p50 ${v.p50} ms p99 ${v.p99} ms${v.non2xx + v.errors ? ` | non-2xx/errors ${v.non2xx}/${v.errors}` : ''} | verify/get ${(v.reqs / g.reqs).toFixed(2)}, median of the ${pairs.length} round pairs ${median(pairs).toFixed(2)} (${pairs.map((x) => x.toFixed(2)).join(' ')})`,
+    );
     results.forEach((rs, kind) => {
       const n = rs.reduce((s, r) => s + r.requests.total, 0);
-      const perRequest = Object.entries(cpu[kind] ?? {}).map(([k, v]) => `${k} ${((v / n) * 1e6).toFixed(0)}`).join(', ');
+      const perRequest = Object.entries(cpu[kind] ?? {})
+        .map(([k, v]) => `${k} ${((v / n) * 1e6).toFixed(0)}`)
+        .join(', ');
       lines.push(`   CPU µs per request, ${kind === 0 ? 'get by id' : 'verify'}: ${perRequest}`);
     });
     for (const l of lines) process.stdout.write(`${l}\n`);
@@ -191,15 +234,26 @@ export async function benchVerify(argv: string[]): Promise<void> {
     if (opts.samples > 0) {
       const misses: Record<string, () => object> = {
         'unknown policy': () => ({ policyNumber: `NOPE-${randomSeq()}`, checkCode: codeOf(randomSeq()) }),
-        'wrong code': () => { const s = randomSeq(); return { policyNumber: `POL-${s}`, checkCode: codeOf(s + 1) }; },
+        'wrong code': () => {
+          const s = randomSeq();
+          return { policyNumber: `POL-${s}`, checkCode: codeOf(s + 1) };
+        },
         'short code': () => ({ policyNumber: `POL-${SHORT_SEQ}`, checkCode: SHORT_CODE }),
-        'other amount': () => { const s = randomSeq(); return { policyNumber: `POL-${s}`, checkCode: codeOf(s), garantedAmount: 0.01 }; },
+        'other amount': () => {
+          const s = randomSeq();
+          return { policyNumber: `POL-${s}`, checkCode: codeOf(s), garantedAmount: 0.01 };
+        },
       };
       const agent = new Agent({ connections: 1 });
       const times: Record<string, number[]> = Object.fromEntries(Object.keys(misses).map((k) => [k, []]));
       const once = async (body: object): Promise<number> => {
         const t0 = process.hrtime.bigint();
-        const res = await request(`${origin}/api/public/v1/verifications`, { method: 'POST', dispatcher: agent, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await request(`${origin}/api/public/v1/verifications`, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         await res.body.dump();
         if (res.statusCode !== 404) throw new Error(`a miss answered ${res.statusCode}`);
         return Number(process.hrtime.bigint() - t0) / 1000;
@@ -221,6 +275,9 @@ export async function benchVerify(argv: string[]): Promise<void> {
     app.kill('SIGTERM');
     await exited;
   }
-  appendFileSync('bench/README.md', `\n### verify, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per figure in ${opts.rounds} alternating rounds; ${BIG.toLocaleString('en')} guarantees in ${BIG_ORG_NAME}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
+  appendFileSync(
+    'bench/README.md',
+    `\n### verify, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per figure in ${opts.rounds} alternating rounds; ${BIG.toLocaleString('en')} guarantees in ${BIG_ORG_NAME}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
+  );
   if (started.length) await down('bench', started);
 }

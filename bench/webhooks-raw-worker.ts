@@ -14,17 +14,33 @@ const db = mysql.createPool({ uri: process.env.DATABASE_URL, connectionLimit: 10
 const url = new URL(target);
 const pool = new Pool(url.origin, { connections: 32 });
 const connection = new Redis(process.env.REDIS_URL ?? '', { maxRetriesPerRequest: null });
-const worker = new Worker<{ id: string; body: string }>(queueName, async (job) => {
-  const ts = Math.floor(Date.now() / 1000);
-  const signature = createHmac('sha256', secret).update(`${job.data.id}.${ts}.${job.data.body}`).digest('base64');
-  const started = performance.now();
-  const res = await pool.request({
-    path: url.pathname, method: 'POST', body: job.data.body,
-    headers: { 'content-type': 'application/json', 'webhook-id': job.data.id, 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${signature}` },
-  });
-  await res.body.dump();
-  await db.execute('INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, error, succeeded) VALUES (?, ?, NOW(3), ?, ?, NULL, 1)',
-    [job.data.id, endpointId, Math.round(performance.now() - started), res.statusCode]);
-}, { connection, prefix, concurrency: Number(concurrency) });
+const worker = new Worker<{ id: string; body: string }>(
+  queueName,
+  async (job) => {
+    const ts = Math.floor(Date.now() / 1000);
+    const signature = createHmac('sha256', secret).update(`${job.data.id}.${ts}.${job.data.body}`).digest('base64');
+    const started = performance.now();
+    const res = await pool.request({
+      path: url.pathname,
+      method: 'POST',
+      body: job.data.body,
+      headers: { 'content-type': 'application/json', 'webhook-id': job.data.id, 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${signature}` },
+    });
+    await res.body.dump();
+    await db.execute(
+      'INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, error, succeeded) VALUES (?, ?, NOW(3), ?, ?, NULL, 1)',
+      [job.data.id, endpointId, Math.round(performance.now() - started), res.statusCode],
+    );
+  },
+  { connection, prefix, concurrency: Number(concurrency) },
+);
 process.stdout.write('raw worker ready\n');
-process.once('SIGTERM', () => { void worker.close().then(() => Promise.all([pool.close(), db.end()])).then(() => { connection.disconnect(); process.exit(0); }); });
+process.once('SIGTERM', () => {
+  void worker
+    .close()
+    .then(() => Promise.all([pool.close(), db.end()]))
+    .then(() => {
+      connection.disconnect();
+      process.exit(0);
+    });
+});

@@ -27,7 +27,10 @@ import { migrate } from '../src/shared/db/migrator.js';
 import { createLogger } from '../src/shared/logger.js';
 import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer } from './support.js';
 
-const pct = (xs: number[], p: number) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN; };
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
 
 export async function benchWebhooks(argv: string[]): Promise<void> {
   let events = 5000;
@@ -42,8 +45,13 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
   const { env, started } = await up('bench', ['mariadb', 'redis']);
   // Only the database and Redis are used; the store and clamd settings satisfy the configuration.
   applyEnv(env, localAppEnv('bench'), {
-    QUEUE_PREFIX: `bench-${Date.now()}`, S3_BUCKET: 'unused', CLAMD_HOST: '127.0.0.1', CLAMD_PORT: '9', RATE_LIMIT_PER_MINUTE: '0',
-    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8', WEBHOOK_ALLOW_HTTP: 'true',
+    QUEUE_PREFIX: `bench-${Date.now()}`,
+    S3_BUCKET: 'unused',
+    CLAMD_HOST: '127.0.0.1',
+    CLAMD_PORT: '9',
+    RATE_LIMIT_PER_MINUTE: '0',
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+    WEBHOOK_ALLOW_HTTP: 'true',
   });
   const config = parseConfig(process.env);
   await migrate(config.DATABASE_URL, createLogger('warn'));
@@ -76,39 +84,59 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
   const api = 'http://127.0.0.1:3912';
   const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
   const lines: string[] = [];
-  const say = (l: string) => { process.stdout.write(`${l}\n`); lines.push(l); };
+  const say = (l: string) => {
+    process.stdout.write(`${l}\n`);
+    lines.push(l);
+  };
   const startProcess = (args: string[], ready: string): Promise<ChildProcess> => {
     // At info level, so that the worker's 'workers started' line is seen.
     // BENCH_CPU_PROFILE=dir: the processes write V8 CPU profiles there (for a look in DevTools).
     const profile = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE}`] : [];
     const child = spawn(process.execPath, [...profile, ...args], { env: { ...appEnv, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
     return new Promise((resolve, reject) => {
-      child.stdout?.on('data', (d: Buffer) => { if (d.toString().includes(ready)) resolve(child); });
+      child.stdout?.on('data', (d: Buffer) => {
+        if (d.toString().includes(ready)) resolve(child);
+      });
       child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code})`)));
     });
   };
-  const stop = async (child: ChildProcess) => { child.kill('SIGTERM'); await new Promise((r) => child.once('exit', r)); };
-  const post = (path: string, body: unknown) => fetch(`${api}${path}`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const stop = async (child: ChildProcess) => {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  };
+  const post = (path: string, body: unknown) =>
+    fetch(`${api}${path}`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const createMany = async (n: number, concurrency: number, tag: string) => {
     let next = 0;
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        const i = next++;
-        const res = await post('/api/v2/guarantees', { details: { policyNumber: `${tag}-${i}`, actType: 'BAIL_ACT' }, economics: { garantedAmount: 15000.5 } });
-        if (res.status !== 200) throw new Error(`create answered ${res.status}`);
-        await res.arrayBuffer();
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < n) {
+          const i = next++;
+          const res = await post('/api/v2/guarantees', {
+            details: { policyNumber: `${tag}-${i}`, actType: 'BAIL_ACT' },
+            economics: { garantedAmount: 15000.5 },
+          });
+          if (res.status !== 200) throw new Error(`create answered ${res.status}`);
+          await res.arrayBuffer();
+        }
+      }),
+    );
   };
-  const waitArrivals = async (n: number) => { while (arrivals.length < n) await new Promise((r) => setTimeout(r, 20)); };
+  const waitArrivals = async (n: number) => {
+    while (arrivals.length < n) await new Promise((r) => setTimeout(r, 20));
+  };
   // What the database was asked per delivery: statements, prepares and new connections.
   const dbStatus = async () => {
-    const [rows] = await db.query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_stmt_prepare', 'Com_stmt_execute', 'Connections', 'Com_commit', 'Com_begin')");
+    const [rows] = await db.query(
+      "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_stmt_prepare', 'Com_stmt_execute', 'Connections', 'Com_commit', 'Com_begin')",
+    );
     return Object.fromEntries((rows as Array<{ Variable_name: string; Value: string }>).map((r) => [r.Variable_name, Number(r.Value)]));
   };
   const perDelivery = (a: Record<string, number>, b: Record<string, number>, n: number) =>
-    Object.keys(b).map((k) => `${k} ${(((b[k] ?? 0) - (a[k] ?? 0)) / n).toFixed(2)}`).join(', ');
-  const rate = (xs: number[]) => ((xs.length - 1) / ((Math.max(...xs) - Math.min(...xs)) / 1000));
+    Object.keys(b)
+      .map((k) => `${k} ${(((b[k] ?? 0) - (a[k] ?? 0)) / n).toFixed(2)}`)
+      .join(', ');
+  const rate = (xs: number[]) => (xs.length - 1) / ((Math.max(...xs) - Math.min(...xs)) / 1000);
   const port = (url: string) => new URL(url).port || '6379';
   const processes: Record<string, (c: string) => boolean> = {
     mariadb: (c) => c.startsWith('mariadbd ') && c.includes('/.data/bench/'),
@@ -120,7 +148,7 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
 
   try {
     const reg = await post('/api/v1/webhooks', { endpoint: target });
-    const { webhookId } = await reg.json() as { webhookId: string };
+    const { webhookId } = (await reg.json()) as { webhookId: string };
     if (reg.status !== 200) throw new Error(`register answered ${reg.status}`);
 
     // Throughput: the service and the raw baseline, alternating, `rounds` times each (this
@@ -144,7 +172,8 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     for (let round = 1; round <= rounds; round++) {
       log(`round ${round}: creating ${events} guarantees (no worker running)`);
       await createMany(events, 32, `tp${round}`);
-      for (let i = 0; i < 200 && (await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`)) < events; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 200 && (await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`)) < events; i++)
+        await new Promise((r) => setTimeout(r, 50));
       service = await deliverAll([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
       serviceRates.push(service.rate);
 
@@ -153,7 +182,10 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
       rows = latest as Array<{ id: string; body: string }>;
       const rawQueue = new Queue('raw-deliveries', { connection: redis, prefix: config.QUEUE_PREFIX });
       await rawQueue.addBulk(rows.map((r) => ({ name: 'raw', data: { id: r.id, body: r.body }, opts: { removeOnComplete: true } })));
-      raw = await deliverAll(['--import', 'tsx', 'bench/webhooks-raw-worker.ts', 'raw-deliveries', config.QUEUE_PREFIX, target, String(config.WEBHOOK_CONCURRENCY), webhookId], 'raw worker ready');
+      raw = await deliverAll(
+        ['--import', 'tsx', 'bench/webhooks-raw-worker.ts', 'raw-deliveries', config.QUEUE_PREFIX, target, String(config.WEBHOOK_CONCURRENCY), webhookId],
+        'raw worker ready',
+      );
       rawRates.push(raw.rate);
       await rawQueue.close();
       say(`round ${round}: service ${service.rate.toFixed(0)}/s | raw ${raw.rate.toFixed(0)}/s | service/raw ${(service.rate / raw.rate).toFixed(2)}`);
@@ -166,12 +198,20 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     const pool = new Pool(new URL(target).origin, { connections: 32 });
     arrivals = [];
     let sent = 0;
-    await Promise.all(Array.from({ length: config.WEBHOOK_CONCURRENCY }, async () => {
-      while (sent < events) { sent++; const res = await pool.request({ path: '/hooks', method: 'POST', body, headers: { 'content-type': 'application/json' } }); await res.body.dump(); }
-    }));
+    await Promise.all(
+      Array.from({ length: config.WEBHOOK_CONCURRENCY }, async () => {
+        while (sent < events) {
+          sent++;
+          const res = await pool.request({ path: '/hooks', method: 'POST', body, headers: { 'content-type': 'application/json' } });
+          await res.body.dump();
+        }
+      }),
+    );
     const bareRate = rate(arrivals);
     await pool.close();
-    say(`throughput, ${events} deliveries x ${rounds} rounds, concurrency ${config.WEBHOOK_CONCURRENCY}, means: service ${serviceRate.toFixed(0)}/s | raw BullMQ+HMAC+undici+INSERT ${rawRate.toFixed(0)}/s | bare undici loop ${bareRate.toFixed(0)}/s | service/raw ${(serviceRate / rawRate).toFixed(2)} | service/bare ${(serviceRate / bareRate).toFixed(3)}`);
+    say(
+      `throughput, ${events} deliveries x ${rounds} rounds, concurrency ${config.WEBHOOK_CONCURRENCY}, means: service ${serviceRate.toFixed(0)}/s | raw BullMQ+HMAC+undici+INSERT ${rawRate.toFixed(0)}/s | bare undici loop ${bareRate.toFixed(0)}/s | service/raw ${(serviceRate / rawRate).toFixed(2)} | service/bare ${(serviceRate / bareRate).toFixed(3)}`,
+    );
     say(`   CPU seconds, last round, service: ${service.cpu}`);
     say(`   CPU seconds, last round, raw: ${raw.cpu}`);
     say(`   database, per delivery, last round, service: ${service.db}`);
@@ -182,17 +222,30 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     byId.clear();
     const before = Date.now();
     await createMany(burst, 50, 'burst');
-    const [burstRows] = await db.query('SELECT id, created_at FROM webhook_events WHERE org_id = ? AND created_at >= ? ORDER BY id', [orgId, new Date(before - 1)]);
-    const ids = (burstRows as Array<{ id: string; created_at: Date }>);
+    const [burstRows] = await db.query('SELECT id, created_at FROM webhook_events WHERE org_id = ? AND created_at >= ? ORDER BY id', [
+      orgId,
+      new Date(before - 1),
+    ]);
+    const ids = burstRows as Array<{ id: string; created_at: Date }>;
     while (ids.some((r) => !byId.has(r.id))) await new Promise((r) => setTimeout(r, 20));
     const latencies = ids.map((r) => (byId.get(r.id) as number) - r.created_at.getTime());
-    say(`event committed -> delivered, burst of ${ids.length} created at once (50 clients): p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`);
+    say(
+      `event committed -> delivered, burst of ${ids.length} created at once (50 clients): p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`,
+    );
     // Where the time went: written -> relayed to the queue -> attempted by the worker -> received.
-    const [stages] = await db.query(`SELECT ev.id, ev.created_at, ev.dispatched_at, MIN(a.attempted_at) AS attempted_at FROM webhook_events ev
-      JOIN webhook_attempts a ON a.event_id = ev.id WHERE ev.id IN (?) GROUP BY ev.id`, [ids.map((r) => r.id)]);
+    const [stages] = await db.query(
+      `SELECT ev.id, ev.created_at, ev.dispatched_at, MIN(a.attempted_at) AS attempted_at FROM webhook_events ev
+      JOIN webhook_attempts a ON a.event_id = ev.id WHERE ev.id IN (?) GROUP BY ev.id`,
+      [ids.map((r) => r.id)],
+    );
     type Stages = { id: string; created_at: Date; dispatched_at: Date; attempted_at: Date };
-    const stage = (f: (r: Stages) => number) => { const xs = (stages as Stages[]).map(f); return `p50 ${pct(xs, 50).toFixed(0)} / p99 ${pct(xs, 99).toFixed(0)} ms`; };
-    say(`   written -> relayed ${stage((r) => r.dispatched_at.getTime() - r.created_at.getTime())}; relayed -> attempted ${stage((r) => r.attempted_at.getTime() - r.dispatched_at.getTime())}; attempted -> received ${stage((r) => (byId.get(r.id) as number) - r.attempted_at.getTime())}`);
+    const stage = (f: (r: Stages) => number) => {
+      const xs = (stages as Stages[]).map(f);
+      return `p50 ${pct(xs, 50).toFixed(0)} / p99 ${pct(xs, 99).toFixed(0)} ms`;
+    };
+    say(
+      `   written -> relayed ${stage((r) => r.dispatched_at.getTime() - r.created_at.getTime())}; relayed -> attempted ${stage((r) => r.attempted_at.getTime() - r.dispatched_at.getTime())}; attempted -> received ${stage((r) => (byId.get(r.id) as number) - r.attempted_at.getTime())}`,
+    );
     await stop(latencyWorker);
   } finally {
     redis.disconnect();
@@ -201,6 +254,9 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     receiver.close();
     await db.end();
   }
-  appendFileSync('bench/README.md', `\n### webhooks, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
+  appendFileSync(
+    'bench/README.md',
+    `\n### webhooks, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
+  );
   if (started.length) await down('bench', started);
 }

@@ -53,7 +53,8 @@ async function developmentAnchorKey(): Promise<void> {
   const db = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
   try {
     const keys = createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY));
-    if (!(await keys.evmKey())) logger.info({ address: await keys.setEvmKey(DEV_CHAIN_KEY) }, 'the local chain\'s development account anchors notarization batches');
+    if (!(await keys.evmKey()))
+      logger.info({ address: await keys.setEvmKey(DEV_CHAIN_KEY) }, "the local chain's development account anchors notarization batches");
   } finally {
     await db.close();
   }

@@ -28,7 +28,11 @@ export function localAppEnv(profile: Profile): Record<string, string> {
     ...(profile === 'dev' && { STORAGE_EVENTS_URL: `http://127.0.0.1:${process.env.PORT || 3000}` }),
     // The bench runs as production does, which needs the receipts' key and the public URL set.
     ...(profile === 'bench' && {
-      VERIFICATION_SIGNING_KEY: secret(profile, 'verification-signing-key.pem', () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string),
+      VERIFICATION_SIGNING_KEY: secret(
+        profile,
+        'verification-signing-key.pem',
+        () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
+      ),
       PUBLIC_BASE_URL: `http://127.0.0.1:${process.env.PORT || 3000}`,
     }),
   };

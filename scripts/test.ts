@@ -21,7 +21,9 @@ async function stop(): Promise<void> {
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => { void stop().then(() => process.exit(130)); });
+  process.once(signal, () => {
+    void stop().then(() => process.exit(130));
+  });
 }
 
 function step(name: string, command: string, args: string[]): boolean {
@@ -38,7 +40,9 @@ try {
   ensurePackages(['zip', 'chromium'], ['zip', 'chromium']);
   const result = await up('test');
   applyEnv(result.env, localAppEnv('test'), {
-    LOG_LEVEL: 'silent', RUN_ID: String(Date.now()), QUEUE_PREFIX: `test-${Date.now()}`,
+    LOG_LEVEL: 'silent',
+    RUN_ID: String(Date.now()),
+    QUEUE_PREFIX: `test-${Date.now()}`,
     // Webhook retries in fractions of a second (the producer sets a job's attempts from it).
     WEBHOOK_RETRY_SCHEDULE: '0.2,0.3,0.4',
   });
@@ -49,10 +53,11 @@ try {
     await rootSql(context('test'), `DROP DATABASE IF EXISTS ${db}; CREATE DATABASE ${db} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;`);
   }
   const bin = (name: string) => `node_modules/.bin/${name}`;
-  ok = step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'])
-    && step('type-check the verification page (DOM)', bin('tsc'), ['-p', 'src/verification/page/tsconfig.json'])
-    && step('lint (eslint) and import cycles (dpdm)', 'npm', ['run', '-s', 'lint'])
-    && step('mocha', bin('mocha'), mochaArgs);
+  ok =
+    step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']) &&
+    step('type-check the verification page (DOM)', bin('tsc'), ['-p', 'src/verification/page/tsconfig.json']) &&
+    step('lint (eslint) and import cycles (dpdm)', 'npm', ['run', '-s', 'lint']) &&
+    step('mocha', bin('mocha'), mochaArgs);
 } catch (err) {
   process.stderr.write(`[test] ${(err as Error).stack ?? String(err)}\n`);
 } finally {

@@ -66,8 +66,12 @@ export function createApp(deps: AppDeps): RegistryApp {
   const guarantees = createGuaranteeService({ repo: guaranteeRepo, idempotency: createIdempotencyStore(db), outbox: events.outbox });
   const proofs = createProofService(createNotarizationRepository(db));
   const verifications = createVerificationService({
-    guarantees: guaranteeRepo, proofs, repo: createVerificationRepository(db), outbox: events.outbox,
-    keys: createSigningKeys(db, secrets), configuredKey: config.VERIFICATION_SIGNING_KEY,
+    guarantees: guaranteeRepo,
+    proofs,
+    repo: createVerificationRepository(db),
+    outbox: events.outbox,
+    keys: createSigningKeys(db, secrets),
+    configuredKey: config.VERIFICATION_SIGNING_KEY,
     publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
   });
   const webhooks = createWebhookService({
@@ -100,7 +104,11 @@ export function createApp(deps: AppDeps): RegistryApp {
   // Every /api path needs a key, matched by a route or not (so that probing reveals nothing).
   const requireKey = authenticate(orgs, { perKeyPerMinute: config.RATE_LIMIT_PER_MINUTE, failuresPerMinute: config.AUTH_FAILURES_PER_MINUTE });
   // Bodies are received only once the key is known, within its share of the process's bytes in flight.
-  const bodies = createBodyBudget({ processBytes: config.BODY_BYTES_IN_FLIGHT, perOwnerBytes: config.BODY_BYTES_IN_FLIGHT_PER_KEY, maxBodyBytes: MAX_BODY_BYTES });
+  const bodies = createBodyBudget({
+    processBytes: config.BODY_BYTES_IN_FLIGHT,
+    perOwnerBytes: config.BODY_BYTES_IN_FLIGHT_PER_KEY,
+    maxBodyBytes: MAX_BODY_BYTES,
+  });
   const publicLimit = perAddressLimit(config.VERIFY_RATE_PER_MINUTE);
   // The prefix is compared case-insensitively: no spelling of /api gets past without a key.
   // Only /api/public/ (contracting authorities' verifications) takes none: limited per address instead.
@@ -128,6 +136,8 @@ export function createApp(deps: AppDeps): RegistryApp {
   app.use(router.routes());
   // 405 (with Allow) and 501 are set here and answered by errorHandler like any error.
   app.use(router.allowedMethods());
-  const routes = router.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`));
+  const routes = router.stack.flatMap((layer) =>
+    layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`),
+  );
   return Object.assign(app, { routes });
 }

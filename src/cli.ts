@@ -47,7 +47,6 @@ const USAGE = `usage:
 
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
-
 /**
  * Seals again, under the first ENCRYPTION_KEY and bound to its row, every stored secret that
  * is not (an older key's, or sealed before secrets were bound); returns how many.
@@ -63,7 +62,10 @@ async function resealSecrets(config: Config): Promise<number> {
       const context = SecretContext.webhook(row.id);
       let next: { secretEnc: Buffer; previousSecretEnc: Buffer | null };
       try {
-        next = { secretEnc: box.seal(box.open(row.secretEnc, context), context), previousSecretEnc: row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc, context), context) };
+        next = {
+          secretEnc: box.seal(box.open(row.secretEnc, context), context),
+          previousSecretEnc: row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc, context), context),
+        };
       } catch (err) {
         say(`webhook ${row.id}: its secret does not open (${(err as Error).message}); left as it is`);
         continue;
@@ -98,7 +100,11 @@ export async function runCli(argv: string[]): Promise<number> {
       say(`bucket ${storage.bucket}: browser uploads allowed from ${config.UPLOAD_CORS_ORIGINS.join(', ') || 'no origin'}`);
       // And its upload events with STORAGE_EVENTS_URL (hints; the polling watch works without them).
       const topic = await configureUploadEvents(storage, config, config.STORAGE_EVENTS_URL, config.ENCRYPTION_KEY[0] as Buffer);
-      say(topic ? `bucket ${storage.bucket}: upload events pushed to ${config.STORAGE_EVENTS_URL} (${topic})` : `bucket ${storage.bucket}: no upload events (polling only)`);
+      say(
+        topic
+          ? `bucket ${storage.bucket}: upload events pushed to ${config.STORAGE_EVENTS_URL} (${topic})`
+          : `bucket ${storage.bucket}: no upload events (polling only)`,
+      );
     } finally {
       storage.client.destroy();
     }
@@ -117,7 +123,10 @@ export async function runCli(argv: string[]): Promise<number> {
       const keys = createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY));
       if (verb === 'address') {
         const key = await keys.evmKey();
-        if (!key) { say('no EVM anchor key: set one with `cli evm set-key`'); return 1; }
+        if (!key) {
+          say('no EVM anchor key: set one with `cli evm set-key`');
+          return 1;
+        }
         process.stdout.write(`${key.address}\n`);
         return 0;
       }
@@ -129,7 +138,10 @@ export async function runCli(argv: string[]): Promise<number> {
       process.stdout.write(`${address}\n`);
       return 0;
     } catch (err) {
-      if (err instanceof AppError && err.expose) { say(err.message); return 1; }
+      if (err instanceof AppError && err.expose) {
+        say(err.message);
+        return 1;
+      }
       throw err;
     } finally {
       await db.close();
@@ -157,13 +169,15 @@ export async function runCli(argv: string[]): Promise<number> {
       `"${o.name}"${o.vatNumber ? `, VAT ${o.vatNumber}` : ''}${o.register ? `, ${o.register}` : ''}`;
     if (noun === 'org' && verb === 'create') {
       const org = await orgs.createOrganization(arg, {
-        ...(identity.vat !== undefined && { vat: identity.vat }), ...(identity.register !== undefined && { register: identity.register }),
+        ...(identity.vat !== undefined && { vat: identity.vat }),
+        ...(identity.register !== undefined && { register: identity.register }),
       });
       say(`created organization ${described(org)}`);
       process.stdout.write(`${org.id}\n`);
     } else if (noun === 'org' && verb === 'set') {
       const org = await orgs.setPublicIdentity(arg, {
-        ...(identity.name !== undefined && { name: identity.name }), ...(identity.vat !== undefined && { vat: identity.vat }),
+        ...(identity.name !== undefined && { name: identity.name }),
+        ...(identity.vat !== undefined && { vat: identity.vat }),
         ...(identity.register !== undefined && { register: identity.register }),
       });
       say(`organization ${org.id} is now ${described(org)}`);

@@ -6,19 +6,34 @@ import { FILE_STATUSES } from './files/file.repository.js';
 import { notarizationProof, pendingProof } from './notarization/proof.js';
 import { issuerVerificationView, verificationRequest, verificationResult } from './verification/verification.schemas.js';
 import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
+import { createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery } from './guarantees/guarantee.schemas.js';
 import {
-  createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery,
-} from './guarantees/guarantee.schemas.js';
-import {
-  attemptList, attemptsQuery, registerFailure, registerResult, registerWebhook, replayRequest, replayResult, rotateResult, webhookList, webhookView,
+  attemptList,
+  attemptsQuery,
+  registerFailure,
+  registerResult,
+  registerWebhook,
+  replayRequest,
+  replayResult,
+  rotateResult,
+  webhookList,
+  webhookView,
 } from './webhooks/webhook.schemas.js';
 
 const empty = (description: string) => ({ description });
 
-const problem = z.object({
-  type: z.string(), title: z.string(), status: z.number().int(), detail: z.string().optional(),
-  errors: z.array(z.object({ pointer: z.string(), detail: z.string() })).optional(),
-}).meta({ id: 'Problem', description: 'RFC 9457 problem document, sent only to a client whose Accept header includes application/problem+json; otherwise error bodies are empty.' });
+const problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string().optional(),
+    errors: z.array(z.object({ pointer: z.string(), detail: z.string() })).optional(),
+  })
+  .meta({
+    id: 'Problem',
+    description: 'RFC 9457 problem document, sent only to a client whose Accept header includes application/problem+json; otherwise error bodies are empty.',
+  });
 
 const errorResponse = (description: string) => ({
   description: `${description} Empty body, or a problem document when the client accepts application/problem+json.`,
@@ -33,7 +48,8 @@ const commonErrors = {
 };
 
 const idempotencyHeader = z.string().min(1).max(255).optional().meta({
-  description: 'Makes a create safe to retry: same key and body within 24 h replays the first response; a different body, or a retry while the first is running, is a 409.',
+  description:
+    'Makes a create safe to retry: same key and body within 24 h replays the first response; a different body, or a retry while the first is running, is a 409.',
 });
 
 const idParam = z.object({ id: z.string().meta({ description: 'The guarantee id (a UUID). A malformed id is a 404.' }) });
@@ -41,7 +57,8 @@ const idParam = z.object({ id: z.string().meta({ description: 'The guarantee id 
 function listOperation(version: 1 | 2): ZodOpenApiOperationObject {
   return {
     summary: `List guarantees (v${version} shape)`,
-    description: 'Newest first (registration order, which is createdAt descending). totalItems counts the organization\'s guarantees. A page past the end is 200 with an empty array. page >= 1 and 1 <= limit <= 100, else 400.',
+    description:
+      "Newest first (registration order, which is createdAt descending). totalItems counts the organization's guarantees. A page past the end is 200 with an empty array. page >= 1 and 1 <= limit <= 100, else 400.",
     tags: ['Guarantees'],
     requestParams: { query: listQuery },
     responses: {
@@ -55,16 +72,22 @@ function listOperation(version: 1 | 2): ZodOpenApiOperationObject {
 function createOperation(version: 1 | 2): ZodOpenApiOperationObject {
   return {
     summary: `Register a guarantee (v${version} shape)`,
-    description: 'The service assigns id, orgId, createdAt, txHash, notarizationStatus (PENDING) and docs[].checksum/notarizedAt; values sent for them are ignored. Any other unknown field is a 400. Each docs[].key must be a key this organization obtained from a presigned-URL endpoint, not Infected or Error.',
+    description:
+      'The service assigns id, orgId, createdAt, txHash, notarizationStatus (PENDING) and docs[].checksum/notarizedAt; values sent for them are ignored. Any other unknown field is a 400. Each docs[].key must be a key this organization obtained from a presigned-URL endpoint, not Infected or Error.',
     tags: ['Guarantees'],
     requestParams: { header: z.object({ 'idempotency-key': idempotencyHeader }) },
     requestBody: { required: false, content: { 'application/json': { schema: version === 1 ? createGuaranteeV1 : createGuaranteeV2 } } },
     responses: {
-      200: { description: 'The registered guarantee (or, for a retry, the one registered first).', content: { 'application/json': { schema: version === 1 ? guaranteeV1 : guaranteeV2 } } },
+      200: {
+        description: 'The registered guarantee (or, for a retry, the one registered first).',
+        content: { 'application/json': { schema: version === 1 ? guaranteeV1 : guaranteeV2 } },
+      },
       400: errorResponse('Invalid body: malformed JSON, not an object, unknown field, wrong type, rule broken.'),
-      409: errorResponse(version === 2
-        ? 'details.transactionId or Idempotency-Key already used with a different body, or a retry while the first request is running.'
-        : 'Idempotency-Key already used with a different body, or a retry while the first request is running.'),
+      409: errorResponse(
+        version === 2
+          ? 'details.transactionId or Idempotency-Key already used with a different body, or a retry while the first request is running.'
+          : 'Idempotency-Key already used with a different body, or a retry while the first request is running.',
+      ),
       413: errorResponse('Body over 1 MiB.'),
       ...commonErrors,
     },
@@ -78,7 +101,7 @@ function getOperation(version: 1 | 2): ZodOpenApiOperationObject {
     requestParams: { path: idParam },
     responses: {
       200: { description: 'The guarantee.', content: { 'application/json': { schema: version === 1 ? guaranteeV1 : guaranteeV2 } } },
-      404: errorResponse('No such guarantee in this organization (another organization\'s answers the same).'),
+      404: errorResponse("No such guarantee in this organization (another organization's answers the same)."),
       ...commonErrors,
     },
   };
@@ -87,7 +110,8 @@ function getOperation(version: 1 | 2): ZodOpenApiOperationObject {
 function presignOperation(version: 1 | 2): ZodOpenApiOperationObject {
   return {
     summary: version === 1 ? 'Upload URL for a document' : 'Upload URL for a document, with a .p7m signature check when public',
-    description: 'An S3 presigned POST bound to exactly `key`, 1 byte to MAX_UPLOAD_BYTES, valid UPLOAD_URL_TTL_SECONDS (15 minutes by default). Send every `fields` entry first and the file last, as the form field `file` (a browser form, or `curl -F key=... ... -F file=@doc.pdf <presignedUrl>`). Every upload is scanned; then use `key` as docs[].key.',
+    description:
+      'An S3 presigned POST bound to exactly `key`, 1 byte to MAX_UPLOAD_BYTES, valid UPLOAD_URL_TTL_SECONDS (15 minutes by default). Send every `fields` entry first and the file last, as the form field `file` (a browser form, or `curl -F key=... ... -F file=@doc.pdf <presignedUrl>`). Every upload is scanned; then use `key` as docs[].key.',
     tags: ['Uploads'],
     requestBody: { required: true, content: { 'application/json': { schema: version === 1 ? presignV1 : presignV2 } } },
     responses: {
@@ -99,7 +123,7 @@ function presignOperation(version: 1 | 2): ZodOpenApiOperationObject {
 }
 
 /** A file named by its UUID or its whole key (endpoint 8 and the extended view). */
-const fileRefParam = z.object({ uuid: z.string().meta({ description: 'The file\'s UUID, or the whole key `<uuid>.<ext>`.' }) });
+const fileRefParam = z.object({ uuid: z.string().meta({ description: "The file's UUID, or the whole key `<uuid>.<ext>`." }) });
 
 const webhookIdParam = z.object({ id: z.string().meta({ description: 'The webhookId.' }) });
 
@@ -109,7 +133,8 @@ const paths: ZodOpenApiPathsObject = {
   '/api/v2/file-status/{uuid}': {
     get: {
       summary: 'Status of an uploaded file',
-      description: 'In Progress (issued, not yet uploaded, or being processed), Clean, Signed (clean and validly signed), Infected (or beyond the scanner\'s limits), Error (the scan could not complete, or nothing arrived before the URL expired). The path takes the file\'s UUID or its whole key.',
+      description:
+        "In Progress (issued, not yet uploaded, or being processed), Clean, Signed (clean and validly signed), Infected (or beyond the scanner's limits), Error (the scan could not complete, or nothing arrived before the URL expired). The path takes the file's UUID or its whole key.",
       tags: ['Uploads'],
       requestParams: { path: fileRefParam },
       responses: {
@@ -123,7 +148,8 @@ const paths: ZodOpenApiPathsObject = {
   '/api/v2/files/{uuid}': {
     get: {
       summary: 'Everything known about an uploaded file (beyond the seed)',
-      description: 'Status and why it is Error; size and SHA-256 of the bytes scanned and kept; the threat found; the antivirus engine and database that judged it; and, for public v2 documents, the signature verdict (.p7m, .tsd, .m7m, signed PDF) with each signer\'s checks (digest, signature, timestamp, certificate validity at signing time, chain to SIGNATURE_TRUST_STORE or an imported EU trusted list, qualified or not) and counter-signers. Revocation (OCSP/CRL) is not checked.',
+      description:
+        "Status and why it is Error; size and SHA-256 of the bytes scanned and kept; the threat found; the antivirus engine and database that judged it; and, for public v2 documents, the signature verdict (.p7m, .tsd, .m7m, signed PDF) with each signer's checks (digest, signature, timestamp, certificate validity at signing time, chain to SIGNATURE_TRUST_STORE or an imported EU trusted list, qualified or not) and counter-signers. Revocation (OCSP/CRL) is not checked.",
       tags: ['Uploads'],
       requestParams: { path: fileRefParam },
       responses: {
@@ -139,8 +165,9 @@ const paths: ZodOpenApiPathsObject = {
   '/api/v2/guarantees/{id}': { get: getOperation(2) },
   '/api/v2/guarantees/{id}/proof': {
     get: {
-      summary: 'The record\'s notarization proof (beyond the seed)',
-      description: 'Once the record is COMPLETE: its digest (SHA-256 of the RFC 8785 JSON of a documented projection of the v2 record), the Merkle path from the digest to its batch\'s root, the root, and the anchor that holds the root (kind, txHash, anchored time; for the embedded ledger, the entry itself). Check it offline with `cli verify`, or by hand as the README explains. Before that: notarizationStatus PENDING, with the reason when the record will never be notarized (a doc ended Infected or Error).',
+      summary: "The record's notarization proof (beyond the seed)",
+      description:
+        "Once the record is COMPLETE: its digest (SHA-256 of the RFC 8785 JSON of a documented projection of the v2 record), the Merkle path from the digest to its batch's root, the root, and the anchor that holds the root (kind, txHash, anchored time; for the embedded ledger, the entry itself). Check it offline with `cli verify`, or by hand as the README explains. Before that: notarizationStatus PENDING, with the reason when the record will never be notarized (a doc ended Infected or Error).",
       tags: ['Guarantees'],
       requestParams: { path: idParam },
       responses: {
@@ -153,55 +180,92 @@ const paths: ZodOpenApiPathsObject = {
   '/api/v1/webhooks': {
     get: {
       summary: 'List webhooks',
-      description: 'This organization\'s endpoints, oldest first.',
+      description: "This organization's endpoints, oldest first.",
       tags: ['Webhooks'],
       responses: { 200: { description: 'The endpoints.', content: { 'application/json': { schema: webhookList } } }, ...commonErrors },
     },
     post: {
       summary: 'Register a webhook',
-      description: 'Events (guarantee.created, file.status.changed, guarantee.notarized, guarantee.notarization_blocked, guarantee.verified) are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization.',
+      description:
+        'Events (guarantee.created, file.status.changed, guarantee.notarized, guarantee.notarization_blocked, guarantee.verified) are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization.',
       tags: ['Webhooks'],
       requestBody: { required: true, content: { 'application/json': { schema: registerWebhook } } },
       responses: {
         200: { description: 'Registered (or already registered).', content: { 'application/json': { schema: registerResult } } },
-        400: { description: 'endpoint missing or invalid (not an absolute https URL, over 2048 characters, credentials, not resolving to a public address unless WEBHOOK_ALLOWED_NETWORKS allows it), or the organization has 20 already.', content: { 'application/json': { schema: registerFailure } } },
+        400: {
+          description:
+            'endpoint missing or invalid (not an absolute https URL, over 2048 characters, credentials, not resolving to a public address unless WEBHOOK_ALLOWED_NETWORKS allows it), or the organization has 20 already.',
+          content: { 'application/json': { schema: registerFailure } },
+        },
         ...commonErrors,
       },
     },
   },
   '/api/v1/webhooks/{id}': {
     get: {
-      summary: 'One webhook (beyond the seed)', tags: ['Webhooks'], requestParams: { path: webhookIdParam },
-      responses: { 200: { description: 'The endpoint.', content: { 'application/json': { schema: webhookView } } }, 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
+      summary: 'One webhook (beyond the seed)',
+      tags: ['Webhooks'],
+      requestParams: { path: webhookIdParam },
+      responses: {
+        200: { description: 'The endpoint.', content: { 'application/json': { schema: webhookView } } },
+        404: errorResponse('No such webhook in this organization.'),
+        ...commonErrors,
+      },
     },
     delete: {
-      summary: 'Delete a webhook (beyond the seed)', description: 'Its pending deliveries and its attempts go with it.', tags: ['Webhooks'], requestParams: { path: webhookIdParam },
+      summary: 'Delete a webhook (beyond the seed)',
+      description: 'Its pending deliveries and its attempts go with it.',
+      tags: ['Webhooks'],
+      requestParams: { path: webhookIdParam },
       responses: { 204: empty('Deleted.'), 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
     },
   },
   '/api/v1/webhooks/{id}/rotate-secret': {
     post: {
-      summary: 'Rotate a webhook\'s secret (beyond the seed)', description: 'A new secret signs from now on; the previous one also signs (a second signature in webhook-signature) until previousSecretValidUntil (WEBHOOK_SECRET_GRACE_SECONDS, a day by default).',
-      tags: ['Webhooks'], requestParams: { path: webhookIdParam },
-      responses: { 200: { description: 'The new secret.', content: { 'application/json': { schema: rotateResult } } }, 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
+      summary: "Rotate a webhook's secret (beyond the seed)",
+      description:
+        'A new secret signs from now on; the previous one also signs (a second signature in webhook-signature) until previousSecretValidUntil (WEBHOOK_SECRET_GRACE_SECONDS, a day by default).',
+      tags: ['Webhooks'],
+      requestParams: { path: webhookIdParam },
+      responses: {
+        200: { description: 'The new secret.', content: { 'application/json': { schema: rotateResult } } },
+        404: errorResponse('No such webhook in this organization.'),
+        ...commonErrors,
+      },
     },
   },
   '/api/v1/webhooks/{id}/enable': {
     post: {
-      summary: 'Re-enable a disabled webhook (beyond the seed)', description: 'Deliveries missed while disabled are kept as failed: replay them with `since`.', tags: ['Webhooks'], requestParams: { path: webhookIdParam },
-      responses: { 200: { description: 'The endpoint.', content: { 'application/json': { schema: webhookView } } }, 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
+      summary: 'Re-enable a disabled webhook (beyond the seed)',
+      description: 'Deliveries missed while disabled are kept as failed: replay them with `since`.',
+      tags: ['Webhooks'],
+      requestParams: { path: webhookIdParam },
+      responses: {
+        200: { description: 'The endpoint.', content: { 'application/json': { schema: webhookView } } },
+        404: errorResponse('No such webhook in this organization.'),
+        ...commonErrors,
+      },
     },
   },
   '/api/v1/webhooks/{id}/attempts': {
     get: {
-      summary: 'Delivery attempts to a webhook, newest first (beyond the seed)', tags: ['Webhooks'], requestParams: { path: webhookIdParam, query: attemptsQuery },
-      responses: { 200: { description: 'A page of attempts.', content: { 'application/json': { schema: attemptList } } }, 400: errorResponse('Invalid page or limit.'), 404: errorResponse('No such webhook in this organization.'), ...commonErrors },
+      summary: 'Delivery attempts to a webhook, newest first (beyond the seed)',
+      tags: ['Webhooks'],
+      requestParams: { path: webhookIdParam, query: attemptsQuery },
+      responses: {
+        200: { description: 'A page of attempts.', content: { 'application/json': { schema: attemptList } } },
+        400: errorResponse('Invalid page or limit.'),
+        404: errorResponse('No such webhook in this organization.'),
+        ...commonErrors,
+      },
     },
   },
   '/api/v1/webhooks/{id}/replay': {
     post: {
-      summary: 'Replay an event, or every failed delivery since a time (beyond the seed)', description: 'The deliveries are queued again with the same webhook-id (receivers can deduplicate on it).',
-      tags: ['Webhooks'], requestParams: { path: webhookIdParam },
+      summary: 'Replay an event, or every failed delivery since a time (beyond the seed)',
+      description: 'The deliveries are queued again with the same webhook-id (receivers can deduplicate on it).',
+      tags: ['Webhooks'],
+      requestParams: { path: webhookIdParam },
       requestBody: { required: true, content: { 'application/json': { schema: replayRequest } } },
       responses: {
         202: { description: 'Queued.', content: { 'application/json': { schema: replayResult } } },
@@ -216,7 +280,7 @@ const paths: ZodOpenApiPathsObject = {
       summary: 'Verify a guarantee by its codes (contracting authorities; no key)',
       description: [
         'The policy number and checkCode printed on the guarantee, compared exactly; a checkCode under 8 characters never matches; cig and garantedAmount must match too when given.',
-        'Each match: the issuer\'s public identity (recorded by the registry\'s operator), the record as registered, its notarization proof (null while PENDING) and its documents with their verdicts.',
+        "Each match: the issuer's public identity (recorded by the registry's operator), the record as registered, its notarization proof (null while PENDING) and its documents with their verdicts.",
         'The receipt is a compact JWS (EdDSA, Ed25519) to check against /.well-known/jwks.json; it never contains the checkCode.',
         'Every kind of miss is the same 404. Limited per client address (VERIFY_RATE_PER_MINUTE, malformed requests counted), never per policy.',
       ].join(' '),
@@ -236,13 +300,37 @@ const paths: ZodOpenApiPathsObject = {
   },
   '/.well-known/jwks.json': {
     get: {
-      summary: 'The public keys of verification receipts (every key that has signed, rotated ones included)', tags: ['Public verification'], security: [],
-      responses: { 200: { description: 'A JWK Set of Ed25519 (OKP) keys.', content: { 'application/json': { schema: z.object({ keys: z.array(z.object({ kty: z.literal('OKP'), crv: z.literal('Ed25519'), x: z.string(), kid: z.string(), alg: z.literal('EdDSA'), use: z.literal('sig') })) }) } } } },
+      summary: 'The public keys of verification receipts (every key that has signed, rotated ones included)',
+      tags: ['Public verification'],
+      security: [],
+      responses: {
+        200: {
+          description: 'A JWK Set of Ed25519 (OKP) keys.',
+          content: {
+            'application/json': {
+              schema: z.object({
+                keys: z.array(
+                  z.object({
+                    kty: z.literal('OKP'),
+                    crv: z.literal('Ed25519'),
+                    x: z.string(),
+                    kid: z.string(),
+                    alg: z.literal('EdDSA'),
+                    use: z.literal('sig'),
+                  }),
+                ),
+              }),
+            },
+          },
+        },
+      },
     },
   },
   '/verify': {
     get: {
-      summary: 'The verification page (HTML, Italian and English): codes from the URL fragment #policyNumber=...&checkCode=...', tags: ['Public verification'], security: [],
+      summary: 'The verification page (HTML, Italian and English): codes from the URL fragment #policyNumber=...&checkCode=...',
+      tags: ['Public verification'],
+      security: [],
       responses: { 200: { description: 'The page.', content: { 'text/html': { schema: z.string() } } } },
     },
   },
@@ -252,7 +340,7 @@ const paths: ZodOpenApiPathsObject = {
       tags: ['Public verification'],
       requestParams: { path: idParam },
       responses: {
-        200: { description: 'The issuer\'s view.', content: { 'application/json': { schema: issuerVerificationView } } },
+        200: { description: "The issuer's view.", content: { 'application/json': { schema: issuerVerificationView } } },
         404: errorResponse('No such guarantee in this organization.'),
         ...commonErrors,
       },
@@ -260,19 +348,45 @@ const paths: ZodOpenApiPathsObject = {
   },
   '/api/v2/guarantees/{id}/verification.svg': {
     get: {
-      summary: 'A QR code (SVG) of the verification URL, to print on the guarantee', tags: ['Public verification'], requestParams: { path: idParam },
-      responses: { 200: { description: 'The QR code.', content: { 'image/svg+xml': { schema: z.string() } } }, 404: errorResponse('No such guarantee in this organization.'), ...commonErrors },
+      summary: 'A QR code (SVG) of the verification URL, to print on the guarantee',
+      tags: ['Public verification'],
+      requestParams: { path: idParam },
+      responses: {
+        200: { description: 'The QR code.', content: { 'image/svg+xml': { schema: z.string() } } },
+        404: errorResponse('No such guarantee in this organization.'),
+        ...commonErrors,
+      },
     },
   },
   '/api/v2/guarantees/{id}/verification.png': {
     get: {
-      summary: 'A QR code (PNG, 8 pixels a module) of the verification URL', tags: ['Public verification'], requestParams: { path: idParam },
-      responses: { 200: { description: 'The QR code.', content: { 'image/png': { schema: z.string() } } }, 404: errorResponse('No such guarantee in this organization.'), ...commonErrors },
+      summary: 'A QR code (PNG, 8 pixels a module) of the verification URL',
+      tags: ['Public verification'],
+      requestParams: { path: idParam },
+      responses: {
+        200: { description: 'The QR code.', content: { 'image/png': { schema: z.string() } } },
+        404: errorResponse('No such guarantee in this organization.'),
+        ...commonErrors,
+      },
     },
   },
   '/healthz': { get: { summary: 'Liveness', tags: ['Operations'], security: [], responses: { 200: empty('The process is up.') } } },
-  '/readyz': { get: { summary: 'Readiness: the database answers', tags: ['Operations'], security: [], responses: { 200: empty('Ready.'), 503: empty('The database does not answer.') } } },
-  '/metrics': { get: { summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)', tags: ['Operations'], security: [], responses: { 200: empty('Metrics in the Prometheus text format.'), 401: empty('Missing or wrong token.') } } },
+  '/readyz': {
+    get: {
+      summary: 'Readiness: the database answers',
+      tags: ['Operations'],
+      security: [],
+      responses: { 200: empty('Ready.'), 503: empty('The database does not answer.') },
+    },
+  },
+  '/metrics': {
+    get: {
+      summary: 'Prometheus metrics (Bearer METRICS_TOKEN when set)',
+      tags: ['Operations'],
+      security: [],
+      responses: { 200: empty('Metrics in the Prometheus text format.'), 401: empty('Missing or wrong token.') },
+    },
+  },
 };
 
 /**
@@ -313,12 +427,20 @@ const OPERATION_IDS: Record<string, string> = {
 
 function withOperationIds(all: ZodOpenApiPathsObject): ZodOpenApiPathsObject {
   const used = new Set<string>();
-  return Object.fromEntries(Object.entries(all).map(([path, item]) => [path, Object.fromEntries(Object.entries(item).map(([method, operation]) => {
-    const id = OPERATION_IDS[`${method} ${path}`];
-    if (!id || used.has(id)) throw new Error(`OpenAPI: ${method.toUpperCase()} ${path} has ${id ? `the operationId ${id} of another operation` : 'no operationId'}`);
-    used.add(id);
-    return [method, { ...(operation as ZodOpenApiOperationObject), operationId: id }];
-  }))]));
+  return Object.fromEntries(
+    Object.entries(all).map(([path, item]) => [
+      path,
+      Object.fromEntries(
+        Object.entries(item).map(([method, operation]) => {
+          const id = OPERATION_IDS[`${method} ${path}`];
+          if (!id || used.has(id))
+            throw new Error(`OpenAPI: ${method.toUpperCase()} ${path} has ${id ? `the operationId ${id} of another operation` : 'no operationId'}`);
+          used.add(id);
+          return [method, { ...(operation as ZodOpenApiOperationObject), operationId: id }];
+        }),
+      ),
+    ]),
+  );
 }
 
 /** The document; `baseUrl` (PUBLIC_BASE_URL) is its server, else the origin it is read from. */
@@ -329,7 +451,8 @@ export function buildOpenApiDocument(baseUrl?: string): ReturnType<typeof create
     info: {
       title: 'Guarantee Registry Service',
       version: '1.0.0',
-      description: 'Registry of guarantees (fideiussioni, cauzioni) for Italian public tenders and contracts, with their signed documents. Every /api path requires an API key, except /api/public/ (contracting authorities\' verifications).',
+      description:
+        "Registry of guarantees (fideiussioni, cauzioni) for Italian public tenders and contracts, with their signed documents. Every /api path requires an API key, except /api/public/ (contracting authorities' verifications).",
     },
     components: {
       securitySchemes: {

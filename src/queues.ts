@@ -31,5 +31,11 @@ export function openQueues(connection: RedisConnection, prefix: string, logger: 
     notarization: open<Queues['notarization']>(NOTARIZATION_QUEUE),
   };
   const all: Queue[] = Object.values(queues);
-  return { ...queues, all, close: async () => { await Promise.all(all.map((q) => q.close())); } };
+  return {
+    ...queues,
+    all,
+    close: async () => {
+      await Promise.all(all.map((q) => q.close()));
+    },
+  };
 }

@@ -27,7 +27,9 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger, relayDb);
   const app = createApp({ config, logger, db, metrics, queues, events });
   const handle = app.callback();
-  const server = createServer((req, res) => { void handle(req, res); });
+  const server = createServer((req, res) => {
+    void handle(req, res);
+  });
   // A slow or stalled client cannot hold a connection for ever.
   server.requestTimeout = 30_000;
   server.headersTimeout = 20_000;
@@ -41,25 +43,26 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   logger.info({ port }, 'API listening');
 
   let closing: Promise<void> | undefined;
-  const close = () => (closing ??= (async () => {
-    logger.info('shutting down: no new connections, finishing in-flight requests');
-    const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-    force.unref();
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    // A keep-alive connection whose request finishes becomes idle: close it then, rather
-    // than after its keep-alive timeout.
-    const reaper = setInterval(() => server.closeIdleConnections(), 100);
-    server.closeIdleConnections();
-    await closed;
-    clearInterval(reaper);
-    clearTimeout(force);
-    await events.relay.stop();
-    await queues.close();
-    redis.disconnect();
-    await relayDb.close();
-    await db.close();
-    logger.info('shut down');
-  })());
+  const close = () =>
+    (closing ??= (async () => {
+      logger.info('shutting down: no new connections, finishing in-flight requests');
+      const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+      force.unref();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // A keep-alive connection whose request finishes becomes idle: close it then, rather
+      // than after its keep-alive timeout.
+      const reaper = setInterval(() => server.closeIdleConnections(), 100);
+      server.closeIdleConnections();
+      await closed;
+      clearInterval(reaper);
+      clearTimeout(force);
+      await events.relay.stop();
+      await queues.close();
+      redis.disconnect();
+      await relayDb.close();
+      await db.close();
+      logger.info('shut down');
+    })());
   return { port, close };
 }
 
@@ -68,7 +71,12 @@ if (isMain) {
   try {
     const { close } = await startServer();
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-      process.once(signal, () => { void close().then(() => process.exit(0), () => process.exit(1)); });
+      process.once(signal, () => {
+        void close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      });
     }
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);

@@ -10,7 +10,16 @@ import { hostname } from 'node:os';
 import { Worker, type Job, type WorkerOptions } from 'bullmq';
 import { getConfig, type Config } from '../config/index.js';
 import { createAntivirus } from '../src/files/antivirus.js';
-import { createFileJobs, FileJob, FileQueue, SWEEP_IDLE_MS, type CheckJobName, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
+import {
+  createFileJobs,
+  FileJob,
+  FileQueue,
+  SWEEP_IDLE_MS,
+  type CheckJobName,
+  type CheckPayload,
+  type ScanPayload,
+  type SignaturePayload,
+} from '../src/files/file.jobs.js';
 import { createFileRepository } from '../src/files/file.repository.js';
 import { createScanService, NOT_VERSIONED } from '../src/files/scan.service.js';
 import { MAX_ENVELOPE_BYTES } from '../src/files/p7m/p7m.limits.js';
@@ -30,7 +39,14 @@ import { openQueues } from '../src/queues.js';
 import { createSequelize } from '../src/shared/db/sequelize.js';
 import { createIdempotencyStore } from '../src/shared/idempotency.js';
 import { createLogger, type Logger } from '../src/shared/logger.js';
-import { MAINTENANCE_QUEUE, MaintenanceJob, maintenanceHandlers, maintenanceSchedules, type MaintenanceJobName, type MaintenancePayload } from '../src/shared/maintenance.jobs.js';
+import {
+  MAINTENANCE_QUEUE,
+  MaintenanceJob,
+  maintenanceHandlers,
+  maintenanceSchedules,
+  type MaintenanceJobName,
+  type MaintenancePayload,
+} from '../src/shared/maintenance.jobs.js';
 import { later, processorFor, stop, type Handler } from '../src/shared/job-handlers.js';
 import { keepSchedules, type Schedule } from '../src/shared/schedules.js';
 import { isLastAttempt, producerConnection, workerConnection } from '../src/shared/queues.js';
@@ -47,7 +63,9 @@ import { BACKOFF_TYPE, DELIVER, retryDelay, WEBHOOK_QUEUE, type DeliveryPayload 
 export const WORKER_NAMES = ['maintenance', 'scan', 'signature', 'webhooks', 'notarization'] as const;
 export type WorkerName = (typeof WORKER_NAMES)[number];
 
-export interface RunningWorkers { close(): Promise<void> }
+export interface RunningWorkers {
+  close(): Promise<void>;
+}
 
 /** The webhooks worker relays outbox events at least this old that no process relayed (every RELAY_EVERY_MS). */
 const RELAY_MIN_AGE_MS = 2_000;
@@ -79,10 +97,16 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const repo = createFileRepository(db, events.outbox);
   const jobs = createFileJobs(queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS });
   const scans = createScanService({
-    repo, storage, jobs, logger: log,
+    repo,
+    storage,
+    jobs,
+    logger: log,
     antivirus: createAntivirus({ socket: config.CLAMD_SOCKET, host: config.CLAMD_HOST, port: config.CLAMD_PORT }, { timeoutMs: config.SCAN_TIMEOUT_MS }),
     settings: {
-      graceMs: config.UPLOAD_GRACE_SECONDS * 1000, pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS, clamdStreams: config.SCAN_CONCURRENCY, scanAttempts: config.SCAN_ATTEMPTS,
+      graceMs: config.UPLOAD_GRACE_SECONDS * 1000,
+      pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS,
+      clamdStreams: config.SCAN_CONCURRENCY,
+      scanAttempts: config.SCAN_ATTEMPTS,
     },
   });
   const workers: Array<Pick<Worker, 'close' | 'name'>> = [];
@@ -94,11 +118,20 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const base: WorkerOptions = {
     // Stored on every job it takes: Bull Board (and an operator) sees which process has it.
     name: `${hostname()}:${process.pid}`,
-    connection, prefix: config.QUEUE_PREFIX,
-    lockDuration: config.WORKER_LOCK_DURATION_MS, stalledInterval: config.WORKER_STALLED_INTERVAL_MS, maxStalledCount: 2,
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    lockDuration: config.WORKER_LOCK_DURATION_MS,
+    stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
+    maxStalledCount: 2,
   };
   /** A worker for `queue`, each job handled by the handler of its name (src/shared/job-handlers.ts). */
-  function run<T, N extends string>(queue: string, names: readonly N[], handlers: Record<N, Handler<T>>, concurrency: number, extra: Partial<WorkerOptions> = {}): void {
+  function run<T, N extends string>(
+    queue: string,
+    names: readonly N[],
+    handlers: Record<N, Handler<T>>,
+    concurrency: number,
+    extra: Partial<WorkerOptions> = {},
+  ): void {
     const worker = new Worker<T, unknown, N>(queue, processorFor(queue, names, handlers), { ...base, ...extra, concurrency });
     worker.on('error', (err) => log.warn({ err: err.message, queue }, 'worker error'));
     worker.on('failed', (job, err) => log.warn({ queue, job: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'));
@@ -108,7 +141,9 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const starters: Record<WorkerName, () => Promise<void> | void> = {
     maintenance: () => {
       const handlers = maintenanceHandlers({
-        idempotency: createIdempotencyStore(db), sweepUploads: () => scans.sweep(SWEEP_IDLE_MS), reconcileDeliveries: () => events.reconcile(),
+        idempotency: createIdempotencyStore(db),
+        sweepUploads: () => scans.sweep(SWEEP_IDLE_MS),
+        reconcileDeliveries: () => events.reconcile(),
       });
       schedules.push(...maintenanceSchedules(queues.maintenance));
       run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, Object.values(MaintenanceJob), handlers, 1);
@@ -128,54 +163,86 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       };
       run<CheckPayload, CheckJobName>(FileQueue.checks, [FileJob.watch, FileJob.hint], { [FileJob.watch]: look('watch'), [FileJob.hint]: look('hint') }, 8);
       // Four jobs per clamd stream: the copy, the database and the store's latency of some files overlap the scans of others.
-      run<ScanPayload, typeof FileJob.scan>(FileQueue.scans, [FileJob.scan], {
-        [FileJob.scan]: async (job) => {
-          const { uuid, versionId } = job.data;
-          // A job queued before versions were pinned names an ETag: look at the file again instead.
-          if (!versionId) return scans.advance(uuid, 'hint');
-          return scans.scan(uuid, versionId, { last: isLastAttempt(job), restarted: job.attemptsStarted > 1 });
+      run<ScanPayload, typeof FileJob.scan>(
+        FileQueue.scans,
+        [FileJob.scan],
+        {
+          [FileJob.scan]: async (job) => {
+            const { uuid, versionId } = job.data;
+            // A job queued before versions were pinned names an ETag: look at the file again instead.
+            if (!versionId) return scans.advance(uuid, 'hint');
+            return scans.scan(uuid, versionId, { last: isLastAttempt(job), restarted: job.attemptsStarted > 1 });
+          },
         },
-      }, 4 * config.SCAN_CONCURRENCY);
+        4 * config.SCAN_CONCURRENCY,
+      );
     },
     signature: () => {
       // Trusted lists are in use where they are configured (TRUSTED_LIST_SIGNERS): then chains are
       // checked against the lists imported, and with none imported no list trusts anything.
       const trustedLists = config.TRUSTED_LIST_SIGNERS
-        ? createTrustSource(createTrustRepository(db), { refreshMs: config.TRUSTED_LISTS_REFRESH_SECONDS * 1000 }) : undefined;
+        ? createTrustSource(createTrustRepository(db), { refreshMs: config.TRUSTED_LISTS_REFRESH_SECONDS * 1000 })
+        : undefined;
       const pool = createVerifyPool({
         threads: config.SIGNATURE_CONCURRENCY,
         trustPem: config.SIGNATURE_TRUST_STORE ? readFileSync(config.SIGNATURE_TRUST_STORE, 'utf8') : undefined,
         ...(trustedLists && { trustServices: () => trustedLists.current() }),
       });
       // The verifier refuses larger envelopes anyway; nothing larger is read into memory.
-      const signatures = createSignatureService({ repo, storage, verify: pool.verify, maxBytes: Math.min(config.MAX_UPLOAD_BYTES, MAX_ENVELOPE_BYTES), logger: log });
-      run<SignaturePayload, typeof FileJob.verify>(FileQueue.signatures, [FileJob.verify], {
-        [FileJob.verify]: (job) => signatures.check(job.data.uuid, isLastAttempt(job)),
-      }, config.SIGNATURE_CONCURRENCY);
+      const signatures = createSignatureService({
+        repo,
+        storage,
+        verify: pool.verify,
+        maxBytes: Math.min(config.MAX_UPLOAD_BYTES, MAX_ENVELOPE_BYTES),
+        logger: log,
+      });
+      run<SignaturePayload, typeof FileJob.verify>(
+        FileQueue.signatures,
+        [FileJob.verify],
+        {
+          [FileJob.verify]: (job) => signatures.check(job.data.uuid, isLastAttempt(job)),
+        },
+        config.SIGNATURE_CONCURRENCY,
+      );
       closers.push(() => pool.close());
     },
     webhooks: () => {
       const sender = createSender({
-        resolver: opts.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }), policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS), timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+        resolver: opts.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }),
+        policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
+        timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       });
       const deliveries = createDeliveryService({
-        repo: events.repo, sender, secrets: createSecretBox(config.ENCRYPTION_KEY), logger: log,
+        repo: events.repo,
+        sender,
+        secrets: createSecretBox(config.ENCRYPTION_KEY),
+        logger: log,
         settings: {
-          disableAfterMs: config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000, endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY, attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          disableAfterMs: config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000,
+          endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+          attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
           retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
         },
       });
       const schedule = config.WEBHOOK_RETRY_SCHEDULE;
-      run<DeliveryPayload, typeof DELIVER>(WEBHOOK_QUEUE, [DELIVER], {
-        [DELIVER]: async (job) => {
-          const outcome = await deliveries.deliver(job.data.eventId, job.data.endpointId, { made: job.attemptsMade, last: isLastAttempt(job) });
-          // The endpoint has its share in flight: come back shortly, without spending an attempt.
-          if (outcome === 'busy') return later(100 + Math.floor(Math.random() * 400));
-          return typeof outcome === 'object' ? stop(outcome.giveUp) : outcome;
+      run<DeliveryPayload, typeof DELIVER>(
+        WEBHOOK_QUEUE,
+        [DELIVER],
+        {
+          [DELIVER]: async (job) => {
+            const outcome = await deliveries.deliver(job.data.eventId, job.data.endpointId, { made: job.attemptsMade, last: isLastAttempt(job) });
+            // The endpoint has its share in flight: come back shortly, without spending an attempt.
+            if (outcome === 'busy') return later(100 + Math.floor(Math.random() * 400));
+            return typeof outcome === 'object' ? stop(outcome.giveUp) : outcome;
+          },
         },
-      }, config.WEBHOOK_CONCURRENCY, {
-        settings: { backoffStrategy: (attemptsMade: number, type?: string, err?: Error) => (type === BACKOFF_TYPE ? retryDelay(schedule, attemptsMade, err) : 1000) },
-      });
+        config.WEBHOOK_CONCURRENCY,
+        {
+          settings: {
+            backoffStrategy: (attemptsMade: number, type?: string, err?: Error) => (type === BACKOFF_TYPE ? retryDelay(schedule, attemptsMade, err) : 1000),
+          },
+        },
+      );
       events.relay.start(RELAY_EVERY_MS, RELAY_MIN_AGE_MS);
       closers.push(() => sender.close());
     },
@@ -183,24 +250,43 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       // NOTARIZATION_ANCHOR: the embedded ledger, or an EVM chain.
       // The RPC URL carries the provider's API key, and ethers puts it in its errors: they are
       // redacted before they reach the job's failure (Bull Board) or a log line.
-      const anchor: Anchor = config.NOTARIZATION_ANCHOR === 'evm'
-        ? redactingProxy(createEvmAnchor({
-          db, provider: evmProvider(config.EVM_RPC_URL as string, config.EVM_CHAIN_ID as number), keys: createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)),
-          settings: { chainId: config.EVM_CHAIN_ID as number, confirmations: config.EVM_CONFIRMATIONS }, logger: log,
-        }), secretPartsOfUrl(config.EVM_RPC_URL as string))
-        : createLedgerAnchor(db);
+      const anchor: Anchor =
+        config.NOTARIZATION_ANCHOR === 'evm'
+          ? redactingProxy(
+              createEvmAnchor({
+                db,
+                provider: evmProvider(config.EVM_RPC_URL as string, config.EVM_CHAIN_ID as number),
+                keys: createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)),
+                settings: { chainId: config.EVM_CHAIN_ID as number, confirmations: config.EVM_CONFIRMATIONS },
+                logger: log,
+              }),
+              secretPartsOfUrl(config.EVM_RPC_URL as string),
+            )
+          : createLedgerAnchor(db);
       // The notarizers' lock lives on a connection of its own, outside the pool the cycle works with.
       const lockDb = createSequelize({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
       const notary = createNotarizationService({
-        repo: createNotarizationRepository(db, lockDb), guarantees: createGuaranteeRepository(db), outbox: events.outbox, anchor,
-        batchSize: config.NOTARIZATION_BATCH_SIZE, logger: log,
+        repo: createNotarizationRepository(db, lockDb),
+        guarantees: createGuaranteeRepository(db),
+        outbox: events.outbox,
+        anchor,
+        batchSize: config.NOTARIZATION_BATCH_SIZE,
+        logger: log,
       });
       schedules.push(notarizationSchedule(queues.notarization, config.NOTARIZATION_INTERVAL_MS));
-      run<NotarizationPayload, typeof NotarizationJob.notarize>(NOTARIZATION_QUEUE, [NotarizationJob.notarize], {
-        [NotarizationJob.notarize]: async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' },
-      }, 1);
+      run<NotarizationPayload, typeof NotarizationJob.notarize>(
+        NOTARIZATION_QUEUE,
+        [NotarizationJob.notarize],
+        {
+          [NotarizationJob.notarize]: async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' },
+        },
+        1,
+      );
       // After the worker, which lets a cycle under way finish with its lock and anchor.
-      closers.push(async () => { await anchor.close?.(); await lockDb.close(); });
+      closers.push(async () => {
+        await anchor.close?.();
+        await lockDb.close();
+      });
     },
   };
 
@@ -250,7 +336,12 @@ if (isMain) {
   try {
     const running = await startWorkers(args.length ? (args as WorkerName[]) : WORKER_NAMES);
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-      process.once(signal, () => { void running.close().then(() => process.exit(0), () => process.exit(1)); });
+      process.once(signal, () => {
+        void running.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      });
     }
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);

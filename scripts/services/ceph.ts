@@ -32,7 +32,9 @@ function writeConf(ctx: ServiceContext, fsid: string): void {
   const p = paths(ctx);
   mkdirSync(join(p.dir, 'run'), { recursive: true });
   mkdirSync(join(p.dir, 'log'), { recursive: true });
-  writeFileSync(p.conf, `[global]
+  writeFileSync(
+    p.conf,
+    `[global]
 fsid = ${fsid}
 mon host = v2:127.0.0.1:${ctx.ports.mon}
 auth cluster required = none
@@ -74,7 +76,8 @@ osd data = ${p.osd}
 [client.rgw.a]
 rgw frontends = beast endpoint=127.0.0.1:${ctx.ports.rgw}
 rgw data = ${p.dir}/rgw
-`);
+`,
+  );
 }
 
 const ceph = (ctx: ServiceContext, ...args: string[]) => run('ceph', ['-c', paths(ctx).conf, '--connect-timeout', '10', ...args], 30_000);
@@ -84,7 +87,15 @@ async function startMon(ctx: ServiceContext): Promise<void> {
   if (readPid(p.pid('mon')) === undefined) {
     startDaemon('ceph-mon', ['-c', p.conf, '-i', 'a', '-f'], { logFile: p.log('mon.stdout'), pidFile: p.pid('mon') });
   }
-  await waitFor('ceph-mon', async () => { await ceph(ctx, 'mon', 'stat'); return true; }, 60_000, p.log('mon.a'));
+  await waitFor(
+    'ceph-mon',
+    async () => {
+      await ceph(ctx, 'mon', 'stat');
+      return true;
+    },
+    60_000,
+    p.log('mon.a'),
+  );
 }
 
 async function startOsd(ctx: ServiceContext): Promise<void> {
@@ -176,8 +187,11 @@ export const s3: LocalService = {
     }
     await waitFor('radosgw', () => rgwAnswers(ctx), 120_000, p.log('client.rgw.a'));
     if (!existsSync(p.userCreated)) {
-      await run('radosgw-admin', ['-c', p.conf, 'user', 'create', '--uid=registry', '--display-name=registry',
-        `--access-key=${ACCESS_KEY}`, `--secret-key=${SECRET_KEY}`], 60_000);
+      await run(
+        'radosgw-admin',
+        ['-c', p.conf, 'user', 'create', '--uid=registry', '--display-name=registry', `--access-key=${ACCESS_KEY}`, `--secret-key=${SECRET_KEY}`],
+        60_000,
+      );
       writeFileSync(p.userCreated, 'registry');
     }
     await ensureBucket(ctx);

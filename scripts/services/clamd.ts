@@ -36,25 +36,27 @@ export const clamd: LocalService = {
     // that size without any alert (ClamAV 1.4, seen here), while one that exceeds MaxScanSize
     // alerts. Encrypted archives and documents, which cannot be scanned, alert too. The test
     // profile's limits are small, so that tests reach them with a few megabytes.
-    const limits = ctx.profile === 'test'
-      ? ['StreamMaxLength 8M', 'MaxFileSize 6M', 'MaxScanSize 6M']
-      : ['StreamMaxLength 100M', 'MaxFileSize 400M', 'MaxScanSize 400M'];
-    writeFileSync(join(dir, 'clamd.conf'), [
-      'Foreground yes',
-      `LocalSocket ${socketPath(dir, 'clamd.sock')}`,
-      `TCPSocket ${ctx.ports.clamd}`,
-      'TCPAddr 127.0.0.1',
-      `DatabaseDirectory ${db}`,
-      `PidFile ${join(dir, 'clamd.pid')}`,
-      ...limits,
-      'MaxRecursion 16',
-      'MaxFiles 10000',
-      'AlertExceedsMax yes',
-      'AlertEncrypted yes',
-      'MaxThreads 4',
-      'SelfCheck 0',
-      '',
-    ].join('\n'));
+    const limits =
+      ctx.profile === 'test' ? ['StreamMaxLength 8M', 'MaxFileSize 6M', 'MaxScanSize 6M'] : ['StreamMaxLength 100M', 'MaxFileSize 400M', 'MaxScanSize 400M'];
+    writeFileSync(
+      join(dir, 'clamd.conf'),
+      [
+        'Foreground yes',
+        `LocalSocket ${socketPath(dir, 'clamd.sock')}`,
+        `TCPSocket ${ctx.ports.clamd}`,
+        'TCPAddr 127.0.0.1',
+        `DatabaseDirectory ${db}`,
+        `PidFile ${join(dir, 'clamd.pid')}`,
+        ...limits,
+        'MaxRecursion 16',
+        'MaxFiles 10000',
+        'AlertExceedsMax yes',
+        'AlertEncrypted yes',
+        'MaxThreads 4',
+        'SelfCheck 0',
+        '',
+      ].join('\n'),
+    );
     startDaemon('clamd', ['-c', join(dir, 'clamd.conf')], { logFile: join(dir, 'clamd.log'), pidFile: join(dir, 'daemon.pid') });
     await waitFor('clamd', () => this.isUp(ctx), 120_000, join(dir, 'clamd.log'));
   },

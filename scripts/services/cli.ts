@@ -13,8 +13,10 @@ function parse(argv: string[]): { command: string; profile: Profile; only?: Serv
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i];
     const value = rest[i + 1];
-    if (arg === '--profile' && PROFILES.includes(value as Profile)) { profile = value as Profile; i++; }
-    else if (arg === '--only' && value) {
+    if (arg === '--profile' && PROFILES.includes(value as Profile)) {
+      profile = value as Profile;
+      i++;
+    } else if (arg === '--only' && value) {
       only = value.split(',') as ServiceName[];
       const unknown = only.filter((n) => !ALL.some((s) => s.name === n));
       if (unknown.length) throw new Error(`unknown service: ${unknown.join(', ')}`);

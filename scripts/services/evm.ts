@@ -14,7 +14,9 @@ export const DEV_CHAIN_KEY = '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efc
 
 async function chainId(port: number): Promise<string | undefined> {
   const res = await fetch(`http://127.0.0.1:${port}/`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] }),
     signal: AbortSignal.timeout(1000),
   });
   return ((await res.json()) as { result?: string }).result;
@@ -44,8 +46,11 @@ export const evm: LocalService = {
     writeFileSync(join(dir, 'hardhat.config.cjs'), `module.exports = ${JSON.stringify(mining)};\n`);
     process.env.HARDHAT_DISABLE_TELEMETRY_PROMPT = 'true';
     // The binary itself, not npx: a kill of npx would leave the node orphaned.
-    startDaemon(bin, ['--config', 'hardhat.config.cjs', 'node', '--hostname', '127.0.0.1', '--port', String(ctx.ports.evm)],
-      { logFile: join(dir, 'hardhat.log'), pidFile: join(dir, 'daemon.pid'), cwd: dir });
+    startDaemon(bin, ['--config', 'hardhat.config.cjs', 'node', '--hostname', '127.0.0.1', '--port', String(ctx.ports.evm)], {
+      logFile: join(dir, 'hardhat.log'),
+      pidFile: join(dir, 'daemon.pid'),
+      cwd: dir,
+    });
     await waitFor('evm', () => this.isUp(ctx), 30_000, join(dir, 'hardhat.log'));
   },
   async stop(ctx) {

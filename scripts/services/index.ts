@@ -55,13 +55,15 @@ export async function up(profile: Profile, only?: readonly ServiceName[], all: r
   for (const s of services) s.install();
   const started: ServiceName[] = [];
   const t0 = Date.now();
-  const results = await Promise.allSettled(services.map(async (s) => {
-    if (await s.isUp(ctx).catch(() => false)) return;
-    log(`starting ${s.name} (${profile})`);
-    started.push(s.name);
-    startedByThisProcess[profile].push(s.name);
-    await s.start(ctx);
-  }));
+  const results = await Promise.allSettled(
+    services.map(async (s) => {
+      if (await s.isUp(ctx).catch(() => false)) return;
+      log(`starting ${s.name} (${profile})`);
+      started.push(s.name);
+      startedByThisProcess[profile].push(s.name);
+      await s.start(ctx);
+    }),
+  );
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) {
     log(`stopping ${started.join(', ') || 'nothing'} after a failed start`);
@@ -80,9 +82,11 @@ export async function down(profile: Profile, only?: readonly ServiceName[], all:
 
 export async function status(profile: Profile): Promise<Record<ServiceName, 'up' | 'down' | 'external'>> {
   const ctx = context(profile);
-  const entries = await Promise.all(ALL.map(async (s) => {
-    if (s.externalWhen.some((v) => process.env[v])) return [s.name, 'external'] as const;
-    return [s.name, (await s.isUp(ctx).catch(() => false)) ? 'up' : 'down'] as const;
-  }));
+  const entries = await Promise.all(
+    ALL.map(async (s) => {
+      if (s.externalWhen.some((v) => process.env[v])) return [s.name, 'external'] as const;
+      return [s.name, (await s.isUp(ctx).catch(() => false)) ? 'up' : 'down'] as const;
+    }),
+  );
   return Object.fromEntries(entries) as Record<ServiceName, 'up' | 'down' | 'external'>;
 }

@@ -36,21 +36,47 @@ export const mariadb: LocalService = {
     mkdirSync(p.dir, { recursive: true });
     const fresh = !existsSync(join(p.data, 'mysql'));
     if (fresh) {
-      await run('mariadb-install-db', ['--no-defaults', '--user=root', `--datadir=${p.data}`,
-        '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve']);
+      await run('mariadb-install-db', [
+        '--no-defaults',
+        '--user=root',
+        `--datadir=${p.data}`,
+        '--auth-root-authentication-method=normal',
+        '--skip-test-db',
+        '--skip-name-resolve',
+      ]);
     }
     // The bench loads a million guarantees: its buffer pool holds them all.
     const bufferPool = ctx.profile === 'bench' ? '2G' : '128M';
-    startDaemon('mariadbd', ['--no-defaults', '--user=root', `--datadir=${p.data}`, `--socket=${p.socket}`,
-      `--port=${ctx.ports.mariadb}`, '--bind-address=127.0.0.1', `--pid-file=${p.pid}`, `--log-error=${p.log}`,
-      '--skip-log-bin', '--skip-name-resolve', '--character-set-server=utf8mb4', '--collation-server=utf8mb4_unicode_ci',
-      `--innodb-buffer-pool-size=${bufferPool}`, '--innodb-flush-log-at-trx-commit=2', '--max-connections=500',
-      '--default-time-zone=+00:00'], { logFile: join(p.dir, 'stdout.log'), pidFile: join(p.dir, 'daemon.pid') });
+    startDaemon(
+      'mariadbd',
+      [
+        '--no-defaults',
+        '--user=root',
+        `--datadir=${p.data}`,
+        `--socket=${p.socket}`,
+        `--port=${ctx.ports.mariadb}`,
+        '--bind-address=127.0.0.1',
+        `--pid-file=${p.pid}`,
+        `--log-error=${p.log}`,
+        '--skip-log-bin',
+        '--skip-name-resolve',
+        '--character-set-server=utf8mb4',
+        '--collation-server=utf8mb4_unicode_ci',
+        `--innodb-buffer-pool-size=${bufferPool}`,
+        '--innodb-flush-log-at-trx-commit=2',
+        '--max-connections=500',
+        '--default-time-zone=+00:00',
+      ],
+      { logFile: join(p.dir, 'stdout.log'), pidFile: join(p.dir, 'daemon.pid') },
+    );
     await waitFor('mariadb', () => this.isUp(ctx), 60_000, p.log);
     const db = databaseName(ctx);
-    await rootSql(ctx, `CREATE DATABASE IF NOT EXISTS ${db} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
+    await rootSql(
+      ctx,
+      `CREATE DATABASE IF NOT EXISTS ${db} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
       CREATE USER IF NOT EXISTS '${USER}'@'127.0.0.1' IDENTIFIED BY '${PASSWORD}';
-      GRANT ALL ON \`registry\\_%\`.* TO '${USER}'@'127.0.0.1';`);
+      GRANT ALL ON \`registry\\_%\`.* TO '${USER}'@'127.0.0.1';`,
+    );
   },
   async stop(ctx) {
     await stopDaemon('mariadb', join(paths(ctx).dir, 'daemon.pid'), 30_000);

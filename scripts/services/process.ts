@@ -80,14 +80,27 @@ export function tcpExchange(port: number, payload: Buffer | string, timeoutMs = 
   return new Promise((resolve, reject) => {
     const socket = connect({ host: '127.0.0.1', port });
     let data = '';
-    const timer = setTimeout(() => { socket.destroy(); resolve(data); }, timeoutMs);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve(data);
+    }, timeoutMs);
     socket.on('connect', () => socket.write(payload));
     socket.on('data', (chunk) => {
       data += chunk.toString('latin1');
-      if (data.includes('\n') || data.includes('\0')) { clearTimeout(timer); socket.end(); resolve(data); }
+      if (data.includes('\n') || data.includes('\0')) {
+        clearTimeout(timer);
+        socket.end();
+        resolve(data);
+      }
     });
-    socket.on('error', (err) => { clearTimeout(timer); reject(err); });
-    socket.on('close', () => { clearTimeout(timer); resolve(data); });
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(data);
+    });
   });
 }
 
@@ -101,8 +114,9 @@ export function run(command: string, args: string[], timeoutMs = 60_000): Promis
 }
 
 export function which(binary: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status === 0
-    || existsSync(`/usr/sbin/${binary}`) || existsSync(`/usr/bin/${binary}`);
+  return (
+    spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status === 0 || existsSync(`/usr/sbin/${binary}`) || existsSync(`/usr/bin/${binary}`)
+  );
 }
 
 let aptUpdated = false;

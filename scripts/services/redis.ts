@@ -21,9 +21,25 @@ export const redis: LocalService = {
     mkdirSync(dir, { recursive: true });
     // Development keeps its queues across restarts; tests and benches start empty.
     const persist = ctx.profile === 'dev' ? ['--appendonly', 'yes'] : ['--appendonly', 'no'];
-    startDaemon('redis-server', ['--port', String(ctx.ports.redis), '--bind', '127.0.0.1', '--save', '',
-      ...persist, '--dir', dir, '--daemonize', 'no', '--maxmemory-policy', 'noeviction'],
-    { logFile: join(dir, 'redis.log'), pidFile: join(dir, 'daemon.pid') });
+    startDaemon(
+      'redis-server',
+      [
+        '--port',
+        String(ctx.ports.redis),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        ...persist,
+        '--dir',
+        dir,
+        '--daemonize',
+        'no',
+        '--maxmemory-policy',
+        'noeviction',
+      ],
+      { logFile: join(dir, 'redis.log'), pidFile: join(dir, 'daemon.pid') },
+    );
     await waitFor('redis', () => this.isUp(ctx), 20_000, join(dir, 'redis.log'));
   },
   async stop(ctx) {

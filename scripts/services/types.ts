@@ -4,7 +4,14 @@ import { mkdirSync } from 'node:fs';
 export type Profile = 'dev' | 'test' | 'bench';
 export const PROFILES: readonly Profile[] = ['dev', 'test', 'bench'];
 
-export interface Ports { mariadb: number; redis: number; clamd: number; rgw: number; mon: number; evm: number }
+export interface Ports {
+  mariadb: number;
+  redis: number;
+  clamd: number;
+  rgw: number;
+  mon: number;
+  evm: number;
+}
 
 /** Dev, test and bench never share ports or data. All below Linux's ephemeral range (32768+). */
 export const PORTS: Record<Profile, Ports> = {

@@ -43,22 +43,24 @@ export function createAntivirus(address: ClamdAddress, opts: { timeoutMs: number
 
   // init() pings clamd, so a failed init is forgotten and tried again on the next scan.
   function client(): Promise<NodeClam> {
-    clam ??= new NodeClam().init({
-      removeInfected: false,
-      preference: 'clamdscan',
-      clamscan: { active: false },
-      clamdscan: {
-        socket: address.socket ?? false,
-        host: address.socket ? false : (address.host ?? false),
-        port: address.socket ? false : (address.port ?? false),
-        timeout: opts.timeoutMs,
-        localFallback: false,
-        active: true,
-      },
-    }).catch((err: unknown) => {
-      clam = undefined;
-      throw new ScannerUnavailableError(`clamd unreachable: ${messageOf(err)}`);
-    });
+    clam ??= new NodeClam()
+      .init({
+        removeInfected: false,
+        preference: 'clamdscan',
+        clamscan: { active: false },
+        clamdscan: {
+          socket: address.socket ?? false,
+          host: address.socket ? false : (address.host ?? false),
+          port: address.socket ? false : (address.port ?? false),
+          timeout: opts.timeoutMs,
+          localFallback: false,
+          active: true,
+        },
+      })
+      .catch((err: unknown) => {
+        clam = undefined;
+        throw new ScannerUnavailableError(`clamd unreachable: ${messageOf(err)}`);
+      });
     return clam;
   }
 
@@ -83,7 +85,9 @@ export function createAntivirus(address: ClamdAddress, opts: { timeoutMs: number
         throw err instanceof ScannerUnavailableError ? err : new ScannerUnavailableError(`clamd VERSION failed: ${messageOf(err)}`);
       }
       // The answer is NUL- or newline-terminated; an empty one means clamd dropped the connection.
-      const value = String(raw).replace(/[\0\r\n]+$/g, '').trim();
+      const value = String(raw)
+        .replace(/[\0\r\n]+$/g, '')
+        .trim();
       if (!value.startsWith('ClamAV')) throw new ScannerUnavailableError(`unexpected clamd VERSION answer: ${JSON.stringify(value.slice(0, 80))}`);
       cachedVersion = { value, at: Date.now() };
       return value;
@@ -170,7 +174,10 @@ function scanWith(av: NodeClam, input: Readable, timeoutMs: number): Promise<Sca
 
     const timer = setTimeout(() => fail(new ScannerUnavailableError(`scan timed out after ${timeoutMs} ms`)), timeoutMs);
 
-    pass.on('scan-complete', (r: ScanResult) => { result = r; settleIfDone(); });
+    pass.on('scan-complete', (r: ScanResult) => {
+      result = r;
+      settleIfDone();
+    });
     pass.on('error', (err: unknown) => {
       // clamd refusing an over-long stream means the file could not be fully scanned: never Clean.
       if (STREAM_LIMIT.test(messageOf(err))) {
@@ -181,7 +188,10 @@ function scanWith(av: NodeClam, input: Readable, timeoutMs: number): Promise<Sca
     input.on('error', fail);
     regroup.on('error', fail);
     sink.on('error', fail);
-    sink.on('finish', () => { hashed = true; settleIfDone(); });
+    sink.on('finish', () => {
+      hashed = true;
+      settleIfDone();
+    });
     input.pipe(regroup).pipe(pass).pipe(sink);
   });
 }

@@ -10,8 +10,9 @@ export function normalizeFileType(fileType: string): string {
 export function allowedExtension(fileType: string, allowed: readonly string[]): string {
   const ext = normalizeFileType(fileType);
   if (!allowed.includes(ext)) {
-    throw new ValidationError(`fileType ${JSON.stringify(fileType)} is not accepted; accepted: ${allowed.join(', ')}.`,
-      [{ pointer: '#/fileType', detail: `is not one of ${allowed.join(', ')}` }]);
+    throw new ValidationError(`fileType ${JSON.stringify(fileType)} is not accepted; accepted: ${allowed.join(', ')}.`, [
+      { pointer: '#/fileType', detail: `is not one of ${allowed.join(', ')}` },
+    ]);
   }
   return ext;
 }

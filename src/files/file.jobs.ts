@@ -14,14 +14,22 @@ export const FileJob = { watch: 'watch-upload', hint: 'upload-hint', scan: 'scan
 export type CheckJobName = typeof FileJob.watch | typeof FileJob.hint;
 
 /** Look for the upload of `uuid`: `watch` keeps polling with backoff, `hint` looks once. */
-export interface CheckPayload { uuid: string }
+export interface CheckPayload {
+  uuid: string;
+}
 /**
  * Scan this version of the upload of `uuid`. (`etag` instead of `versionId`: a job queued by the
  * release before versions were pinned, handled as a hint.)
  */
-export interface ScanPayload { uuid: string; versionId?: string; etag?: string }
+export interface ScanPayload {
+  uuid: string;
+  versionId?: string;
+  etag?: string;
+}
 /** Check the .p7m signature of the scanned, clean file `uuid`. */
-export interface SignaturePayload { uuid: string }
+export interface SignaturePayload {
+  uuid: string;
+}
 
 export interface FileQueues {
   checks: Queue<CheckPayload, unknown, CheckJobName>;
@@ -58,7 +66,11 @@ export function createFileJobs(queues: FileQueues, settings: FileJobSettings) {
   // the running look may have just missed the upload that the new hint announces.
   const checkOpts = (dedupId: string, delay: number, keepLastIfActive = false): JobsOptions => ({
     deduplication: { id: dedupId, ...(keepLastIfActive && { keepLastIfActive }) },
-    delay, removeOnComplete: true, removeOnFail: KEEP_FAILED, attempts: 5, backoff: { type: 'exponential', delay: settings.scanBackoffMs ?? 2000 },
+    delay,
+    removeOnComplete: true,
+    removeOnFail: KEEP_FAILED,
+    attempts: 5,
+    backoff: { type: 'exponential', delay: settings.scanBackoffMs ?? 2000 },
   });
   return {
     /** Starts (or keeps) the polling watch over an issued key: a no-op while one is pending. */
@@ -79,16 +91,30 @@ export function createFileJobs(queues: FileQueues, settings: FileJobSettings) {
     },
     /** Queues the scan of one object version; a no-op while that version's scan is pending or running. */
     async scan(uuid: string, versionId: string): Promise<void> {
-      await queues.scans.add(FileJob.scan, { uuid, versionId }, {
-        deduplication: { id: FileDedup.scan(uuid, versionId) }, attempts: settings.scanAttempts,
-        backoff: { type: 'exponential', delay: settings.scanBackoffMs ?? 2000 }, removeOnComplete: KEEP_DONE, removeOnFail: KEEP_FAILED,
-      });
+      await queues.scans.add(
+        FileJob.scan,
+        { uuid, versionId },
+        {
+          deduplication: { id: FileDedup.scan(uuid, versionId) },
+          attempts: settings.scanAttempts,
+          backoff: { type: 'exponential', delay: settings.scanBackoffMs ?? 2000 },
+          removeOnComplete: KEEP_DONE,
+          removeOnFail: KEEP_FAILED,
+        },
+      );
     },
     async verifySignature(uuid: string): Promise<void> {
-      await queues.signatures.add(FileJob.verify, { uuid }, {
-        deduplication: { id: FileDedup.verify(uuid) }, attempts: 5, backoff: { type: 'exponential', delay: 2000 },
-        removeOnComplete: KEEP_DONE, removeOnFail: KEEP_FAILED,
-      });
+      await queues.signatures.add(
+        FileJob.verify,
+        { uuid },
+        {
+          deduplication: { id: FileDedup.verify(uuid) },
+          attempts: 5,
+          backoff: { type: 'exponential', delay: 2000 },
+          removeOnComplete: KEEP_DONE,
+          removeOnFail: KEEP_FAILED,
+        },
+      );
     },
   };
 }

@@ -42,10 +42,24 @@ export interface FileRecord extends NewFile {
 }
 
 interface FileRow {
-  uuid: string; object_key: string; org_id: string; file_type: string; original_file_name: string | null;
-  is_document_public: number; status: FileStatus; size: number | string | null; checksum: string | null; version_id: string | null;
-  stored_key: string | null; threat: string | null; scan_engine: string | null; scanned_at: Date | null; status_reason: string | null;
-  signature: string | null; expires_at: Date; created_at: Date;
+  uuid: string;
+  object_key: string;
+  org_id: string;
+  file_type: string;
+  original_file_name: string | null;
+  is_document_public: number;
+  status: FileStatus;
+  size: number | string | null;
+  checksum: string | null;
+  version_id: string | null;
+  stored_key: string | null;
+  threat: string | null;
+  scan_engine: string | null;
+  scanned_at: Date | null;
+  status_reason: string | null;
+  signature: string | null;
+  expires_at: Date;
+  created_at: Date;
 }
 
 const FILE_COLUMNS = `uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, size, checksum, version_id,
@@ -53,10 +67,24 @@ const FILE_COLUMNS = `uuid, object_key, org_id, file_type, original_file_name, i
 
 function toRecord(r: FileRow): FileRecord {
   return {
-    uuid: r.uuid, key: r.object_key, orgId: r.org_id, fileType: r.file_type, originalFileName: r.original_file_name,
-    isDocumentPublic: r.is_document_public === 1, status: r.status, size: r.size === null ? null : Number(r.size), checksum: r.checksum,
-    versionId: r.version_id, storedKey: r.stored_key, threat: r.threat, scanEngine: r.scan_engine, scannedAt: r.scanned_at,
-    statusReason: r.status_reason, signature: r.signature, expiresAt: r.expires_at, createdAt: r.created_at,
+    uuid: r.uuid,
+    key: r.object_key,
+    orgId: r.org_id,
+    fileType: r.file_type,
+    originalFileName: r.original_file_name,
+    isDocumentPublic: r.is_document_public === 1,
+    status: r.status,
+    size: r.size === null ? null : Number(r.size),
+    checksum: r.checksum,
+    versionId: r.version_id,
+    storedKey: r.stored_key,
+    threat: r.threat,
+    scanEngine: r.scan_engine,
+    scannedAt: r.scanned_at,
+    statusReason: r.status_reason,
+    signature: r.signature,
+    expiresAt: r.expires_at,
+    createdAt: r.created_at,
   };
 }
 
@@ -95,11 +123,19 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
    * Runs a conditional UPDATE of one file (`update` says whether it changed the row) with the
    * row locked, and writes `file.status.changed` when it moved the file to another status.
    */
-  async function changeStatus(uuid: string, at: Date, next: Omit<FileStatusChanged, 'key' | 'uuid' | 'previousStatus'>,
-    update: (t: Transaction) => Promise<boolean>): Promise<boolean> {
+  async function changeStatus(
+    uuid: string,
+    at: Date,
+    next: Omit<FileStatusChanged, 'key' | 'uuid' | 'previousStatus'>,
+    update: (t: Transaction) => Promise<boolean>,
+  ): Promise<boolean> {
     return db.transaction(async (t) => {
-      const [before] = await select<{ status: FileStatus; org_id: string; object_key: string }>(db,
-        'SELECT status, org_id, object_key FROM files WHERE uuid = $1 FOR UPDATE', [uuid], t);
+      const [before] = await select<{ status: FileStatus; org_id: string; object_key: string }>(
+        db,
+        'SELECT status, org_id, object_key FROM files WHERE uuid = $1 FOR UPDATE',
+        [uuid],
+        t,
+      );
       if (!before || !(await update(t))) return false;
       if (next.status !== before.status) {
         const data: FileStatusChanged = { key: before.object_key, uuid, previousStatus: before.status, ...next };
@@ -113,8 +149,11 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
     /** The status of this organization's file by its UUID or its whole key; another organization's is absent. */
     async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<{ uuid: string; status: FileStatus; judged: boolean } | undefined> {
       const [where, bind] = byRef(orgId, by);
-      const [row] = await select<{ uuid: string; status: FileStatus; judged: number }>(db,
-        `SELECT uuid, status, scanned_at IS NOT NULL AS judged FROM files WHERE ${where}`, bind);
+      const [row] = await select<{ uuid: string; status: FileStatus; judged: number }>(
+        db,
+        `SELECT uuid, status, scanned_at IS NOT NULL AS judged FROM files WHERE ${where}`,
+        bind,
+      );
       return row && { uuid: row.uuid, status: row.status, judged: Number(row.judged) === 1 };
     },
 
@@ -132,9 +171,12 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
 
     /** Records an issued key; the sweeper first makes sure of its watch at `checkDueAt`. */
     async insert(f: NewFile, checkDueAt: Date): Promise<void> {
-      await execute(db, `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at, check_due_at)
+      await execute(
+        db,
+        `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at, check_due_at)
         VALUES ($1, $2, $3, $4, $5, $6, 'In Progress', $7, $8, $8, $9)`,
-      [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt, checkDueAt]);
+        [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt, checkDueAt],
+      );
     },
 
     /** Moves the sweeper's next look at a file (sooner, when its watch could not be queued). */
@@ -147,7 +189,7 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
      * scans keep dying with their worker is given up on (Error) instead of being queued for ever.
      */
     async scanStarted(uuid: string, max: number): Promise<boolean> {
-      return 1 === await execute(db, 'UPDATE files SET scan_starts = scan_starts + 1 WHERE uuid = $1 AND scan_starts < $2', [uuid, max]);
+      return 1 === (await execute(db, 'UPDATE files SET scan_starts = scan_starts + 1 WHERE uuid = $1 AND scan_starts < $2', [uuid, max]));
     },
 
     /**
@@ -156,14 +198,24 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
      */
     async recordScan(uuid: string, s: ScanRecord): Promise<boolean> {
       const threat = s.threat ? truncate(s.threat, 255) : null;
-      return changeStatus(uuid, s.at, { status: s.status, ...(threat && { threat }) }, async (t) => 1 === await execute(db,
-        // etag is written (the version id, never read as an ETag) only so that the previous
-        // release's workers, which took a file with a NULL etag for unjudged, judge it no more
-        // while a release rolls out.
-        `UPDATE files SET status = $2, version_id = $3, etag = LEFT($3, 128), stored_key = $4, size = $5, checksum = $6, threat = $7,
+      return changeStatus(
+        uuid,
+        s.at,
+        { status: s.status, ...(threat && { threat }) },
+        async (t) =>
+          1 ===
+          (await execute(
+            db,
+            // etag is written (the version id, never read as an ETag) only so that the previous
+            // release's workers, which took a file with a NULL etag for unjudged, judge it no more
+            // while a release rolls out.
+            `UPDATE files SET status = $2, version_id = $3, etag = LEFT($3, 128), stored_key = $4, size = $5, checksum = $6, threat = $7,
           scan_engine = $8, scanned_at = $9, status_reason = NULL, updated_at = $9
         WHERE uuid = $1 AND scanned_at IS NULL AND status IN ('In Progress', 'Error')`,
-        [uuid, s.status, s.versionId, s.storedKey, s.size, s.checksum, threat, truncate(s.engine, 255), s.at], t));
+            [uuid, s.status, s.versionId, s.storedKey, s.size, s.checksum, threat, truncate(s.engine, 255), s.at],
+            t,
+          )),
+      );
     },
 
     /**
@@ -173,16 +225,38 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
      */
     async markError(uuid: string, reason: string, at: Date): Promise<boolean> {
       const statusReason = truncate(reason, 500);
-      return changeStatus(uuid, at, { status: 'Error', statusReason }, async (t) => 1 === await execute(db,
-        `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3, scan_starts = 0
-        WHERE uuid = $1 AND scanned_at IS NULL AND status IN ('In Progress', 'Error')`, [uuid, statusReason, at], t));
+      return changeStatus(
+        uuid,
+        at,
+        { status: 'Error', statusReason },
+        async (t) =>
+          1 ===
+          (await execute(
+            db,
+            `UPDATE files SET status = 'Error', status_reason = $2, updated_at = $3, scan_starts = 0
+        WHERE uuid = $1 AND scanned_at IS NULL AND status IN ('In Progress', 'Error')`,
+            [uuid, statusReason, at],
+            t,
+          )),
+      );
     },
 
     /** The outcome of the signature check of a scanned, clean file; false when it already has one. */
     async recordSignature(uuid: string, status: 'Signed' | 'Clean', verdict: string, at: Date): Promise<boolean> {
-      return changeStatus(uuid, at, { status, signature: JSON.parse(verdict) as unknown }, async (t) => 1 === await execute(db,
-        `UPDATE files SET status = $2, signature = $3, updated_at = $4
-        WHERE uuid = $1 AND scanned_at IS NOT NULL AND status = 'In Progress'`, [uuid, status, verdict, at], t));
+      return changeStatus(
+        uuid,
+        at,
+        { status, signature: JSON.parse(verdict) as unknown },
+        async (t) =>
+          1 ===
+          (await execute(
+            db,
+            `UPDATE files SET status = $2, signature = $3, updated_at = $4
+        WHERE uuid = $1 AND scanned_at IS NOT NULL AND status = 'In Progress'`,
+            [uuid, status, verdict, at],
+            t,
+          )),
+      );
     },
 
     /**
@@ -192,9 +266,12 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
      */
     async takeDue(at: Date, next: Date, limit: number): Promise<string[]> {
       return db.transaction(async (t) => {
-        const rows = await select<{ uuid: string }>(db,
+        const rows = await select<{ uuid: string }>(
+          db,
           `SELECT uuid FROM files WHERE status = 'In Progress' AND check_due_at <= $1 ORDER BY check_due_at LIMIT ${Math.trunc(limit)} FOR UPDATE SKIP LOCKED`,
-          [at], t);
+          [at],
+          t,
+        );
         const uuids = rows.map((r) => r.uuid);
         if (uuids.length) {
           await execute(db, `UPDATE files SET check_due_at = $1 WHERE uuid IN (${uuids.map((_, i) => `$${i + 2}`).join(', ')})`, [next, ...uuids], t);

@@ -45,7 +45,12 @@ export function fileRef(uuidOrKey: string): { uuid: string } | { key: string } |
 }
 
 export function createFileService(deps: {
-  repo: FileRepository; storage: Storage; policy: UploadPolicy; jobs: Pick<FileJobs, 'watchUpload' | 'hint'>; logger: Logger; now?: () => Date;
+  repo: FileRepository;
+  storage: Storage;
+  policy: UploadPolicy;
+  jobs: Pick<FileJobs, 'watchUpload' | 'hint'>;
+  logger: Logger;
+  now?: () => Date;
 }) {
   const { repo, storage, policy, jobs, logger } = deps;
   const now = deps.now ?? (() => new Date());
@@ -62,7 +67,7 @@ export function createFileService(deps: {
 
   async function find(orgId: string, uuidOrKey: string): Promise<FileRecord> {
     const ref = fileRef(uuidOrKey);
-    const file = ref && await repo.findForOrg(orgId, ref);
+    const file = ref && (await repo.findForOrg(orgId, ref));
     if (!file) throw new NotFoundError(`No file ${uuidOrKey}.`);
     return file;
   }
@@ -74,7 +79,7 @@ export function createFileService(deps: {
      */
     async status(orgId: string, uuidOrKey: string): Promise<FileStatus> {
       const ref = fileRef(uuidOrKey);
-      const row = ref && await repo.statusOf(orgId, ref);
+      const row = ref && (await repo.statusOf(orgId, ref));
       if (!row) throw new NotFoundError(`No file ${uuidOrKey}.`);
       if (row.status === 'In Progress' && !row.judged) nudge(row.uuid);
       return row.status;
@@ -85,11 +90,20 @@ export function createFileService(deps: {
       const f = await find(orgId, uuidOrKey);
       if (f.status === 'In Progress' && !f.scannedAt) nudge(f.uuid);
       return {
-        uuid: f.uuid, key: f.key, fileType: f.fileType, fileName: f.originalFileName, isDocumentPublic: f.isDocumentPublic,
-        status: f.status, statusReason: f.statusReason, size: f.size, checksum: f.checksum, threat: f.threat,
+        uuid: f.uuid,
+        key: f.key,
+        fileType: f.fileType,
+        fileName: f.originalFileName,
+        isDocumentPublic: f.isDocumentPublic,
+        status: f.status,
+        statusReason: f.statusReason,
+        size: f.size,
+        checksum: f.checksum,
+        threat: f.threat,
         scan: f.scannedAt && f.scanEngine ? { engine: f.scanEngine, scannedAt: f.scannedAt.toISOString() } : null,
-        signature: f.signature ? JSON.parse(f.signature) as SignatureVerdict : null,
-        createdAt: f.createdAt.toISOString(), uploadUrlExpiresAt: f.expiresAt.toISOString(),
+        signature: f.signature ? (JSON.parse(f.signature) as SignatureVerdict) : null,
+        createdAt: f.createdAt.toISOString(),
+        uploadUrlExpiresAt: f.expiresAt.toISOString(),
       };
     },
 
@@ -114,10 +128,19 @@ export function createFileService(deps: {
       const key = `${uuid}.${ext}`;
       const createdAt = now();
       const { url, fields } = await storage.presignUpload(key, policy.maxBytes, policy.ttlSeconds);
-      await repo.insert({
-        uuid, key, orgId, fileType: ext, originalFileName: req.fileName ?? null, isDocumentPublic: req.isDocumentPublic ?? false,
-        expiresAt: new Date(createdAt.getTime() + policy.ttlSeconds * 1000), createdAt,
-      }, new Date(createdAt.getTime() + SWEEP_IDLE_MS));
+      await repo.insert(
+        {
+          uuid,
+          key,
+          orgId,
+          fileType: ext,
+          originalFileName: req.fileName ?? null,
+          isDocumentPublic: req.isDocumentPublic ?? false,
+          expiresAt: new Date(createdAt.getTime() + policy.ttlSeconds * 1000),
+          createdAt,
+        },
+        new Date(createdAt.getTime() + SWEEP_IDLE_MS),
+      );
       // The URL is issued from the database alone. Redis away (or never reached since boot: a
       // BullMQ Queue waits for its client without limit) costs at most ENQUEUE_WAIT_MS: the file
       // is then due for the sweeper at once, which starts its watch (jobs are deduplicated, so

@@ -29,9 +29,7 @@ export interface ScanSettings {
   clamdStreams?: number;
 }
 
-export type AdvanceOutcome =
-  | { state: 'unknown' | 'judged' | 'scan-queued' | 'error' | 'expired' }
-  | { state: 'waiting'; retryInMs?: number };
+export type AdvanceOutcome = { state: 'unknown' | 'judged' | 'scan-queued' | 'error' | 'expired' } | { state: 'waiting'; retryInMs?: number };
 
 /** How a scan job ended: a verdict, or why there is none (`gone`: the version vanished, and the file was looked at again). */
 export type ScanOutcome = 'unknown' | 'already-judged' | 'gone' | 'gave-up' | 'Clean' | 'Infected' | 'In Progress';
@@ -51,7 +49,13 @@ export function nextPollDelay(ageMs: number, maxMs: number): number {
 }
 
 export function createScanService(deps: {
-  repo: FileRepository; storage: Storage; antivirus: Antivirus; jobs: FileJobs; settings: ScanSettings; logger: Logger; now?: () => Date;
+  repo: FileRepository;
+  storage: Storage;
+  antivirus: Antivirus;
+  jobs: FileJobs;
+  settings: ScanSettings;
+  logger: Logger;
+  now?: () => Date;
 }) {
   const { repo, storage, antivirus, jobs, settings, logger } = deps;
   const now = deps.now ?? (() => new Date());
@@ -135,8 +139,14 @@ export function createScanService(deps: {
         const storedKey = verdict.infected ? null : file.key;
         const at = now();
         const recorded = await repo.recordScan(uuid, {
-          versionId, storedKey, size: verdict.bytes, checksum: verdict.sha256 ?? null,
-          threat: verdict.infected ? verdict.threat : null, engine, status, at,
+          versionId,
+          storedKey,
+          size: verdict.bytes,
+          checksum: verdict.sha256 ?? null,
+          threat: verdict.infected ? verdict.threat : null,
+          engine,
+          status,
+          at,
         });
         if (!recorded) {
           // Another version's verdict was recorded first: that one is the document, this one goes.
@@ -148,7 +158,10 @@ export function createScanService(deps: {
         // the form) are deleted by the last look below, or as soon as the store's event for them
         // comes: never read as the document, and no request on the path of every file.
         if (verdict.infected) await pruneVersions({ ...file, versionId, storedKey, scannedAt: at });
-        logger.info({ file: uuid, versionId, status: verdict.infected ? 'Infected' : 'Clean', threat: verdict.infected ? verdict.threat : undefined, engine }, 'file scanned');
+        logger.info(
+          { file: uuid, versionId, status: verdict.infected ? 'Infected' : 'Clean', threat: verdict.infected ? verdict.threat : undefined, engine },
+          'file scanned',
+        );
         if (status === 'In Progress') await jobs.verifySignature(uuid);
         await jobs.lastLook(uuid, file.expiresAt.getTime() + settings.graceMs - now().getTime());
         return status;

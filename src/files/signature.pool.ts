@@ -13,7 +13,9 @@ export interface VerifyPool {
 }
 
 export function createVerifyPool(opts: {
-  threads: number; trustPem?: string | undefined; timeoutMs?: number;
+  threads: number;
+  trustPem?: string | undefined;
+  timeoutMs?: number;
   /** The imported trusted lists' services (the database's), when there are any. */
   trustServices?: () => Promise<SharedServices | undefined>;
 }): VerifyPool {
@@ -33,10 +35,13 @@ export function createVerifyPool(opts: {
       // gives them up); a small Buffer may share a pooled ArrayBuffer with others, so it is copied.
       const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && !(bytes.buffer instanceof SharedArrayBuffer);
       const services = await opts.trustServices?.();
-      return await pool.run({ bytes, trustPem: opts.trustPem, ...(services && { services }) }, {
-        signal: AbortSignal.timeout(timeoutMs),
-        ...(owned && { transferList: [bytes.buffer] }),
-      }) as SignatureVerdict;
+      return (await pool.run(
+        { bytes, trustPem: opts.trustPem, ...(services && { services }) },
+        {
+          signal: AbortSignal.timeout(timeoutMs),
+          ...(owned && { transferList: [bytes.buffer] }),
+        },
+      )) as SignatureVerdict;
     },
     async close() {
       await pool.destroy();

@@ -31,9 +31,7 @@ export async function readBounded(stream: Readable, maxBytes: number): Promise<B
 /** The verdict of an envelope that could not be checked at all. */
 const notChecked = (reason: string): SignatureVerdict => ({ outcome: 'not-signed', reason, levels: 0, chain: 'not-checked', signers: [] });
 
-export function createSignatureService(deps: {
-  repo: FileRepository; storage: Storage; verify: Verify; maxBytes: number; logger: Logger; now?: () => Date;
-}) {
+export function createSignatureService(deps: { repo: FileRepository; storage: Storage; verify: Verify; maxBytes: number; logger: Logger; now?: () => Date }) {
   const { repo, storage, verify, maxBytes, logger } = deps;
   const now = deps.now ?? (() => new Date());
 
@@ -51,11 +49,8 @@ export function createSignatureService(deps: {
       if (file.status !== 'In Progress' || !file.scannedAt || !file.storedKey) return 'not-pending';
       try {
         // Exactly the version the scan judged (or, for a file judged before versions were pinned, its copy).
-        const bytes = (file.size ?? 0) > maxBytes ? undefined
-          : await readBounded(await storage.read(file.storedKey, file.versionId ?? undefined), maxBytes);
-        const verdict: SignatureVerdict = bytes
-          ? await verify(bytes)
-          : notChecked(`Too large for a signature check (over ${maxBytes} bytes).`);
+        const bytes = (file.size ?? 0) > maxBytes ? undefined : await readBounded(await storage.read(file.storedKey, file.versionId ?? undefined), maxBytes);
+        const verdict: SignatureVerdict = bytes ? await verify(bytes) : notChecked(`Too large for a signature check (over ${maxBytes} bytes).`);
         return await record(uuid, verdict);
       } catch (err) {
         logger.warn({ file: uuid, err: (err as Error).message, lastAttempt }, 'signature check attempt failed');

@@ -17,8 +17,12 @@ export function pushEndpoint(baseUrl: string, encryptionKey: Buffer): string {
 }
 
 /** Sets (or, with no base URL, removes) the bucket's upload notifications; returns the topic ARN. */
-export async function configureUploadEvents(storage: Storage, config: Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>,
-  baseUrl: string | undefined, encryptionKey: Buffer): Promise<string | undefined> {
+export async function configureUploadEvents(
+  storage: Storage,
+  config: Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>,
+  baseUrl: string | undefined,
+  encryptionKey: Buffer,
+): Promise<string | undefined> {
   if (!baseUrl) {
     await removeUploadEvents(storage);
     return undefined;
@@ -26,15 +30,19 @@ export async function configureUploadEvents(storage: Storage, config: Pick<Confi
   const sns = new SNSClient(storeClientSettings(config));
   try {
     // CreateTopic is idempotent by name and updates the attributes of an existing topic.
-    const { TopicArn } = await sns.send(new CreateTopicCommand({
-      Name: `${storage.bucket}-uploads`,
-      Attributes: { 'push-endpoint': pushEndpoint(baseUrl, encryptionKey), persistent: 'false' },
-    }));
+    const { TopicArn } = await sns.send(
+      new CreateTopicCommand({
+        Name: `${storage.bucket}-uploads`,
+        Attributes: { 'push-endpoint': pushEndpoint(baseUrl, encryptionKey), persistent: 'false' },
+      }),
+    );
     if (!TopicArn) throw new Error('the store returned no topic ARN');
-    await storage.client.send(new PutBucketNotificationConfigurationCommand({
-      Bucket: storage.bucket,
-      NotificationConfiguration: { TopicConfigurations: [{ Id: NOTIFICATION_ID, TopicArn, Events: ['s3:ObjectCreated:*'] }] },
-    }));
+    await storage.client.send(
+      new PutBucketNotificationConfigurationCommand({
+        Bucket: storage.bucket,
+        NotificationConfiguration: { TopicConfigurations: [{ Id: NOTIFICATION_ID, TopicArn, Events: ['s3:ObjectCreated:*'] }] },
+      }),
+    );
     return TopicArn;
   } finally {
     sns.destroy();
@@ -56,9 +64,12 @@ async function removeUploadEvents(storage: Storage): Promise<void> {
     // radosgw: fall through to its DELETE
   }
   const command = new GetBucketNotificationConfigurationCommand({ Bucket: storage.bucket });
-  command.middlewareStack.add((next) => async (args) => {
-    (args.request as { method?: string }).method = 'DELETE';
-    return next(args);
-  }, { step: 'build', name: 'deleteNotification' });
+  command.middlewareStack.add(
+    (next) => async (args) => {
+      (args.request as { method?: string }).method = 'DELETE';
+      return next(args);
+    },
+    { step: 'build', name: 'deleteNotification' },
+  );
   await storage.client.send(command);
 }

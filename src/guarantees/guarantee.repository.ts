@@ -5,15 +5,34 @@ import { execute, select, write, type Sequelize, type Transaction } from '../sha
 import type { ActType, DocRecord, GuaranteeRecord, NewGuarantee, NotarizationStatus } from './guarantee.types.js';
 
 interface Row {
-  id: string; org_id: string; transaction_id: string | null;
-  policy_number: string | null; act_type: ActType | null; check_code: string | null;
-  emitted_at: Date | null; effective_at: Date | null; expires_at: Date | null; is_fixed_expiry: number | null;
-  cig: string | null; batch_code: string | null;
-  garanted_amount: string | null; contract_amount: string | null; is_automatic_renewal: number | null;
-  note_shared: string; sign_emission_at: Date | null; tx_hash: string | null;
-  notarization_status: NotarizationStatus | null; notarization_reason: string | null; created_at: Date; request_hash: Buffer;
-  doc_position: number | null; doc_type: ActType | null; doc_key: string | null; doc_name: string | null;
-  doc_notarized_at: Date | null; doc_checksum: string | null;
+  id: string;
+  org_id: string;
+  transaction_id: string | null;
+  policy_number: string | null;
+  act_type: ActType | null;
+  check_code: string | null;
+  emitted_at: Date | null;
+  effective_at: Date | null;
+  expires_at: Date | null;
+  is_fixed_expiry: number | null;
+  cig: string | null;
+  batch_code: string | null;
+  garanted_amount: string | null;
+  contract_amount: string | null;
+  is_automatic_renewal: number | null;
+  note_shared: string;
+  sign_emission_at: Date | null;
+  tx_hash: string | null;
+  notarization_status: NotarizationStatus | null;
+  notarization_reason: string | null;
+  created_at: Date;
+  request_hash: Buffer;
+  doc_position: number | null;
+  doc_type: ActType | null;
+  doc_key: string | null;
+  doc_name: string | null;
+  doc_notarized_at: Date | null;
+  doc_checksum: string | null;
 }
 
 const COLUMNS = `g.id, g.org_id, g.transaction_id, g.policy_number, g.act_type, g.check_code, g.emitted_at,
@@ -33,7 +52,9 @@ export const MIN_PUBLIC_CHECK_CODE = 8;
  * their miss is the same seek as any other.
  */
 export function verificationKey(policyNumber: string, checkCode: string): Buffer {
-  return createHash('sha256').update(`${Buffer.byteLength(policyNumber, 'utf8')}:${policyNumber}${checkCode}`, 'utf8').digest();
+  return createHash('sha256')
+    .update(`${Buffer.byteLength(policyNumber, 'utf8')}:${policyNumber}${checkCode}`, 'utf8')
+    .digest();
 }
 
 const FROM = `FROM guarantees g
@@ -82,9 +103,15 @@ function recordOf(r: Row): GuaranteeRecord {
     orgId: r.org_id,
     transactionId: r.transaction_id,
     details: {
-      policyNumber: r.policy_number, actType: r.act_type, checkCode: r.check_code, emittedAt: r.emitted_at,
-      effectiveAt: r.effective_at, expiresAt: r.expires_at, isFixedExpiry: bool(r.is_fixed_expiry),
-      cig: r.cig, batchCode: r.batch_code,
+      policyNumber: r.policy_number,
+      actType: r.act_type,
+      checkCode: r.check_code,
+      emittedAt: r.emitted_at,
+      effectiveAt: r.effective_at,
+      expiresAt: r.expires_at,
+      isFixedExpiry: bool(r.is_fixed_expiry),
+      cig: r.cig,
+      batchCode: r.batch_code,
     },
     economics: { garantedAmount: num(r.garanted_amount), contractAmount: num(r.contract_amount), isAutomaticRenewal: bool(r.is_automatic_renewal) },
     noteShared: r.note_shared,
@@ -123,9 +150,20 @@ export interface VerificationHit {
   files: Array<{ key: string; status: string | null; signature: string | null }>;
 }
 
-interface VerificationRow extends Row { doc_status: string | null; doc_signature: string | null; org_name: string; org_vat: string | null; org_register: string | null }
+interface VerificationRow extends Row {
+  doc_status: string | null;
+  doc_signature: string | null;
+  org_name: string;
+  org_vat: string | null;
+  org_register: string | null;
+}
 
-export interface FileForDoc { key: string; status: string; originalFileName: string | null; checksum: string | null }
+export interface FileForDoc {
+  key: string;
+  status: string;
+  originalFileName: string | null;
+  checksum: string | null;
+}
 
 export function createGuaranteeRepository(db: Sequelize) {
   return {
@@ -150,14 +188,41 @@ export function createGuaranteeRepository(db: Sequelize) {
     async insert(g: NewGuarantee & { id: string; orgId: string; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {
       const d = g.details;
       const e = g.economics;
-      await execute(db, GUARANTEE_SQL.insert,
-      [g.id, g.orgId, g.transactionId, d.policyNumber, d.actType, d.checkCode, d.emittedAt, d.effectiveAt,
-        d.expiresAt, d.isFixedExpiry, d.cig, d.batchCode, e.garantedAmount, e.contractAmount, e.isAutomaticRenewal,
-        g.noteShared, g.signEmissionAt, g.requestHash, g.createdAt], t);
+      await execute(
+        db,
+        GUARANTEE_SQL.insert,
+        [
+          g.id,
+          g.orgId,
+          g.transactionId,
+          d.policyNumber,
+          d.actType,
+          d.checkCode,
+          d.emittedAt,
+          d.effectiveAt,
+          d.expiresAt,
+          d.isFixedExpiry,
+          d.cig,
+          d.batchCode,
+          e.garantedAmount,
+          e.contractAmount,
+          e.isAutomaticRenewal,
+          g.noteShared,
+          g.signEmissionAt,
+          g.requestHash,
+          g.createdAt,
+        ],
+        t,
+      );
       if (g.docs.length) {
         const values = g.docs.map((_, i) => `($1, $${i * 3 + 2}, $${i * 3 + 3}, $${i * 3 + 4}, ${i})`).join(', ');
-        await execute(db, `INSERT INTO guarantee_docs (guarantee_id, type, file_key, original_file_name, position) VALUES ${values}`,
-          [g.id, ...g.docs.flatMap((doc) => [doc.type, doc.key, doc.originalFileName])], t, { prepared: false });
+        await execute(
+          db,
+          `INSERT INTO guarantee_docs (guarantee_id, type, file_key, original_file_name, position) VALUES ${values}`,
+          [g.id, ...g.docs.flatMap((doc) => [doc.type, doc.key, doc.originalFileName])],
+          t,
+          { prepared: false },
+        );
       }
     },
 
@@ -175,18 +240,26 @@ export function createGuaranteeRepository(db: Sequelize) {
     async findByIds(ids: readonly string[]): Promise<GuaranteeRecord[]> {
       if (!ids.length) return [];
       const marks = ids.map((_, i) => `$${i + 1}`).join(', ');
-      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.id IN (${marks}) ORDER BY g.id, d.position`, [...ids], undefined, { prepared: false });
+      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.id IN (${marks}) ORDER BY g.id, d.position`, [...ids], undefined, {
+        prepared: false,
+      });
       return fold(rows).map((r) => r.record);
     },
 
     /** The guarantees, of any organization, that a public verification with these codes finds. */
     async findForVerification(q: { policyNumber: string; checkCode: string; cig: string | null; garantedAmount: string | null }): Promise<VerificationHit[]> {
-      const rows = await select<VerificationRow>(db, GUARANTEE_SQL.findForVerification, [verificationKey(q.policyNumber, q.checkCode), q.cig, q.garantedAmount]);
+      const rows = await select<VerificationRow>(db, GUARANTEE_SQL.findForVerification, [
+        verificationKey(q.policyNumber, q.checkCode),
+        q.cig,
+        q.garantedAmount,
+      ]);
       // Oldest guarantee first, each one's docs in order (what fold expects: a record's rows together).
-      rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-        || (a.doc_position ?? 0) - (b.doc_position ?? 0));
+      rows.sort(
+        (a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) || (a.doc_position ?? 0) - (b.doc_position ?? 0),
+      );
       const hits = new Map<string, VerificationHit>();
-      for (const { record } of fold(rows)) hits.set(record.id, { record, issuer: { orgId: record.orgId, name: '', vatNumber: null, register: null }, files: [] });
+      for (const { record } of fold(rows))
+        hits.set(record.id, { record, issuer: { orgId: record.orgId, name: '', vatNumber: null, register: null }, files: [] });
       // One row per doc (or one without a doc), in the record's doc order: the issuer from any, the verdicts from each.
       for (const r of rows) {
         const hit = hits.get(r.id) as VerificationHit;
@@ -215,8 +288,13 @@ export function createGuaranteeRepository(db: Sequelize) {
     async filesForKeys(orgId: string, keys: string[]): Promise<FileForDoc[]> {
       if (!keys.length) return [];
       const marks = keys.map((_, i) => `$${i + 2}`).join(', ');
-      const rows = await select<{ object_key: string; status: string; original_file_name: string | null; checksum: string | null }>(db,
-        `SELECT object_key, status, original_file_name, checksum FROM files WHERE org_id = $1 AND object_key IN (${marks})`, [orgId, ...keys], undefined, { prepared: false });
+      const rows = await select<{ object_key: string; status: string; original_file_name: string | null; checksum: string | null }>(
+        db,
+        `SELECT object_key, status, original_file_name, checksum FROM files WHERE org_id = $1 AND object_key IN (${marks})`,
+        [orgId, ...keys],
+        undefined,
+        { prepared: false },
+      );
       return rows.map((r) => ({ key: r.object_key, status: r.status, originalFileName: r.original_file_name, checksum: r.checksum }));
     },
   };

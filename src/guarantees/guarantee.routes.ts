@@ -16,7 +16,7 @@ export function registerGuaranteeRoutes(router: Router<AuthState>, service: Guar
     const serialize = serializers[version];
 
     router.get(`/api/v${version}/guarantees`, async (ctx) => {
-      const { page, limit } = parseOrThrow(listQuery, ctx.query, 'query') // a repeated parameter arrives as an array, and is refused;
+      const { page, limit } = parseOrThrow(listQuery, ctx.query, 'query'); // a repeated parameter arrives as an array, and is refused;
       const { totalItems, guarantees } = await service.list(orgIdOf(ctx.state), page, limit);
       ctx.body = { totalItems, guarantees: guarantees.map(serialize) };
     });

@@ -10,7 +10,10 @@ export const MAX_NOTE = 10_000;
 
 const actType = z.enum(ACT_TYPES, { error: `must be one of ${ACT_TYPES.join(', ')}` });
 /** An uploaded file's key as the presigned-URL endpoints return it. */
-const fileKey = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(255, 'must be at most 255 characters')
+const fileKey = z
+  .string({ error: 'must be a string' })
+  .min(1, 'must not be empty')
+  .max(255, 'must be at most 255 characters')
   .regex(/^[\x21-\x7e]+$/, 'must be a storage key returned by a presigned-URL endpoint');
 
 const detailsFields = {
@@ -50,14 +53,16 @@ const docV2Input = docV1Input.extend({
 
 const serverFields = {
   id: ignored('UUIDv7.'),
-  orgId: ignored('The API key\'s organization.'),
+  orgId: ignored("The API key's organization."),
   createdAt: ignored('The time of registration.'),
   txHash: ignored('Notarization transaction hash.'),
   notarizationStatus: ignored('Notarization status.'),
 };
 
 function docsOf<D extends z.ZodType<{ key: string }>>(doc: D) {
-  return z.array(doc, { error: 'must be an array' }).max(MAX_DOCS, `must hold at most ${MAX_DOCS} documents`)
+  return z
+    .array(doc, { error: 'must be an array' })
+    .max(MAX_DOCS, `must hold at most ${MAX_DOCS} documents`)
     .superRefine((docs, ctx) => {
       const seen = new Set<string>();
       docs.forEach((d, i) => {
@@ -76,48 +81,65 @@ function checkPeriod(g: { details?: { effectiveAt?: Date | null; expiresAt?: Dat
   }
 }
 
-export const createGuaranteeV1 = z.strictObject({
-  details: z.strictObject(detailsFields).optional(),
-  economics: economicsInput.optional(),
-  note: noteInput.optional(),
-  sign: signInput.optional(),
-  docs: docsOf(docV1Input),
-  ...serverFields,
-}).superRefine(checkPeriod).meta({ id: 'CreateGuaranteeV1', description: 'A guarantee to register (v1). Unknown fields are a 400.' });
+export const createGuaranteeV1 = z
+  .strictObject({
+    details: z.strictObject(detailsFields).optional(),
+    economics: economicsInput.optional(),
+    note: noteInput.optional(),
+    sign: signInput.optional(),
+    docs: docsOf(docV1Input),
+    ...serverFields,
+  })
+  .superRefine(checkPeriod)
+  .meta({ id: 'CreateGuaranteeV1', description: 'A guarantee to register (v1). Unknown fields are a 400.' });
 
-export const createGuaranteeV2 = z.strictObject({
-  details: z.strictObject({
-    transactionId: text().min(1, 'must not be empty').optional().meta({
-      description: 'The client\'s own identifier of the transaction, unique in the organization: a second create with the same transactionId and body returns the first record; with a different body it is a 409.',
-    }),
-    ...detailsFields,
-  }).optional(),
-  economics: economicsInput.optional(),
-  note: noteInput.optional(),
-  sign: signInput.optional(),
-  docs: docsOf(docV2Input),
-  ...serverFields,
-}).superRefine(checkPeriod).meta({ id: 'CreateGuaranteeV2', description: 'A guarantee to register (v2). Unknown fields are a 400.' });
+export const createGuaranteeV2 = z
+  .strictObject({
+    details: z
+      .strictObject({
+        transactionId: text().min(1, 'must not be empty').optional().meta({
+          description:
+            "The client's own identifier of the transaction, unique in the organization: a second create with the same transactionId and body returns the first record; with a different body it is a 409.",
+        }),
+        ...detailsFields,
+      })
+      .optional(),
+    economics: economicsInput.optional(),
+    note: noteInput.optional(),
+    sign: signInput.optional(),
+    docs: docsOf(docV2Input),
+    ...serverFields,
+  })
+  .superRefine(checkPeriod)
+  .meta({ id: 'CreateGuaranteeV2', description: 'A guarantee to register (v2). Unknown fields are a 400.' });
 
 export type CreateGuaranteeV1 = z.output<typeof createGuaranteeV1>;
 export type CreateGuaranteeV2 = z.output<typeof createGuaranteeV2>;
 
-const positiveInt = (name: string, max: number) => z.string()
-  .regex(/^[1-9]\d{0,15}$/, `${name} must be a whole number >= 1`)
-  .transform(Number)
-  .refine((n) => n <= max, `${name} must be at most ${max}`);
+const positiveInt = (name: string, max: number) =>
+  z
+    .string()
+    .regex(/^[1-9]\d{0,15}$/, `${name} must be a whole number >= 1`)
+    .transform(Number)
+    .refine((n) => n <= max, `${name} must be at most ${max}`);
 
 export const MAX_LIMIT = 100;
 
 /** A query string is text, validated as such; the document shows the integer it stands for (generated clients then take numbers). */
-const asInteger = (maximum: number, fallback: number) => ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
-  for (const key of Object.keys(jsonSchema)) if (key !== 'description') delete jsonSchema[key];
-  Object.assign(jsonSchema, { type: 'integer', minimum: 1, maximum, default: fallback });
-};
+const asInteger =
+  (maximum: number, fallback: number) =>
+  ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+    for (const key of Object.keys(jsonSchema)) if (key !== 'description') delete jsonSchema[key];
+    Object.assign(jsonSchema, { type: 'integer', minimum: 1, maximum, default: fallback });
+  };
 
 export const listQuery = z.object({
-  page: positiveInt('page', Number.MAX_SAFE_INTEGER).default(1).meta({ description: 'Page number, from 1.', override: asInteger(Number.MAX_SAFE_INTEGER, 1) }),
-  limit: positiveInt('limit', MAX_LIMIT).default(10).meta({ description: `Items per page, 1 to ${MAX_LIMIT}.`, override: asInteger(MAX_LIMIT, 10) }),
+  page: positiveInt('page', Number.MAX_SAFE_INTEGER)
+    .default(1)
+    .meta({ description: 'Page number, from 1.', override: asInteger(Number.MAX_SAFE_INTEGER, 1) }),
+  limit: positiveInt('limit', MAX_LIMIT)
+    .default(10)
+    .meta({ description: `Items per page, 1 to ${MAX_LIMIT}.`, override: asInteger(MAX_LIMIT, 10) }),
 });
 
 // ---- Responses -------------------------------------------------------------------------
@@ -148,24 +170,30 @@ const common = {
 const docV1Out = z.object({ type: actType.optional(), key: z.string(), checksum: z.string().nullable() });
 const docV2Out = docV1Out.extend({ originalFileName: z.string().optional(), notarizedAt: iso.optional() });
 
-export const guaranteeV1 = z.object({
-  details: z.object(detailsOut),
-  ...common,
-  docs: z.array(docV1Out),
-  createdAt: iso,
-  id: z.string(),
-  orgId: z.string(),
-}).meta({ id: 'GuaranteeV1' });
+export const guaranteeV1 = z
+  .object({
+    details: z.object(detailsOut),
+    ...common,
+    docs: z.array(docV1Out),
+    createdAt: iso,
+    id: z.string(),
+    orgId: z.string(),
+  })
+  .meta({ id: 'GuaranteeV1' });
 
-export const guaranteeV2 = z.object({
-  details: z.object({ transactionId: z.string().optional(), ...detailsOut }),
-  ...common,
-  docs: z.array(docV2Out),
-  createdAt: iso,
-  id: z.string(),
-  orgId: z.string(),
-  notarizationReason: z.string().optional().meta({ description: 'Present only when the record will never be notarized: why (a doc ended Infected or Error). notarizationStatus then stays PENDING.' }),
-}).meta({ id: 'GuaranteeV2' });
+export const guaranteeV2 = z
+  .object({
+    details: z.object({ transactionId: z.string().optional(), ...detailsOut }),
+    ...common,
+    docs: z.array(docV2Out),
+    createdAt: iso,
+    id: z.string(),
+    orgId: z.string(),
+    notarizationReason: z.string().optional().meta({
+      description: 'Present only when the record will never be notarized: why (a doc ended Infected or Error). notarizationStatus then stays PENDING.',
+    }),
+  })
+  .meta({ id: 'GuaranteeV2' });
 
 export type GuaranteeV1 = z.infer<typeof guaranteeV1>;
 export type GuaranteeV2 = z.infer<typeof guaranteeV2>;

@@ -71,7 +71,11 @@ export interface CreateOptions {
   respond: (g: GuaranteeRecord) => unknown;
 }
 
-export interface CreateResult { status: number; body: unknown; created: boolean }
+export interface CreateResult {
+  status: number;
+  body: unknown;
+  created: boolean;
+}
 
 export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempotency: IdempotencyStore; outbox: Outbox; now?: () => Date }) {
   const { repo, idempotency, outbox } = deps;
@@ -79,7 +83,14 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
 
   /** Checks docs[].key and fills originalFileName; returns each key's checksum (null until scanned). */
   async function resolveDocs(orgId: string, g: NewGuarantee): Promise<Map<string, string | null>> {
-    const files = new Map((await repo.filesForKeys(orgId, g.docs.map((d) => d.key))).map((f) => [f.key, f]));
+    const files = new Map(
+      (
+        await repo.filesForKeys(
+          orgId,
+          g.docs.map((d) => d.key),
+        )
+      ).map((f) => [f.key, f]),
+    );
     const problems: FieldProblem[] = [];
     g.docs.forEach((doc, i) => {
       const file = files.get(doc.key);
@@ -116,7 +127,13 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
         if (place === undefined) throw new NotFoundError('The organization no longer exists.');
         const { createdAt } = place;
         const record: GuaranteeRecord = {
-          ...g, id: uuidv7({ msecs: createdAt.getTime() }), orgId, createdAt, txHash: null, notarizationStatus: 'PENDING', notarizationReason: null,
+          ...g,
+          id: uuidv7({ msecs: createdAt.getTime() }),
+          orgId,
+          createdAt,
+          txHash: null,
+          notarizationStatus: 'PENDING',
+          notarizationReason: null,
           docs: g.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null, notarizedAt: null })),
         };
         await repo.insert({ ...record, requestHash: hash }, t);

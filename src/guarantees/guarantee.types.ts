@@ -22,7 +22,11 @@ export interface Economics {
   isAutomaticRenewal: boolean | null;
 }
 
-export interface NewDoc { type: ActType | null; key: string; originalFileName: string | null }
+export interface NewDoc {
+  type: ActType | null;
+  key: string;
+  originalFileName: string | null;
+}
 
 /** What a client asks to register, normalized (absent and null alike are null). */
 export interface NewGuarantee {

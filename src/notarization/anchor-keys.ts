@@ -13,9 +13,12 @@ export function createAnchorKeys(db: Sequelize, box: SecretBox) {
       const hex = privateKey.trim();
       if (!/^(0x)?[0-9a-fA-F]{64}$/.test(hex)) throw new ValidationError('an EVM private key is 32 bytes in hex (64 digits, 0x optional)');
       const wallet = new Wallet(hex.startsWith('0x') ? hex : `0x${hex}`);
-      await execute(db, `INSERT INTO anchor_keys (kind, address, key_enc, created_at) VALUES ('evm', $1, $2, $3)
+      await execute(
+        db,
+        `INSERT INTO anchor_keys (kind, address, key_enc, created_at) VALUES ('evm', $1, $2, $3)
         ON DUPLICATE KEY UPDATE address = VALUES(address), key_enc = VALUES(key_enc), created_at = VALUES(created_at)`,
-      [wallet.address, box.seal(wallet.privateKey, SecretContext.anchorKey('evm')), new Date()]);
+        [wallet.address, box.seal(wallet.privateKey, SecretContext.anchorKey('evm')), new Date()],
+      );
       return wallet.address;
     },
 
@@ -36,7 +39,10 @@ export function createAnchorKeys(db: Sequelize, box: SecretBox) {
       let n = 0;
       for (const row of await select<{ kind: string; key_enc: Buffer }>(db, 'SELECT kind, key_enc FROM anchor_keys', [])) {
         if (box.isCurrent(row.key_enc)) continue;
-        await execute(db, 'UPDATE anchor_keys SET key_enc = $2 WHERE kind = $1', [row.kind, box.seal(box.open(row.key_enc, SecretContext.anchorKey(row.kind)), SecretContext.anchorKey(row.kind))]);
+        await execute(db, 'UPDATE anchor_keys SET key_enc = $2 WHERE kind = $1', [
+          row.kind,
+          box.seal(box.open(row.key_enc, SecretContext.anchorKey(row.kind)), SecretContext.anchorKey(row.kind)),
+        ]);
         n++;
       }
       return n;

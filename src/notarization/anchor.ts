@@ -5,12 +5,21 @@
 export const ANCHOR_KINDS = ['ledger', 'evm'] as const;
 export type AnchorKind = (typeof ANCHOR_KINDS)[number];
 
-export interface BatchToAnchor { id: number; root: string; size: number }
+export interface BatchToAnchor {
+  id: number;
+  root: string;
+  size: number;
+}
 
 /** What the anchor says of a batch: where it is, and the kind-specific facts a verifier needs. */
-export interface Submission { txHash: string; receipt: Record<string, unknown> }
+export interface Submission {
+  txHash: string;
+  receipt: Record<string, unknown>;
+}
 
-export interface FinalReceipt extends Submission { anchoredAt: Date }
+export interface FinalReceipt extends Submission {
+  anchoredAt: Date;
+}
 
 export interface Anchor {
   kind: AnchorKind;

@@ -72,7 +72,7 @@ const ESCAPED_SURROGATE = /\\ud[89a-f]/i;
 export function canonicalForm(g: GuaranteeV2): string {
   const projection = canonicalProjection(g);
   const json = JSON.stringify(projection);
-  return ESCAPED_SURROGATE.test(json) ? canonicalize(projection) as string : json;
+  return ESCAPED_SURROGATE.test(json) ? (canonicalize(projection) as string) : json;
 }
 
 /** SHA-256 (hex) of the canonical form: the record's notarization digest. */

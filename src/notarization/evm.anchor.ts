@@ -13,8 +13,19 @@ import type { Anchor, BatchToAnchor, FinalReceipt, Submission } from './anchor.j
 import type { AnchorKeys } from './anchor-keys.js';
 
 /** The JSON-RPC calls the anchor makes (an ethers JsonRpcProvider; tests may wrap one). */
-export type EvmProvider = Pick<JsonRpcProvider,
-  'send' | 'getTransactionCount' | 'getFeeData' | 'estimateGas' | 'broadcastTransaction' | 'getTransactionReceipt' | 'getTransaction' | 'getBlockNumber' | 'getBlock' | 'destroy'>;
+export type EvmProvider = Pick<
+  JsonRpcProvider,
+  | 'send'
+  | 'getTransactionCount'
+  | 'getFeeData'
+  | 'estimateGas'
+  | 'broadcastTransaction'
+  | 'getTransactionReceipt'
+  | 'getTransaction'
+  | 'getBlockNumber'
+  | 'getBlock'
+  | 'destroy'
+>;
 
 /**
  * A provider that makes one request per call (no batching, no cache: ethers' defaults reuse a
@@ -36,11 +47,27 @@ export async function evmSenderOf(db: Sequelize, txHash: string): Promise<string
   return row?.from_address;
 }
 
-interface TxRow { batch_id: string | number; chain_id: string | number; from_address: string; nonce: string | number; tx_hash: string; raw_tx: string }
+interface TxRow {
+  batch_id: string | number;
+  chain_id: string | number;
+  from_address: string;
+  nonce: string | number;
+  tx_hash: string;
+  raw_tx: string;
+}
 
-export interface EvmSettings { chainId: number; confirmations: number }
+export interface EvmSettings {
+  chainId: number;
+  confirmations: number;
+}
 
-export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; keys: Pick<AnchorKeys, 'evmKey'>; settings: EvmSettings; logger: Logger }): Anchor {
+export function createEvmAnchor(deps: {
+  db: Sequelize;
+  provider: EvmProvider;
+  keys: Pick<AnchorKeys, 'evmKey'>;
+  settings: EvmSettings;
+  logger: Logger;
+}): Anchor {
   const { db, provider, keys, settings, logger } = deps;
   let chainChecked = false;
 
@@ -63,14 +90,17 @@ export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; ke
     (await select<TxRow>(db, 'SELECT batch_id, chain_id, from_address, nonce, tx_hash, raw_tx FROM evm_transactions WHERE batch_id = $1', [batchId]))[0];
 
   const submissionOf = (row: TxRow): Submission => ({
-    txHash: row.tx_hash, receipt: { chainId: Number(row.chain_id), from: row.from_address, nonce: Number(row.nonce), rawTransaction: row.raw_tx },
+    txHash: row.tx_hash,
+    receipt: { chainId: Number(row.chain_id), from: row.from_address, nonce: Number(row.nonce), rawTransaction: row.raw_tx },
   });
 
   /** Broadcasts signed bytes; a node that already has them (or mined them) is fine. */
   async function broadcast(row: TxRow): Promise<void> {
     await checkChain();
     if (Number(row.chain_id) !== settings.chainId) {
-      throw new Error(`the transaction of batch ${row.batch_id} was signed for chain ${row.chain_id}, not EVM_CHAIN_ID ${settings.chainId}: it waits for an operator`);
+      throw new Error(
+        `the transaction of batch ${row.batch_id} was signed for chain ${row.chain_id}, not EVM_CHAIN_ID ${settings.chainId}: it waits for an operator`,
+      );
     }
     try {
       await provider.broadcastTransaction(row.raw_tx);
@@ -91,22 +121,30 @@ export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; ke
         return submissionOf(existing);
       }
       const w = await signer();
-      const [last] = await select<{ n: string | number | null }>(db,
-        'SELECT MAX(nonce) AS n FROM evm_transactions WHERE chain_id = $1 AND from_address = $2', [settings.chainId, w.address]);
+      const [last] = await select<{ n: string | number | null }>(db, 'SELECT MAX(nonce) AS n FROM evm_transactions WHERE chain_id = $1 AND from_address = $2', [
+        settings.chainId,
+        w.address,
+      ]);
       const pending = await provider.getTransactionCount(w.address, 'pending');
       const nonce = Math.max(pending, last?.n === null || last?.n === undefined ? 0 : Number(last.n) + 1);
       const request: TransactionRequest = { type: 2, chainId: settings.chainId, nonce, from: w.address, to: w.address, value: 0n, data: `0x${batch.root}` };
       const fees = await provider.getFeeData();
       const gas = await provider.estimateGas(request);
       const raw = await w.signTransaction({
-        ...request, gasLimit: gas + gas / 5n,
-        maxFeePerGas: fees.maxFeePerGas ?? fees.gasPrice, maxPriorityFeePerGas: fees.maxPriorityFeePerGas ?? 0n,
+        ...request,
+        gasLimit: gas + gas / 5n,
+        maxFeePerGas: fees.maxFeePerGas ?? fees.gasPrice,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas ?? 0n,
       });
       const hash = Transaction.from(raw).hash as string;
       // Written before it is sent: from here on, this batch has exactly this transaction.
-      await write(db, `INSERT INTO evm_transactions (batch_id, chain_id, from_address, nonce, tx_hash, raw_tx, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7)`, [batch.id, settings.chainId, w.address, nonce, hash, raw, new Date()]);
-      const row = await recorded(batch.id) as TxRow;
+      await write(
+        db,
+        `INSERT INTO evm_transactions (batch_id, chain_id, from_address, nonce, tx_hash, raw_tx, created_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [batch.id, settings.chainId, w.address, nonce, hash, raw, new Date()],
+      );
+      const row = (await recorded(batch.id)) as TxRow;
       await broadcast(row);
       logger.info({ batch: batch.id, txHash: hash, nonce }, 'batch root sent to the chain');
       return submissionOf(row);
@@ -121,10 +159,12 @@ export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; ke
           // The sender that signed it (the key may have been replaced since).
           const mined = await provider.getTransactionCount(row.from_address, 'latest');
           if (mined > Number(row.nonce)) {
-            throw new Error(`nonce ${row.nonce} of ${row.from_address} was taken by another transaction: is the anchor key used elsewhere? Batch ${batch.id} waits for an operator`);
+            throw new Error(
+              `nonce ${row.nonce} of ${row.from_address} was taken by another transaction: is the anchor key used elsewhere? Batch ${batch.id} waits for an operator`,
+            );
           }
           await broadcast(row);
-          logger.warn({ batch: batch.id, txHash: s.txHash }, 'the node did not know the batch\'s transaction: broadcast again');
+          logger.warn({ batch: batch.id, txHash: s.txHash }, "the node did not know the batch's transaction: broadcast again");
         }
         return undefined;
       }
@@ -135,7 +175,13 @@ export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; ke
       if (!block) return undefined;
       return {
         txHash: s.txHash,
-        receipt: { chainId: settings.chainId, blockNumber: receipt.blockNumber, from: receipt.from, nonce: s.receipt.nonce, rawTransaction: s.receipt.rawTransaction },
+        receipt: {
+          chainId: settings.chainId,
+          blockNumber: receipt.blockNumber,
+          from: receipt.from,
+          nonce: s.receipt.nonce,
+          rawTransaction: s.receipt.rawTransaction,
+        },
         anchoredAt: new Date(block.timestamp * 1000),
       };
     },
@@ -151,18 +197,30 @@ export function createEvmAnchor(deps: { db: Sequelize; provider: EvmProvider; ke
  * What the chain says of a proof's transaction (for `cli verify`): that it holds the root, came
  * from the proof's sender, succeeded, and how many blocks confirm it.
  */
-export async function checkOnChain(provider: EvmProvider, proof: { txHash: string; root: string; chainId: number; from: string; blockNumber?: number }): Promise<Array<{ name: string; ok: boolean; detail?: string }>> {
+export async function checkOnChain(
+  provider: EvmProvider,
+  proof: { txHash: string; root: string; chainId: number; from: string; blockNumber?: number },
+): Promise<Array<{ name: string; ok: boolean; detail?: string }>> {
   const chainId = Number(await provider.send('eth_chainId', []));
-  if (chainId !== proof.chainId) return [{ name: 'the node is on the proof\'s chain', ok: false, detail: `the node is chain ${chainId}, the proof names ${proof.chainId}` }];
+  if (chainId !== proof.chainId)
+    return [{ name: "the node is on the proof's chain", ok: false, detail: `the node is chain ${chainId}, the proof names ${proof.chainId}` }];
   const tx = await provider.getTransaction(proof.txHash);
   if (!tx) return [{ name: 'the chain has the transaction', ok: false, detail: `no transaction ${proof.txHash}` }];
   const receipt = await provider.getTransactionReceipt(proof.txHash);
   const head = await provider.getBlockNumber();
   return [
     { name: 'the chain has the transaction', ok: true },
-    { name: 'the transaction\'s data is the root', ok: tx.data.toLowerCase() === `0x${proof.root}`, detail: `data ${tx.data}` },
-    { name: 'the transaction comes from the expected sender', ok: tx.from.toLowerCase() === proof.from.toLowerCase(), detail: `from ${tx.from}, expected ${proof.from}` },
-    { name: 'the transaction succeeded in the proof\'s block', ok: receipt?.status === 1 && (proof.blockNumber === undefined || receipt.blockNumber === proof.blockNumber), detail: `status ${receipt?.status ?? 'none'}, block ${receipt?.blockNumber ?? 'none'}` },
+    { name: "the transaction's data is the root", ok: tx.data.toLowerCase() === `0x${proof.root}`, detail: `data ${tx.data}` },
+    {
+      name: 'the transaction comes from the expected sender',
+      ok: tx.from.toLowerCase() === proof.from.toLowerCase(),
+      detail: `from ${tx.from}, expected ${proof.from}`,
+    },
+    {
+      name: "the transaction succeeded in the proof's block",
+      ok: receipt?.status === 1 && (proof.blockNumber === undefined || receipt.blockNumber === proof.blockNumber),
+      detail: `status ${receipt?.status ?? 'none'}, block ${receipt?.blockNumber ?? 'none'}`,
+    },
     { name: `confirmed by ${receipt ? head - receipt.blockNumber + 1 : 0} block(s)`, ok: receipt !== null },
   ];
 }

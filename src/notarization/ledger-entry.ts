@@ -6,7 +6,14 @@ import { sha256Hex } from '../shared/sha256.js';
 export const LEDGER_SCHEMA = 'guarantee-registry/ledger/v1';
 
 /** A ledger entry as it is hashed. */
-export interface LedgerEntry { schema: string; seq: number; prevHash: string; root: string; size: number; recordedAt: string }
+export interface LedgerEntry {
+  schema: string;
+  seq: number;
+  prevHash: string;
+  root: string;
+  size: number;
+  recordedAt: string;
+}
 
 /** SHA-256 (hex) of the entry's RFC 8785 JSON: the ledger's txHash of the entry's batch. */
 export function ledgerEntryHash(entry: LedgerEntry): string {

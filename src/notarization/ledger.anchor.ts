@@ -11,15 +11,31 @@ import { LEDGER_SCHEMA, ledgerEntryHash, type LedgerEntry } from './ledger-entry
 export { LEDGER_SCHEMA, ledgerEntryHash, type LedgerEntry };
 export const GENESIS_HASH = '0'.repeat(64);
 
-interface LedgerRow { seq: string | number; prev_hash: string; entry_hash: string; root: string; size: number; recorded_at: Date; batch_id: string | number }
+interface LedgerRow {
+  seq: string | number;
+  prev_hash: string;
+  entry_hash: string;
+  root: string;
+  size: number;
+  recorded_at: Date;
+  batch_id: string | number;
+}
 
 const entryOf = (r: LedgerRow): LedgerEntry => ({
-  schema: LEDGER_SCHEMA, seq: Number(r.seq), prevHash: r.prev_hash, root: r.root, size: r.size, recordedAt: r.recorded_at.toISOString(),
+  schema: LEDGER_SCHEMA,
+  seq: Number(r.seq),
+  prevHash: r.prev_hash,
+  root: r.root,
+  size: r.size,
+  recordedAt: r.recorded_at.toISOString(),
 });
 
 const COLUMNS = 'seq, prev_hash, entry_hash, root, size, recorded_at, batch_id';
 
-export function createLedgerAnchor(db: Sequelize, now: () => Date = () => new Date()): Anchor & {
+export function createLedgerAnchor(
+  db: Sequelize,
+  now: () => Date = () => new Date(),
+): Anchor & {
   /** The entry whose hash is `txHash`, and whether the chain from it to the head is intact. */
   check(txHash: string): Promise<{ entry: LedgerEntry; intact: boolean; problem?: string } | undefined>;
 } {
@@ -41,11 +57,20 @@ export function createLedgerAnchor(db: Sequelize, now: () => Date = () => new Da
           const [head] = await select<LedgerRow>(db, `SELECT ${COLUMNS} FROM notarization_ledger ORDER BY seq DESC LIMIT 1 FOR UPDATE`, [], t);
           const recordedAt = new Date(Math.max(now().getTime(), head ? head.recorded_at.getTime() : 0));
           const entry: LedgerEntry = {
-            schema: LEDGER_SCHEMA, seq: head ? Number(head.seq) + 1 : 1, prevHash: head?.entry_hash ?? GENESIS_HASH,
-            root: batch.root, size: batch.size, recordedAt: recordedAt.toISOString(),
+            schema: LEDGER_SCHEMA,
+            seq: head ? Number(head.seq) + 1 : 1,
+            prevHash: head?.entry_hash ?? GENESIS_HASH,
+            root: batch.root,
+            size: batch.size,
+            recordedAt: recordedAt.toISOString(),
           };
-          await execute(db, `INSERT INTO notarization_ledger (seq, prev_hash, entry_hash, batch_id, root, size, recorded_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)`, [entry.seq, entry.prevHash, ledgerEntryHash(entry), batch.id, entry.root, entry.size, recordedAt], t);
+          await execute(
+            db,
+            `INSERT INTO notarization_ledger (seq, prev_hash, entry_hash, batch_id, root, size, recorded_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+            [entry.seq, entry.prevHash, ledgerEntryHash(entry), batch.id, entry.root, entry.size, recordedAt],
+            t,
+          );
         });
       } catch (err) {
         // Appended meanwhile by another process: the first append is the anchor.

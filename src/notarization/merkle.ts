@@ -10,7 +10,10 @@
 import { bytesToHex, hexToBytes, sha256 } from '../shared/sha256.js';
 
 /** One step from a leaf to the root: the sibling's hash and which side it stands on. */
-export interface PathStep { side: 'left' | 'right'; hash: string }
+export interface PathStep {
+  side: 'left' | 'right';
+  hash: string;
+}
 
 const LEAF = Uint8Array.of(0);
 const NODE = Uint8Array.of(1);
@@ -72,7 +75,14 @@ export function pathSides(index: number, size: number): Array<PathStep['side']> 
   let [i, n] = [index, size];
   while (n > 1) {
     const k = split(n);
-    if (i < k) { sides.push('right'); n = k; } else { sides.push('left'); i -= k; n -= k; }
+    if (i < k) {
+      sides.push('right');
+      n = k;
+    } else {
+      sides.push('left');
+      i -= k;
+      n -= k;
+    }
   }
   return sides.reverse();
 }

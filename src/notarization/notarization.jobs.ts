@@ -16,5 +16,11 @@ export type NotarizationQueue = Queue<NotarizationPayload>;
 
 export function notarizationSchedule(queue: NotarizationQueue, everyMs: number): Schedule {
   // A stuck batch fails every run: the last thousand failures are plenty to read.
-  return { queue, id: NotarizationJob.notarize, everyMs, name: NotarizationJob.notarize, opts: { removeOnComplete: 100, removeOnFail: { ...KEEP_FAILED, count: 1000 } } };
+  return {
+    queue,
+    id: NotarizationJob.notarize,
+    everyMs,
+    name: NotarizationJob.notarize,
+    opts: { removeOnComplete: 100, removeOnFail: { ...KEEP_FAILED, count: 1000 } },
+  };
 }

@@ -25,7 +25,12 @@ export const NOTARY_LOCK = 'guarantee_registry_notary';
 /** Batches sealed per cycle at most: a backlog is worked off over several cycles, none of them endless. */
 export const MAX_BATCHES_PER_CYCLE = 50;
 
-export interface CycleResult { blocked: number; batches: number; notarized: number; pending: number }
+export interface CycleResult {
+  blocked: number;
+  batches: number;
+  notarized: number;
+  pending: number;
+}
 
 export function createNotarizationService(deps: {
   repo: NotarizationRepository;
@@ -58,13 +63,18 @@ export function createNotarizationService(deps: {
     }
     const receipt = await anchor.confirm(batch, submission);
     if (!receipt) return 0;
-    const records = members ?? await guarantees.findByIds(await repo.members(batch.id));
+    const records = members ?? (await guarantees.findByIds(await repo.members(batch.id)));
     const completed = await repo.transaction(async (t) => {
       if (!(await repo.complete(batch.id, receipt, t))) return false;
-      await outbox.addMany(t, 'guarantee.notarized', records.map((g) => ({
-        orgId: g.orgId,
-        data: toV2({ ...g, txHash: receipt.txHash, notarizationStatus: 'COMPLETE', docs: g.docs.map((d) => ({ ...d, notarizedAt: receipt.anchoredAt })) }),
-      })), receipt.anchoredAt);
+      await outbox.addMany(
+        t,
+        'guarantee.notarized',
+        records.map((g) => ({
+          orgId: g.orgId,
+          data: toV2({ ...g, txHash: receipt.txHash, notarizationStatus: 'COMPLETE', docs: g.docs.map((d) => ({ ...d, notarizedAt: receipt.anchoredAt })) }),
+        })),
+        receipt.anchoredAt,
+      );
       return true;
     });
     if (!completed) return 0;
@@ -129,9 +139,17 @@ export function createNotarizationService(deps: {
     const digests = records.map((g) => guaranteeDigest(toV2(g)));
     const { root, paths } = buildTree(digests);
     await stillExclusive(held);
-    const batchId = await repo.seal(anchor.kind, root, records.map((g, i) => ({
-      guaranteeId: g.id, leafIndex: i, digest: digests[i] as string, path: paths[i] ?? [],
-    })), now());
+    const batchId = await repo.seal(
+      anchor.kind,
+      root,
+      records.map((g, i) => ({
+        guaranteeId: g.id,
+        leafIndex: i,
+        digest: digests[i] as string,
+        path: paths[i] ?? [],
+      })),
+      now(),
+    );
     if (batchId === undefined) return 0;
     result.batches++;
     const n = await anchorBatch({ id: batchId, root, size: records.length }, held, undefined, records);
@@ -153,7 +171,9 @@ export function createNotarizationService(deps: {
         const stuck = await resume(result, held);
         await blockSettled(result);
         if (stuck.length) throw new Error(`notarization waits for ${stuck.length} batch(es): ${stuck.map((e) => e.message).join('; ')}`);
-        for (let n = 0; n < MAX_BATCHES_PER_CYCLE && (await batchOnce(result, held)) === batchSize; n++) { /* full batches while they last */ }
+        for (let n = 0; n < MAX_BATCHES_PER_CYCLE && (await batchOnce(result, held)) === batchSize; n++) {
+          /* full batches while they last */
+        }
         return result;
       });
     },

@@ -13,36 +13,54 @@ export type { Check, CheckId } from './proof-checks.js';
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits');
 
-const ledgerEntry = z.object({
-  schema: z.literal(LEDGER_SCHEMA), seq: z.number().int().positive(), prevHash: hex64, root: hex64, size: z.number().int().positive(), recordedAt: z.string(),
-}).meta({ id: 'LedgerEntry', description: 'The ledger entry that holds the root; its RFC 8785 JSON hashes (SHA-256) to txHash.' });
+const ledgerEntry = z
+  .object({
+    schema: z.literal(LEDGER_SCHEMA),
+    seq: z.number().int().positive(),
+    prevHash: hex64,
+    root: hex64,
+    size: z.number().int().positive(),
+    recordedAt: z.string(),
+  })
+  .meta({ id: 'LedgerEntry', description: 'The ledger entry that holds the root; its RFC 8785 JSON hashes (SHA-256) to txHash.' });
 
-export const notarizationProof = z.object({
-  guaranteeId: z.string(),
-  notarizationStatus: z.literal('COMPLETE'),
-  canonicalization: z.literal(CANONICAL_SCHEMA).meta({ description: 'The projection and serialization the digest is computed over (README "Notarization").' }),
-  digest: hex64.meta({ description: 'SHA-256 of the record\'s canonical form.' }),
-  leafIndex: z.number().int().nonnegative(),
-  batchSize: z.number().int().positive(),
-  path: z.array(z.object({ side: z.enum(['left', 'right']), hash: hex64 })).meta({ description: 'Sibling hashes from the leaf up to the root (RFC 6962 tree: leaf = SHA-256(0x00||digest), node = SHA-256(0x01||left||right)).' }),
-  root: hex64,
-  anchor: z.object({
-    kind: z.enum(ANCHOR_KINDS),
-    txHash: z.string(),
-    anchoredAt: z.string(),
-    entry: ledgerEntry.optional(),
-    chainId: z.number().int().optional(),
-    blockNumber: z.number().int().optional(),
-    from: z.string().optional(),
-    rawTransaction: z.string().optional().meta({ description: 'EVM: the signed transaction as sent; it hashes to txHash and carries the root as its data, signed by `from`.' }),
-  }),
-}).meta({ id: 'NotarizationProof' });
+export const notarizationProof = z
+  .object({
+    guaranteeId: z.string(),
+    notarizationStatus: z.literal('COMPLETE'),
+    canonicalization: z
+      .literal(CANONICAL_SCHEMA)
+      .meta({ description: 'The projection and serialization the digest is computed over (README "Notarization").' }),
+    digest: hex64.meta({ description: "SHA-256 of the record's canonical form." }),
+    leafIndex: z.number().int().nonnegative(),
+    batchSize: z.number().int().positive(),
+    path: z
+      .array(z.object({ side: z.enum(['left', 'right']), hash: hex64 }))
+      .meta({ description: 'Sibling hashes from the leaf up to the root (RFC 6962 tree: leaf = SHA-256(0x00||digest), node = SHA-256(0x01||left||right)).' }),
+    root: hex64,
+    anchor: z.object({
+      kind: z.enum(ANCHOR_KINDS),
+      txHash: z.string(),
+      anchoredAt: z.string(),
+      entry: ledgerEntry.optional(),
+      chainId: z.number().int().optional(),
+      blockNumber: z.number().int().optional(),
+      from: z.string().optional(),
+      rawTransaction: z
+        .string()
+        .optional()
+        .meta({ description: 'EVM: the signed transaction as sent; it hashes to txHash and carries the root as its data, signed by `from`.' }),
+    }),
+  })
+  .meta({ id: 'NotarizationProof' });
 
-export const pendingProof = z.object({
-  guaranteeId: z.string(),
-  notarizationStatus: z.literal('PENDING'),
-  reason: z.string().optional().meta({ description: 'Why the record will never be notarized, when that is so.' }),
-}).meta({ id: 'NotarizationPending' });
+export const pendingProof = z
+  .object({
+    guaranteeId: z.string(),
+    notarizationStatus: z.literal('PENDING'),
+    reason: z.string().optional().meta({ description: 'Why the record will never be notarized, when that is so.' }),
+  })
+  .meta({ id: 'NotarizationPending' });
 
 export type NotarizationProof = z.infer<typeof notarizationProof>;
 export type PendingProof = z.infer<typeof pendingProof>;
@@ -53,8 +71,20 @@ export function verifyProof(guaranteeJson: unknown, proofJson: unknown): { ok: b
   const p = notarizationProof.safeParse(proofJson);
   if (!g.success || !p.success) {
     const checks: Check[] = [];
-    if (!g.success) checks.push({ id: 'guarantee-shape', name: 'guarantee JSON is a v2 guarantee', ok: false, detail: g.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
-    if (!p.success) checks.push({ id: 'proof-shape', name: 'proof JSON is a notarization proof', ok: false, detail: p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') });
+    if (!g.success)
+      checks.push({
+        id: 'guarantee-shape',
+        name: 'guarantee JSON is a v2 guarantee',
+        ok: false,
+        detail: g.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+      });
+    if (!p.success)
+      checks.push({
+        id: 'proof-shape',
+        name: 'proof JSON is a notarization proof',
+        ok: false,
+        detail: p.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
+      });
     return { ok: false, checks };
   }
   const guarantee = g.data;

@@ -28,7 +28,11 @@ function verifyOptions(args: string[]): { files: string[]; rpc?: string; from?: 
 
 /** The configuration when there is one (a third party verifying a proof has none). */
 function configIfAny() {
-  try { return getConfig(); } catch { return undefined; }
+  try {
+    return getConfig();
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -72,14 +76,16 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
     if (anchor.kind === 'ledger') {
       if (!db) unchecked = 'no database configured (DATABASE_URL) to read the ledger from';
       else {
-        const found = await createLedgerAnchor(db).check(anchor.txHash).catch((err: unknown) => {
-          unchecked = `the database did not answer (${(err as Error).message})`;
-          return null;
-        });
+        const found = await createLedgerAnchor(db)
+          .check(anchor.txHash)
+          .catch((err: unknown) => {
+            unchecked = `the database did not answer (${(err as Error).message})`;
+            return null;
+          });
         if (found !== null) {
           // The proof's entry hashes to txHash (checked above), and so does the ledger's (check()).
           line(found !== undefined, 'the ledger holds an entry with this hash');
-          if (found) line(found.intact, 'the ledger\'s chain from this entry to its head is intact', found.problem);
+          if (found) line(found.intact, "the ledger's chain from this entry to its head is intact", found.problem);
           failed = !found?.intact;
         }
       }
@@ -87,17 +93,27 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
       const url = parsed.rpc ?? config?.EVM_RPC_URL;
       // The sender to expect: --from, else the one of the registry's keys that the registry
       // recorded for this transaction (its key may have changed since), else its key now.
-      const from = parsed.from ?? (config && db
-        ? await evmSenderOf(db, anchor.txHash).then((sender) => sender ?? createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)).evmAddress()).catch(() => undefined)
-        : undefined);
+      const from =
+        parsed.from ??
+        (config && db
+          ? await evmSenderOf(db, anchor.txHash)
+              .then((sender) => sender ?? createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)).evmAddress())
+              .catch(() => undefined)
+          : undefined);
       if (!url) unchecked = 'no --rpc URL (or EVM_RPC_URL) to read the chain from';
       else {
         const provider = evmProvider(url, anchor.chainId ?? 1, 15_000);
         try {
-          const onChain = await checkOnChain(provider, { txHash: anchor.txHash, root, chainId: anchor.chainId ?? 0, from: from ?? anchor.from ?? '', blockNumber: anchor.blockNumber });
+          const onChain = await checkOnChain(provider, {
+            txHash: anchor.txHash,
+            root,
+            chainId: anchor.chainId ?? 0,
+            from: from ?? anchor.from ?? '',
+            blockNumber: anchor.blockNumber,
+          });
           for (const c of onChain) line(c.ok, c.name, c.detail);
           failed = !onChain.every((c) => c.ok);
-          if (!from) unchecked = 'the sender was not compared with the registry\'s address (give it with --from)';
+          if (!from) unchecked = "the sender was not compared with the registry's address (give it with --from)";
         } catch (err) {
           // The URL may carry an API key: it is named by neither the message nor the error.
           unchecked = `the EVM node did not answer (${redactText((err as Error).message, secretPartsOfUrl(url))})`;
@@ -114,7 +130,9 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
     return 1;
   }
   if (unchecked) {
-    say(`the anchor itself was not checked: ${unchecked}. The record, its digest, its path and the anchor's own data agree, but anyone could have made such a proof.`);
+    say(
+      `the anchor itself was not checked: ${unchecked}. The record, its digest, its path and the anchor's own data agree, but anyone could have made such a proof.`,
+    );
     process.stdout.write('verified offline only\n');
     return 3;
   }

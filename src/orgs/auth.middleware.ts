@@ -8,7 +8,9 @@ import { RateLimitedError, UnauthorizedError } from '../shared/errors.js';
 import { failedLogins, retryAfterSeconds } from '../shared/http/failed-logins.js';
 import type { OrgService, Principal } from './org.service.js';
 
-export interface AuthState { principal: Principal }
+export interface AuthState {
+  principal: Principal;
+}
 
 /** The caller's organization; fails closed (401) should a route ever run without authentication. */
 export function orgIdOf(state: Partial<AuthState>): string {

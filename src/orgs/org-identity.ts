@@ -23,8 +23,10 @@ export function isPartitaIva(digits: string): boolean {
 /** A VAT number as stored: upper case, no spaces; throws ValidationError naming what is wrong. */
 export function normalizeVat(input: string): string {
   const vat = input.replace(/[\s.-]/g, '').toUpperCase();
-  if (!/^[A-Z]{2}[0-9A-Z+*]{2,12}$/.test(vat)) throw new ValidationError(`"${input}" is not a VAT number (two letters of the country, then the number, e.g. IT12345678903).`);
-  if (vat.startsWith('IT') && !isPartitaIva(vat.slice(2))) throw new ValidationError(`"${input}" is not a valid Italian partita IVA (11 digits, the last one a check digit).`);
+  if (!/^[A-Z]{2}[0-9A-Z+*]{2,12}$/.test(vat))
+    throw new ValidationError(`"${input}" is not a VAT number (two letters of the country, then the number, e.g. IT12345678903).`);
+  if (vat.startsWith('IT') && !isPartitaIva(vat.slice(2)))
+    throw new ValidationError(`"${input}" is not a valid Italian partita IVA (11 digits, the last one a check digit).`);
   return vat;
 }
 

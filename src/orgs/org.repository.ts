@@ -2,8 +2,19 @@
 import { v7 as uuidv7 } from 'uuid';
 import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
 
-export interface Organization { id: string; name: string; vatNumber: string | null; register: string | null; createdAt: Date }
-export interface StoredApiKey { prefix: string; orgId: string; hash: Buffer; revokedAt: Date | null }
+export interface Organization {
+  id: string;
+  name: string;
+  vatNumber: string | null;
+  register: string | null;
+  createdAt: Date;
+}
+export interface StoredApiKey {
+  prefix: string;
+  orgId: string;
+  hash: Buffer;
+  revokedAt: Date | null;
+}
 
 /** The key lookup of every request (cache miss); exported for the API benchmark's raw baseline. */
 export const FIND_API_KEY_SQL = 'SELECT prefix, org_id, key_hash, revoked_at FROM api_keys WHERE prefix = $1';
@@ -12,14 +23,22 @@ export function createOrgRepository(db: Sequelize) {
   return {
     async createOrganization(name: string, identity: { vatNumber?: string; register?: string } = {}): Promise<Organization> {
       const org = { id: uuidv7(), name, vatNumber: identity.vatNumber ?? null, register: identity.register ?? null, createdAt: new Date() };
-      await execute(db, 'INSERT INTO organizations (id, name, vat_number, register_entry, guarantee_count, created_at) VALUES ($1, $2, $3, $4, 0, $5)',
-        [org.id, org.name, org.vatNumber, org.register, org.createdAt]);
+      await execute(db, 'INSERT INTO organizations (id, name, vat_number, register_entry, guarantee_count, created_at) VALUES ($1, $2, $3, $4, 0, $5)', [
+        org.id,
+        org.name,
+        org.vatNumber,
+        org.register,
+        org.createdAt,
+      ]);
       return org;
     },
 
     async findOrganization(id: string): Promise<Organization | undefined> {
-      const [row] = await select<{ id: string; name: string; vat_number: string | null; register_entry: string | null; created_at: Date }>(db,
-        'SELECT id, name, vat_number, register_entry, created_at FROM organizations WHERE id = $1', [id]);
+      const [row] = await select<{ id: string; name: string; vat_number: string | null; register_entry: string | null; created_at: Date }>(
+        db,
+        'SELECT id, name, vat_number, register_entry, created_at FROM organizations WHERE id = $1',
+        [id],
+      );
       return row && { id: row.id, name: row.name, vatNumber: row.vat_number, register: row.register_entry, createdAt: row.created_at };
     },
 
@@ -27,7 +46,11 @@ export function createOrgRepository(db: Sequelize) {
     async setIdentity(id: string, changes: { name?: string; vatNumber?: string; register?: string }): Promise<boolean> {
       const sets: string[] = [];
       const values: unknown[] = [id];
-      for (const [column, value] of [['name', changes.name], ['vat_number', changes.vatNumber], ['register_entry', changes.register]] as const) {
+      for (const [column, value] of [
+        ['name', changes.name],
+        ['vat_number', changes.vatNumber],
+        ['register_entry', changes.register],
+      ] as const) {
         if (value === undefined) continue;
         values.push(value);
         sets.push(`${column} = $${values.length}`);
@@ -40,7 +63,13 @@ export function createOrgRepository(db: Sequelize) {
     },
 
     async insertApiKey(orgId: string, prefix: string, hash: Buffer): Promise<void> {
-      await execute(db, 'INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)', [uuidv7(), orgId, prefix, hash, new Date()]);
+      await execute(db, 'INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)', [
+        uuidv7(),
+        orgId,
+        prefix,
+        hash,
+        new Date(),
+      ]);
     },
 
     async findApiKey(prefix: string): Promise<StoredApiKey | undefined> {

@@ -5,7 +5,10 @@ import { normalizeRegister, normalizeVat } from './org-identity.js';
 import type { Organization, OrgRepository, StoredApiKey } from './org.repository.js';
 
 /** Who is calling: the organization a valid key belongs to. */
-export interface Principal { orgId: string; keyPrefix: string }
+export interface Principal {
+  orgId: string;
+  keyPrefix: string;
+}
 
 export interface OrgServiceOptions {
   /** How long a looked-up key is trusted without asking the database again; revocation takes at most this long. */

@@ -29,21 +29,25 @@ export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opts: { m
     running = true;
     startedAt = performance.now();
     // Through then(): a run that throws rather than rejects still settles every caller.
-    Promise.resolve().then(() => run(batch.map((p) => p.item))).then((results) => {
-      if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} gave ${results.length} results`);
-      batch.forEach((p, i) => p.resolve(results[i] as O));
-    }).catch((err: unknown) => {
-      for (const p of batch) p.reject(err);
-    }).finally(() => {
-      if (!(opts.serial && pending.length)) {
-        running = false;
-        return;
-      }
-      // Still "running" while the next run waits for its time: the calls made meanwhile join it.
-      const wait = (opts.minIntervalMs ?? 0) - (performance.now() - startedAt);
-      if (wait > 0 && pending.length < opts.maxItems) spacing = setTimeout(next, wait);
-      else next();
-    });
+    Promise.resolve()
+      .then(() => run(batch.map((p) => p.item)))
+      .then((results) => {
+        if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} gave ${results.length} results`);
+        batch.forEach((p, i) => p.resolve(results[i] as O));
+      })
+      .catch((err: unknown) => {
+        for (const p of batch) p.reject(err);
+      })
+      .finally(() => {
+        if (!(opts.serial && pending.length)) {
+          running = false;
+          return;
+        }
+        // Still "running" while the next run waits for its time: the calls made meanwhile join it.
+        const wait = (opts.minIntervalMs ?? 0) - (performance.now() - startedAt);
+        if (wait > 0 && pending.length < opts.maxItems) spacing = setTimeout(next, wait);
+        else next();
+      });
   }
 
   function next(): void {
@@ -53,10 +57,15 @@ export function createBatcher<I, O>(run: (items: I[]) => Promise<O[]>, opts: { m
     flush();
   }
 
-  return (item) => new Promise<O>((resolve, reject) => {
-    pending.push({ item, resolve, reject });
-    if (pending.length >= opts.maxItems && spacing) next(); // a full batch shares its cost already
-    else if (pending.length >= opts.maxItems && !(opts.serial && running)) flush();
-    else if (!scheduled) { scheduled = true; setImmediate(flush); }
-  });
+  return (item) =>
+    new Promise<O>((resolve, reject) => {
+      pending.push({ item, resolve, reject });
+      if (pending.length >= opts.maxItems && spacing)
+        next(); // a full batch shares its cost already
+      else if (pending.length >= opts.maxItems && !(opts.serial && running)) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    });
 }

@@ -24,7 +24,10 @@ export class AppError extends Error {
 
 /** 400: the request is malformed or breaks a rule. */
 export class ValidationError extends AppError {
-  constructor(message: string, readonly errors: FieldProblem[] = []) {
+  constructor(
+    message: string,
+    readonly errors: FieldProblem[] = [],
+  ) {
     super(400, 'validation_failed', message);
   }
 }

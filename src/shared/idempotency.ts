@@ -13,20 +13,28 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 /** A 'running' claim whose owner died (crash, timeout) may be taken over after this. */
 export const CLAIM_TTL_MS = 30_000;
 
-export interface StoredResponse { status: number; body: unknown }
+export interface StoredResponse {
+  status: number;
+  body: unknown;
+}
 
 /** SHA-256 of the RFC 8785 canonical JSON of `value`: equal for equal JSON, whatever the key order. */
 export function requestHash(value: unknown): Buffer {
-  return createHash('sha256').update(canonicalize(value) ?? 'null').digest();
+  return createHash('sha256')
+    .update(canonicalize(value) ?? 'null')
+    .digest();
 }
 
 /** Validates the header's value: 1 to 255 visible ASCII characters. */
 export function parseIdempotencyKey(values: string[] | undefined): string | undefined {
   if (!values?.length) return undefined;
-  if (values.length > 1) throw new ValidationError('Send one Idempotency-Key header, not several.', [{ pointer: '#/headers/idempotency-key', detail: 'is repeated' }]);
+  if (values.length > 1)
+    throw new ValidationError('Send one Idempotency-Key header, not several.', [{ pointer: '#/headers/idempotency-key', detail: 'is repeated' }]);
   const key = values[0] ?? '';
   if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
-    throw new ValidationError('Idempotency-Key must be 1 to 255 visible ASCII characters.', [{ pointer: '#/headers/idempotency-key', detail: 'must be 1 to 255 visible ASCII characters' }]);
+    throw new ValidationError('Idempotency-Key must be 1 to 255 visible ASCII characters.', [
+      { pointer: '#/headers/idempotency-key', detail: 'must be 1 to 255 visible ASCII characters' },
+    ]);
   }
   return key;
 }
@@ -34,14 +42,25 @@ export function parseIdempotencyKey(values: string[] | undefined): string | unde
 /** `owner` identifies this request's claim: only it may record the response or release the key. */
 export type Claim = { kind: 'proceed'; owner: string } | { kind: 'replay'; response: StoredResponse };
 
-interface Row { request_hash: Buffer; state: 'running' | 'done'; response_status: number | null; response_body: string | null; locked_until: Date; expires_at: Date }
+interface Row {
+  request_hash: Buffer;
+  state: 'running' | 'done';
+  response_status: number | null;
+  response_body: string | null;
+  locked_until: Date;
+  expires_at: Date;
+}
 
 export function createIdempotencyStore(db: Sequelize, now: () => Date = () => new Date()) {
   async function insertClaim(orgId: string, key: string, hash: Buffer, owner: string): Promise<boolean> {
     const t = now();
     try {
-      await execute(db, `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, owner, locked_until, created_at, expires_at)
-        VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)`, [orgId, key, hash, owner, new Date(t.getTime() + CLAIM_TTL_MS), t, new Date(t.getTime() + IDEMPOTENCY_TTL_MS)]);
+      await execute(
+        db,
+        `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, owner, locked_until, created_at, expires_at)
+        VALUES ($1, $2, $3, 'running', $4, $5, $6, $7)`,
+        [orgId, key, hash, owner, new Date(t.getTime() + CLAIM_TTL_MS), t, new Date(t.getTime() + IDEMPOTENCY_TTL_MS)],
+      );
       return true;
     } catch (err) {
       if (mysqlErrno(err) === ER_DUP_ENTRY) return false;
@@ -55,8 +74,12 @@ export function createIdempotencyStore(db: Sequelize, now: () => Date = () => ne
       const owner = randomUUID();
       for (let attempt = 0; attempt < 3; attempt++) {
         if (await insertClaim(orgId, key, hash, owner)) return { kind: 'proceed', owner };
-        const [row] = await select<Row>(db, `SELECT request_hash, state, response_status, response_body, locked_until, expires_at
-          FROM idempotency_keys WHERE org_id = $1 AND idem_key = $2`, [orgId, key]);
+        const [row] = await select<Row>(
+          db,
+          `SELECT request_hash, state, response_status, response_body, locked_until, expires_at
+          FROM idempotency_keys WHERE org_id = $1 AND idem_key = $2`,
+          [orgId, key],
+        );
         if (!row) continue; // released meanwhile: claim again
         const t = now();
         if (row.expires_at <= t) {
@@ -67,12 +90,19 @@ export function createIdempotencyStore(db: Sequelize, now: () => Date = () => ne
           throw new ConflictError('This Idempotency-Key was already used with a different request.');
         }
         if (row.state === 'done') {
-          return { kind: 'replay', response: { status: row.response_status ?? 200, body: row.response_body === null ? null : JSON.parse(row.response_body) as unknown } };
+          return {
+            kind: 'replay',
+            response: { status: row.response_status ?? 200, body: row.response_body === null ? null : (JSON.parse(row.response_body) as unknown) },
+          };
         }
         if (row.locked_until > t) throw new ConflictError('A request with this Idempotency-Key is still in progress.');
         // Its owner died: take the claim over, unless someone else just did.
-        const took = await execute(db, `UPDATE idempotency_keys SET locked_until = $1, owner = $2
-          WHERE org_id = $3 AND idem_key = $4 AND state = 'running' AND locked_until <= $5`, [new Date(t.getTime() + CLAIM_TTL_MS), owner, orgId, key, t]);
+        const took = await execute(
+          db,
+          `UPDATE idempotency_keys SET locked_until = $1, owner = $2
+          WHERE org_id = $3 AND idem_key = $4 AND state = 'running' AND locked_until <= $5`,
+          [new Date(t.getTime() + CLAIM_TTL_MS), owner, orgId, key, t],
+        );
         if (took === 1) return { kind: 'proceed', owner };
         throw new ConflictError('A request with this Idempotency-Key is still in progress.');
       }
@@ -85,8 +115,13 @@ export function createIdempotencyStore(db: Sequelize, now: () => Date = () => ne
      * claim and a retry took the key over).
      */
     async complete(orgId: string, key: string, owner: string, response: StoredResponse, transaction?: Transaction): Promise<void> {
-      const done = await execute(db, `UPDATE idempotency_keys SET state = 'done', response_status = $1, response_body = $2
-        WHERE org_id = $3 AND idem_key = $4 AND owner = $5 AND state = 'running'`, [response.status, JSON.stringify(response.body), orgId, key, owner], transaction);
+      const done = await execute(
+        db,
+        `UPDATE idempotency_keys SET state = 'done', response_status = $1, response_body = $2
+        WHERE org_id = $3 AND idem_key = $4 AND owner = $5 AND state = 'running'`,
+        [response.status, JSON.stringify(response.body), orgId, key, owner],
+        transaction,
+      );
       if (done !== 1) throw new ConflictError('This request outlived its Idempotency-Key claim, which a retry took over; nothing was recorded.');
     },
 

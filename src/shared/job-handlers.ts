@@ -7,9 +7,13 @@
 import { DelayedError, UnrecoverableError, type Job, type Processor } from 'bullmq';
 
 /** Come back after `ms`, without spending an attempt (the work is not due yet, or its slot is busy). */
-export interface Later { later: number }
+export interface Later {
+  later: number;
+}
 /** Fail for good: retrying cannot help (the reason is the job's failure in Bull Board). */
-export interface Stop { stop: string }
+export interface Stop {
+  stop: string;
+}
 
 export type Handler<P> = (job: Job<P>) => Promise<unknown>;
 

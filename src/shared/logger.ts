@@ -23,10 +23,13 @@ export const REDACT_PATHS = [
  * at once when idle), and what is pending is flushed when the process exits.
  */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({
-    level,
-    base: { pid: process.pid },
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  }, destination ?? pino.destination({ dest: 1, sync: false }));
+  return pino(
+    {
+      level,
+      base: { pid: process.pid },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    destination ?? pino.destination({ dest: 1, sync: false }),
+  );
 }

@@ -9,14 +9,20 @@ import type { Schedule } from './schedules.js';
 export const MAINTENANCE_QUEUE = 'maintenance';
 
 export const MaintenanceJob = {
-  purgeIdempotency: 'purge-idempotency-keys', sweepUploads: 'sweep-uploads', reconcileDeliveries: 'reconcile-deliveries',
+  purgeIdempotency: 'purge-idempotency-keys',
+  sweepUploads: 'sweep-uploads',
+  reconcileDeliveries: 'reconcile-deliveries',
 } as const;
 export type MaintenanceJobName = (typeof MaintenanceJob)[keyof typeof MaintenanceJob];
 
 /** Payload of every maintenance job: none, the job's name says it all. */
 export type MaintenancePayload = Record<string, never>;
 
-export interface MaintenanceEvery { purge: number; sweep: number; reconcile: number }
+export interface MaintenanceEvery {
+  purge: number;
+  sweep: number;
+  reconcile: number;
+}
 export const MAINTENANCE_EVERY: MaintenanceEvery = { purge: 15 * 60_000, sweep: 30_000, reconcile: 30_000 };
 
 export function maintenanceSchedules(queue: Queue<MaintenancePayload>, everyMs: MaintenanceEvery = MAINTENANCE_EVERY): Schedule[] {
@@ -30,7 +36,9 @@ export function maintenanceSchedules(queue: Queue<MaintenancePayload>, everyMs: 
 
 /** Handlers by job name: a missing handler is a compile error. */
 export function maintenanceHandlers(deps: {
-  idempotency: IdempotencyStore; sweepUploads: () => Promise<number>; reconcileDeliveries: () => Promise<number>;
+  idempotency: IdempotencyStore;
+  sweepUploads: () => Promise<number>;
+  reconcileDeliveries: () => Promise<number>;
 }): Record<MaintenanceJobName, () => Promise<unknown>> {
   const { idempotency } = deps;
   return {
@@ -38,7 +46,10 @@ export function maintenanceHandlers(deps: {
     [MaintenanceJob.reconcileDeliveries]: async () => ({ requeued: await deps.reconcileDeliveries() }),
     [MaintenanceJob.purgeIdempotency]: async () => {
       let total = 0;
-      for (let n = -1; n !== 0;) { n = await idempotency.purgeExpired(); total += n; }
+      for (let n = -1; n !== 0;) {
+        n = await idempotency.purgeExpired();
+        total += n;
+      }
       return { purged: total };
     },
   };

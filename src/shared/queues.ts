@@ -40,7 +40,8 @@ export function watchRedisHealth(connection: RedisConnection, registry: Registry
   let last: number | undefined;
   const set = (value: 0 | 1, why: string) => {
     up.set(value);
-    if (value !== last) (value ? logger.info.bind(logger) : logger.warn.bind(logger))({ redis: value ? 'up' : 'down', why }, value ? 'redis reachable' : 'redis unreachable');
+    if (value !== last)
+      (value ? logger.info.bind(logger) : logger.warn.bind(logger))({ redis: value ? 'up' : 'down', why }, value ? 'redis reachable' : 'redis unreachable');
     last = value;
   };
   // A connection still being made at start-up is not an outage: the gauge says 0, and a line is

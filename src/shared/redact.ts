@@ -48,7 +48,11 @@ export function redactingProxy<T extends object>(target: T, secrets: readonly st
       return (...args: unknown[]) => {
         try {
           const out = (value as (...a: unknown[]) => unknown).apply(obj, args);
-          return out instanceof Promise ? out.catch((err: unknown) => { throw redactError(err, secrets); }) : out;
+          return out instanceof Promise
+            ? out.catch((err: unknown) => {
+                throw redactError(err, secrets);
+              })
+            : out;
         } catch (err) {
           throw redactError(err, secrets);
         }

@@ -34,7 +34,11 @@ async function present(s: Schedule): Promise<boolean> {
  * Upserts `schedules` now, then every `everyMs` upserts again any that Redis lost. A failed
  * check (Redis away) is logged and tried at the next tick.
  */
-export async function keepSchedules(schedules: readonly Schedule[], logger: Logger, everyMs = KEEP_EVERY_MS): Promise<{ check(): Promise<number>; stop(): void }> {
+export async function keepSchedules(
+  schedules: readonly Schedule[],
+  logger: Logger,
+  everyMs = KEEP_EVERY_MS,
+): Promise<{ check(): Promise<number>; stop(): void }> {
   for (const s of schedules) await upsert(s);
   let running = false;
   async function check(): Promise<number> {
@@ -50,8 +54,11 @@ export async function keepSchedules(schedules: readonly Schedule[], logger: Logg
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    check().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not check the repeatable jobs'))
-      .finally(() => { running = false; });
+    check()
+      .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not check the repeatable jobs'))
+      .finally(() => {
+        running = false;
+      });
   }, everyMs);
   timer.unref();
   return { check, stop: () => clearInterval(timer) };

@@ -16,8 +16,8 @@ interface NodeHash {
 
 type Part = Uint8Array | string;
 
-const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } })
-  .process?.getBuiltinModule?.('node:crypto') as { createHash(algorithm: 'sha256'): NodeHash } | undefined;
+const nodeCrypto = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.('node:crypto') as
+  { createHash(algorithm: 'sha256'): NodeHash } | undefined;
 
 /** Which implementation this runtime uses. */
 export const SHA256_IMPLEMENTATION: 'node:crypto' | '@noble/hashes' = nodeCrypto ? 'node:crypto' : '@noble/hashes';
@@ -37,9 +37,7 @@ function nodeHash(parts: Part[]): NodeHash {
 }
 
 /** SHA-256 of the concatenation of `parts` (strings as UTF-8). */
-export const sha256: (...parts: Part[]) => Uint8Array = nodeCrypto
-  ? (...parts) => new Uint8Array(nodeHash(parts).digest())
-  : sha256Portable;
+export const sha256: (...parts: Part[]) => Uint8Array = nodeCrypto ? (...parts) => new Uint8Array(nodeHash(parts).digest()) : sha256Portable;
 
 export const sha256Hex: (...parts: Part[]) => string = nodeCrypto
   ? (...parts) => nodeHash(parts).digest('hex')

@@ -5,8 +5,15 @@
 // call is bounded in time (connect, then the whole request), so a store that hangs cannot
 // wedge a worker's slots while BullMQ keeps renewing their locks.
 import {
-  DeleteObjectCommand, GetBucketVersioningCommand, GetObjectCommand, HeadObjectCommand, ListObjectVersionsCommand, PutBucketCorsCommand,
-  PutBucketVersioningCommand, S3Client, S3ServiceException,
+  DeleteObjectCommand,
+  GetBucketVersioningCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectVersionsCommand,
+  PutBucketCorsCommand,
+  PutBucketVersioningCommand,
+  S3Client,
+  S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Readable } from 'node:stream';
@@ -43,25 +50,26 @@ export interface ObjectVersion {
   size: number;
 }
 
-
 /** The store's answer for a missing object or object version. */
 export function isMissing(err: unknown): boolean {
-  return err instanceof S3ServiceException
-    && (err.$metadata.httpStatusCode === 404 || err.name === 'NoSuchKey' || err.name === 'NotFound' || err.name === 'NoSuchVersion');
+  return (
+    err instanceof S3ServiceException &&
+    (err.$metadata.httpStatusCode === 404 || err.name === 'NoSuchKey' || err.name === 'NotFound' || err.name === 'NoSuchVersion')
+  );
 }
 
-
-type StoreConfig = Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'>
-  & Partial<Pick<Config, 'S3_CONNECT_TIMEOUT_MS' | 'S3_REQUEST_TIMEOUT_MS'>>;
+type StoreConfig = Pick<Config, 'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'AWS_ACCESS_KEY_ID' | 'AWS_SECRET_ACCESS_KEY'> &
+  Partial<Pick<Config, 'S3_CONNECT_TIMEOUT_MS' | 'S3_REQUEST_TIMEOUT_MS'>>;
 
 /** Region, endpoint and credentials of any AWS SDK client that talks to the store (S3, or radosgw's SNS topics). */
 export function storeClientSettings(config: Omit<StoreConfig, 'S3_BUCKET'>) {
   return {
     region: config.S3_REGION,
     ...(config.S3_ENDPOINT && { endpoint: config.S3_ENDPOINT }),
-    ...(config.AWS_ACCESS_KEY_ID && config.AWS_SECRET_ACCESS_KEY && {
-      credentials: { accessKeyId: config.AWS_ACCESS_KEY_ID, secretAccessKey: config.AWS_SECRET_ACCESS_KEY },
-    }),
+    ...(config.AWS_ACCESS_KEY_ID &&
+      config.AWS_SECRET_ACCESS_KEY && {
+        credentials: { accessKeyId: config.AWS_ACCESS_KEY_ID, secretAccessKey: config.AWS_SECRET_ACCESS_KEY },
+      }),
   };
 }
 
@@ -78,7 +86,10 @@ export function createStorage(config: StoreConfig): Storage {
     // requestTimeout bounds the wait for the answer's headers, socketTimeout each silence while a
     // body streams (a long download that keeps moving is not cut).
     requestHandler: new NodeHttpHandler({
-      connectionTimeout: connectMs, requestTimeout: requestMs, throwOnRequestTimeout: true, socketTimeout: requestMs,
+      connectionTimeout: connectMs,
+      requestTimeout: requestMs,
+      throwOnRequestTimeout: true,
+      socketTimeout: requestMs,
     }),
   });
   const Bucket = config.S3_BUCKET;
@@ -96,14 +107,16 @@ export function createStorage(config: StoreConfig): Storage {
       return { url: post.url, fields: post.fields };
     },
     async allowBrowserUploads(origins) {
-      await client.send(new PutBucketCorsCommand({
-        Bucket,
-        CORSConfiguration: {
-          CORSRules: origins.length
-            ? [{ AllowedOrigins: [...origins], AllowedMethods: ['POST'], AllowedHeaders: ['*'], ExposeHeaders: ['ETag', 'Location'], MaxAgeSeconds: 3600 }]
-            : [{ AllowedOrigins: ['https://no-browser-uploads.invalid'], AllowedMethods: ['POST'] }],
-        },
-      }));
+      await client.send(
+        new PutBucketCorsCommand({
+          Bucket,
+          CORSConfiguration: {
+            CORSRules: origins.length
+              ? [{ AllowedOrigins: [...origins], AllowedMethods: ['POST'], AllowedHeaders: ['*'], ExposeHeaders: ['ETag', 'Location'], MaxAgeSeconds: 3600 }]
+              : [{ AllowedOrigins: ['https://no-browser-uploads.invalid'], AllowedMethods: ['POST'] }],
+          },
+        }),
+      );
     },
     async enableVersioning() {
       await client.send(new PutBucketVersioningCommand({ Bucket, VersioningConfiguration: { Status: 'Enabled' } }));
@@ -141,6 +154,5 @@ export function createStorage(config: StoreConfig): Storage {
     async removeVersion(key, versionId) {
       await client.send(new DeleteObjectCommand({ Bucket, Key: key, VersionId: versionId }));
     },
-
   };
 }

@@ -10,7 +10,9 @@ export class TimeLimitError extends Error {
 /** `work`, or a TimeLimitError (`<what>: no answer within <ms> ms`) once `ms` have passed. */
 export function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new TimeLimitError(`${what}: no answer within ${ms} ms`)), ms); });
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TimeLimitError(`${what}: no answer within ${ms} ms`)), ms);
+  });
   work.catch(() => undefined); // a late failure after the limit is not an unhandled rejection
   return Promise.race([work, limit]).finally(() => clearTimeout(timer));
 }

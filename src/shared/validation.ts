@@ -14,7 +14,8 @@ const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
  * DATETIME's years 1000–9999 once in UTC. Parsed to a Date: millisecond precision, extra
  * fraction digits are truncated.
  */
-export const dateTime = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time with an offset, such as 2025-03-31T10:00:00Z' })
+export const dateTime = z.iso
+  .datetime({ offset: true, error: 'must be an RFC 3339 date-time with an offset, such as 2025-03-31T10:00:00Z' })
   .superRefine((value, ctx) => {
     const [, y, mo, d] = /^(\d{4})-(\d{2})-(\d{2})/.exec(value) ?? [];
     const calendar = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));
@@ -31,7 +32,8 @@ export const dateTime = z.iso.datetime({ offset: true, error: 'must be an RFC 33
 export const MAX_AMOUNT = 9_999_999_999_999.99;
 
 /** Money: a finite number >= 0 with at most two decimals (never rounded), as DECIMAL(15,2) holds. */
-export const money = z.number({ error: 'must be a number' })
+export const money = z
+  .number({ error: 'must be a number' })
   .refine((n) => Number.isFinite(n) && n >= 0, 'must be a number >= 0')
   .refine((n) => n <= MAX_AMOUNT, `must be at most ${MAX_AMOUNT}`)
   .refine((n) => /^\d+(\.\d{1,2})?$/.test(String(n)), 'must have at most two decimals')
@@ -40,12 +42,18 @@ export const money = z.number({ error: 'must be a number' })
 /** A lone UTF-16 surrogate: not Unicode text, and not storable or hashable as such. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-export const text = (max = 255) => z.string({ error: 'must be a string' })
-  .max(max, `must be at most ${max} characters`)
-  .refine((s) => !LONE_SURROGATE.test(s), 'must be well-formed Unicode text (it holds a lone surrogate)');
+export const text = (max = 255) =>
+  z
+    .string({ error: 'must be a string' })
+    .max(max, `must be at most ${max} characters`)
+    .refine((s) => !LONE_SURROGATE.test(s), 'must be well-formed Unicode text (it holds a lone surrogate)');
 
 /** A value the service assigns itself: accepted in a request, and ignored. */
-export const ignored = (description: string) => z.unknown().optional().meta({ description: `${description} Assigned by the service: a value sent by the client is ignored.` });
+export const ignored = (description: string) =>
+  z
+    .unknown()
+    .optional()
+    .meta({ description: `${description} Assigned by the service: a value sent by the client is ignored.` });
 
 function pointer(path: readonly PropertyKey[]): string {
   return `#/${path.map((p) => String(p).replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;

@@ -7,10 +7,20 @@ import { calculateJwkThumbprint, type JWK } from 'jose';
 import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
 import { SecretContext, type SecretBox } from '../shared/secrets.js';
 
-export interface SigningKey { kid: string; privateKey: KeyObject }
+export interface SigningKey {
+  kid: string;
+  privateKey: KeyObject;
+}
 
 /** The published form of a public key: what /.well-known/jwks.json lists. */
-export interface PublicJwk extends JWK { kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string; alg: 'EdDSA'; use: 'sig' }
+export interface PublicJwk extends JWK {
+  kty: 'OKP';
+  crv: 'Ed25519';
+  x: string;
+  kid: string;
+  alg: 'EdDSA';
+  use: 'sig';
+}
 
 async function publicJwkOf(privateKey: KeyObject): Promise<PublicJwk> {
   const { x } = createPublicKey(privateKey).export({ format: 'jwk' });
@@ -20,14 +30,21 @@ async function publicJwkOf(privateKey: KeyObject): Promise<PublicJwk> {
 
 export function createSigningKeys(db: Sequelize, box: SecretBox) {
   async function record(jwk: PublicJwk, sealed: Buffer | null): Promise<void> {
-    await execute(db, 'INSERT IGNORE INTO verification_keys (kid, public_jwk, private_enc, created_at) VALUES ($1, $2, $3, $4)',
-      [jwk.kid, JSON.stringify(jwk), sealed, new Date()]);
+    await execute(db, 'INSERT IGNORE INTO verification_keys (kid, public_jwk, private_enc, created_at) VALUES ($1, $2, $3, $4)', [
+      jwk.kid,
+      JSON.stringify(jwk),
+      sealed,
+      new Date(),
+    ]);
   }
 
   /** The oldest generated key: every process of a development setup signs with the same one. */
   async function generated(): Promise<SigningKey | undefined> {
-    const [row] = await select<{ kid: string; private_enc: Buffer }>(db,
-      'SELECT kid, private_enc FROM verification_keys WHERE private_enc IS NOT NULL ORDER BY created_at, kid LIMIT 1', []);
+    const [row] = await select<{ kid: string; private_enc: Buffer }>(
+      db,
+      'SELECT kid, private_enc FROM verification_keys WHERE private_enc IS NOT NULL ORDER BY created_at, kid LIMIT 1',
+      [],
+    );
     return row && { kid: row.kid, privateKey: createPrivateKey({ key: box.open(row.private_enc, SecretContext.verificationKey(row.kid)), format: 'pem' }) };
   }
 
@@ -60,7 +77,11 @@ export function createSigningKeys(db: Sequelize, box: SecretBox) {
     /** Re-seals generated keys under the first ENCRYPTION_KEY; how many were re-sealed. */
     async reseal(): Promise<number> {
       let n = 0;
-      for (const row of await select<{ kid: string; private_enc: Buffer }>(db, 'SELECT kid, private_enc FROM verification_keys WHERE private_enc IS NOT NULL', [])) {
+      for (const row of await select<{ kid: string; private_enc: Buffer }>(
+        db,
+        'SELECT kid, private_enc FROM verification_keys WHERE private_enc IS NOT NULL',
+        [],
+      )) {
         if (box.isCurrent(row.private_enc)) continue;
         const context = SecretContext.verificationKey(row.kid);
         await execute(db, 'UPDATE verification_keys SET private_enc = $2 WHERE kid = $1', [row.kid, box.seal(box.open(row.private_enc, context), context)]);

@@ -1,7 +1,10 @@
 // The verification counts of each guarantee (table verification_counts, owned here).
 import { script, select, type Sequelize, type Statement } from '../shared/db/sequelize.js';
 
-export interface VerificationCount { count: number; lastAt: Date | null }
+export interface VerificationCount {
+  count: number;
+  lastAt: Date | null;
+}
 
 export function createVerificationRepository(db: Sequelize) {
   return {
@@ -27,8 +30,11 @@ export function createVerificationRepository(db: Sequelize) {
     },
 
     async countOf(guaranteeId: string): Promise<VerificationCount> {
-      const [row] = await select<{ verifications: string | number; last_verified_at: Date }>(db,
-        'SELECT verifications, last_verified_at FROM verification_counts WHERE guarantee_id = $1', [guaranteeId]);
+      const [row] = await select<{ verifications: string | number; last_verified_at: Date }>(
+        db,
+        'SELECT verifications, last_verified_at FROM verification_counts WHERE guarantee_id = $1',
+        [guaranteeId],
+      );
       return row ? { count: Number(row.verifications), lastAt: row.last_verified_at } : { count: 0, lastAt: null };
     },
   };

@@ -41,10 +41,13 @@ export function perAddressLimit(perMinute: number): Middleware {
   };
 }
 
-export function registerVerificationRoutes(router: Router<AuthState>, deps: {
-  verifications: VerificationService;
-  guarantees: GuaranteeService;
-}): void {
+export function registerVerificationRoutes(
+  router: Router<AuthState>,
+  deps: {
+    verifications: VerificationService;
+    guarantees: GuaranteeService;
+  },
+): void {
   const { verifications, guarantees } = deps;
   let jwks: { at: number; keys: Promise<PublicJwk[]> } | undefined;
 
@@ -60,7 +63,9 @@ export function registerVerificationRoutes(router: Router<AuthState>, deps: {
     if (!jwks || Date.now() - jwks.at > JWKS_TTL_MS) {
       const keys = verifications.publicKeys();
       jwks = { at: Date.now(), keys };
-      keys.catch(() => { jwks = undefined; });
+      keys.catch(() => {
+        jwks = undefined;
+      });
     }
     ctx.body = { keys: await jwks.keys };
     ctx.set('Cache-Control', 'public, max-age=300');

@@ -5,69 +5,96 @@ import { guaranteeV2 } from '../guarantees/guarantee.schemas.js';
 import { notarizationProof } from '../notarization/proof.js';
 import { money } from '../shared/validation.js';
 
-const code = (what: string) => z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(255, 'must be at most 255 characters')
-  .meta({ description: `${what}, compared exactly (case and spaces included).` });
+const code = (what: string) =>
+  z
+    .string({ error: 'must be a string' })
+    .min(1, 'must not be empty')
+    .max(255, 'must be at most 255 characters')
+    .meta({ description: `${what}, compared exactly (case and spaces included).` });
 
-export const verificationRequest = z.strictObject({
-  policyNumber: code('The policy number printed on the guarantee'),
-  checkCode: code('The verification key printed on the guarantee (at least 8 characters can match)'),
-  cig: code('The tender\'s CIG: when given, it must match too').optional(),
-  garantedAmount: money.optional().meta({ description: 'The guaranteed amount: when given, it must match too.' }),
-}).meta({ id: 'VerificationRequest' });
+export const verificationRequest = z
+  .strictObject({
+    policyNumber: code('The policy number printed on the guarantee'),
+    checkCode: code('The verification key printed on the guarantee (at least 8 characters can match)'),
+    cig: code("The tender's CIG: when given, it must match too").optional(),
+    garantedAmount: money.optional().meta({ description: 'The guaranteed amount: when given, it must match too.' }),
+  })
+  .meta({ id: 'VerificationRequest' });
 
 export type VerificationRequest = z.output<typeof verificationRequest>;
 
 const signerSummary = z.object({
-  subject: z.string().nullable().meta({ description: 'The signer certificate\'s subject.' }),
+  subject: z.string().nullable().meta({ description: "The signer certificate's subject." }),
   fiscalCode: z.string().nullable().meta({ description: 'The Italian fiscal code the certificate carries (subject serialNumber TINIT-...), if any.' }),
-  issuer: z.string().nullable().meta({ description: 'Who issued the signer\'s certificate.' }),
+  issuer: z.string().nullable().meta({ description: "Who issued the signer's certificate." }),
   signingTime: z.string().nullable().meta({ description: 'The time the signer claims (signingTime attribute).' }),
-  timestampedAt: z.string().nullable().meta({ description: 'The time a timestamping authority vouches for (RFC 3161), when the signature has a valid timestamp.' }),
+  timestampedAt: z
+    .string()
+    .nullable()
+    .meta({ description: 'The time a timestamping authority vouches for (RFC 3161), when the signature has a valid timestamp.' }),
   qualified: z.boolean().meta({ description: 'The certificate says it is EU qualified (QcCompliance).' }),
-  trustedList: z.object({
-    territory: z.string().meta({ description: 'The EU trusted list\'s country.' }),
-    provider: z.string().meta({ description: 'The trust service provider that issued the certificate (or the CA above it).' }),
-    qualified: z.boolean().meta({ description: 'The list makes the certificate qualified: issued under a qualified CA service granted then and at the signing time, for signatures or seals, and it says QcCompliance.' }),
-  }).nullable().meta({ description: 'The imported EU trusted list the chain ends at, when it does.' }),
-  counterSignature: z.boolean().meta({ description: 'A counter-signature of another signer\'s signature.' }),
+  trustedList: z
+    .object({
+      territory: z.string().meta({ description: "The EU trusted list's country." }),
+      provider: z.string().meta({ description: 'The trust service provider that issued the certificate (or the CA above it).' }),
+      qualified: z.boolean().meta({
+        description:
+          'The list makes the certificate qualified: issued under a qualified CA service granted then and at the signing time, for signatures or seals, and it says QcCompliance.',
+      }),
+    })
+    .nullable()
+    .meta({ description: 'The imported EU trusted list the chain ends at, when it does.' }),
+  counterSignature: z.boolean().meta({ description: "A counter-signature of another signer's signature." }),
   valid: z.boolean().meta({ description: 'Digest, signature and certificate validity at signing time all check.' }),
   chain: z.enum(['trusted', 'untrusted', 'not-checked']),
 });
 
-export const verifiedDocument = z.object({
-  type: z.string().nullable(),
-  key: z.string(),
-  originalFileName: z.string().nullable(),
-  checksum: z.string().nullable().meta({ description: 'SHA-256 (hex) of the registered file: hash the file you hold and compare.' }),
-  status: z.string().nullable().meta({ description: 'The file\'s scan and signature verdict (File status).' }),
-  signature: z.object({ outcome: z.enum(['signed', 'not-signed']), signers: z.array(signerSummary) }).nullable(),
-}).meta({ id: 'VerifiedDocument' });
+export const verifiedDocument = z
+  .object({
+    type: z.string().nullable(),
+    key: z.string(),
+    originalFileName: z.string().nullable(),
+    checksum: z.string().nullable().meta({ description: 'SHA-256 (hex) of the registered file: hash the file you hold and compare.' }),
+    status: z.string().nullable().meta({ description: "The file's scan and signature verdict (File status)." }),
+    signature: z.object({ outcome: z.enum(['signed', 'not-signed']), signers: z.array(signerSummary) }).nullable(),
+  })
+  .meta({ id: 'VerifiedDocument' });
 
-export const verificationMatch = z.object({
-  issuer: z.object({
-    orgId: z.string(), name: z.string(),
-    vatNumber: z.string().nullable().meta({ description: 'Recorded by the registry\'s operator, never by the issuer itself.' }),
-    register: z.string().nullable(),
-  }),
-  guarantee: guaranteeV2,
-  proof: notarizationProof.nullable().meta({ description: 'Null while the record is not notarized.' }),
-  documents: z.array(verifiedDocument),
-}).meta({ id: 'VerificationMatch' });
+export const verificationMatch = z
+  .object({
+    issuer: z.object({
+      orgId: z.string(),
+      name: z.string(),
+      vatNumber: z.string().nullable().meta({ description: "Recorded by the registry's operator, never by the issuer itself." }),
+      register: z.string().nullable(),
+    }),
+    guarantee: guaranteeV2,
+    proof: notarizationProof.nullable().meta({ description: 'Null while the record is not notarized.' }),
+    documents: z.array(verifiedDocument),
+  })
+  .meta({ id: 'VerificationMatch' });
 
-export const verificationResult = z.object({
-  verifiedAt: z.string(),
-  matches: z.array(verificationMatch),
-  receipt: z.string().meta({ description: 'Compact JWS (EdDSA, Ed25519) over {verifiedAt, query, matches: [{guaranteeId, digest, notarizationStatus, txHash}]}; keys at /.well-known/jwks.json.' }),
-}).meta({ id: 'VerificationResult' });
+export const verificationResult = z
+  .object({
+    verifiedAt: z.string(),
+    matches: z.array(verificationMatch),
+    receipt: z.string().meta({
+      description:
+        'Compact JWS (EdDSA, Ed25519) over {verifiedAt, query, matches: [{guaranteeId, digest, notarizationStatus, txHash}]}; keys at /.well-known/jwks.json.',
+    }),
+  })
+  .meta({ id: 'VerificationResult' });
 
 export type VerificationMatch = z.infer<typeof verificationMatch>;
 export type VerificationResult = z.infer<typeof verificationResult>;
 
-export const issuerVerificationView = z.object({
-  verifiable: z.boolean(),
-  reason: z.string().optional().meta({ description: 'Why a contracting authority cannot verify it, when it cannot.' }),
-  url: z.string().meta({ description: '<PUBLIC_BASE_URL>/verify#policyNumber=...&checkCode=...: print it, or its QR code, on the guarantee.' }),
-  verifications: z.object({ count: z.number().int(), lastAt: z.string().nullable() }),
-}).meta({ id: 'IssuerVerificationView' });
+export const issuerVerificationView = z
+  .object({
+    verifiable: z.boolean(),
+    reason: z.string().optional().meta({ description: 'Why a contracting authority cannot verify it, when it cannot.' }),
+    url: z.string().meta({ description: '<PUBLIC_BASE_URL>/verify#policyNumber=...&checkCode=...: print it, or its QR code, on the guarantee.' }),
+    verifications: z.object({ count: z.number().int(), lastAt: z.string().nullable() }),
+  })
+  .meta({ id: 'IssuerVerificationView' });
 
 export type IssuerVerificationView = z.infer<typeof issuerVerificationView>;

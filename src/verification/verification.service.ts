@@ -41,24 +41,32 @@ export function notVerifiableReason(g: Pick<GuaranteeRecord, 'details'>): string
 }
 
 /** The record's canonical digest (from its v2 shape): it exists once every document has its checksum. */
-const digestOf = (g: GuaranteeV2): string | null =>
-  (g.docs.every((d) => d.checksum !== null) ? guaranteeDigest(g) : null);
+const digestOf = (g: GuaranteeV2): string | null => (g.docs.every((d) => d.checksum !== null) ? guaranteeDigest(g) : null);
 
 function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
   return hit.record.docs.map((doc, i) => {
     const file = hit.files[i];
-    const verdict = file?.signature ? JSON.parse(file.signature) as SignatureVerdict : null;
+    const verdict = file?.signature ? (JSON.parse(file.signature) as SignatureVerdict) : null;
     return {
-      type: doc.type, key: doc.key, originalFileName: doc.originalFileName, checksum: doc.checksum, status: file?.status ?? null,
+      type: doc.type,
+      key: doc.key,
+      originalFileName: doc.originalFileName,
+      checksum: doc.checksum,
+      status: file?.status ?? null,
       signature: verdict && {
         outcome: verdict.outcome,
         signers: verdict.signers.map((s) => ({
-          subject: s.subject, fiscalCode: s.fiscalCode ?? null, issuer: s.issuer, signingTime: s.signingTime,
-          timestampedAt: s.timestamp?.valid ? s.timestamp.time : null, qualified: s.qualified ?? false,
+          subject: s.subject,
+          fiscalCode: s.fiscalCode ?? null,
+          issuer: s.issuer,
+          signingTime: s.signingTime,
+          timestampedAt: s.timestamp?.valid ? s.timestamp.time : null,
+          qualified: s.qualified ?? false,
           trustedList: s.trustService ? { territory: s.trustService.territory, provider: s.trustService.provider, qualified: s.trustService.qualified } : null,
           counterSignature: s.counterSignatureOf !== undefined,
           // Valid: every check but the chain's, which is shown beside it.
-          chain: s.chain, valid: s.problems.every((problem) => problem.startsWith('chain not trusted')),
+          chain: s.chain,
+          valid: s.problems.every((problem) => problem.startsWith('chain not trusted')),
         })),
       },
     };
@@ -81,7 +89,10 @@ export function createVerificationService(deps: {
   // Resolved once, on first use (its public key is then recorded for the JWKS); again after a failure.
   let key: Promise<SigningKey> | undefined;
   const signingKey = (): Promise<SigningKey> => {
-    key ??= deps.keys.current(deps.configuredKey).catch((err: unknown) => { key = undefined; throw err; });
+    key ??= deps.keys.current(deps.configuredKey).catch((err: unknown) => {
+      key = undefined;
+      throw err;
+    });
     return key;
   };
 
@@ -91,31 +102,37 @@ export function createVerificationService(deps: {
   // that more verifications share each one's fixed cost (parsing, commit): about 19 a
   // transaction instead of 14 in the bench, and 0.75 of get-by-id against 0.69 when each started
   // as soon as the previous one ended (8 rounds each, bench/README.md).
-  const record = createBatcher(async (items: Array<{ records: GuaranteeRecord[]; at: Date }>) => {
-    const counts = new Map<string, number>();
-    const events: Array<{ orgId: string; data: unknown }> = [];
-    for (const { records, at } of items) {
-      for (const g of records) {
-        counts.set(g.id, (counts.get(g.id) ?? 0) + 1);
-        events.push({ orgId: g.orgId, data: { guaranteeId: g.id, verifiedAt: at.toISOString() } });
+  const record = createBatcher(
+    async (items: Array<{ records: GuaranteeRecord[]; at: Date }>) => {
+      const counts = new Map<string, number>();
+      const events: Array<{ orgId: string; data: unknown }> = [];
+      for (const { records, at } of items) {
+        for (const g of records) {
+          counts.set(g.id, (counts.get(g.id) ?? 0) + 1);
+          events.push({ orgId: g.orgId, data: { guaranteeId: g.id, verifiedAt: at.toISOString() } });
+        }
       }
-    }
-    const at = items.reduce((latest, i) => (i.at > latest ? i.at : latest), items[0]?.at ?? now());
-    const fannedOut = outbox.fannedOut('guarantee.verified', events, at);
-    const results = await repo.script([repo.addStatement(counts, at), ...fannedOut.statements]);
-    fannedOut.dispatched(results.slice(1));
-    return items.map(() => undefined);
-  }, { maxItems: 500, serial: true, minIntervalMs: GROUP_COMMIT_INTERVAL_MS });
+      const at = items.reduce((latest, i) => (i.at > latest ? i.at : latest), items[0]?.at ?? now());
+      const fannedOut = outbox.fannedOut('guarantee.verified', events, at);
+      const results = await repo.script([repo.addStatement(counts, at), ...fannedOut.statements]);
+      fannedOut.dispatched(results.slice(1));
+      return items.map(() => undefined);
+    },
+    { maxItems: 500, serial: true, minIntervalMs: GROUP_COMMIT_INTERVAL_MS },
+  );
 
   return {
     async verify(q: VerificationRequest): Promise<VerificationResult> {
       const found = await guarantees.findForVerification({
-        policyNumber: q.policyNumber, checkCode: q.checkCode, cig: q.cig ?? null,
+        policyNumber: q.policyNumber,
+        checkCode: q.checkCode,
+        cig: q.cig ?? null,
         garantedAmount: q.garantedAmount === undefined ? null : q.garantedAmount.toFixed(2),
       });
       // The query compares exactly already; this says so once more, in the language of the contract.
-      const hits = found.filter((h) => h.record.details.policyNumber === q.policyNumber && h.record.details.checkCode === q.checkCode
-        && notVerifiableReason(h.record) === undefined);
+      const hits = found.filter(
+        (h) => h.record.details.policyNumber === q.policyNumber && h.record.details.checkCode === q.checkCode && notVerifiableReason(h.record) === undefined,
+      );
       if (!hits.length) throw new NotFoundError(NO_MATCH);
 
       const matches: VerificationMatch[] = [];
@@ -131,7 +148,11 @@ export function createVerificationService(deps: {
       const verifiedAt = now();
       const payload: ReceiptPayload = {
         verifiedAt: verifiedAt.toISOString(),
-        query: { policyNumber: q.policyNumber, ...(q.cig !== undefined && { cig: q.cig }), ...(q.garantedAmount !== undefined && { garantedAmount: q.garantedAmount }) },
+        query: {
+          policyNumber: q.policyNumber,
+          ...(q.cig !== undefined && { cig: q.cig }),
+          ...(q.garantedAmount !== undefined && { garantedAmount: q.garantedAmount }),
+        },
         matches: matches.map((m) => ({
           guaranteeId: m.guarantee.id,
           digest: m.proof?.digest ?? digestOf(m.guarantee),

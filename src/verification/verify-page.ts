@@ -10,12 +10,26 @@ import { fileURLToPath } from 'node:url';
 import type { Router } from '@koa/router';
 import { build } from 'esbuild';
 
-interface Asset { body: string; type: string; version: string }
-interface Page { html: string; js: Asset; css: Asset }
+interface Asset {
+  body: string;
+  type: string;
+  version: string;
+}
+interface Page {
+  html: string;
+  js: Asset;
+  css: Asset;
+}
 
 const CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
-  "form-action 'self'", "base-uri 'none'", "frame-ancestors 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 /** The page's sources: under the project's root, whether this module runs from src/ (tsx) or dist/. */
@@ -34,8 +48,15 @@ const version = (body: string): string => createHash('sha256').update(body).dige
 async function make(): Promise<Page> {
   const dir = pageDir();
   const bundle = await build({
-    entryPoints: [join(dir, 'verify.ts')], bundle: true, write: false, format: 'iife', platform: 'browser',
-    target: ['es2020'], minify: true, legalComments: 'eof', logLevel: 'silent',
+    entryPoints: [join(dir, 'verify.ts')],
+    bundle: true,
+    write: false,
+    format: 'iife',
+    platform: 'browser',
+    target: ['es2020'],
+    minify: true,
+    legalComments: 'eof',
+    logLevel: 'silent',
   });
   const js: Asset = { body: bundle.outputFiles[0]?.text ?? '', type: 'text/javascript; charset=utf-8', version: '' };
   js.version = version(js.body);
@@ -50,7 +71,10 @@ async function make(): Promise<Page> {
 let page: Promise<Page> | undefined;
 /** The page, built once per process (again after a failed build). */
 export function verifyPage(): Promise<Page> {
-  page ??= make().catch((err: unknown) => { page = undefined; throw err; });
+  page ??= make().catch((err: unknown) => {
+    page = undefined;
+    throw err;
+  });
   return page;
 }
 

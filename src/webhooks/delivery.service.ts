@@ -30,13 +30,21 @@ export interface DeliverySettings {
 }
 
 /** Where the job stands: attempts made before this one, and whether this is its last. */
-export interface AttemptOf { made: number; last: boolean }
+export interface AttemptOf {
+  made: number;
+  last: boolean;
+}
 
 /** Done with ('delivered', 'skipped', 'endpoint-disabled'); 'busy': come back shortly; `giveUp`: the endpoint was just disabled, retrying cannot help. */
 export type DeliveryOutcome = 'delivered' | 'skipped' | 'busy' | 'endpoint-disabled' | { giveUp: string };
 
 export function createDeliveryService(deps: {
-  repo: WebhookRepository; sender: Sender; secrets: SecretBox; settings: DeliverySettings; logger: Logger; now?: () => Date;
+  repo: WebhookRepository;
+  sender: Sender;
+  secrets: SecretBox;
+  settings: DeliverySettings;
+  logger: Logger;
+  now?: () => Date;
 }) {
   const { repo, sender, secrets, settings, logger } = deps;
   const now = deps.now ?? (() => new Date());
@@ -89,7 +97,7 @@ export function createDeliveryService(deps: {
       try {
         const context = await contextOf({ eventId, endpointId });
         // A failed delivery whose job runs again was retried by hand (Bull Board): it is due again.
-        if (context?.status === 'failed' && await repo.reopen(eventId, endpointId, now())) {
+        if (context?.status === 'failed' && (await repo.reopen(eventId, endpointId, now()))) {
           logger.info({ event: eventId, endpoint: endpointId }, 'failed delivery retried');
         } else if (context?.status !== 'pending') return 'skipped';
         endpoint = context.endpoint;

@@ -41,13 +41,18 @@ export function createEvents(db: Sequelize, queue: WebhookQueue, retrySchedule: 
     if (Date.now() < pausedUntil) return;
     withTimeout(jobs.queue(deliveries), DISPATCH_TIMEOUT_MS, 'queueing webhook deliveries').catch((err: unknown) => {
       if (Date.now() >= pausedUntil) {
-        logger.warn({ err: (err as Error).message, deliveries: deliveries.length, pauseMs: DISPATCH_PAUSE_MS }, 'webhook deliveries not queued; the reconciler queues them again');
+        logger.warn(
+          { err: (err as Error).message, deliveries: deliveries.length, pauseMs: DISPATCH_PAUSE_MS },
+          'webhook deliveries not queued; the reconciler queues them again',
+        );
       }
       pausedUntil = Date.now() + DISPATCH_PAUSE_MS;
     });
   };
   return {
-    repo, relay, outbox: createOutbox(repo, relay.wake, dispatch),
+    repo,
+    relay,
+    outbox: createOutbox(repo, relay.wake, dispatch),
     async reconcile({ graceMs = 60_000, againMs = 5 * 60_000, limit = 1000 } = {}) {
       const at = Date.now();
       const overdue = await repo.takeOverdue(new Date(at - graceMs), new Date(at + againMs), limit);

@@ -33,7 +33,11 @@ export interface Outbox {
    * queues it again. An event whose organization has no endpoint registered by `at` is not
    * written at all: no delivery could ever be made of it.
    */
-  fannedOut(type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at: Date): {
+  fannedOut(
+    type: EventType,
+    events: ReadonlyArray<{ orgId: string; data: unknown }>,
+    at: Date,
+  ): {
     statements: Statement[];
     dispatched(results: readonly unknown[]): void;
   };
@@ -54,7 +58,14 @@ export function createOutbox(
   dispatch: (deliveries: DeliveryRef[]) => void = () => undefined,
 ): Outbox {
   const rowsOf = (type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at: Date, dispatchedAt?: Date): EventRecord[] =>
-    events.map((e) => ({ id: uuidv7({ msecs: at.getTime() }), orgId: e.orgId, type, body: eventBody(type, at, e.data), createdAt: at, ...(dispatchedAt && { dispatchedAt }) }));
+    events.map((e) => ({
+      id: uuidv7({ msecs: at.getTime() }),
+      orgId: e.orgId,
+      type,
+      body: eventBody(type, at, e.data),
+      createdAt: at,
+      ...(dispatchedAt && { dispatchedAt }),
+    }));
   // Bounded statements: a MariaDB packet holds a few thousand v2 records comfortably.
   const chunksOf = (rows: EventRecord[]): EventRecord[][] => {
     const chunks: EventRecord[][] = [];
@@ -123,7 +134,10 @@ export function createRelay(deps: { repo: WebhookRepository; jobs: WebhookJobs; 
     if (!events.length) return 0;
     const deliveries = await repo.fanOut(events, now());
     await jobs.queue(deliveries);
-    await repo.markDispatched(events.map((e) => e.id), now());
+    await repo.markDispatched(
+      events.map((e) => e.id),
+      now(),
+    );
     return events.length;
   }
 
@@ -131,7 +145,9 @@ export function createRelay(deps: { repo: WebhookRepository; jobs: WebhookJobs; 
     do {
       again = false;
       // A wake-up relays everything committed so far; the interval only what is minAgeMs old.
-      while ((await relayOnce(new Date(now().getTime() - minAgeMs + 1))) === batch) { /* next batch */ }
+      while ((await relayOnce(new Date(now().getTime() - minAgeMs + 1))) === batch) {
+        /* next batch */
+      }
     } while (again);
   }
 
@@ -140,20 +156,28 @@ export function createRelay(deps: { repo: WebhookRepository; jobs: WebhookJobs; 
       again = true;
       return running;
     }
-    running = drain(minAgeMs).then(() => {
-      failures = 0;
-    }, (err: unknown) => {
-      failures++;
-      const delay = Math.min(maxRetryMs, retryMs * 2 ** (failures - 1));
-      logger.warn({ err: (err as Error).message, retryInMs: delay }, 'webhook relay failed; events stay in the outbox');
-      if (!stopped) {
-        clearTimeout(retryTimer);
-        retryTimer = setTimeout(() => { retryTimer = undefined; void run(0); }, delay);
-        retryTimer.unref();
-      }
-    }).finally(() => {
-      running = undefined;
-    });
+    running = drain(minAgeMs)
+      .then(
+        () => {
+          failures = 0;
+        },
+        (err: unknown) => {
+          failures++;
+          const delay = Math.min(maxRetryMs, retryMs * 2 ** (failures - 1));
+          logger.warn({ err: (err as Error).message, retryInMs: delay }, 'webhook relay failed; events stay in the outbox');
+          if (!stopped) {
+            clearTimeout(retryTimer);
+            retryTimer = setTimeout(() => {
+              retryTimer = undefined;
+              void run(0);
+            }, delay);
+            retryTimer.unref();
+          }
+        },
+      )
+      .finally(() => {
+        running = undefined;
+      });
     return running;
   }
 
@@ -168,12 +192,17 @@ export function createRelay(deps: { repo: WebhookRepository; jobs: WebhookJobs; 
      */
     wake: (): void => {
       if (stopped || retryTimer || soon) return;
-      soon = setTimeout(() => { soon = undefined; void run(0); }, WAKE_DELAY_MS);
+      soon = setTimeout(() => {
+        soon = undefined;
+        void run(0);
+      }, WAKE_DELAY_MS);
       soon.unref();
     },
     /** The fallback: every `everyMs`, relay events older than `minAgeMs` that nobody relayed (not while a retry waits). */
     start(everyMs: number, minAgeMs: number): void {
-      interval = setInterval(() => { if (!retryTimer) void run(minAgeMs); }, everyMs);
+      interval = setInterval(() => {
+        if (!retryTimer) void run(minAgeMs);
+      }, everyMs);
       interval.unref();
     },
     async stop(): Promise<void> {

@@ -27,7 +27,13 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-export function createSender(opts: { resolver: Resolver; policy: AddressPolicy; timeoutMs: number; connectionsPerOrigin?: number; userAgent?: string }): Sender {
+export function createSender(opts: {
+  resolver: Resolver;
+  policy: AddressPolicy;
+  timeoutMs: number;
+  connectionsPerOrigin?: number;
+  userAgent?: string;
+}): Sender {
   const agent = new Agent({
     connect: { lookup: guardedLookup(opts.resolver, opts.policy), timeout: Math.min(opts.timeoutMs, 10_000) },
     headersTimeout: opts.timeoutMs,
@@ -78,7 +84,8 @@ export function createSender(opts: { resolver: Resolver; policy: AddressPolicy; 
         // The organization reads attempts: what its name resolved to is not told (as at registration).
         if (refused) return { statusCode: null, durationMs, error: `refused: ${refused.publicReason}` };
         const e = err as Error & { code?: string };
-        const timedOut = e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT';
+        const timedOut =
+          e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT';
         return { statusCode: null, durationMs, error: timedOut ? `no answer within ${opts.timeoutMs} ms` : `${e.code ?? e.name}: ${e.message}` };
       }
     },

@@ -11,7 +11,10 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { withTimeout } from '../shared/time-limit.js';
 
-export interface ResolvedAddress { address: string; family: number }
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
 /**
@@ -27,7 +30,11 @@ export function dnsResolver(opts: { timeoutMs: number; servers?: readonly string
   const dns = new DnsResolver({ timeout: Math.max(50, Math.floor(opts.timeoutMs / 3)), tries: 2 });
   if (opts.servers?.length) dns.setServers([...opts.servers]);
   return async (hostname) => {
-    if (hostname === 'localhost' || hostname.endsWith('.localhost')) return [{ address: '127.0.0.1', family: 4 }, { address: '::1', family: 6 }];
+    if (hostname === 'localhost' || hostname.endsWith('.localhost'))
+      return [
+        { address: '127.0.0.1', family: 4 },
+        { address: '::1', family: 6 },
+      ];
     // Each family on its own within the limit: a name whose AAAA queries are dropped (some
     // middleboxes do) still resolves by its A records, and the other way round.
     const within = <T>(query: Promise<T>) => withTimeout(query, opts.timeoutMs, `DNS for ${hostname}`);
@@ -37,8 +44,8 @@ export function dnsResolver(opts: { timeoutMs: number; servers?: readonly string
       ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
     ];
     if (!found.length) {
-      const why = v4.status === 'rejected' ? v4.reason as Error & { code?: string } : undefined;
-      throw new Error(why?.code ? `${hostname} has no address (${why.code})` : why?.message ?? `${hostname} has no A or AAAA record`);
+      const why = v4.status === 'rejected' ? (v4.reason as Error & { code?: string }) : undefined;
+      throw new Error(why?.code ? `${hostname} has no address (${why.code})` : (why?.message ?? `${hostname} has no A or AAAA record`));
     }
     return found;
   };
@@ -50,7 +57,10 @@ export class RefusedAddressError extends Error {
    * @param publicReason what may be told to the client that registers the endpoint: never an
    * address a name resolved to (that would map private networks for anyone) nor a DNS error's text.
    */
-  constructor(message: string, readonly publicReason: string) {
+  constructor(
+    message: string,
+    readonly publicReason: string,
+  ) {
     super(message);
   }
 }
@@ -107,17 +117,21 @@ export async function checkHost(host: string, resolver: Resolver, policy: Addres
   for (const { address } of addresses) {
     const why = policy.refusal(address);
     // A literal address is the client's own; what a name resolves to is not told.
-    if (why) throw new RefusedAddressError(`${host} resolves to a refused address: ${why}`, literal ? why : `${host} resolves to an address that is not public`);
+    if (why)
+      throw new RefusedAddressError(`${host} resolves to a refused address: ${why}`, literal ? why : `${host} resolves to an address that is not public`);
   }
   return addresses;
 }
 
 /** A socket `lookup` that resolves through `resolver` and refuses the connection unless every address passes. */
 export function guardedLookup(resolver: Resolver, policy: AddressPolicy): LookupFunction {
-  return ((hostname: string, options: { all?: boolean }, callback: (err: Error | null, address: string | ResolvedAddress[], family?: number) => void) => {
-    checkHost(hostname, resolver, policy).then((addresses) => {
-      if (options.all) callback(null, addresses);
-      else callback(null, addresses[0]?.address ?? '', addresses[0]?.family);
-    }, (err: Error) => callback(err, ''));
-  });
+  return (hostname: string, options: { all?: boolean }, callback: (err: Error | null, address: string | ResolvedAddress[], family?: number) => void) => {
+    checkHost(hostname, resolver, policy).then(
+      (addresses) => {
+        if (options.all) callback(null, addresses);
+        else callback(null, addresses[0]?.address ?? '', addresses[0]?.family);
+      },
+      (err: Error) => callback(err, ''),
+    );
+  };
 }

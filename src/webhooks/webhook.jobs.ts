@@ -11,7 +11,10 @@ export const WEBHOOK_QUEUE = 'webhook-deliveries';
 export const DELIVER = 'deliver';
 export const BACKOFF_TYPE = 'webhook-schedule';
 
-export interface DeliveryPayload { eventId: string; endpointId: string }
+export interface DeliveryPayload {
+  eventId: string;
+  endpointId: string;
+}
 
 export type WebhookQueue = Queue<DeliveryPayload, unknown, typeof DELIVER>;
 
@@ -24,11 +27,19 @@ export function createWebhookJobs(queue: WebhookQueue, schedule: readonly number
   return {
     async queue(deliveries: readonly DeliveryRef[]): Promise<void> {
       if (!deliveries.length) return;
-      await queue.addBulk(deliveries.map((d) => ({
-        name: DELIVER,
-        data: { eventId: d.eventId, endpointId: d.endpointId },
-        opts: { deduplication: { id: deliveryDedupId(d) }, attempts: schedule.length + 1, backoff: { type: BACKOFF_TYPE }, removeOnComplete: KEEP_DONE, removeOnFail: KEEP_FAILED },
-      })));
+      await queue.addBulk(
+        deliveries.map((d) => ({
+          name: DELIVER,
+          data: { eventId: d.eventId, endpointId: d.endpointId },
+          opts: {
+            deduplication: { id: deliveryDedupId(d) },
+            attempts: schedule.length + 1,
+            backoff: { type: BACKOFF_TYPE },
+            removeOnComplete: KEEP_DONE,
+            removeOnFail: KEEP_FAILED,
+          },
+        })),
+      );
     },
   };
 }
@@ -38,7 +49,10 @@ export type WebhookJobs = ReturnType<typeof createWebhookJobs>;
 /** A failed attempt; `retryAfterMs` when the receiver said when to come back (429, 503). */
 export class DeliveryFailedError extends Error {
   override readonly name = 'DeliveryFailedError';
-  constructor(message: string, readonly retryAfterMs?: number) {
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
     super(message);
   }
 }

@@ -29,11 +29,15 @@ export function newSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-
 export function createWebhookService(deps: {
-  repo: WebhookRepository; secrets: SecretBox; resolver: Resolver; policy: AddressPolicy; settings: WebhookSettings;
+  repo: WebhookRepository;
+  secrets: SecretBox;
+  resolver: Resolver;
+  policy: AddressPolicy;
+  settings: WebhookSettings;
   /** Wakes the outbox relay after a replay committed. */
-  wake: () => void; now?: () => Date;
+  wake: () => void;
+  now?: () => Date;
 }) {
   const { repo, secrets, settings } = deps;
   const now = deps.now ?? (() => new Date());
@@ -117,8 +121,14 @@ export function createWebhookService(deps: {
       return {
         totalItems: total,
         attempts: attempts.map((a) => ({
-          attemptId: a.id, eventId: a.eventId, eventType: a.eventType, attemptedAt: a.attemptedAt.toISOString(), durationMs: a.durationMs,
-          statusCode: a.statusCode, error: a.error, succeeded: a.succeeded,
+          attemptId: a.id,
+          eventId: a.eventId,
+          eventType: a.eventType,
+          attemptedAt: a.attemptedAt.toISOString(),
+          durationMs: a.durationMs,
+          statusCode: a.statusCode,
+          error: a.error,
+          succeeded: a.succeeded,
         })),
       };
     },
@@ -126,7 +136,8 @@ export function createWebhookService(deps: {
     /** Makes one event, or every failed delivery since a time, due again to this endpoint. */
     async replay(orgId: string, id: string, which: { eventId: string } | { since: Date }): Promise<{ replayed: number }> {
       const endpoint = await own(orgId, id);
-      if (endpoint.status === 'disabled') throw new ValidationError('The webhook is disabled; enable it first (POST .../enable).', [{ pointer: '#/path/id', detail: 'is disabled' }]);
+      if (endpoint.status === 'disabled')
+        throw new ValidationError('The webhook is disabled; enable it first (POST .../enable).', [{ pointer: '#/path/id', detail: 'is disabled' }]);
       const target = 'eventId' in which ? { eventId: which.eventId } : { failedSince: which.since };
       if ('eventId' in which && !UUID.test(which.eventId)) throw new NotFoundError(`No event ${which.eventId}.`);
       const replayed = await repo.replay(orgId, id, target, now());

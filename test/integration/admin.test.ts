@@ -9,7 +9,11 @@ describe('Bull Board at /admin/queues', () => {
     const anonymous = await http.get('/admin/queues');
     expect(anonymous.status).to.equal(401);
     expect(anonymous.headers['www-authenticate']).to.match(/^Basic realm=/);
-    for (const [path, auth] of [['/admin/queues', basic('ops', 'wrong')], ['/admin/queues/api/queues', basic('nobody', 'correct horse')], ['/ADMIN/queues/api/queues', basic('x', 'y')]] as const) {
+    for (const [path, auth] of [
+      ['/admin/queues', basic('ops', 'wrong')],
+      ['/admin/queues/api/queues', basic('nobody', 'correct horse')],
+      ['/ADMIN/queues/api/queues', basic('x', 'y')],
+    ] as const) {
       expect((await http.get(path).set('Authorization', auth)).status, path).to.equal(401);
     }
     const page = await http.get('/admin/queues').set('Authorization', basic('ops', 'correct horse'));

@@ -5,7 +5,12 @@ import { appWith, harness, newOrg } from '../support/harness.js';
 describe('API keys', () => {
   it('refuses a request without a key with 401 and an empty body, on every /api path', async () => {
     const { http } = await harness();
-    for (const [method, path] of [['get', '/api/v1/guarantees'], ['post', '/api/v2/guarantees'], ['get', '/api/v1/guarantees/x'], ['get', '/api/v9/nothing']] as const) {
+    for (const [method, path] of [
+      ['get', '/api/v1/guarantees'],
+      ['post', '/api/v2/guarantees'],
+      ['get', '/api/v1/guarantees/x'],
+      ['get', '/api/v9/nothing'],
+    ] as const) {
       const res = await http[method](path);
       expect(res.status, path).to.equal(401);
       expect(res.text).to.equal('');
@@ -28,7 +33,7 @@ describe('API keys', () => {
     for (const key of ['nope', altered, org.key.toUpperCase(), `${org.prefix}_${'A'.repeat(43)}`]) {
       expect((await http.get('/api/v1/guarantees').set('X-API-Key', key)).status, key).to.equal(401);
     }
-    expect((await http.get('/api/v1/guarantees').set('X-API-Key', [org.key, org.key] as unknown as string) /* sent as two headers */).status).to.equal(401);
+    expect((await http.get('/api/v1/guarantees').set('X-API-Key', [org.key, org.key] as unknown as string)) /* sent as two headers */.status).to.equal(401);
     expect((await http.get('/api/v1/guarantees').set('X-API-Key', org.key).set('Authorization', `Bearer ${other.key}`)).status).to.equal(401);
     expect((await http.get('/api/v1/guarantees').set('Authorization', `Basic ${Buffer.from('a:b').toString('base64')}`)).status).to.equal(401);
   });

@@ -15,7 +15,9 @@ function cliWith(env: Record<string, string>, ...args: string[]) {
 describe('administration CLI', function () {
   this.timeout(60_000);
   // The schema the CLI works on, whatever ran before (the harness migrates).
-  before(async () => { await harness(); });
+  before(async () => {
+    await harness();
+  });
 
   it('creates an organization and a key, printing only the value on stdout; the key works; revocation stops it', async () => {
     const org = cli('org', 'create', 'ACME Assicurazioni');
@@ -50,11 +52,19 @@ describe('administration CLI', function () {
     const first = await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/reseal' });
     expect(first.status).to.equal(200);
     // Before: an app with only the new key cannot open the secret.
-    expect((await (await appWith({ ENCRYPTION_KEY: newKey })).post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/reseal' })).status).to.equal(500);
+    expect(
+      (await (await appWith({ ENCRYPTION_KEY: newKey })).post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/reseal' }))
+        .status,
+    ).to.equal(500);
     const run = cliWith({ ENCRYPTION_KEY: `${newKey},${oldKey}` }, 'secrets', 'reencrypt');
     expect(run.code, run.stderr).to.equal(0);
     expect(Number(run.stdout.trim())).to.be.at.least(1);
-    const after = await (await appWith({ ENCRYPTION_KEY: newKey })).post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/reseal' });
+    const after = await (
+      await appWith({ ENCRYPTION_KEY: newKey })
+    )
+      .post('/api/v1/webhooks')
+      .set('X-API-Key', org.key)
+      .send({ endpoint: 'http://127.0.0.1:9/reseal' });
     expect(after.body).to.deep.equal(first.body);
     // Idempotent; and back under the run's key for the tests that follow.
     expect(cliWith({ ENCRYPTION_KEY: `${newKey},${oldKey}` }, 'secrets', 'reencrypt').stdout.trim()).to.equal('0');
@@ -71,12 +81,15 @@ describe('administration CLI', function () {
     const a = await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/bound-a' });
     const b = await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/bound-b' });
     const box = createSecretBox(config.ENCRYPTION_KEY);
-    const sealedOf = async (id: string) => (await select<{ secret_enc: Buffer }>(db, 'SELECT secret_enc FROM webhook_endpoints WHERE id = $1', [id]))[0]?.secret_enc as Buffer;
+    const sealedOf = async (id: string) =>
+      (await select<{ secret_enc: Buffer }>(db, 'SELECT secret_enc FROM webhook_endpoints WHERE id = $1', [id]))[0]?.secret_enc as Buffer;
     // A's sealed secret written into B's row (someone with write access to the table) does not open as B's.
     const aSealed = await sealedOf(a.body.webhookId as string);
     await execute(db, 'UPDATE webhook_endpoints SET secret_enc = $2 WHERE id = $1', [b.body.webhookId, aSealed]);
     expect(() => box.open(aSealed, SecretContext.webhook(b.body.webhookId as string))).to.throw(/authentication/);
-    expect((await (await appWith({})).post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/bound-b' })).body.secret).to.equal(undefined);
+    expect(
+      (await (await appWith({})).post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/bound-b' })).body.secret,
+    ).to.equal(undefined);
     // A secret as the previous release sealed it (version 1, bound to nothing) ...
     const key = config.ENCRYPTION_KEY[0] as Buffer;
     const iv = randomBytes(12);
@@ -94,15 +107,21 @@ describe('administration CLI', function () {
     expect(box.open(resealed, SecretContext.webhook(b.body.webhookId as string))).to.equal(b.body.secret);
   });
 
-  it('records an organization\'s public identifiers (VAT number, register entry) at creation and changes them later; refuses a mistyped partita IVA', async () => {
+  it("records an organization's public identifiers (VAT number, register entry) at creation and changes them later; refuses a mistyped partita IVA", async () => {
     const { select } = await import('../../src/shared/db/sequelize.js');
     const { db } = await harness();
     const created = cli('org', 'create', 'Fideiussioni Lombarde S.p.A.', '--vat', 'IT 00743110157', '--register', 'Albo IVASS n. 1.00123');
     expect(created.code, created.stderr).to.equal(0);
     expect(created.stdout).to.match(/^[0-9a-f-]{36}\n$/);
     const orgId = created.stdout.trim();
-    const row = async () => (await select<{ name: string; vat_number: string | null; register_entry: string | null }>(db,
-      'SELECT name, vat_number, register_entry FROM organizations WHERE id = $1', [orgId]))[0];
+    const row = async () =>
+      (
+        await select<{ name: string; vat_number: string | null; register_entry: string | null }>(
+          db,
+          'SELECT name, vat_number, register_entry FROM organizations WHERE id = $1',
+          [orgId],
+        )
+      )[0];
     expect(await row()).to.deep.equal({ name: 'Fideiussioni Lombarde S.p.A.', vat_number: 'IT00743110157', register_entry: 'Albo IVASS n. 1.00123' });
     const set = cli('org', 'set', orgId, '--register', 'Albo IVASS n. 1.00999');
     expect(set.code, set.stderr).to.equal(0);
@@ -126,7 +145,8 @@ describe('administration CLI', function () {
     expect(usage.code).to.equal(2);
     expect(usage.stderr).to.include('usage');
     const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'org', 'create', 'x'], {
-      encoding: 'utf8', env: { ...process.env, DATABASE_URL: 'postgres://nope', MAX_UPLOAD_BYTES: 'lots' },
+      encoding: 'utf8',
+      env: { ...process.env, DATABASE_URL: 'postgres://nope', MAX_UPLOAD_BYTES: 'lots' },
     });
     expect(res.status).to.equal(1);
     expect(res.stderr).to.include('DATABASE_URL').and.to.include('MAX_UPLOAD_BYTES');

@@ -19,7 +19,9 @@ describe('database time limits', function () {
     dbs.push(db);
     return db;
   };
-  after(async () => { await Promise.all(dbs.map((db) => db.close())); });
+  after(async () => {
+    await Promise.all(dbs.map((db) => db.close()));
+  });
 
   it('answers 503 within the limit while the organization is locked, and registers once it is free', async () => {
     const org = await newOrg();
@@ -29,14 +31,20 @@ describe('database time limits', function () {
     try {
       await select(db, 'SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [org.orgId], holder);
       const started = Date.now();
-      const res = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: 'P' } });
+      const res = await http
+        .post('/api/v2/guarantees')
+        .set('X-API-Key', org.key)
+        .send({ details: { policyNumber: 'P' } });
       expect(res.status).to.equal(503);
       expect(res.headers['retry-after']).to.equal('5');
       expect(Date.now() - started).to.be.below(5000);
     } finally {
       await holder.rollback();
     }
-    const again = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: 'P' } });
+    const again = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ details: { policyNumber: 'P' } });
     expect(again.status).to.equal(200);
   });
 
@@ -52,7 +60,10 @@ describe('database time limits', function () {
       let elapsed: number;
       try {
         const started = Date.now();
-        error = await select(db, 'SELECT 1 AS one', []).then(() => undefined, (e: unknown) => e);
+        error = await select(db, 'SELECT 1 AS one', []).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         elapsed = Date.now() - started;
       } finally {
         clearTimeout(resume);
@@ -77,13 +88,15 @@ describe('scripts: statements in one transaction and one round trip', function (
     db = createSequelize({ url: process.env.DATABASE_URL as string, poolMax: 1, acquireTimeoutMs: 2000, statementTimeoutMs: 1000, clientGraceMs: 300 });
     await execute(db, 'CREATE TABLE IF NOT EXISTS script_probe (v VARCHAR(64) NOT NULL PRIMARY KEY)', [], undefined, { prepared: false });
   });
-  beforeEach(async () => { await execute(db, 'DELETE FROM script_probe', []); });
+  beforeEach(async () => {
+    await execute(db, 'DELETE FROM script_probe', []);
+  });
   after(async () => {
     await execute(db, 'DROP TABLE script_probe', [], undefined, { prepared: false });
     await db.close();
   });
 
-  it('runs its statements in one transaction and gives each one\'s result', async () => {
+  it("runs its statements in one transaction and gives each one's result", async () => {
     const results = await script(db, [
       { sql: 'INSERT INTO script_probe (v) VALUES ($1), ($2)', bind: ['a', 'b'] },
       { sql: 'INSERT IGNORE INTO script_probe (v) VALUES ($1)', bind: ['a'] },
@@ -100,7 +113,10 @@ describe('scripts: statements in one transaction and one round trip', function (
     const error = await script(db, [
       { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['x'] },
       { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['x'] }, // duplicate key
-    ]).then(() => undefined, (e: unknown) => e);
+    ]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((error as { errno?: number }).errno).to.equal(1062);
     expect(await rows()).to.deep.equal([]);
     // The script's connection is usable again.
@@ -112,12 +128,18 @@ describe('scripts: statements in one transaction and one round trip', function (
     const hostile = "z'); DROP TABLE script_probe; --";
     await script(db, [{ sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: [hostile] }]);
     expect(await rows()).to.deep.equal([hostile]);
-    const error = await execute(db, 'SELECT 1; SELECT 2', [], undefined, { prepared: false }).then(() => undefined, (e: unknown) => e);
+    const error = await execute(db, 'SELECT 1; SELECT 2', [], undefined, { prepared: false }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((error as { errno?: number }).errno).to.equal(1064);
   });
 
   it('takes no plain object as a value (the driver would write its keys unescaped)', async () => {
-    const error = await script(db, [{ sql: 'INSERT INTO script_probe SET $1', bind: [{ v: 'x' }] }]).then(() => undefined, (e: unknown) => e);
+    const error = await script(db, [{ sql: 'INSERT INTO script_probe SET $1', bind: [{ v: 'x' }] }]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).to.be.instanceOf(TypeError);
     expect(await rows()).to.deep.equal([]);
   });
@@ -149,7 +171,10 @@ describe('scripts: statements in one transaction and one round trip', function (
       const error = await script(db, [
         { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['written'] },
         { sql: 'DELETE FROM script_probe WHERE v = $1', bind: ['locked'] },
-      ]).then(() => undefined, (e: unknown) => e);
+      ]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).to.be.instanceOf(Error);
       expect(Date.now() - started).to.be.below(5000);
     } finally {
@@ -170,7 +195,10 @@ describe('scripts: statements in one transaction and one round trip', function (
         error = await script(db, [
           { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['first'] },
           { sql: 'INSERT INTO script_probe (v) VALUES ($1)', bind: ['second'] },
-        ]).then(() => undefined, (e: unknown) => e);
+        ]).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         elapsed = Date.now() - started;
       } finally {
         clearTimeout(resume);
@@ -190,4 +218,3 @@ describe('scripts: statements in one transaction and one round trip', function (
     });
   }
 });
-

@@ -30,11 +30,15 @@ describe('GET /api/v2/file-status/{uuid}', () => {
     }
   });
 
-  it('answers 404 for an unknown, malformed or differently-cased file, and for another organization\'s', async () => {
+  it("answers 404 for an unknown, malformed or differently-cased file, and for another organization's", async () => {
     const other = await newOrg();
     for (const [ref, apiKey] of [
-      ['00000000-0000-7000-8000-000000000000', org.key], ['nope', org.key], [key.toUpperCase(), org.key],
-      [`${key.slice(0, 36)}.pdf`, org.key], [key, other.key], [key.slice(0, 36), other.key],
+      ['00000000-0000-7000-8000-000000000000', org.key],
+      ['nope', org.key],
+      [key.toUpperCase(), org.key],
+      [`${key.slice(0, 36)}.pdf`, org.key],
+      [key, other.key],
+      [key.slice(0, 36), other.key],
     ] as const) {
       const res = await status(`/api/v2/file-status/${encodeURIComponent(ref)}`, apiKey);
       expect(res.status, ref).to.equal(404);

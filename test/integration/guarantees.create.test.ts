@@ -22,24 +22,41 @@ const FULL_V2 = {
 
 async function rowsOf(orgId: string) {
   const { db } = await harness();
-  return select<{ id: string; seq: string; garanted_amount: string; emitted_at: Date }>(db, 'SELECT id, seq, garanted_amount, emitted_at FROM guarantees WHERE org_id = $1 ORDER BY seq', [orgId]);
+  return select<{ id: string; seq: string; garanted_amount: string; emitted_at: Date }>(
+    db,
+    'SELECT id, seq, garanted_amount, emitted_at FROM guarantees WHERE org_id = $1 ORDER BY seq',
+    [orgId],
+  );
 }
 
 describe('POST /api/v{1,2}/guarantees', () => {
   let org: TestOrg;
-  beforeEach(async () => { org = await newOrg(); });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
 
   const post = async (version: 1 | 2, body: unknown, headers: Record<string, string> = {}) =>
-    (await harness()).http.post(`/api/v${version}/guarantees`).set('X-API-Key', org.key).set(headers).send(body as object);
+    (await harness()).http
+      .post(`/api/v${version}/guarantees`)
+      .set('X-API-Key', org.key)
+      .set(headers)
+      .send(body as object);
 
   it('registers a v2 guarantee, answers it in the v2 shape and stores it', async () => {
     const res = await post(2, FULL_V2);
     expect(res.status).to.equal(200);
     expect(res.body).to.deep.equal({
       details: {
-        transactionId: 'TX-0001', policyNumber: 'POL-42', actType: 'BAIL_ACT', checkCode: 'CHK-1',
-        emittedAt: '2025-03-01T08:30:00.000Z', effectiveAt: '2025-03-02T00:00:00.000Z', expiresAt: '2026-03-02T00:00:00.123Z',
-        isFixedExpiry: true, cig: '9A1B2C3D4E', batchCode: 'B-7',
+        transactionId: 'TX-0001',
+        policyNumber: 'POL-42',
+        actType: 'BAIL_ACT',
+        checkCode: 'CHK-1',
+        emittedAt: '2025-03-01T08:30:00.000Z',
+        effectiveAt: '2025-03-02T00:00:00.000Z',
+        expiresAt: '2026-03-02T00:00:00.123Z',
+        isFixedExpiry: true,
+        cig: '9A1B2C3D4E',
+        batchCode: 'B-7',
       },
       economics: { garantedAmount: 150000.5, contractAmount: 3000000, isAutomaticRenewal: false },
       note: { shared: 'Garanzia provvisoria' },
@@ -62,7 +79,16 @@ describe('POST /api/v{1,2}/guarantees', () => {
   it('registers an empty body as a record with defaults: nullable fields null, note "", docs []', async () => {
     const res = await (await harness()).http.post('/api/v1/guarantees').set('X-API-Key', org.key);
     expect(res.status).to.equal(200);
-    expect(res.body.details).to.deep.equal({ actType: null, checkCode: null, emittedAt: null, effectiveAt: null, expiresAt: null, isFixedExpiry: null, cig: null, batchCode: null });
+    expect(res.body.details).to.deep.equal({
+      actType: null,
+      checkCode: null,
+      emittedAt: null,
+      effectiveAt: null,
+      expiresAt: null,
+      isFixedExpiry: null,
+      cig: null,
+      batchCode: null,
+    });
     expect(res.body.note).to.deep.equal({ shared: '' });
     expect(res.body.docs).to.deep.equal([]);
     expect(res.body.economics).to.deep.equal({ garantedAmount: null, contractAmount: null, isAutomaticRenewal: null });
@@ -76,7 +102,11 @@ describe('POST /api/v{1,2}/guarantees', () => {
 
   it('ignores the values of server-assigned fields', async () => {
     const res = await post(2, {
-      id: 'mine', orgId: 'someone-else', createdAt: '2000-01-01T00:00:00Z', txHash: '0xdead', notarizationStatus: 'COMPLETE',
+      id: 'mine',
+      orgId: 'someone-else',
+      createdAt: '2000-01-01T00:00:00Z',
+      txHash: '0xdead',
+      notarizationStatus: 'COMPLETE',
       details: { policyNumber: 'P' },
     });
     expect(res.status).to.equal(200);
@@ -145,23 +175,31 @@ describe('POST /api/v{1,2}/guarantees', () => {
     });
 
     it('refuses malformed JSON', async () => {
-      const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key)
-        .set('Content-Type', 'application/json').send('{"details": {');
+      const res = await (
+        await harness()
+      ).http
+        .post('/api/v2/guarantees')
+        .set('X-API-Key', org.key)
+        .set('Content-Type', 'application/json')
+        .send('{"details": {');
       expect(res.status).to.equal(400);
       expect(await rowsOf(org.orgId)).to.have.length(0);
     });
 
-    for (const [what, raw] of [['an array', '[]'], ['a string', '"x"'], ['null', 'null'], ['a number', '1']] as const) {
+    for (const [what, raw] of [
+      ['an array', '[]'],
+      ['a string', '"x"'],
+      ['null', 'null'],
+      ['a number', '1'],
+    ] as const) {
       it(`refuses a body that is ${what}`, async () => {
-        const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key)
-          .set('Content-Type', 'application/json').send(raw);
+        const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).set('Content-Type', 'application/json').send(raw);
         expect(res.status).to.equal(400);
       });
     }
 
     it('refuses a body that is not JSON', async () => {
-      const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key)
-        .set('Content-Type', 'text/plain').send('details=1');
+      const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).set('Content-Type', 'text/plain').send('details=1');
       expect(res.status).to.equal(400);
     });
 
@@ -180,10 +218,15 @@ describe('POST /api/v{1,2}/guarantees', () => {
   });
 
   describe('docs', () => {
-    it('attaches this organization\'s files, with originalFileName from the upload and checksum from the scan', async () => {
+    it("attaches this organization's files, with originalFileName from the upload and checksum from the scan", async () => {
       const inProgress = await issueFile(org.orgId, { fileName: 'polizza.pdf' });
       const clean = await issueFile(org.orgId, { status: 'Clean', checksum: 'a'.repeat(64), ext: 'pdf.p7m' });
-      const res = await post(2, { docs: [{ type: 'BAIL_ACT', key: inProgress }, { key: clean, originalFileName: 'firmato.pdf.p7m', checksum: 'ignored' }] });
+      const res = await post(2, {
+        docs: [
+          { type: 'BAIL_ACT', key: inProgress },
+          { key: clean, originalFileName: 'firmato.pdf.p7m', checksum: 'ignored' },
+        ],
+      });
       expect(res.status).to.equal(200);
       expect(res.body.docs).to.deep.equal([
         { type: 'BAIL_ACT', key: inProgress, checksum: null, originalFileName: 'polizza.pdf' },
@@ -196,7 +239,7 @@ describe('POST /api/v{1,2}/guarantees', () => {
       ]);
     });
 
-    it('refuses a key never issued, another organization\'s, one differing only in case, Infected or Error', async () => {
+    it("refuses a key never issued, another organization's, one differing only in case, Infected or Error", async () => {
       const other = await newOrg();
       const foreign = await issueFile(other.orgId);
       const mine = await issueFile(org.orgId);

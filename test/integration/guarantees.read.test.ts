@@ -10,7 +10,10 @@ describe('reading guarantees', () => {
     const { http } = await harness();
     ids = [];
     for (let i = 0; i < 25; i++) {
-      const res = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { transactionId: `T${i}`, policyNumber: `P${i}` } });
+      const res = await http
+        .post('/api/v2/guarantees')
+        .set('X-API-Key', org.key)
+        .send({ details: { transactionId: `T${i}`, policyNumber: `P${i}` } });
       ids.push(res.body.id as string);
     }
   });
@@ -54,14 +57,26 @@ describe('reading guarantees', () => {
       expect(res.body.guarantees).to.have.length(25);
     });
 
-    for (const q of ['page=0', 'page=-1', 'page=1.5', 'page=abc', 'page=', 'limit=0', 'limit=101', 'limit=1e2', 'page=1&page=2', 'limit=10&limit=10', 'page=01']) {
+    for (const q of [
+      'page=0',
+      'page=-1',
+      'page=1.5',
+      'page=abc',
+      'page=',
+      'limit=0',
+      'limit=101',
+      'limit=1e2',
+      'page=1&page=2',
+      'limit=10&limit=10',
+      'page=01',
+    ]) {
       it(`refuses ${q} with 400`, async () => {
         expect((await get(`/api/v1/guarantees?${q}`)).status).to.equal(400);
         expect((await get(`/api/v2/guarantees?${q}`)).status).to.equal(400);
       });
     }
 
-    it('shows only the caller\'s organization', async () => {
+    it("shows only the caller's organization", async () => {
       const other = await newOrg();
       const res = await get('/api/v2/guarantees', other.key);
       expect(res.body).to.deep.equal({ totalItems: 0, guarantees: [] });
@@ -88,7 +103,7 @@ describe('reading guarantees', () => {
       }
     });
 
-    it('answers 404 for another organization\'s guarantee, exactly as for a missing one', async () => {
+    it("answers 404 for another organization's guarantee, exactly as for a missing one", async () => {
       const other = await newOrg();
       for (const v of [1, 2]) {
         const res = await get(`/api/v${v}/guarantees/${ids[0]}`, other.key);

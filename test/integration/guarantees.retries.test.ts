@@ -10,7 +10,9 @@ async function count(orgId: string): Promise<number> {
 
 describe('safe retries of guarantee creation', () => {
   let org: TestOrg;
-  beforeEach(async () => { org = await newOrg(); });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
   const post = async (version: 1 | 2, body: object, headers: Record<string, string> = {}) =>
     (await harness()).http.post(`/api/v${version}/guarantees`).set('X-API-Key', org.key).set(headers).send(body);
 
@@ -43,7 +45,12 @@ describe('safe retries of guarantee creation', () => {
     it('is scoped to the organization', async () => {
       const other = await newOrg();
       await post(2, { details: { transactionId: 'SHARED' } });
-      const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', other.key).send({ details: { transactionId: 'SHARED', policyNumber: 'other' } });
+      const res = await (
+        await harness()
+      ).http
+        .post('/api/v2/guarantees')
+        .set('X-API-Key', other.key)
+        .send({ details: { transactionId: 'SHARED', policyNumber: 'other' } });
       expect(res.status).to.equal(200);
       expect(res.body.orgId).to.equal(other.orgId);
     });
@@ -102,8 +109,12 @@ describe('safe retries of guarantee creation', () => {
       const content = requestHash(JSON.parse(JSON.stringify(normalize(createGuaranteeV2.parse({ details: { policyNumber: 'P' } })))));
       const hash = idempotencyFingerprint('POST /api/v2/guarantees', content);
       const now = new Date();
-      await execute(db, `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, locked_until, created_at, expires_at)
-        VALUES ($1, 'busy', $2, 'running', $3, $4, $5)`, [org.orgId, hash, new Date(now.getTime() + 60_000), now, new Date(now.getTime() + 86_400_000)]);
+      await execute(
+        db,
+        `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, locked_until, created_at, expires_at)
+        VALUES ($1, 'busy', $2, 'running', $3, $4, $5)`,
+        [org.orgId, hash, new Date(now.getTime() + 60_000), now, new Date(now.getTime() + 86_400_000)],
+      );
       expect((await post(2, { details: { policyNumber: 'P' } }, { 'Idempotency-Key': 'busy' })).status).to.equal(409);
       await execute(db, "UPDATE idempotency_keys SET locked_until = $1 WHERE org_id = $2 AND idem_key = 'busy'", [new Date(now.getTime() - 1000), org.orgId]);
       expect((await post(2, { details: { policyNumber: 'P' } }, { 'Idempotency-Key': 'busy' })).status).to.equal(200);
@@ -135,8 +146,14 @@ describe('safe retries of guarantee creation', () => {
     it('treats values of ignored fields as the same request, whatever they are (even ones JSON cannot hash)', async () => {
       const first = await post(2, { details: { policyNumber: 'P' }, id: 'x' }, { 'Idempotency-Key': 'ignored' });
       const deep = '['.repeat(50_000) + ']'.repeat(50_000);
-      const again = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).set('Idempotency-Key', 'ignored')
-        .set('Content-Type', 'application/json').send(`{"details":{"policyNumber":"P"},"id":1e400,"txHash":${deep}}`);
+      const again = await (
+        await harness()
+      ).http
+        .post('/api/v2/guarantees')
+        .set('X-API-Key', org.key)
+        .set('Idempotency-Key', 'ignored')
+        .set('Content-Type', 'application/json')
+        .send(`{"details":{"policyNumber":"P"},"id":1e400,"txHash":${deep}}`);
       expect(again.status).to.equal(200);
       expect(again.body).to.deep.equal(first.body);
       expect(await count(org.orgId)).to.equal(1);
@@ -144,8 +161,13 @@ describe('safe retries of guarantee creation', () => {
 
     it('refuses a malformed or repeated header', async () => {
       expect((await post(2, {}, { 'Idempotency-Key': 'x'.repeat(256) })).status).to.equal(400);
-      const repeated = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key)
-        .set('Idempotency-Key', ['a', 'b'] as unknown as string) /* sent as two headers */.send({});
+      const repeated = await (
+        await harness()
+      ).http
+        .post('/api/v2/guarantees')
+        .set('X-API-Key', org.key)
+        .set('Idempotency-Key', ['a', 'b'] as unknown as string) /* sent as two headers */
+        .send({});
       expect(repeated.status).to.equal(400);
       expect(await count(org.orgId)).to.equal(0);
     });

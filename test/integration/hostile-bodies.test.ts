@@ -16,7 +16,11 @@ function stalledPost(port: number, key: string, length: number, held: number): {
   const socket = connect(port, '127.0.0.1');
   let text = '';
   const status = new Promise<number | undefined>((resolve) => {
-    socket.on('data', (d: Buffer) => { text += d.toString('latin1'); const m = /^HTTP\/1\.1 (\d{3})/.exec(text); if (m) resolve(Number(m[1])); });
+    socket.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
+      if (m) resolve(Number(m[1]));
+    });
     socket.on('close', () => resolve(undefined));
     socket.on('error', () => resolve(undefined));
   });
@@ -31,19 +35,33 @@ function stalledPost(port: number, key: string, length: number, held: number): {
 describe('the API process under hostile bodies', function () {
   this.timeout(90_000);
   let child: ChildProcess | undefined;
-  afterEach(() => { child?.kill('SIGKILL'); });
+  afterEach(() => {
+    child?.kill('SIGKILL');
+  });
 
   it('survives one key opening 200 stalled 1 MiB bodies, refuses what is over its bounds at once, and keeps serving other keys', async () => {
     const [hostile, other] = [await newOrg(), await newOrg()];
     const port = await freePort();
     const proc = spawn(process.execPath, ['--max-old-space-size=256', '--import', 'tsx', 'src/server.ts'], {
-      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = proc;
     killOnExit(proc);
     let out = '';
-    proc.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
-    for (let i = 0; i < 200 && !(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    for (
+      let i = 0;
+      i < 200 &&
+      !(await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ));
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 100));
     const pid = proc.pid ?? 0;
     const rssBefore = rssOf(pid);
 
@@ -65,7 +83,9 @@ describe('the API process under hostile bodies', function () {
       const started = Date.now();
       const list = await fetch(`http://127.0.0.1:${port}/api/v1/guarantees`, { headers: { 'X-API-Key': other.key } });
       const create = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees`, {
-        method: 'POST', headers: { 'X-API-Key': other.key, 'Content-Type': 'application/json' }, body: JSON.stringify({ details: { policyNumber: 'meanwhile' } }),
+        method: 'POST',
+        headers: { 'X-API-Key': other.key, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ details: { policyNumber: 'meanwhile' } }),
       });
       expect([list.status, create.status]).to.deep.equal([200, 200]);
       expect(Date.now() - started).to.be.below(2000);
@@ -76,7 +96,9 @@ describe('the API process under hostile bodies', function () {
     }
     // Once they are gone, the key gets its share back.
     const again = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees`, {
-      method: 'POST', headers: { 'X-API-Key': hostile.key, 'Content-Type': 'application/json' }, body: JSON.stringify({ details: { policyNumber: 'after' } }),
+      method: 'POST',
+      headers: { 'X-API-Key': hostile.key, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ details: { policyNumber: 'after' } }),
     });
     expect(again.status).to.equal(200);
     expect(out).to.not.include('FATAL');

@@ -10,11 +10,23 @@ describe('maintenance worker', () => {
     const { db } = await harness();
     const org = await newOrg();
     const now = Date.now();
-    for (const [key, expires] of [['old-1', now - 1000], ['old-2', now - 5000], ['live', now + 60_000]] as const) {
-      await execute(db, `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, locked_until, created_at, expires_at)
-        VALUES ($1, $2, $3, 'done', $4, $4, $5)`, [org.orgId, key, Buffer.alloc(32), new Date(now), new Date(expires)]);
+    for (const [key, expires] of [
+      ['old-1', now - 1000],
+      ['old-2', now - 5000],
+      ['live', now + 60_000],
+    ] as const) {
+      await execute(
+        db,
+        `INSERT INTO idempotency_keys (org_id, idem_key, request_hash, state, locked_until, created_at, expires_at)
+        VALUES ($1, $2, $3, 'done', $4, $4, $5)`,
+        [org.orgId, key, Buffer.alloc(32), new Date(now), new Date(expires)],
+      );
     }
-    const result = await maintenanceHandlers({ idempotency: createIdempotencyStore(db), sweepUploads: () => Promise.resolve(0), reconcileDeliveries: () => Promise.resolve(0) })[MaintenanceJob.purgeIdempotency]();
+    const result = await maintenanceHandlers({
+      idempotency: createIdempotencyStore(db),
+      sweepUploads: () => Promise.resolve(0),
+      reconcileDeliveries: () => Promise.resolve(0),
+    })[MaintenanceJob.purgeIdempotency]();
     expect((result as { purged: number }).purged).to.be.at.least(2);
     const left = await select<{ idem_key: string }>(db, 'SELECT idem_key FROM idempotency_keys WHERE org_id = $1', [org.orgId]);
     expect(left.map((r) => r.idem_key)).to.deep.equal(['live']);
@@ -25,7 +37,11 @@ describe('maintenance worker', () => {
     const running = await startWorkers(['maintenance']);
     try {
       const schedulers = await queues.maintenance.getJobSchedulers();
-      expect(schedulers.map((s) => s.key)).to.include.members([MaintenanceJob.purgeIdempotency, MaintenanceJob.sweepUploads, MaintenanceJob.reconcileDeliveries]);
+      expect(schedulers.map((s) => s.key)).to.include.members([
+        MaintenanceJob.purgeIdempotency,
+        MaintenanceJob.sweepUploads,
+        MaintenanceJob.reconcileDeliveries,
+      ]);
     } finally {
       await running.close();
     }

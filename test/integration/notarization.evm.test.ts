@@ -24,11 +24,23 @@ async function evmNotary(opts: { db?: Sequelize; provider?: EvmProvider; chainId
   const h = await harness();
   const db = opts.db ?? h.db;
   const wrap = opts.wrap ?? ((a: Anchor) => a);
-  const anchor: Anchor = wrap(createEvmAnchor({
-    db, provider: opts.provider ?? evmProvider(h.config.EVM_RPC_URL as string, CHAIN), keys: createAnchorKeys(db, createSecretBox(h.config.ENCRYPTION_KEY)),
-    settings: { chainId: opts.chainId ?? CHAIN, confirmations: 3 }, logger: silent,
-  }));
-  return createNotarizationService({ repo: createNotarizationRepository(db), guarantees: createGuaranteeRepository(db), outbox: h.events.outbox, anchor, batchSize: 1000, logger: silent });
+  const anchor: Anchor = wrap(
+    createEvmAnchor({
+      db,
+      provider: opts.provider ?? evmProvider(h.config.EVM_RPC_URL as string, CHAIN),
+      keys: createAnchorKeys(db, createSecretBox(h.config.ENCRYPTION_KEY)),
+      settings: { chainId: opts.chainId ?? CHAIN, confirmations: 3 },
+      logger: silent,
+    }),
+  );
+  return createNotarizationService({
+    repo: createNotarizationRepository(db),
+    guarantees: createGuaranteeRepository(db),
+    outbox: h.events.outbox,
+    anchor,
+    batchSize: 1000,
+    logger: silent,
+  });
 }
 
 const cycle = (s: Awaited<ReturnType<typeof evmNotary>>): Promise<CycleResult> => eventually('a notarization cycle to run', () => s.cycle(), 15_000);
@@ -55,7 +67,10 @@ async function notarizedOnChain(transactionId: string) {
   await cycle(service);
   await mine(3);
   await cycle(service);
-  return { record: await read(org, `/api/v2/guarantees/${id}`), proof: await read(org, `/api/v2/guarantees/${id}/proof`) as { root: string; anchor: Record<string, unknown> } };
+  return {
+    record: await read(org, `/api/v2/guarantees/${id}`),
+    proof: (await read(org, `/api/v2/guarantees/${id}/proof`)) as { root: string; anchor: Record<string, unknown> },
+  };
 }
 
 describe('notarization on an EVM chain (hardhat 2, local)', function () {
@@ -71,14 +86,18 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     const org = await newOrg();
     const id = await create(org);
     let failed: unknown;
-    try { await cycle(await evmNotary({ chainId: 1 })); } catch (err) { failed = err; }
+    try {
+      await cycle(await evmNotary({ chainId: 1 }));
+    } catch (err) {
+      failed = err;
+    }
     expect((failed as Error | undefined)?.message).to.match(/is chain 31337, not EVM_CHAIN_ID 1/);
     const { db } = await harness();
     const sent = await select(db, 'SELECT 1 FROM evm_transactions t JOIN notarization_proofs p ON p.batch_id = t.batch_id WHERE p.guarantee_id = $1', [id]);
     expect(sent).to.have.length(0);
   });
 
-  it('anchors the root in a transaction\'s data, COMPLETE only after EVM_CONFIRMATIONS blocks; the proof verifies offline and on chain', async () => {
+  it("anchors the root in a transaction's data, COMPLETE only after EVM_CONFIRMATIONS blocks; the proof verifies offline and on chain", async () => {
     const org = await newOrg();
     const id = await create(org, { details: { transactionId: 'EVM-1' }, economics: { garantedAmount: 10 } });
     const service = await evmNotary();
@@ -91,7 +110,7 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     const record = await read(org, `/api/v2/guarantees/${id}`);
     expect(record.notarizationStatus).to.equal('COMPLETE');
     expect(record.txHash).to.match(/^0x[0-9a-f]{64}$/);
-    const proof = await read(org, `/api/v2/guarantees/${id}/proof`) as { root: string; anchor: Record<string, unknown> };
+    const proof = (await read(org, `/api/v2/guarantees/${id}/proof`)) as { root: string; anchor: Record<string, unknown> };
     expect(proof.anchor).to.include({ kind: 'evm', txHash: record.txHash, chainId: CHAIN, from: address });
     const verdict = verifyProof(record, proof);
     expect(verdict.checks.filter((c) => !c.ok)).to.deep.equal([]);
@@ -100,7 +119,13 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
       const tx = await provider.getTransaction(record.txHash as string);
       expect(tx?.data).to.equal(`0x${proof.root}`);
       expect(tx?.to).to.equal(address);
-      const onChain = await checkOnChain(provider, { txHash: record.txHash as string, root: proof.root, chainId: CHAIN, from: address, blockNumber: proof.anchor.blockNumber as number });
+      const onChain = await checkOnChain(provider, {
+        txHash: record.txHash as string,
+        root: proof.root,
+        chainId: CHAIN,
+        from: address,
+        blockNumber: proof.anchor.blockNumber as number,
+      });
       expect(onChain.filter((c) => !c.ok)).to.deep.equal([]);
     } finally {
       provider.destroy();
@@ -111,7 +136,7 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: process.env });
     expect(cli.status, cli.stderr).to.equal(0);
     expect(cli.stdout).to.equal('verified\n');
-    expect(cli.stderr).to.include('ok   the transaction\'s data is the root');
+    expect(cli.stderr).to.include("ok   the transaction's data is the root");
     expect(cli.stderr).to.include('ok   the transaction comes from the expected sender');
     // Without a chain to ask, the proof only holds offline: exit 3, never a plain "verified".
     const offline = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
@@ -141,7 +166,7 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     }
   });
 
-  it('refuses a proof anchored by someone else: a transaction with the same root from another key is not the registry\'s', async () => {
+  it("refuses a proof anchored by someone else: a transaction with the same root from another key is not the registry's", async () => {
     const { record, proof } = await notarizedOnChain('EVM-FORGED');
     // Anyone can put the same root on chain from their own account (hardhat's account #1 here).
     const { Wallet } = await import('ethers');
@@ -162,8 +187,11 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     expect(cli.stdout).to.equal('NOT verified\n');
     expect(cli.stderr).to.include('FAIL the transaction comes from the expected sender');
     // A third party names the registry's published address with --from.
-    const third = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file, '--rpc', (await harness()).config.EVM_RPC_URL as string, '--from', address],
-      { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+    const third = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli.ts', 'verify', file, '--rpc', (await harness()).config.EVM_RPC_URL as string, '--from', address],
+      { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } },
+    );
     expect(third.status, third.stderr).to.equal(1);
   });
 
@@ -180,10 +208,17 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
       },
     });
     let failed: unknown;
-    try { await cycle(await evmNotary({ provider: dying })); } catch (err) { failed = err; }
+    try {
+      await cycle(await evmNotary({ provider: dying }));
+    } catch (err) {
+      failed = err;
+    }
     expect((failed as Error | undefined)?.message).to.include('the worker died before broadcasting');
-    const [written] = await select<{ tx_hash: string; nonce: number; batch_id: number }>(h.db,
-      'SELECT t.tx_hash, t.nonce, t.batch_id FROM evm_transactions t JOIN notarization_proofs p ON p.batch_id = t.batch_id WHERE p.guarantee_id = $1', [id]);
+    const [written] = await select<{ tx_hash: string; nonce: number; batch_id: number }>(
+      h.db,
+      'SELECT t.tx_hash, t.nonce, t.batch_id FROM evm_transactions t JOIN notarization_proofs p ON p.batch_id = t.batch_id WHERE p.guarantee_id = $1',
+      [id],
+    );
     expect(written, 'signed and written before the broadcast').to.not.equal(undefined);
     expect(await real.getTransaction(written?.tx_hash as string)).to.equal(null);
 
@@ -201,13 +236,26 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
   it('a worker that died after the transaction was sent and before it was recorded: the same transaction is found, recorded once', async () => {
     const org = await newOrg();
     const id = await create(org, { details: { transactionId: 'EVM-CRASH-2' } });
-    const dying = (a: Anchor): Anchor => ({ ...a, submit: async (batch) => { await a.submit(batch); throw new Error('the worker died after sending'); } });
+    const dying = (a: Anchor): Anchor => ({
+      ...a,
+      submit: async (batch) => {
+        await a.submit(batch);
+        throw new Error('the worker died after sending');
+      },
+    });
     let failed: unknown;
-    try { await cycle(await evmNotary({ wrap: dying })); } catch (err) { failed = err; }
+    try {
+      await cycle(await evmNotary({ wrap: dying }));
+    } catch (err) {
+      failed = err;
+    }
     expect((failed as Error | undefined)?.message).to.equal('the worker died after sending');
     const { db } = await harness();
-    const [sent] = await select<{ tx_hash: string; batch_id: number }>(db,
-      'SELECT t.tx_hash, t.batch_id FROM evm_transactions t JOIN notarization_proofs p ON p.batch_id = t.batch_id WHERE p.guarantee_id = $1', [id]);
+    const [sent] = await select<{ tx_hash: string; batch_id: number }>(
+      db,
+      'SELECT t.tx_hash, t.batch_id FROM evm_transactions t JOIN notarization_proofs p ON p.batch_id = t.batch_id WHERE p.guarantee_id = $1',
+      [id],
+    );
     const service = await evmNotary();
     await mine(3);
     await cycle(service);
@@ -221,13 +269,18 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     const org = await newOrg();
     const id = await create(org, { details: { transactionId: 'EVM-W' } });
     const workers = await startWorkers(['notarization'], {
-      config: configWith({ NOTARIZATION_ANCHOR: 'evm', EVM_CONFIRMATIONS: '1', NOTARIZATION_INTERVAL_MS: '200' }), logger: silent,
+      config: configWith({ NOTARIZATION_ANCHOR: 'evm', EVM_CONFIRMATIONS: '1', NOTARIZATION_INTERVAL_MS: '200' }),
+      logger: silent,
     });
     try {
-      const record = await eventually('the record to be notarized on the chain', async () => {
-        const r = await read(org, `/api/v2/guarantees/${id}`);
-        return r.notarizationStatus === 'COMPLETE' && r;
-      }, 20_000);
+      const record = await eventually(
+        'the record to be notarized on the chain',
+        async () => {
+          const r = await read(org, `/api/v2/guarantees/${id}`);
+          return r.notarizationStatus === 'COMPLETE' && r;
+        },
+        20_000,
+      );
       expect(record.txHash).to.match(/^0x[0-9a-f]{64}$/);
     } finally {
       await workers.close();
@@ -247,9 +300,13 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     await mine(3);
     await cycle(a);
     for (const id of ids) expect((await read(org, `/api/v2/guarantees/${id}`)).notarizationStatus, id).to.equal('COMPLETE');
-    const nonces = (await select<{ nonce: string | number }>((await harness()).db, 'SELECT nonce FROM evm_transactions WHERE from_address = $1 ORDER BY nonce', [address])).map((r) => Number(r.nonce));
+    const nonces = (
+      await select<{ nonce: string | number }>((await harness()).db, 'SELECT nonce FROM evm_transactions WHERE from_address = $1 ORDER BY nonce', [address])
+    ).map((r) => Number(r.nonce));
     expect(new Set(nonces).size).to.equal(nonces.length);
-    nonces.forEach((n, i) => { if (i) expect(n).to.equal((nonces[i - 1] as number) + 1); });
+    nonces.forEach((n, i) => {
+      if (i) expect(n).to.equal((nonces[i - 1] as number) + 1);
+    });
   });
 
   it('keeps the key sealed under ENCRYPTION_KEY: set from standard input, its address printed, never stored in clear', async () => {

@@ -22,8 +22,12 @@ const checksum = (s: string) => createHash('sha256').update(s).digest('hex');
 async function notary(opts: { batchSize?: number; anchor?: Anchor; lockDb?: Sequelize; guarantees?: ReturnType<typeof createGuaranteeRepository> } = {}) {
   const { db, events } = await harness();
   return createNotarizationService({
-    repo: createNotarizationRepository(db, opts.lockDb ?? db), guarantees: opts.guarantees ?? createGuaranteeRepository(db), outbox: events.outbox,
-    anchor: opts.anchor ?? createLedgerAnchor(db), batchSize: opts.batchSize ?? 1000, logger: createLogger('silent'),
+    repo: createNotarizationRepository(db, opts.lockDb ?? db),
+    guarantees: opts.guarantees ?? createGuaranteeRepository(db),
+    outbox: events.outbox,
+    anchor: opts.anchor ?? createLedgerAnchor(db),
+    batchSize: opts.batchSize ?? 1000,
+    logger: createLogger('silent'),
   });
 }
 
@@ -50,17 +54,24 @@ async function cleanFile(org: TestOrg, name = 'polizza.pdf'): Promise<string> {
 describe('notarization with the embedded ledger', function () {
   this.timeout(30_000);
 
-  it('notarizes a record with clean docs: COMPLETE, the ledger entry\'s hash as txHash, docs notarizedAt, a proof that verifies offline', async () => {
+  it("notarizes a record with clean docs: COMPLETE, the ledger entry's hash as txHash, docs notarizedAt, a proof that verifies offline", async () => {
     const org = await newOrg();
     const key = await cleanFile(org);
-    const created = await create(org, { details: { transactionId: 'N-1', actType: 'BAIL_ACT' }, economics: { garantedAmount: 1234.5 }, docs: [{ type: 'BAIL_ACT', key }] });
+    const created = await create(org, {
+      details: { transactionId: 'N-1', actType: 'BAIL_ACT' },
+      economics: { garantedAmount: 1234.5 },
+      docs: [{ type: 'BAIL_ACT', key }],
+    });
     expect(created.notarizationStatus).to.equal('PENDING');
     expect((await read(org, created.id as string, '/proof')).body).to.deep.equal({ guaranteeId: created.id, notarizationStatus: 'PENDING' });
 
     await cycle(await notary());
     const { body: record } = await read(org, created.id as string);
     expect(record.notarizationStatus).to.equal('COMPLETE');
-    const proof = (await read(org, created.id as string, '/proof')).body as { anchor: { kind: string; txHash: string; anchoredAt: string; entry: LedgerEntry }; root: string };
+    const proof = (await read(org, created.id as string, '/proof')).body as {
+      anchor: { kind: string; txHash: string; anchoredAt: string; entry: LedgerEntry };
+      root: string;
+    };
     expect(proof.anchor.kind).to.equal('ledger');
     expect(record.txHash).to.equal(proof.anchor.txHash);
     expect(ledgerEntryHash(proof.anchor.entry)).to.equal(proof.anchor.txHash);
@@ -74,13 +85,16 @@ describe('notarization with the embedded ledger', function () {
     expect(v1.body).to.include({ notarizationStatus: 'COMPLETE', txHash: proof.anchor.txHash });
   });
 
-  it('batches: records share a root and an anchor per batch, every record\'s proof verifies, and the ledger is a chain', async () => {
+  it("batches: records share a root and an anchor per batch, every record's proof verifies, and the ledger is a chain", async () => {
     const org = await newOrg();
     const ids: string[] = [];
-    for (let i = 0; i < 7; i++) ids.push((await create(org, { details: { transactionId: `B-${i}` }, docs: [{ key: await cleanFile(org, `d${i}.pdf`) }] })).id as string);
+    for (let i = 0; i < 7; i++)
+      ids.push((await create(org, { details: { transactionId: `B-${i}` }, docs: [{ key: await cleanFile(org, `d${i}.pdf`) }] })).id as string);
     const result = await cycle(await notary({ batchSize: 3 }));
     expect(result.batches).to.be.at.least(3);
-    const proofs = await Promise.all(ids.map(async (id) => (await read(org, id, '/proof')).body as { root: string; batchSize: number; anchor: { txHash: string; entry: LedgerEntry } }));
+    const proofs = await Promise.all(
+      ids.map(async (id) => (await read(org, id, '/proof')).body as { root: string; batchSize: number; anchor: { txHash: string; entry: LedgerEntry } }),
+    );
     for (const [i, id] of ids.entries()) {
       const p = proofs[i] as (typeof proofs)[number];
       expect(p.batchSize).to.be.at.most(3);
@@ -94,11 +108,17 @@ describe('notarization with the embedded ledger', function () {
     expect(roots.size).to.be.at.least(3);
     // Each entry names the one before it; the first names the genesis hash.
     const { db } = await harness();
-    const chain = await select<{ seq: number; prev_hash: string; entry_hash: string }>(db, 'SELECT seq, prev_hash, entry_hash FROM notarization_ledger ORDER BY seq', []);
+    const chain = await select<{ seq: number; prev_hash: string; entry_hash: string }>(
+      db,
+      'SELECT seq, prev_hash, entry_hash FROM notarization_ledger ORDER BY seq',
+      [],
+    );
     chain.forEach((e, i) => expect(e.prev_hash).to.equal(i === 0 ? GENESIS_HASH : chain[i - 1]?.entry_hash));
     expect(await createLedgerAnchor(db).check(proofs[0]?.anchor.txHash as string)).to.include({ intact: true });
     // One guarantee.notarized per record, each with its own id and its own record.
-    const events = await select<{ id: string; body: string }>(db, "SELECT id, body FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.notarized'", [org.orgId]);
+    const events = await select<{ id: string; body: string }>(db, "SELECT id, body FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.notarized'", [
+      org.orgId,
+    ]);
     expect(events.map((e) => (JSON.parse(e.body) as { data: { id: string } }).data.id).sort()).to.deep.equal([...ids].sort());
     expect(new Set(events.map((e) => e.id)).size).to.equal(ids.length);
   });
@@ -135,8 +155,16 @@ describe('notarization with the embedded ledger', function () {
       expect(record.notarizationReason).to.equal(`Doc ${bad} is ${status}: the record will not be notarized.`);
       const v1 = await (await harness()).http.get(`/api/v1/guarantees/${created.id as string}`).set('X-API-Key', org.key);
       expect(v1.body).to.not.have.property('notarizationReason');
-      expect((await read(org, created.id as string, '/proof')).body).to.deep.equal({ guaranteeId: created.id, notarizationStatus: 'PENDING', reason: record.notarizationReason });
-      const events = await select<{ type: string; body: string }>(db, "SELECT type, body FROM webhook_events WHERE org_id = $1 AND type LIKE 'guarantee.notari%'", [org.orgId]);
+      expect((await read(org, created.id as string, '/proof')).body).to.deep.equal({
+        guaranteeId: created.id,
+        notarizationStatus: 'PENDING',
+        reason: record.notarizationReason,
+      });
+      const events = await select<{ type: string; body: string }>(
+        db,
+        "SELECT type, body FROM webhook_events WHERE org_id = $1 AND type LIKE 'guarantee.notari%'",
+        [org.orgId],
+      );
       expect(events.map((e) => e.type)).to.deep.equal(['guarantee.notarization_blocked']);
       expect(JSON.parse(events[0]?.body ?? '{}').data).to.include({ id: created.id, notarizationReason: record.notarizationReason });
       // Blocked for ever: even if the file were later judged clean, later cycles leave it.
@@ -151,7 +179,11 @@ describe('notarization with the embedded ledger', function () {
     const created = await create(org, { details: { transactionId: 'EV-1' } });
     await cycle(await notary());
     const { db } = await harness();
-    const events = await select<{ type: string; body: string }>(db, "SELECT type, body FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.notarized'", [org.orgId]);
+    const events = await select<{ type: string; body: string }>(
+      db,
+      "SELECT type, body FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.notarized'",
+      [org.orgId],
+    );
     expect(events).to.have.length(1);
     const data = JSON.parse(events[0]?.body ?? '{}').data as Record<string, unknown>;
     expect(data).to.deep.equal((await read(org, created.id as string)).body);
@@ -162,12 +194,25 @@ describe('notarization with the embedded ledger', function () {
     const created = await create(org, { details: { transactionId: 'CRASH-1' } });
     const { db } = await harness();
     const ledger = createLedgerAnchor(db);
-    const dying: Anchor = { ...ledger, submit: async (batch) => { await ledger.submit(batch); throw new Error('the worker died after anchoring'); } };
+    const dying: Anchor = {
+      ...ledger,
+      submit: async (batch) => {
+        await ledger.submit(batch);
+        throw new Error('the worker died after anchoring');
+      },
+    };
     let failed: unknown;
-    try { await cycle(await notary({ anchor: dying })); } catch (err) { failed = err; }
+    try {
+      await cycle(await notary({ anchor: dying }));
+    } catch (err) {
+      failed = err;
+    }
     expect((failed as Error | undefined)?.message).to.equal('the worker died after anchoring');
-    const [batch] = await select<{ id: number; state: string }>(db,
-      'SELECT b.id, b.state FROM notarization_batches b JOIN notarization_proofs p ON p.batch_id = b.id WHERE p.guarantee_id = $1', [created.id]);
+    const [batch] = await select<{ id: number; state: string }>(
+      db,
+      'SELECT b.id, b.state FROM notarization_batches b JOIN notarization_proofs p ON p.batch_id = b.id WHERE p.guarantee_id = $1',
+      [created.id],
+    );
     expect(batch?.state).to.equal('sealed');
     expect((await read(org, created.id as string)).body).to.include({ notarizationStatus: 'PENDING' });
 
@@ -177,7 +222,9 @@ describe('notarization with the embedded ledger', function () {
     const { body: record } = await read(org, created.id as string);
     expect(record).to.include({ notarizationStatus: 'COMPLETE', txHash: entries[0]?.entry_hash });
     expect(verifyProof(record, (await read(org, created.id as string, '/proof')).body).ok).to.equal(true);
-    const notarized = await select<{ n: number }>(db, "SELECT COUNT(*) AS n FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.notarized'", [org.orgId]);
+    const notarized = await select<{ n: number }>(db, "SELECT COUNT(*) AS n FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.notarized'", [
+      org.orgId,
+    ]);
     expect(Number(notarized[0]?.n)).to.equal(1);
   });
 
@@ -188,14 +235,22 @@ describe('notarization with the embedded ledger', function () {
     const ledger = createLedgerAnchor(db);
     const refusing: Anchor = { ...ledger, submit: () => Promise.reject(new Error('the node refused it')) };
     let failed: unknown;
-    try { await cycle(await notary({ anchor: refusing })); } catch (err) { failed = err; }
+    try {
+      await cycle(await notary({ anchor: refusing }));
+    } catch (err) {
+      failed = err;
+    }
     expect((failed as Error | undefined)?.message).to.equal('the node refused it');
     const second = await create(org, { details: { transactionId: 'STUCK-2' } });
     const bad = await issueFile(org.orgId);
     const blocked = await create(org, { docs: [{ key: bad }] });
     await execute(db, "UPDATE files SET status = 'Infected' WHERE object_key = $1", [bad]);
     failed = undefined;
-    try { await cycle(await notary({ anchor: refusing })); } catch (err) { failed = err; }
+    try {
+      await cycle(await notary({ anchor: refusing }));
+    } catch (err) {
+      failed = err;
+    }
     expect((failed as Error | undefined)?.message).to.match(/^notarization waits for \d+ batch\(es\): batch \d+: the node refused it/);
     expect((await read(org, blocked.id as string)).body.notarizationReason).to.be.a('string');
     const [state] = await select<{ notary_state: string }>(db, 'SELECT notary_state FROM guarantees WHERE id = $1', [second.id]);
@@ -204,21 +259,28 @@ describe('notarization with the embedded ledger', function () {
     for (const g of [first, second]) expect((await read(org, g.id as string)).body.notarizationStatus).to.equal('COMPLETE');
   });
 
-  it('stops before anchoring when its lock\'s connection was killed mid-cycle (another notarizer may have taken over)', async () => {
+  it("stops before anchoring when its lock's connection was killed mid-cycle (another notarizer may have taken over)", async () => {
     const org = await newOrg();
     const created = await create(org, { details: { transactionId: 'LOCK-1' } });
     const { db, config } = await harness();
     const lockDb = extraDb(config.DATABASE_URL);
     const real = createGuaranteeRepository(db);
     // While the cycle reads the records to batch, an operator (or a timeout) kills the lock's connection.
-    const killing = { ...real, findByIds: async (ids: readonly string[]) => {
-      const [holder] = await select<{ id: number | null }>(db, 'SELECT IS_USED_LOCK($1) AS id', [NOTARY_LOCK]);
-      if (holder?.id) await execute(db, `KILL ${Number(holder.id)}`, []);
-      return real.findByIds(ids);
-    } };
+    const killing = {
+      ...real,
+      findByIds: async (ids: readonly string[]) => {
+        const [holder] = await select<{ id: number | null }>(db, 'SELECT IS_USED_LOCK($1) AS id', [NOTARY_LOCK]);
+        if (holder?.id) await execute(db, `KILL ${Number(holder.id)}`, []);
+        return real.findByIds(ids);
+      },
+    };
     const entriesBefore = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM notarization_ledger', []);
     let failed: unknown;
-    try { await cycle(await notary({ lockDb, guarantees: killing })); } catch (err) { failed = err; }
+    try {
+      await cycle(await notary({ lockDb, guarantees: killing }));
+    } catch (err) {
+      failed = err;
+    }
     expect(failed, 'the cycle must fail').to.be.instanceOf(Error);
     const [state] = await select<{ notary_state: string }>(db, 'SELECT notary_state FROM guarantees WHERE id = $1', [created.id]);
     expect(state?.notary_state).to.equal('waiting');
@@ -236,7 +298,7 @@ describe('notarization with the embedded ledger', function () {
     expect(inner).to.equal(undefined);
   });
 
-  it('answers 404 for another organization\'s proof, and for an unknown id', async () => {
+  it("answers 404 for another organization's proof, and for an unknown id", async () => {
     const org = await newOrg();
     const other = await newOrg();
     const created = await create(org);
@@ -247,7 +309,7 @@ describe('notarization with the embedded ledger', function () {
     expect((await read(org, 'not-an-id', '/proof')).status).to.equal(404);
   });
 
-  it('through the worker process\'s notarization worker: a record reaches COMPLETE on its own', async () => {
+  it("through the worker process's notarization worker: a record reaches COMPLETE on its own", async () => {
     const org = await newOrg();
     const created = await create(org, { details: { transactionId: 'W-1' } });
     const workers = await startWorkers(['notarization'], { config: configWith({ NOTARIZATION_INTERVAL_MS: '200' }), logger: createLogger('silent') });
@@ -274,17 +336,24 @@ describe('notarization events at a webhook receiver', function () {
     const { db } = await harness();
     await execute(db, "UPDATE files SET status = 'Error' WHERE object_key = $1", [bad]);
     const workers = await startWorkers(['webhooks', 'notarization'], {
-      config: configWith({ NOTARIZATION_INTERVAL_MS: '200', WEBHOOK_RETRY_SCHEDULE: '0.2,0.3' }), logger: createLogger('silent'),
+      config: configWith({ NOTARIZATION_INTERVAL_MS: '200', WEBHOOK_RETRY_SCHEDULE: '0.2,0.3' }),
+      logger: createLogger('silent'),
     });
     try {
       const byType = () => {
-        const events = hook.received.map((r) => new Webhook(reg.body.secret as string).verify(r.body, r.headers as Record<string, string>) as { type: string; data: { id: string } });
+        const events = hook.received.map(
+          (r) => new Webhook(reg.body.secret as string).verify(r.body, r.headers as Record<string, string>) as { type: string; data: { id: string } },
+        );
         return new Map(events.map((e) => [`${e.type} ${e.data.id}`, e]));
       };
-      const seen = await eventually('both notarization events at the receiver', () => {
-        const m = byType();
-        return m.has(`guarantee.notarized ${good.id as string}`) && m.has(`guarantee.notarization_blocked ${blocked.id as string}`) && m;
-      }, 20_000);
+      const seen = await eventually(
+        'both notarization events at the receiver',
+        () => {
+          const m = byType();
+          return m.has(`guarantee.notarized ${good.id as string}`) && m.has(`guarantee.notarization_blocked ${blocked.id as string}`) && m;
+        },
+        20_000,
+      );
       const notarized = seen.get(`guarantee.notarized ${good.id as string}`)?.data as unknown as Record<string, unknown>;
       expect(notarized).to.deep.equal((await read(org, good.id as string)).body);
       expect(notarized.notarizationStatus).to.equal('COMPLETE');
@@ -304,10 +373,22 @@ describe('proof verification: tampering with anything breaks it', function () {
     const org = await newOrg();
     const docs = [{ type: 'BAIL_ACT', key: await cleanFile(org, 'a.pdf') }, { key: await cleanFile(org, 'b.pdf') }];
     const created = await create(org, {
-      details: { transactionId: 'T-1', policyNumber: 'P', actType: 'OTHER', checkCode: 'C', emittedAt: '2025-01-01T00:00:00Z', effectiveAt: '2025-01-02T00:00:00Z',
-        expiresAt: '2026-01-01T00:00:00Z', isFixedExpiry: true, cig: 'CIG', batchCode: 'BC' },
+      details: {
+        transactionId: 'T-1',
+        policyNumber: 'P',
+        actType: 'OTHER',
+        checkCode: 'C',
+        emittedAt: '2025-01-01T00:00:00Z',
+        effectiveAt: '2025-01-02T00:00:00Z',
+        expiresAt: '2026-01-01T00:00:00Z',
+        isFixedExpiry: true,
+        cig: 'CIG',
+        batchCode: 'BC',
+      },
       economics: { garantedAmount: 1000, contractAmount: 20000.99, isAutomaticRenewal: false },
-      note: { shared: 'nota' }, sign: { emissionAt: '2025-01-01T10:00:00Z' }, docs,
+      note: { shared: 'nota' },
+      sign: { emissionAt: '2025-01-01T10:00:00Z' },
+      docs,
     });
     // Two more records in the same batch, so that the path has steps.
     await create(org);
@@ -327,12 +408,28 @@ describe('proof verification: tampering with anything breaks it', function () {
 
   it('any field of the record', () => {
     const changes: Array<[string, unknown]> = [
-      ['details.transactionId', 'T-2'], ['details.policyNumber', 'Q'], ['details.actType', 'BAIL_ACT'], ['details.checkCode', 'D'],
-      ['details.emittedAt', '2025-01-01T00:00:00.001Z'], ['details.effectiveAt', '2025-01-03T00:00:00.000Z'], ['details.expiresAt', null],
-      ['details.isFixedExpiry', false], ['details.cig', 'CIG2'], ['details.batchCode', null], ['economics.garantedAmount', 1000.01],
-      ['economics.contractAmount', 20000.9], ['economics.isAutomaticRenewal', null], ['note.shared', 'Nota'], ['sign.emissionAt', null],
-      ['createdAt', '2020-01-01T00:00:00.000Z'], ['orgId', '01a2063d-fd0d-7406-bcb2-977977e358c8'], ['docs.0.checksum', 'ab'.repeat(32)],
-      ['docs.1.key', 'other.pdf'], ['docs.0.type', 'OTHER'], ['docs.0.originalFileName', 'x.pdf'], ['txHash', 'f'.repeat(64)],
+      ['details.transactionId', 'T-2'],
+      ['details.policyNumber', 'Q'],
+      ['details.actType', 'BAIL_ACT'],
+      ['details.checkCode', 'D'],
+      ['details.emittedAt', '2025-01-01T00:00:00.001Z'],
+      ['details.effectiveAt', '2025-01-03T00:00:00.000Z'],
+      ['details.expiresAt', null],
+      ['details.isFixedExpiry', false],
+      ['details.cig', 'CIG2'],
+      ['details.batchCode', null],
+      ['economics.garantedAmount', 1000.01],
+      ['economics.contractAmount', 20000.9],
+      ['economics.isAutomaticRenewal', null],
+      ['note.shared', 'Nota'],
+      ['sign.emissionAt', null],
+      ['createdAt', '2020-01-01T00:00:00.000Z'],
+      ['orgId', '01a2063d-fd0d-7406-bcb2-977977e358c8'],
+      ['docs.0.checksum', 'ab'.repeat(32)],
+      ['docs.1.key', 'other.pdf'],
+      ['docs.0.type', 'OTHER'],
+      ['docs.0.originalFileName', 'x.pdf'],
+      ['txHash', 'f'.repeat(64)],
     ];
     for (const [path, value] of changes) {
       const tampered = structuredClone(record);
@@ -346,10 +443,19 @@ describe('proof verification: tampering with anything breaks it', function () {
 
   it('any part of the proof', () => {
     const changes: Array<[string, unknown]> = [
-      ['digest', 'ab'.repeat(32)], ['root', 'ab'.repeat(32)], ['path.0.hash', 'ab'.repeat(32)], ['path.0.side', 'left'],
-      ['anchor.txHash', 'ab'.repeat(32)], ['anchor.entry.root', 'ab'.repeat(32)], ['anchor.entry.prevHash', 'ab'.repeat(32)],
-      ['anchor.entry.seq', 999999], ['anchor.entry.recordedAt', '2020-01-01T00:00:00.000Z'], ['guaranteeId', 'x'],
-      ['leafIndex', 2], ['batchSize', 1000], ['anchor.entry.size', 1000],
+      ['digest', 'ab'.repeat(32)],
+      ['root', 'ab'.repeat(32)],
+      ['path.0.hash', 'ab'.repeat(32)],
+      ['path.0.side', 'left'],
+      ['anchor.txHash', 'ab'.repeat(32)],
+      ['anchor.entry.root', 'ab'.repeat(32)],
+      ['anchor.entry.prevHash', 'ab'.repeat(32)],
+      ['anchor.entry.seq', 999999],
+      ['anchor.entry.recordedAt', '2020-01-01T00:00:00.000Z'],
+      ['guaranteeId', 'x'],
+      ['leafIndex', 2],
+      ['batchSize', 1000],
+      ['anchor.entry.size', 1000],
     ];
     for (const [path, value] of changes) {
       const tampered = structuredClone(proof);
@@ -364,16 +470,19 @@ describe('proof verification: tampering with anything breaks it', function () {
     const dir = mkdtempSync(join(tmpdir(), 'verify-'));
     const good = join(dir, 'good.json');
     writeFileSync(good, JSON.stringify({ guarantee: record, proof }));
-    const run = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', ...args], { encoding: 'utf8', env: process.env });
+    const run = (...args: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', ...args], { encoding: 'utf8', env: process.env });
     const ok = run(good);
     expect(ok.status, ok.stderr).to.equal(0);
     expect(ok.stdout).to.equal('verified\n');
-    expect(ok.stderr).to.include('ok   the ledger\'s chain from this entry to its head is intact');
+    expect(ok.stderr).to.include("ok   the ledger's chain from this entry to its head is intact");
     // Two files work too, and offline (no database configured) the proof still holds.
     writeFileSync(join(dir, 'g.json'), JSON.stringify(record));
     writeFileSync(join(dir, 'p.json'), JSON.stringify(proof));
-    const offline = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', join(dir, 'g.json'), join(dir, 'p.json')],
-      { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+    const offline = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', join(dir, 'g.json'), join(dir, 'p.json')], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '' },
+    });
     expect(offline.status, offline.stderr).to.equal(3);
     expect(offline.stdout).to.equal('verified offline only\n');
     expect(offline.stderr).to.include('no database configured');
@@ -382,7 +491,7 @@ describe('proof verification: tampering with anything breaks it', function () {
     const bad = run(tampered);
     expect(bad.status).to.equal(1);
     expect(bad.stdout).to.equal('NOT verified\n');
-    expect(bad.stderr).to.include('FAIL the guarantee hashes to the proof\'s digest');
+    expect(bad.stderr).to.include("FAIL the guarantee hashes to the proof's digest");
     expect(run(join(dir, 'missing.json')).status).to.equal(2);
     // A self-made ledger entry holding the root is consistent offline, but not in the ledger.
     const entry = { ...(proof.anchor as { entry: LedgerEntry }).entry, seq: 424242, prevHash: 'cd'.repeat(32) };

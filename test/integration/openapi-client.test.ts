@@ -34,7 +34,9 @@ describe('a TypeScript client generated from the OpenAPI document', function () 
   this.timeout(120_000);
   let app: Served;
   const dir = join('.data', 'test', `openapi-client-${randomUUID().slice(0, 8)}`);
-  before(async () => { app = await serve(); });
+  before(async () => {
+    app = await serve();
+  });
   after(async () => {
     app.server.closeAllConnections();
     await new Promise((resolve) => app.server.close(resolve));
@@ -42,14 +44,31 @@ describe('a TypeScript client generated from the OpenAPI document', function () 
   });
 
   it('compiles in strict mode (openapi-typescript + openapi-fetch) and registers, reads and lists guarantees end to end', async () => {
-    const document = await (await fetch(`${app.origin}/openapi.json`)).json() as Parameters<typeof openapiTS>[0];
+    const document = (await (await fetch(`${app.origin}/openapi.json`)).json()) as Parameters<typeof openapiTS>[0];
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'schema.ts'), astToString(await openapiTS(document)));
     writeFileSync(join(dir, 'client.ts'), CLIENT);
     // The generated operations are typed: a client written against them compiles, strictly.
-    execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit', '--strict', '--skipLibCheck', '--target', 'es2022', '--module', 'nodenext',
-      '--moduleResolution', 'nodenext', join(dir, 'client.ts')], { stdio: 'pipe' });
-    const { roundTrip } = await import(join(process.cwd(), dir, 'client.ts')) as { roundTrip: (url: string, key: string, tx: string) => Promise<Record<string, unknown>> };
+    execFileSync(
+      process.execPath,
+      [
+        'node_modules/typescript/bin/tsc',
+        '--noEmit',
+        '--strict',
+        '--skipLibCheck',
+        '--target',
+        'es2022',
+        '--module',
+        'nodenext',
+        '--moduleResolution',
+        'nodenext',
+        join(dir, 'client.ts'),
+      ],
+      { stdio: 'pipe' },
+    );
+    const { roundTrip } = (await import(join(process.cwd(), dir, 'client.ts'))) as {
+      roundTrip: (url: string, key: string, tx: string) => Promise<Record<string, unknown>>;
+    };
     const org = await newOrg();
     const result = await roundTrip(app.origin, org.key, `TX-${randomUUID()}`);
     expect(result).to.include({ policyNumber: 'P-CLIENT-1', total: 1, missingStatus: 404 });

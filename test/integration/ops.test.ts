@@ -38,7 +38,26 @@ describe('operations endpoints', () => {
     const res = await http.get('/openapi.json');
     expect(res.status).to.equal(200);
     expect(res.body.openapi).to.equal('3.1.0');
-    for (const path of ['/api/v1/guarantees', '/api/v1/guarantees/{id}', '/api/v2/guarantees', '/api/v2/guarantees/{id}', '/api/v1/presigned-url', '/api/v2/presigned-url', '/api/v2/file-status/{uuid}', '/api/v2/files/{uuid}', '/api/v2/guarantees/{id}/proof', '/api/public/v1/verifications', '/.well-known/jwks.json', '/verify', '/api/v2/guarantees/{id}/verification', '/api/v2/guarantees/{id}/verification.svg', '/api/v2/guarantees/{id}/verification.png', '/healthz', '/readyz', '/metrics']) {
+    for (const path of [
+      '/api/v1/guarantees',
+      '/api/v1/guarantees/{id}',
+      '/api/v2/guarantees',
+      '/api/v2/guarantees/{id}',
+      '/api/v1/presigned-url',
+      '/api/v2/presigned-url',
+      '/api/v2/file-status/{uuid}',
+      '/api/v2/files/{uuid}',
+      '/api/v2/guarantees/{id}/proof',
+      '/api/public/v1/verifications',
+      '/.well-known/jwks.json',
+      '/verify',
+      '/api/v2/guarantees/{id}/verification',
+      '/api/v2/guarantees/{id}/verification.svg',
+      '/api/v2/guarantees/{id}/verification.png',
+      '/healthz',
+      '/readyz',
+      '/metrics',
+    ]) {
       expect(res.body.paths, path).to.have.property(path);
     }
     const create = res.body.components.schemas.CreateGuaranteeV2;
@@ -50,12 +69,23 @@ describe('operations endpoints', () => {
 
   it('documents exactly the routes the app answers, each with a unique operationId, its server, and integer paging', async () => {
     const { http, app } = await harness();
-    const doc = (await http.get('/openapi.json')).body as { servers: Array<{ url: string }>; paths: Record<string, Record<string, { operationId?: string; parameters?: Array<{ name: string; schema: { type: string } }> }>> };
-    const documented = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`)).sort();
+    const doc = (await http.get('/openapi.json')).body as {
+      servers: Array<{ url: string }>;
+      paths: Record<string, Record<string, { operationId?: string; parameters?: Array<{ name: string; schema: { type: string } }> }>>;
+    };
+    const documented = Object.entries(doc.paths)
+      .flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`))
+      .sort();
     // Served, and not API operations: the document itself, the docs page and its assets, the
     // verification page's script and styles, and the store's upload events (an internal hook
     // authenticated by its path), and the seed's 400 for a file-status without a key.
-    const undocumented = [/^get \/openapi\.json$/, /^get \/docs(\/|$)/, /^get \/verify\/app\./, /^post \/internal\/storage-events\//, /^get \/api\/v2\/file-status$/];
+    const undocumented = [
+      /^get \/openapi\.json$/,
+      /^get \/docs(\/|$)/,
+      /^get \/verify\/app\./,
+      /^post \/internal\/storage-events\//,
+      /^get \/api\/v2\/file-status$/,
+    ];
     const routes = [...new Set(app.routes)].filter((r) => !undocumented.some((u) => u.test(r))).sort();
     expect(routes).to.deep.equal(documented);
     const ids = Object.values(doc.paths).flatMap((item) => Object.values(item).map((op) => op.operationId));
@@ -126,7 +156,10 @@ describe('availability', () => {
   it('registers a guarantee with Redis unreachable: creation needs the database only', async () => {
     const org = await newOrg();
     const http = await appWith({ REDIS_URL: 'redis://127.0.0.1:1/0' });
-    const res = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: 'no-redis' } });
+    const res = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ details: { policyNumber: 'no-redis' } });
     expect(res.status).to.equal(200);
   });
 });

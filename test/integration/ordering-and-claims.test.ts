@@ -10,9 +10,17 @@ describe('registration order across processes', () => {
   it('gives a later registration a later createdAt even from a process whose clock is behind, and lists it first', async () => {
     const { db, http, events } = await harness();
     const org = await newOrg();
-    const first = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: 'first' } });
+    const first = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ details: { policyNumber: 'first' } });
     // Another API process, its clock an hour behind.
-    const behind = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: createIdempotencyStore(db), outbox: events.outbox, now: () => new Date(Date.now() - 3_600_000) });
+    const behind = createGuaranteeService({
+      repo: createGuaranteeRepository(db),
+      idempotency: createIdempotencyStore(db),
+      outbox: events.outbox,
+      now: () => new Date(Date.now() - 3_600_000),
+    });
     const second = await behind.create(org.orgId, { details: { policyNumber: 'second' } }, { respond: toV2 });
     const created = [Date.parse(first.body.createdAt), Date.parse((second.body as { createdAt: string }).createdAt)];
     expect(created[1]).to.equal((created[0] as number) + 1);
@@ -25,7 +33,7 @@ describe('registration order across processes', () => {
 });
 
 describe('Idempotency-Key claims', () => {
-  it('let a request that outlived its claim neither record its response nor release the retry\'s claim', async () => {
+  it("let a request that outlived its claim neither record its response nor release the retry's claim", async () => {
     const { db } = await harness();
     const org = await newOrg();
     const store = createIdempotencyStore(db);
@@ -40,11 +48,15 @@ describe('Idempotency-Key claims', () => {
     expect(b.owner).to.not.equal(a.owner);
     // A finally finishes: it may not record, nor release B's claim.
     let refused: unknown;
-    await store.complete(org.orgId, 'slow', a.owner, { status: 200, body: { from: 'A' } }).catch((err: unknown) => { refused = err; });
+    await store.complete(org.orgId, 'slow', a.owner, { status: 200, body: { from: 'A' } }).catch((err: unknown) => {
+      refused = err;
+    });
     expect((refused as { status?: number } | undefined)?.status).to.equal(409);
     await store.release(org.orgId, 'slow', a.owner);
     await store.complete(org.orgId, 'slow', b.owner, { status: 200, body: { from: 'B' } });
-    const [row] = await select<{ response_body: string }>(db, "SELECT response_body FROM idempotency_keys WHERE org_id = $1 AND idem_key = 'slow'", [org.orgId]);
+    const [row] = await select<{ response_body: string }>(db, "SELECT response_body FROM idempotency_keys WHERE org_id = $1 AND idem_key = 'slow'", [
+      org.orgId,
+    ]);
     expect(JSON.parse(row?.response_body ?? 'null')).to.deep.equal({ from: 'B' });
   });
 
@@ -61,7 +73,12 @@ describe('Idempotency-Key claims', () => {
       },
     };
     const svc = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: thief, outbox: (await harness()).events.outbox });
-    const err = await svc.create(org.orgId, { details: { policyNumber: 'P' } }, { respond: toV2, idempotency: { key: 'stolen', scope: 'POST /api/v2/guarantees' } }).then(() => undefined, (e: unknown) => e);
+    const err = await svc
+      .create(org.orgId, { details: { policyNumber: 'P' } }, { respond: toV2, idempotency: { key: 'stolen', scope: 'POST /api/v2/guarantees' } })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect((err as { status?: number } | undefined)?.status).to.equal(409);
     const [n] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM guarantees WHERE org_id = $1', [org.orgId]);
     expect(Number(n?.n)).to.equal(0);

@@ -10,15 +10,25 @@ describe('the API process', function () {
   it('on SIGTERM stops accepting, finishes the request in flight, then exits 0', async () => {
     const org = await newOrg();
     const port = 39_000 + Math.floor(Math.random() * 1000);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+      env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     for (let i = 0; i < 200 && !out.includes('API listening'); i++) await new Promise((r) => setTimeout(r, 50));
     expect(out).to.include('API listening');
 
     // A create whose body is still on its way when SIGTERM arrives.
     const body = JSON.stringify({ details: { policyNumber: 'in-flight' } });
-    const req = request({ port, method: 'POST', path: '/api/v2/guarantees', headers: { 'X-API-Key': org.key, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } });
+    const req = request({
+      port,
+      method: 'POST',
+      path: '/api/v2/guarantees',
+      headers: { 'X-API-Key': org.key, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+    });
     const response = once(req, 'response');
     req.write(body.slice(0, 10));
     await new Promise((r) => setTimeout(r, 200));
@@ -35,7 +45,10 @@ describe('the API process', function () {
     expect(code).to.equal(0);
     expect(out).to.include('shut down');
     // No longer accepting.
-    const refused = await fetch(`http://127.0.0.1:${port}/healthz`).then(() => false, () => true);
+    const refused = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      () => false,
+      () => true,
+    );
     expect(refused).to.equal(true);
   });
 });
@@ -43,18 +56,24 @@ describe('the API process', function () {
 describe('npm run services', function () {
   this.timeout(60_000);
 
-  it('up prints every variable the Procfile\'s processes need (ENCRYPTION_KEY and the admin password among them): the configuration they validate at boot', async () => {
+  it("up prints every variable the Procfile's processes need (ENCRYPTION_KEY and the admin password among them): the configuration they validate at boot", async () => {
     const { parseConfig } = await import('../../config/index.js');
     // As an operator trying the Procfile locally: a shell with nothing of the app's set.
     const res = spawnSync(process.execPath, ['scripts/run.mjs', 'services', 'up', '--profile', 'test'], {
-      encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root' },
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root' },
     });
     expect(res.status, res.stderr).to.equal(0);
-    const env = Object.fromEntries(res.stdout.trim().split('\n').map((line) => {
-      const m = /^export (\w+)='(.*)'$/.exec(line);
-      if (!m) throw new Error(`not an export line: ${line}`);
-      return [m[1], m[2]];
-    }));
+    const env = Object.fromEntries(
+      res.stdout
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const m = /^export (\w+)='(.*)'$/.exec(line);
+          if (!m) throw new Error(`not an export line: ${line}`);
+          return [m[1], m[2]];
+        }),
+    );
     expect(env).to.include.keys('ENCRYPTION_KEY', 'DATABASE_URL', 'REDIS_URL', 'S3_BUCKET', 'CLAMD_PORT', 'ADMIN_USER', 'ADMIN_PASSWORD');
     expect(() => parseConfig({ PATH: process.env.PATH, ...env })).to.not.throw();
   });
@@ -68,7 +87,10 @@ describe('npm run services', function () {
     const saved = { ...process.env };
     try {
       for (const name of Object.keys(expected)) delete process.env[name];
-      const { env, started } = await up('test', local.map((s) => s.name));
+      const { env, started } = await up(
+        'test',
+        local.map((s) => s.name),
+      );
       expect(started).to.deep.equal([]);
       expect(env).to.deep.equal(expected);
     } finally {

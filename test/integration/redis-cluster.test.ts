@@ -37,11 +37,18 @@ describe('on a Redis Cluster', function () {
       const up = await presign(org, { fileType: 'pdf' }, 2, http);
       expect((await uploadForm(up.url, up.fields, 'scanned through a cluster')).status).to.equal(204);
       expect((await waitForStatus(up.uuid, ['Clean', 'Error', 'Infected'], 30_000)).status).to.equal('Clean');
-      const created = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: 'CLUSTER-1' }, docs: [{ key: up.key }] });
+      const created = await http
+        .post('/api/v2/guarantees')
+        .set('X-API-Key', org.key)
+        .send({ details: { policyNumber: 'CLUSTER-1' }, docs: [{ key: up.key }] });
       expect(created.status).to.equal(200);
       const types = () => hooks.received.map((r) => (JSON.parse(r.body) as { type: string }).type);
-      await eventually('guarantee.created, file.status.changed and guarantee.notarized delivered', () =>
-        ['guarantee.created', 'file.status.changed', 'guarantee.notarized'].every((t) => types().includes(t)), 30_000, () => types().join(', '));
+      await eventually(
+        'guarantee.created, file.status.changed and guarantee.notarized delivered',
+        () => ['guarantee.created', 'file.status.changed', 'guarantee.notarized'].every((t) => types().includes(t)),
+        30_000,
+        () => types().join(', '),
+      );
       const [row] = await select<{ notarization_status: string }>(db, 'SELECT notarization_status FROM guarantees WHERE id = $1', [created.body.id]);
       expect(row?.notarization_status).to.equal('COMPLETE');
     } finally {

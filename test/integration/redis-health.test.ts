@@ -33,7 +33,12 @@ describe('Redis health as a metric', () => {
   it('logs no outage while the first connection is still being made, and one line once it is ready', async () => {
     const { config } = await harness();
     const lines: Array<{ msg: string }> = [];
-    const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(JSON.parse(chunk.toString()) as { msg: string }); done(); } });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(JSON.parse(chunk.toString()) as { msg: string });
+        done();
+      },
+    });
     const connection = producerConnection(config.REDIS_URL);
     try {
       expect(connection.status).to.not.equal('ready');

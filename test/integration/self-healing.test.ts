@@ -19,7 +19,20 @@ import { producerConnection } from '../../src/shared/queues.js';
 import { createStorage, type Storage } from '../../src/shared/storage.js';
 import { createEvents } from '../../src/webhooks/events.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
-import { FAST_PIPELINE, appWith, configWith, eventually, fileRow, harness, newOrg, pendingJob, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import {
+  FAST_PIPELINE,
+  appWith,
+  configWith,
+  eventually,
+  fileRow,
+  harness,
+  newOrg,
+  pendingJob,
+  presign,
+  uploadForm,
+  waitForStatus,
+  type TestOrg,
+} from '../support/harness.js';
 import { p7mFixtures } from '../support/p7m-fixtures.js';
 import { privateRedis } from '../support/private-redis.js';
 import { receiver } from '../support/receiver.js';
@@ -51,16 +64,26 @@ describe('self-healing: uploads after outages', function () {
   this.timeout(90_000);
   let org: TestOrg;
   let storage: Storage;
-  before(async () => { storage = createStorage((await harness()).config); });
-  after(() => { storage.client.destroy(); });
-  beforeEach(async () => { org = await newOrg(); });
+  before(async () => {
+    storage = createStorage((await harness()).config);
+  });
+  after(() => {
+    storage.client.destroy();
+  });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
 
   /**
    * An upload while the scan worker cannot use `broken` (its configuration routed through a
    * proxy that is down or hangs): the watch's attempts run out (`checkFailure` looks at the
    * failed job), then `heal` and a sweep, and the file is judged Clean.
    */
-  async function outageBeforeUpload(broken: Record<string, string>, heal: () => Promise<void> | void, checkFailure?: (failed: Job<CheckPayload>, tookMs: number) => void) {
+  async function outageBeforeUpload(
+    broken: Record<string, string>,
+    heal: () => Promise<void> | void,
+    checkFailure?: (failed: Job<CheckPayload>, tookMs: number) => void,
+  ) {
     const api = await appWith(FAST_PIPELINE);
     const workers = await startWorkers(['scan'], { config: configWith({ ...FAST_PIPELINE, ...broken }), logger: silent });
     let maintenance: RunningWorkers | undefined;
@@ -108,11 +131,15 @@ describe('self-healing: uploads after outages', function () {
     const proxy = await tcpProxy({ host: s3.hostname, port: Number(s3.port) });
     proxy.stall();
     try {
-      await outageBeforeUpload({ S3_ENDPOINT: `http://127.0.0.1:${proxy.port}`, S3_REQUEST_TIMEOUT_MS: '400', S3_CONNECT_TIMEOUT_MS: '400' }, () => proxy.stall(false), (failed, tookMs) => {
-        // Five attempts, each bounded (the SDK's own retries included), with backoff between them.
-        expect(tookMs).to.be.below(30_000);
-        expect(failed.failedReason).to.match(/timed out|timeout/i);
-      });
+      await outageBeforeUpload(
+        { S3_ENDPOINT: `http://127.0.0.1:${proxy.port}`, S3_REQUEST_TIMEOUT_MS: '400', S3_CONNECT_TIMEOUT_MS: '400' },
+        () => proxy.stall(false),
+        (failed, tookMs) => {
+          // Five attempts, each bounded (the SDK's own retries included), with backoff between them.
+          expect(tookMs).to.be.below(30_000);
+          expect(failed.failedReason).to.match(/timed out|timeout/i);
+        },
+      );
     } finally {
       await proxy.stop();
     }
@@ -128,7 +155,8 @@ describe('self-healing: uploads after outages', function () {
     let workers: RunningWorkers | undefined;
     try {
       const rows = [];
-      for (let i = 0; i < 3; i++) { // a retrying client: each try is quick and gets its own working URL
+      for (let i = 0; i < 3; i++) {
+        // a retrying client: each try is quick and gets its own working URL
         const started = Date.now();
         const res = await http.post('/api/v2/presigned-url').set('X-API-Key', org.key).send({ fileType: 'pdf' });
         expect(res.status).to.equal(200);
@@ -151,7 +179,7 @@ describe('self-healing: uploads after outages', function () {
     }
   });
 
-  it('two uploads to one key before the scan: one version is judged and kept, the other deleted, and the checksum is the kept one\'s', async () => {
+  it("two uploads to one key before the scan: one version is judged and kept, the other deleted, and the checksum is the kept one's", async () => {
     const up = await presign(org);
     const [a, b] = [Buffer.from('first version'), Buffer.from('second version, uploaded again with the same form')];
     expect((await uploadForm(up.url, up.fields, a)).status).to.equal(204);
@@ -211,10 +239,13 @@ describe('documents judged before versions were pinned', function () {
     await storage.client.send(new PutObjectCommand({ Bucket: config.S3_BUCKET, Key: copy, Body: envelope }));
     // The row as the previous release left it: scanned, copied, its signature check queued.
     const now = new Date();
-    await execute(db, `INSERT INTO files (uuid, object_key, org_id, file_type, is_document_public, status, size, checksum, etag, stored_key,
+    await execute(
+      db,
+      `INSERT INTO files (uuid, object_key, org_id, file_type, is_document_public, status, size, checksum, etag, stored_key,
         scan_engine, scanned_at, expires_at, created_at, updated_at)
       VALUES ($1, $2, $3, 'pdf.p7m', 1, 'In Progress', $4, $5, '0123456789abcdef0123456789abcdef', $6, 'ClamAV', $7, $8, $7, $7)`,
-    [uuid, key, org.orgId, envelope.length, sha256(envelope), copy, now, new Date(now.getTime() + 900_000)]);
+      [uuid, key, org.orgId, envelope.length, sha256(envelope), copy, now, new Date(now.getTime() + 900_000)],
+    );
     const workers = await startWorkers(['scan', 'signature'], { config: configWith(FAST_PIPELINE), logger: silent });
     try {
       // Its lost job is found again by the sweeper (as after the upgrade).
@@ -245,7 +276,12 @@ describe('a bucket whose versioning came late', function () {
     try {
       const settings = configWith({ ...FAST_PIPELINE, S3_BUCKET: bucket });
       let refused: unknown;
-      await startWorkers(['scan'], { config: settings, logger: silent }).then((w) => w.close(), (err: unknown) => { refused = err; });
+      await startWorkers(['scan'], { config: settings, logger: silent }).then(
+        (w) => w.close(),
+        (err: unknown) => {
+          refused = err;
+        },
+      );
       expect((refused as Error | undefined)?.message).to.include('keeps no object versions');
 
       const org = await newOrg();
@@ -277,7 +313,12 @@ describe('self-healing: what Redis loses is rebuilt', function () {
       const queues = openQueues(producer, config.QUEUE_PREFIX, silent);
       const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, silent);
       const http = supertest(createApp({ config, logger: silent, db, queues, events }).callback());
-      const workerConfig = configWith({ REDIS_URL: redis.url, NOTARIZATION_INTERVAL_MS: '300', WORKER_STALLED_INTERVAL_MS: '1000', WORKER_LOCK_DURATION_MS: '2000' });
+      const workerConfig = configWith({
+        REDIS_URL: redis.url,
+        NOTARIZATION_INTERVAL_MS: '300',
+        WORKER_STALLED_INTERVAL_MS: '1000',
+        WORKER_LOCK_DURATION_MS: '2000',
+      });
       // Notarization and maintenance run throughout; deliveries only after the loss, so their jobs are in Redis when it goes.
       const running = await startWorkers(['notarization', 'maintenance'], { config: workerConfig, logger: silent, keepSchedulesEveryMs: 500 });
       let webhooks: RunningWorkers | undefined;
@@ -288,7 +329,10 @@ describe('self-healing: what Redis loses is rebuilt', function () {
         const create = async (n: number, tag: string) => {
           const ids: string[] = [];
           for (let i = 0; i < n; i++) {
-            const res = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: `${tag}-${i}` } });
+            const res = await http
+              .post('/api/v2/guarantees')
+              .set('X-API-Key', org.key)
+              .send({ details: { policyNumber: `${tag}-${i}` } });
             expect(res.status).to.equal(200);
             ids.push(res.body.id as string);
           }
@@ -297,19 +341,33 @@ describe('self-healing: what Redis loses is rebuilt', function () {
         const before = await create(5, 'before');
         // The relay handed them to Redis: dispatched, deliveries pending, jobs waiting there.
         // guarantee.created only: the records' guarantee.notarized events come as the notarizer gets to them.
-        const relayed = async () => select<{ status: string; dispatched: number }>(db,
-          `SELECT d.status, e.dispatched_at IS NOT NULL AS dispatched FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
-           WHERE d.org_id = $1 AND e.type = 'guarantee.created'`, [org.orgId]);
+        const relayed = async () =>
+          select<{ status: string; dispatched: number }>(
+            db,
+            `SELECT d.status, e.dispatched_at IS NOT NULL AS dispatched FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id
+           WHERE d.org_id = $1 AND e.type = 'guarantee.created'`,
+            [org.orgId],
+          );
         let seen: Awaited<ReturnType<typeof relayed>> = [];
-        await eventually('the events to be relayed', async () => {
-          seen = await relayed();
-          return seen.length === 5 && seen.every((r) => r.status === 'pending' && Number(r.dispatched) === 1);
-        }, 15_000, () => JSON.stringify(seen));
+        await eventually(
+          'the events to be relayed',
+          async () => {
+            seen = await relayed();
+            return seen.length === 5 && seen.every((r) => r.status === 'pending' && Number(r.dispatched) === 1);
+          },
+          15_000,
+          () => JSON.stringify(seen),
+        );
         expect(await queues.webhooks.count()).to.be.at.least(5);
 
         if (loss === 'flushed') await redis.flushAll();
         else await redis.restartEmpty();
-        await eventually('Redis to answer, empty', () => queues.webhooks.count().then((n) => n === 0, () => false));
+        await eventually('Redis to answer, empty', () =>
+          queues.webhooks.count().then(
+            (n) => n === 0,
+            () => false,
+          ),
+        );
 
         const after = await create(5, 'after');
         // As if a minute had passed: the deliveries whose jobs were lost are past their due time.
@@ -317,14 +375,29 @@ describe('self-healing: what Redis loses is rebuilt', function () {
         webhooks = await startWorkers(['webhooks'], { config: workerConfig, logger: silent });
 
         // Every guarantee.created (the records' guarantee.notarized events come too).
-        const created = () => new Set(hooks.received.map((r) => JSON.parse(r.body) as { type: string; data: { id: string } })
-          .filter((e) => e.type === 'guarantee.created').map((e) => e.data.id));
-        await eventually('every guarantee.created delivered', () => [...before, ...after].every((id) => created().has(id)), 40_000,
-          () => `${created().size} of 10`);
-        await eventually('every record notarized', async () => {
-          const [row] = await select<{ n: number }>(db, "SELECT COUNT(*) AS n FROM guarantees WHERE org_id = $1 AND notarization_status = 'COMPLETE'", [org.orgId]);
-          return Number(row?.n) === 10;
-        }, 40_000);
+        const created = () =>
+          new Set(
+            hooks.received
+              .map((r) => JSON.parse(r.body) as { type: string; data: { id: string } })
+              .filter((e) => e.type === 'guarantee.created')
+              .map((e) => e.data.id),
+          );
+        await eventually(
+          'every guarantee.created delivered',
+          () => [...before, ...after].every((id) => created().has(id)),
+          40_000,
+          () => `${created().size} of 10`,
+        );
+        await eventually(
+          'every record notarized',
+          async () => {
+            const [row] = await select<{ n: number }>(db, "SELECT COUNT(*) AS n FROM guarantees WHERE org_id = $1 AND notarization_status = 'COMPLETE'", [
+              org.orgId,
+            ]);
+            return Number(row?.n) === 10;
+          },
+          40_000,
+        );
       } finally {
         await webhooks?.close();
         await running.close();
@@ -340,7 +413,9 @@ describe('self-healing: what Redis loses is rebuilt', function () {
   it('workers close within their lock duration even when Redis restarted empty under a running job (SIGTERM never hangs)', async () => {
     const redis = await privateRedis();
     const running = await startWorkers(['notarization', 'maintenance'], {
-      config: configWith({ REDIS_URL: redis.url, NOTARIZATION_INTERVAL_MS: '100', WORKER_LOCK_DURATION_MS: '1500' }), logger: silent, keepSchedulesEveryMs: 200,
+      config: configWith({ REDIS_URL: redis.url, NOTARIZATION_INTERVAL_MS: '100', WORKER_LOCK_DURATION_MS: '1500' }),
+      logger: silent,
+      keepSchedulesEveryMs: 200,
     });
     try {
       await new Promise((r) => setTimeout(r, 500)); // cycles under way
@@ -356,18 +431,29 @@ describe('self-healing: what Redis loses is rebuilt', function () {
   it('a Bull Board retry of a failed delivery delivers it', async () => {
     const { http, queues } = await harness();
     const hooks = await receiver('/retry-by-hand');
-    hooks.answer((_req, res) => { res.writeHead(500).end(); });
+    hooks.answer((_req, res) => {
+      res.writeHead(500).end();
+    });
     const workers = await startWorkers(['webhooks'], { config: configWith({ WEBHOOK_RETRY_SCHEDULE: '0.1,0.1' }), logger: silent });
     const org = await newOrg();
     try {
       expect((await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: hooks.url })).status).to.equal(200);
-      const created = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: 'retry-me' } });
-      const failed = await eventually('the delivery job to fail', async () => (await queues.webhooks.getFailed()).find((j) => hooks.received.some((r) => r.headers['webhook-id'] === j.data.eventId)), 20_000);
+      const created = await http
+        .post('/api/v2/guarantees')
+        .set('X-API-Key', org.key)
+        .send({ details: { policyNumber: 'retry-me' } });
+      const failed = await eventually(
+        'the delivery job to fail',
+        async () => (await queues.webhooks.getFailed()).find((j) => hooks.received.some((r) => r.headers['webhook-id'] === j.data.eventId)),
+        20_000,
+      );
       const { db } = await harness();
       const [delivery] = await select<{ status: string }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1', [failed.data.eventId]);
       expect(delivery?.status).to.equal('failed');
       const attemptsBefore = hooks.received.length;
-      hooks.answer((_req, res) => { res.writeHead(204).end(); });
+      hooks.answer((_req, res) => {
+        res.writeHead(204).end();
+      });
       await failed.retry();
       await eventually('the retried delivery to succeed', async () => {
         const [row] = await select<{ status: string }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1', [failed.data.eventId]);

@@ -29,8 +29,14 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     ];
     return fx.file(`list-${++n}.xml`, Buffer.from(tamper(signTrustedList(trustedListXml({ ...o, services }), pem('tl-operator.key'), pem('tl-operator.pem')))));
   };
-  const kept = async () => (await select<{ territory: string; sequence_number: number }>((await harness()).db, 'SELECT territory, sequence_number FROM trusted_lists WHERE removed_at IS NULL ORDER BY territory', []))
-    .map((r) => `${r.territory} ${r.sequence_number}`);
+  const kept = async () =>
+    (
+      await select<{ territory: string; sequence_number: number }>(
+        (await harness()).db,
+        'SELECT territory, sequence_number FROM trusted_lists WHERE removed_at IS NULL ORDER BY territory',
+        [],
+      )
+    ).map((r) => `${r.territory} ${r.sequence_number}`);
 
   before(async () => {
     fx = p7mFixtures();
@@ -39,7 +45,9 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     await (await harness()).db.query('DELETE FROM trusted_lists');
   });
   // Other tests' signature checks run without lists.
-  after(async () => { await (await harness()).db.query('DELETE FROM trusted_lists'); });
+  after(async () => {
+    await (await harness()).db.query('DELETE FROM trusted_lists');
+  });
 
   it('imports a list signed by a configured operator, keeping its qualified CA and timestamping services; lists what it keeps', async () => {
     expect(cli({}, 'trust', 'import', listFile())).to.deep.include({ code: 1, stdout: '' });
@@ -56,7 +64,11 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     expect(first.stderr).to.include('kept the IT list 42 with 2 qualified CA and timestamping service(s), replacing list 41');
     expect(first.stderr).to.not.include('next update was due');
     expect(cli(signers, 'trust', 'list').stdout).to.match(/^IT 42 \d{4}-\d{2}-\d{2}T[\d:.]+Z 2100-01-01T00:00:00.000Z 2\n$/);
-    const [service] = await select<{ service_type: string; provider: string; history: string }>((await harness()).db, 'SELECT service_type, provider, history FROM trust_services ORDER BY id', []);
+    const [service] = await select<{ service_type: string; provider: string; history: string }>(
+      (await harness()).db,
+      'SELECT service_type, provider, history FROM trust_services ORDER BY id',
+      [],
+    );
     expect(service).to.include({ service_type: 'http://uri.etsi.org/TrstSvc/Svctype/CA/QC', provider: 'Certificatore di prova S.p.A.' });
     expect(JSON.parse(service!.history)).to.deep.equal([{ status: `${STATUS}granted`, from: '2016-07-01T00:00:00.000Z' }]);
 
@@ -70,7 +82,10 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     expect(cli(signers, 'trust', 'import', listFile({ sequence: 43 })).code).to.equal(0);
     const refusals: Array<[string, string]> = [
       [listFile({ sequence: 42 }), 'list 42 is older than the IT list 43 imported before'],
-      [listFile({ sequence: 43, services: [{ certPem: pem('int.pem'), status: `${STATUS}withdrawn`, statusFrom: '2020-01-01T00:00:00Z' }] }), 'another IT list with the same sequence number 43'],
+      [
+        listFile({ sequence: 43, services: [{ certPem: pem('int.pem'), status: `${STATUS}withdrawn`, statusFrom: '2020-01-01T00:00:00Z' }] }),
+        'another IT list with the same sequence number 43',
+      ],
       [listFile({ sequence: 44 }, (x) => x.replace(`${STATUS}granted`, `${STATUS}withdrawn`)), "the list's signature does not verify"],
       [listFile({ sequence: 44, territory: 'FR' }), "the list is FR's, and its signer's certificate is IT's"],
       ['/nonexistent/list.xml', 'no such file'],
@@ -97,7 +112,13 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     expect(cli(signers, 'trust', 'import', list45).code).to.equal(0);
     expect(await kept()).to.deep.equal(['IT 45']);
     // A signature xml-crypto cannot read is that file's refusal, not a crash of the batch.
-    const broken = cli(signers, 'trust', 'import', listFile({ sequence: 46 }, (x) => x.replace(/<ds:SignedInfo>[\s\S]*<\/ds:SignedInfo>/, '')), listFile({ sequence: 46 }));
+    const broken = cli(
+      signers,
+      'trust',
+      'import',
+      listFile({ sequence: 46 }, (x) => x.replace(/<ds:SignedInfo>[\s\S]*<\/ds:SignedInfo>/, '')),
+      listFile({ sequence: 46 }),
+    );
     expect(broken).to.deep.include({ code: 1, stdout: 'IT 46\n' });
     expect(broken.stderr).to.include("refused: the list's signature cannot be read");
     expect(cli(signers, 'trust', 'frobnicate').code).to.equal(2);
@@ -111,8 +132,11 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     expect(run.code, run.stderr).to.equal(0);
     expect(run.stdout).to.equal('IT 141\n');
     expect(cli(env, 'trust', 'list').stdout).to.equal('IT 141 2019-09-04T08:00:00.000Z 2020-02-27T00:00:00.000Z 192\n');
-    const [names] = await select<{ providers: number; certificates: number }>((await harness()).db,
-      'SELECT COUNT(DISTINCT provider) AS providers, SUM(JSON_LENGTH(certificates)) AS certificates FROM trust_services', []);
+    const [names] = await select<{ providers: number; certificates: number }>(
+      (await harness()).db,
+      'SELECT COUNT(DISTINCT provider) AS providers, SUM(JSON_LENGTH(certificates)) AS certificates FROM trust_services',
+      [],
+    );
     expect(Number(names?.certificates)).to.equal(192);
     expect(Number(names?.providers)).to.be.greaterThan(10);
     expect(cli(env, 'trust', 'remove', 'IT').code).to.equal(0);
@@ -124,17 +148,26 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     before(async () => {
       // Sequence numbers from the tests above (Italy's real list, 141, among them) stay out of the way.
       await (await harness()).db.query('DELETE FROM trusted_lists');
-      workers = await startWorkers(['scan', 'signature'], { config: configWith({ ...FAST_PIPELINE, ...signers, TRUSTED_LISTS_REFRESH_SECONDS: '0' }), logger: createLogger('silent') });
+      workers = await startWorkers(['scan', 'signature'], {
+        config: configWith({ ...FAST_PIPELINE, ...signers, TRUSTED_LISTS_REFRESH_SECONDS: '0' }),
+        logger: createLogger('silent'),
+      });
       org = await newOrg();
     });
-    after(async () => { await workers.close(); });
+    after(async () => {
+      await workers.close();
+    });
 
     async function judged(content: Buffer) {
       const up = await presign(org, { fileType: 'pdf.p7m', isDocumentPublic: true }, 2);
       expect((await uploadForm(up.url, up.fields, content, 'document.pdf.p7m')).status).to.equal(204);
       await waitForStatus(up.uuid, ['Clean', 'Signed', 'Infected', 'Error'], 20_000);
       return (await (await harness()).http.get(`/api/v2/files/${up.uuid}`).set('X-API-Key', org.key)).body as {
-        status: string; signature: { chain: string; signers: Array<{ chain: string; problems: string[]; trustService?: Record<string, unknown>; timestamp?: { trustService?: Record<string, unknown> } }> };
+        status: string;
+        signature: {
+          chain: string;
+          signers: Array<{ chain: string; problems: string[]; trustService?: Record<string, unknown>; timestamp?: { trustService?: Record<string, unknown> } }>;
+        };
       };
     }
 
@@ -144,7 +177,8 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
       expect(qualified.status).to.equal('Signed');
       expect(qualified.signature.chain).to.equal('checked');
       expect(qualified.signature.signers[0]).to.deep.include({
-        chain: 'trusted', trustService: { territory: 'IT', provider: 'Certificatore di prova S.p.A.', name: 'Test QC CA', status: 'granted', qualified: true },
+        chain: 'trusted',
+        trustService: { territory: 'IT', provider: 'Certificatore di prova S.p.A.', name: 'Test QC CA', status: 'granted', qualified: true },
       });
       const stamped = await judged(fx.timestamped().valid);
       expect(stamped.status).to.equal('Signed');
@@ -153,12 +187,21 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
       // The supervisor withdrew the CA an hour before the signature: a newer list says so.
       // (The fixtures, signatures included, were made in this process: less than an hour ago.)
       const withdrawnAt = new Date(Date.now() - 3_600_000).toISOString();
-      const services = [{ certPem: pem('int.pem'), status: `${STATUS}withdrawn`, statusFrom: withdrawnAt, history: [{ status: `${STATUS}granted`, from: '2016-07-01T00:00:00Z' }] }];
+      const services = [
+        {
+          certPem: pem('int.pem'),
+          status: `${STATUS}withdrawn`,
+          statusFrom: withdrawnAt,
+          history: [{ status: `${STATUS}granted`, from: '2016-07-01T00:00:00Z' }],
+        },
+      ];
       expect(cli(signers, 'trust', 'import', listFile({ sequence: 51, services })).code).to.equal(0);
       const withdrawn = await judged(fx.der.qualified);
       expect(withdrawn.status).to.equal('Clean');
       expect(withdrawn.signature.signers[0]?.chain).to.equal('untrusted');
-      expect(withdrawn.signature.signers[0]?.problems[0]).to.match(/^chain not trusted: the IT trusted list's service "Test QC CA" was withdrawn at the signing time/);
+      expect(withdrawn.signature.signers[0]?.problems[0]).to.match(
+        /^chain not trusted: the IT trusted list's service "Test QC CA" was withdrawn at the signing time/,
+      );
 
       // No list kept: lists are still in use (TRUSTED_LIST_SIGNERS), so chains are checked and none is trusted.
       expect(cli(signers, 'trust', 'remove', 'IT').code).to.equal(0);

@@ -21,7 +21,9 @@ async function objectSize(key: string): Promise<number | undefined> {
 describe('POST /api/v{1,2}/presigned-url', function () {
   this.timeout(30_000);
   let org: TestOrg;
-  beforeEach(async () => { org = await newOrg(); });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
   const presign = async (version: 1 | 2, body: object, headers: Record<string, string> = {}) =>
     (await harness()).http.post(`/api/v${version}/presigned-url`).set('X-API-Key', org.key).set(headers).send(body);
 
@@ -34,8 +36,15 @@ describe('POST /api/v{1,2}/presigned-url', function () {
     expect(res.body.presignedUrl).to.be.a('string');
     expect(res.body.fields).to.include.keys('Policy', 'X-Amz-Signature');
     const { db } = await harness();
-    const [row] = await select<{ org_id: string; status: string; file_type: string; original_file_name: string; is_document_public: number; expires_at: Date; uuid: string }>(db,
-      'SELECT org_id, status, file_type, original_file_name, is_document_public, expires_at, uuid FROM files WHERE object_key = $1', [res.body.key]);
+    const [row] = await select<{
+      org_id: string;
+      status: string;
+      file_type: string;
+      original_file_name: string;
+      is_document_public: number;
+      expires_at: Date;
+      uuid: string;
+    }>(db, 'SELECT org_id, status, file_type, original_file_name, is_document_public, expires_at, uuid FROM files WHERE object_key = $1', [res.body.key]);
     expect(row).to.include({ org_id: org.orgId, status: 'In Progress', file_type: 'pdf', original_file_name: 'polizza.pdf', is_document_public: 0 });
     expect(res.body.key.startsWith(row?.uuid)).to.equal(true);
     expect((row?.expires_at.getTime() ?? 0) - Date.now()).to.be.within(890_000, 901_000);
@@ -45,7 +54,9 @@ describe('POST /api/v{1,2}/presigned-url', function () {
     const res = await presign(2, { fileType: 'pdf.p7m', isDocumentPublic: true });
     expect(res.status).to.equal(200);
     expect(res.body.key).to.match(/\.pdf\.p7m$/);
-    const [row] = await select<{ is_document_public: number }>((await harness()).db, 'SELECT is_document_public FROM files WHERE object_key = $1', [res.body.key]);
+    const [row] = await select<{ is_document_public: number }>((await harness()).db, 'SELECT is_document_public FROM files WHERE object_key = $1', [
+      res.body.key,
+    ]);
     expect(row?.is_document_public).to.equal(1);
   });
 
@@ -76,7 +87,12 @@ describe('POST /api/v{1,2}/presigned-url', function () {
     const sent = await uploadForm(res.body.presignedUrl, res.body.fields, Buffer.from('%PDF-1.4 guarantee'));
     expect(sent.status, sent.text).to.equal(204);
     expect(await objectSize(res.body.key)).to.equal(18);
-    const g = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ docs: [{ type: 'BAIL_ACT', key: res.body.key }] });
+    const g = await (
+      await harness()
+    ).http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ docs: [{ type: 'BAIL_ACT', key: res.body.key }] });
     expect(g.status).to.equal(200);
     expect(g.body.docs[0]).to.include({ key: res.body.key, originalFileName: 'atto.pdf' });
   });
@@ -129,14 +145,17 @@ describe('browser uploads (bucket CORS)', function () {
   it('cli migrate lets the configured origins POST to the bucket, and no other', async () => {
     const { spawnSync } = await import('node:child_process');
     const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'migrate'], {
-      encoding: 'utf8', env: { ...process.env, UPLOAD_CORS_ORIGINS: 'https://portal.example.it' },
+      encoding: 'utf8',
+      env: { ...process.env, UPLOAD_CORS_ORIGINS: 'https://portal.example.it' },
     });
     expect(run.status, run.stderr).to.equal(0);
     expect(run.stderr).to.include('browser uploads allowed from https://portal.example.it');
     const { config } = await harness();
-    const preflight = (origin: string) => fetch(`${config.S3_ENDPOINT}/${config.S3_BUCKET}`, {
-      method: 'OPTIONS', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' },
-    });
+    const preflight = (origin: string) =>
+      fetch(`${config.S3_ENDPOINT}/${config.S3_BUCKET}`, {
+        method: 'OPTIONS',
+        headers: { Origin: origin, 'Access-Control-Request-Method': 'POST' },
+      });
     const allowed = await preflight('https://portal.example.it');
     expect(allowed.headers.get('access-control-allow-origin')).to.equal('https://portal.example.it');
     const other = await preflight('https://evil.example.com');

@@ -21,12 +21,17 @@ const silent = createLogger('silent');
 describe('uploads: clamd down, workers killed, events and fallbacks', function () {
   this.timeout(90_000);
   let org: TestOrg;
-  beforeEach(async () => { org = await newOrg(); });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
 
   it('while clamd is unreachable the file stays In Progress (never a false Clean), and is scanned once clamd is back', async () => {
     const { config } = await harness();
     const proxy = await tcpProxy({ host: config.CLAMD_HOST ?? '127.0.0.1', port: config.CLAMD_PORT ?? 0 }, { listening: false });
-    const workers = await startWorkers(['scan'], { config: configWith({ ...FAST_PIPELINE, SCAN_ATTEMPTS: '8', CLAMD_PORT: String(proxy.port) }), logger: silent });
+    const workers = await startWorkers(['scan'], {
+      config: configWith({ ...FAST_PIPELINE, SCAN_ATTEMPTS: '8', CLAMD_PORT: String(proxy.port) }),
+      logger: silent,
+    });
     try {
       const up = await presign(org);
       expect((await uploadForm(up.url, up.fields, 'clean bytes')).status).to.equal(204);
@@ -41,7 +46,10 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
   });
 
   it('when clamd stays unreachable through every retry the file becomes Error with the reason', async () => {
-    const workers = await startWorkers(['scan'], { config: configWith({ ...FAST_PIPELINE, SCAN_ATTEMPTS: '3', CLAMD_PORT: String(await freePort()) }), logger: silent });
+    const workers = await startWorkers(['scan'], {
+      config: configWith({ ...FAST_PIPELINE, SCAN_ATTEMPTS: '3', CLAMD_PORT: String(await freePort()) }),
+      logger: silent,
+    });
     try {
       const up = await presign(org);
       expect((await uploadForm(up.url, up.fields, 'clean bytes')).status).to.equal(204);
@@ -99,7 +107,9 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
     const { config, db, queues } = await harness();
     const app = createApp({ config, logger: silent, db, queues });
     const handle = app.callback();
-    const server = createServer((req, res) => { void handle(req, res); });
+    const server = createServer((req, res) => {
+      void handle(req, res);
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const storage = createStorage(config);
     try {
@@ -126,7 +136,12 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
     const path = `/internal/storage-events/${storageEventsToken(config.ENCRYPTION_KEY[0] as Buffer)}`;
     expect((await http.post(path).set('Content-Type', 'application/json').send('{nope')).status).to.equal(400);
     const before = await queues.checks.count();
-    const res = await http.post(path).send({ Records: [{ eventName: 'ObjectCreated:Put', s3: { object: { key: 'documents/x/y.pdf' } } }, { eventName: 'ObjectRemoved:Delete', s3: { object: { key: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.pdf' } } }] });
+    const res = await http.post(path).send({
+      Records: [
+        { eventName: 'ObjectCreated:Put', s3: { object: { key: 'documents/x/y.pdf' } } },
+        { eventName: 'ObjectRemoved:Delete', s3: { object: { key: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.pdf' } } },
+      ],
+    });
     expect(res.status).to.equal(204);
     expect(await queues.checks.count()).to.equal(before);
   });
@@ -146,7 +161,10 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
     const { createFileJobs } = await import('../../src/files/file.jobs.js');
     const { createFileRepository } = await import('../../src/files/file.repository.js');
     const sweeper = createScanService({
-      repo: createFileRepository(db, (await harness()).events.outbox), storage: createStorage((await harness()).config), jobs: createFileJobs(queues, { scanAttempts: 1 }), logger: silent,
+      repo: createFileRepository(db, (await harness()).events.outbox),
+      storage: createStorage((await harness()).config),
+      jobs: createFileJobs(queues, { scanAttempts: 1 }),
+      logger: silent,
       antivirus: createAntivirus({ host: config.CLAMD_HOST, port: config.CLAMD_PORT }, { timeoutMs: 5000 }),
       settings: { graceMs: 0, pollMaxMs: 1000, scanAttempts: 1 },
     });
@@ -154,7 +172,7 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
     expect(await (await pendingJob(queues.checks, FileDedup.watch(up.uuid)))?.getState()).to.be.oneOf(['waiting', 'delayed', 'prioritized']);
   });
 
-  it('the extended view is a 404 for another organization\'s file, by UUID or key', async () => {
+  it("the extended view is a 404 for another organization's file, by UUID or key", async () => {
     const { http } = await harness();
     const up = await presign(org);
     const other = await newOrg();
@@ -171,7 +189,12 @@ describe('the store-events ingress in the access log', () => {
   it('logs its route pattern, never the token in the path', async () => {
     const { config, db, queues } = await harness();
     const lines: string[] = [];
-    const sink = new Writable({ write(chunk: Buffer, _enc, done) { lines.push(chunk.toString()); done(); } });
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
     const app = createApp({ config, logger: createLogger('info', sink), db, queues });
     const { storageEventsToken } = await import('../../src/files/storage-events.routes.js');
     const token = storageEventsToken(config.ENCRYPTION_KEY[0] as Buffer);

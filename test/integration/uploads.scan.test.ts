@@ -4,7 +4,19 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FAST_PIPELINE, configWith, eventually, fileRow, harness, newOrg, pendingJob, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import {
+  FAST_PIPELINE,
+  configWith,
+  eventually,
+  fileRow,
+  harness,
+  newOrg,
+  pendingJob,
+  presign,
+  uploadForm,
+  waitForStatus,
+  type TestOrg,
+} from '../support/harness.js';
 import { FileDedup } from '../../src/files/file.jobs.js';
 import { storageEventsToken } from '../../src/files/storage-events.routes.js';
 import { encryptedPdf, zipOf } from '../support/encrypted-fixtures.js';
@@ -18,7 +30,6 @@ const EICAR = 'X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$
 const PROJECT_TEST_MALWARE = 'GUARANTEE-REGISTRY-TEST-MALWARE-SIGNATURE-2f9c41';
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
-
 async function readObject(storage: Storage, key: string, versionId?: string): Promise<Buffer | undefined> {
   if (!(await storage.head(key))) return undefined;
   const chunks: Buffer[] = [];
@@ -29,7 +40,10 @@ async function readObject(storage: Storage, key: string, versionId?: string): Pr
 /** Whether the key's versions come down to exactly `keep` within a few seconds (the worker prunes just after recording the verdict). */
 async function prunedTo(storage: Storage, key: string, keep: readonly string[]): Promise<boolean> {
   const want = [...keep].sort().join(',');
-  return eventually('the other versions to be deleted', async () => (await storage.versions(key)).sort().join(',') === want, 5000).then(() => true, () => false);
+  return eventually('the other versions to be deleted', async () => (await storage.versions(key)).sort().join(',') === want, 5000).then(
+    () => true,
+    () => false,
+  );
 }
 
 describe('uploads: noticed, scanned with the real clamd, kept', function () {
@@ -45,7 +59,9 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     await workers.close();
     storage.client.destroy();
   });
-  beforeEach(async () => { org = await newOrg(); });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
 
   it('a clean upload becomes Clean with its checksum, size and engine; the judged version is the document, pinned by its VersionId', async () => {
     const up = await presign(org, { fileType: 'pdf', fileName: 'polizza.pdf' }, 1);
@@ -62,14 +78,26 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
 
     const view = await (await harness()).http.get(`/api/v2/files/${up.uuid}`).set('X-API-Key', org.key);
     expect(view.status).to.equal(200);
-    expect(view.body).to.include({ uuid: up.uuid, key: up.key, status: 'Clean', checksum: sha256(content), size: content.length, fileName: 'polizza.pdf', threat: null, signature: null });
+    expect(view.body).to.include({
+      uuid: up.uuid,
+      key: up.key,
+      status: 'Clean',
+      checksum: sha256(content),
+      size: content.length,
+      fileName: 'polizza.pdf',
+      threat: null,
+      signature: null,
+    });
     expect(view.body.scan.engine).to.equal(row.scan_engine);
     const status = await (await harness()).http.get(`/api/v2/file-status/${up.key}`).set('X-API-Key', org.key);
     expect(status.body).to.equal('Clean');
   });
 
-  it('EICAR and the project\'s test signature become Infected with the threat named, and their bytes are not kept', async () => {
-    for (const [content, threat] of [[EICAR, /Eicar/i], [`hello ${PROJECT_TEST_MALWARE} world`, /Guarantee-Registry-Test-Malware/]] as const) {
+  it("EICAR and the project's test signature become Infected with the threat named, and their bytes are not kept", async () => {
+    for (const [content, threat] of [
+      [EICAR, /Eicar/i],
+      [`hello ${PROJECT_TEST_MALWARE} world`, /Guarantee-Registry-Test-Malware/],
+    ] as const) {
       const up = await presign(org);
       expect((await uploadForm(up.url, up.fields, content)).status).to.equal(204);
       const row = await waitForStatus(up.uuid, ['Clean', 'Infected', 'Error']);
@@ -80,7 +108,7 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     }
   });
 
-  it('files over the scanner\'s limits, archive bombs, an archive entry over the limit, an encrypted zip and an encrypted PDF are Infected, never Clean', async () => {
+  it("files over the scanner's limits, archive bombs, an archive entry over the limit, an encrypted zip and an encrypted PDF are Infected, never Clean", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'bomb-'));
     try {
       // Many entries whose expansion exceeds MaxScanSize (16 MB in the test clamd): 30 × 1 MB of zeros in a 30 kB zip.
@@ -170,13 +198,18 @@ describe('uploads: noticed, scanned with the real clamd, kept', function () {
     await uploadForm(infected.url, infected.fields, EICAR);
     await waitForStatus(clean.uuid, ['Clean']);
     await waitForStatus(infected.uuid, ['Infected']);
-    const created = await http.post('/api/v2/guarantees').set('X-API-Key', org.key)
+    const created = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
       .send({ details: { policyNumber: 'P-1' }, docs: [{ type: 'BAIL_ACT', key: clean.key }] });
     expect(created.status).to.equal(200);
     expect(created.body.docs[0]).to.include({ key: clean.key, checksum: sha256('the contract'), originalFileName: 'contratto.pdf' });
     const read = await http.get(`/api/v2/guarantees/${created.body.id}`).set('X-API-Key', org.key);
     expect(read.body.docs[0].checksum).to.equal(sha256('the contract'));
-    const refused = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: 'P-2' }, docs: [{ key: infected.key }] });
+    const refused = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ details: { policyNumber: 'P-2' }, docs: [{ key: infected.key }] });
     expect(refused.status).to.equal(400);
   });
 });

@@ -14,27 +14,48 @@ async function judged(org: TestOrg, content: Buffer | string, body: Record<strin
   await waitForStatus(up.uuid, FINAL, 20_000);
   const view = await (await harness()).http.get(`/api/v2/files/${up.uuid}`).set('X-API-Key', org.key);
   expect(view.status).to.equal(200);
-  return view.body as { status: string; signature: null | { outcome: string; reason?: string; chain: string; levels: number; signers: Array<Record<string, unknown>> } };
+  return view.body as {
+    status: string;
+    signature: null | { outcome: string; reason?: string; chain: string; levels: number; signers: Array<Record<string, unknown>> };
+  };
 }
 
 describe('uploads: .p7m signature check of public v2 documents (real pipeline, worker threads)', function () {
   this.timeout(60_000);
   let fx: P7mFixtures;
   let org: TestOrg;
-  before(() => { fx = p7mFixtures(); });
-  beforeEach(async () => { org = await newOrg(); });
+  before(() => {
+    fx = p7mFixtures();
+  });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
 
   describe('without a trust store', () => {
     let workers: RunningWorkers;
-    before(async () => { workers = await startWorkers(['scan', 'signature'], { config: configWith(FAST_PIPELINE), logger: createLogger('silent') }); });
-    after(async () => { await workers.close(); });
+    before(async () => {
+      workers = await startWorkers(['scan', 'signature'], { config: configWith(FAST_PIPELINE), logger: createLogger('silent') });
+    });
+    after(async () => {
+      await workers.close();
+    });
 
     it('a validly signed envelope (RSA DER, ECDSA, RSA-PSS, PEM, nested, two signers) becomes Signed, the chain reported as not checked', async () => {
-      for (const [name, envelope] of [['rsa', fx.der.rsa], ['ec', fx.der.ec], ['pss', fx.der.pss], ['pem', fx.pem], ['nested', fx.der.nested], ['two signers', fx.der.twoSigners]] as const) {
+      for (const [name, envelope] of [
+        ['rsa', fx.der.rsa],
+        ['ec', fx.der.ec],
+        ['pss', fx.der.pss],
+        ['pem', fx.pem],
+        ['nested', fx.der.nested],
+        ['two signers', fx.der.twoSigners],
+      ] as const) {
         const view = await judged(org, envelope);
         expect(view.status, name).to.equal('Signed');
         expect(view.signature).to.include({ outcome: 'signed', chain: 'not-checked' });
-        expect(view.signature?.signers.every((s) => s.signatureValid === true && s.digestMatches === true && s.chain === 'not-checked'), name).to.equal(true);
+        expect(
+          view.signature?.signers.every((s) => s.signatureValid === true && s.digestMatches === true && s.chain === 'not-checked'),
+          name,
+        ).to.equal(true);
       }
     });
 
@@ -69,11 +90,16 @@ describe('uploads: .p7m signature check of public v2 documents (real pipeline, w
     let workers: RunningWorkers;
     before(async () => {
       const store = fx.file('trust-store.pem', Buffer.from(fx.rootPem));
-      workers = await startWorkers(['scan', 'signature'], { config: configWith({ ...FAST_PIPELINE, SIGNATURE_TRUST_STORE: store }), logger: createLogger('silent') });
+      workers = await startWorkers(['scan', 'signature'], {
+        config: configWith({ ...FAST_PIPELINE, SIGNATURE_TRUST_STORE: store }),
+        logger: createLogger('silent'),
+      });
     });
-    after(async () => { await workers.close(); });
+    after(async () => {
+      await workers.close();
+    });
 
-    it('Signed when the chain reaches the store (through the envelope\'s intermediate); Clean, chain untrusted, when it does not', async () => {
+    it("Signed when the chain reaches the store (through the envelope's intermediate); Clean, chain untrusted, when it does not", async () => {
       const trusted = await judged(org, fx.der.rsa);
       expect(trusted.status).to.equal('Signed');
       expect(trusted.signature).to.include({ outcome: 'signed', chain: 'checked' });

@@ -71,15 +71,27 @@ describe('public verification (contracting authorities)', function () {
     expect(match.guarantee.details).to.include({ policyNumber, checkCode });
     const offline = verifyProof(match.guarantee, match.proof);
     expect(offline.ok, JSON.stringify(offline.checks)).to.equal(true);
-    expect(match.documents.map((d) => [d.key, d.status])).to.deep.equal([[pdf, 'Clean'], [p7m, 'Signed']]);
+    expect(match.documents.map((d) => [d.key, d.status])).to.deep.equal([
+      [pdf, 'Clean'],
+      [p7m, 'Signed'],
+    ]);
     expect(match.documents[0]?.signature).to.equal(null);
     expect(match.documents[1]?.signature).to.deep.equal({
       outcome: 'signed',
-      signers: [{
-        subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT', fiscalCode: 'RSSMRA80A01H501U', issuer: 'CN=Test CA', signingTime: '2026-03-01T10:00:00.000Z',
-        timestampedAt: '2026-03-01T10:00:05.000Z', qualified: true,
-        trustedList: { territory: 'IT', provider: 'Certificatore di prova S.p.A.', qualified: true }, counterSignature: false, chain: 'trusted', valid: true,
-      }],
+      signers: [
+        {
+          subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT',
+          fiscalCode: 'RSSMRA80A01H501U',
+          issuer: 'CN=Test CA',
+          signingTime: '2026-03-01T10:00:00.000Z',
+          timestampedAt: '2026-03-01T10:00:05.000Z',
+          qualified: true,
+          trustedList: { territory: 'IT', provider: 'Certificatore di prova S.p.A.', qualified: true },
+          counterSignature: false,
+          chain: 'trusted',
+          valid: true,
+        },
+      ],
     });
     expect(match.documents[0]?.checksum).to.match(/^[0-9a-f]{64}$/);
   });
@@ -89,7 +101,11 @@ describe('public verification (contracting authorities)', function () {
     await notarizeAll();
     const res = await verify({ policyNumber, checkCode, cig: 'Z9Y8X7W6V5', garantedAmount: 15000.5 });
     expect(res.status).to.equal(200);
-    const { receipt, matches, verifiedAt } = res.body as { receipt: string; matches: Array<{ proof: { digest: string }; guarantee: { txHash: string } }>; verifiedAt: string };
+    const { receipt, matches, verifiedAt } = res.body as {
+      receipt: string;
+      matches: Array<{ proof: { digest: string }; guarantee: { txHash: string } }>;
+      verifiedAt: string;
+    };
 
     expect(decodeProtectedHeader(receipt)).to.include({ alg: 'EdDSA', typ: RECEIPT_TYPE });
     const { payload } = await compactVerify(receipt, createLocalJWKSet(await jwks()));
@@ -103,7 +119,9 @@ describe('public verification (contracting authorities)', function () {
     // A receipt changed by one character no longer verifies.
     const forged = `${receipt.slice(0, 40)}${receipt[40] === 'A' ? 'B' : 'A'}${receipt.slice(41)}`;
     let refused = false;
-    await compactVerify(forged, createLocalJWKSet(await jwks())).catch(() => { refused = true; });
+    await compactVerify(forged, createLocalJWKSet(await jwks())).catch(() => {
+      refused = true;
+    });
     expect(refused).to.equal(true);
   });
 
@@ -136,7 +154,10 @@ describe('public verification (contracting authorities)', function () {
     const res = await verify({ policyNumber: first.policyNumber, checkCode: first.checkCode });
     expect(res.status).to.equal(200);
     const matches = res.body.matches as Array<{ issuer: { orgId: string }; guarantee: { id: string } }>;
-    expect(matches.map((m) => [m.issuer.orgId, m.guarantee.id])).to.deep.equal([[first.org.orgId, first.id], [second.org.orgId, second.id]]);
+    expect(matches.map((m) => [m.issuer.orgId, m.guarantee.id])).to.deep.equal([
+      [first.org.orgId, first.id],
+      [second.org.orgId, second.id],
+    ]);
   });
 
   it('answers every kind of miss the same: 404, no body, the same headers (unknown policy, wrong code, other case, a space, short code, other amount or CIG)', async () => {
@@ -189,7 +210,11 @@ describe('public verification (contracting authorities)', function () {
   it('limits requests per client address, malformed ones counted, with Retry-After; another address still verifies the same policy', async () => {
     const { policyNumber, checkCode } = await registered();
     const http = await appWith({ VERIFY_RATE_PER_MINUTE: '3', TRUST_PROXY: 'true' });
-    const from = (address: string, body: unknown) => http.post('/api/public/v1/verifications').set('X-Forwarded-For', address).send(body as object);
+    const from = (address: string, body: unknown) =>
+      http
+        .post('/api/public/v1/verifications')
+        .set('X-Forwarded-For', address)
+        .send(body as object);
     expect((await from('198.51.100.7', { policyNumber, checkCode })).status).to.equal(200);
     expect((await from('198.51.100.7', { policyNumber: 'x' })).status).to.equal(400);
     expect((await from('198.51.100.7', { policyNumber, checkCode: 'wrong-code' })).status).to.equal(404);
@@ -199,20 +224,34 @@ describe('public verification (contracting authorities)', function () {
     expect((await from('203.0.113.9', { policyNumber, checkCode })).status).to.equal(200);
   });
 
-  it('looks codes up with one seek of the verification key\'s index, without a temporary table or a sort', async () => {
+  it("looks codes up with one seek of the verification key's index, without a temporary table or a sort", async () => {
     const { db } = await harness();
-    const plan = await select<{ table: string; key: string | null; type: string; Extra: string | null }>(db, `EXPLAIN ${GUARANTEE_SQL.findForVerification}`,
-      [verificationKey('P-1', 'ABCDEFGH'), null, null], undefined, { prepared: false });
+    const plan = await select<{ table: string; key: string | null; type: string; Extra: string | null }>(
+      db,
+      `EXPLAIN ${GUARANTEE_SQL.findForVerification}`,
+      [verificationKey('P-1', 'ABCDEFGH'), null, null],
+      undefined,
+      { prepared: false },
+    );
     const g = plan.find((r) => r.table === 'g');
     expect(g, JSON.stringify(plan)).to.include({ key: 'ix_guarantees_verification_key', type: 'ref' });
     // An ORDER BY on the guarantee's columns cost a temporary table and a filesort per lookup.
-    expect(plan.map((r) => r.Extra ?? ''), JSON.stringify(plan)).to.satisfy((extras: string[]) => extras.every((e) => !/temporary|filesort/i.test(e)));
+    expect(
+      plan.map((r) => r.Extra ?? ''),
+      JSON.stringify(plan),
+    ).to.satisfy((extras: string[]) => extras.every((e) => !/temporary|filesort/i.test(e)));
   });
 
   it('computes the verification key as MariaDB does, for any characters; a code under 8 characters has none', async () => {
     const { db } = await harness();
     const org = await newOrg();
-    const pairs = [['POL/2026/ÀÉÎ-ü', 'CÓDIGO-ñ-8'], ['Ω-polizza 𝄞', 'clé-😀-€€€'], ['AB', 'CDEFGHIJ'], ['A', 'BCDEFGHIJ'], ['pol short', 'SEVEN-7']];
+    const pairs = [
+      ['POL/2026/ÀÉÎ-ü', 'CÓDIGO-ñ-8'],
+      ['Ω-polizza 𝄞', 'clé-😀-€€€'],
+      ['AB', 'CDEFGHIJ'],
+      ['A', 'BCDEFGHIJ'],
+      ['pol short', 'SEVEN-7'],
+    ];
     for (const [policyNumber, checkCode] of pairs) {
       const g = await create(org, { details: { policyNumber, checkCode } });
       const [row] = await select<{ verification_key: Buffer | null }>(db, 'SELECT verification_key FROM guarantees WHERE id = $1', [g.id]);
@@ -237,7 +276,10 @@ describe('public verification (contracting authorities)', function () {
 
     const after = await http.get(`/api/v2/guarantees/${id}/verification`).set('X-API-Key', org.key);
     expect(after.body.verifications.count).to.equal(3);
-    const latest = answers.map((a) => a.body.verifiedAt as string).sort().at(-1);
+    const latest = answers
+      .map((a) => a.body.verifiedAt as string)
+      .sort()
+      .at(-1);
     expect(after.body.verifications.lastAt).to.equal(latest);
     // No endpoint would ever receive them (deliveries are made as they are written): not written.
     const events = await select<{ id: string }>(db, "SELECT id FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.verified'", [org.orgId]);
@@ -251,7 +293,9 @@ describe('public verification (contracting authorities)', function () {
     expect(view.status).to.equal(200);
     const base = config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`;
     expect(view.body).to.deep.equal({
-      verifiable: true, url: `${base}/verify#policyNumber=POL+1%2F2026&checkCode=Ab%2Bc+d%26e%3DF`, verifications: { count: 0, lastAt: null },
+      verifiable: true,
+      url: `${base}/verify#policyNumber=POL+1%2F2026&checkCode=Ab%2Bc+d%26e%3DF`,
+      verifications: { count: 0, lastAt: null },
     });
     const fragment = new URLSearchParams(new URL(view.body.url as string).hash.slice(1));
     expect([fragment.get('policyNumber'), fragment.get('checkCode')]).to.deep.equal([policyNumber, checkCode]);
@@ -303,7 +347,7 @@ describe('public verification (contracting authorities)', function () {
   });
 });
 
-describe('public verification: guarantee.verified reaches the issuer\'s webhooks', function () {
+describe("public verification: guarantee.verified reaches the issuer's webhooks", function () {
   this.timeout(60_000);
 
   /** An organization's registered guarantee with a webhook endpoint at a local receiver. */
@@ -315,15 +359,19 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     return { ...r, hooks };
   }
 
-  const eventsOf = async (orgId: string) => select<{ id: string; created_at: Date; dispatched_at: Date | null; status: string | null }>((await harness()).db,
-    `SELECT e.id, e.created_at, e.dispatched_at, d.status FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id
-     WHERE e.org_id = $1 AND e.type = 'guarantee.verified'`, [orgId]);
+  const eventsOf = async (orgId: string) =>
+    select<{ id: string; created_at: Date; dispatched_at: Date | null; status: string | null }>(
+      (await harness()).db,
+      `SELECT e.id, e.created_at, e.dispatched_at, d.status FROM webhook_events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id
+     WHERE e.org_id = $1 AND e.type = 'guarantee.verified'`,
+      [orgId],
+    );
 
   before(async () => {
     publicHttp = await appWith({ VERIFY_RATE_PER_MINUTE: '0' });
   });
 
-  it('fans the event out in the verification\'s own transaction (dispatched as written, its delivery made), and delivers it', async () => {
+  it("fans the event out in the verification's own transaction (dispatched as written, its delivery made), and delivers it", async () => {
     const { config } = await harness();
     const { org, id, policyNumber, checkCode, hooks } = await withEndpoint();
     let workers: RunningWorkers | undefined;
@@ -348,7 +396,7 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     }
   });
 
-  it('writes a batch\'s events, byte for byte, for the organizations with an endpoint registered by then, a disabled one included (kept for a replay), and only for them', async () => {
+  it("writes a batch's events, byte for byte, for the organizations with an endpoint registered by then, a disabled one included (kept for a replay), and only for them", async () => {
     const { db, events } = await harness();
     const { org: active, hooks } = await withEndpoint();
     const { org: disabled, hooks: disabledHooks } = await withEndpoint();
@@ -358,22 +406,37 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     const at = new Date(Date.now() + 1); // after the endpoints were registered...
     await execute(db, 'UPDATE webhook_endpoints SET created_at = $1 WHERE org_id = $2', [new Date(at.getTime() + 60_000), late.orgId]); // ...but this one
     const rows = [active, none, disabled, active, none, late].map((o, i) => ({
-      id: uuidv7({ msecs: at.getTime() }), orgId: o.orgId, body: JSON.stringify({ n: i, s: 'é 😀 \\ " \n \u2028 \u0000 \\u00e9' }),
+      id: uuidv7({ msecs: at.getTime() }),
+      orgId: o.orgId,
+      body: JSON.stringify({ n: i, s: 'é 😀 \\ " \n \u2028 \u0000 \\u00e9' }),
     }));
     try {
       const results = await script(db, events.repo.fannedOutStatements('guarantee.verified', rows, at));
-      const written = await select<{ id: string; org_id: string; body: string; status: string; created_at: Date; dispatched_at: Date }>(db,
+      const written = await select<{ id: string; org_id: string; body: string; status: string; created_at: Date; dispatched_at: Date }>(
+        db,
         `SELECT e.id, e.org_id, e.body, e.created_at, e.dispatched_at, d.status FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id
-         WHERE e.id IN ($1) ORDER BY e.body`, [rows.map((r) => r.id)], undefined, { prepared: false });
+         WHERE e.id IN ($1) ORDER BY e.body`,
+        [rows.map((r) => r.id)],
+        undefined,
+        { prepared: false },
+      );
       expect(written.map((w) => [w.org_id, w.body, w.status])).to.deep.equal([
-        [active.orgId, rows[0]?.body, 'pending'], [disabled.orgId, rows[2]?.body, 'failed'], [active.orgId, rows[3]?.body, 'pending'],
+        [active.orgId, rows[0]?.body, 'pending'],
+        [disabled.orgId, rows[2]?.body, 'failed'],
+        [active.orgId, rows[3]?.body, 'pending'],
       ]);
       for (const w of written) expect([w.created_at.getTime(), w.dispatched_at.getTime()]).to.deep.equal([at.getTime(), at.getTime()]);
       // The organizations without an endpoint by then: no event at all.
-      const kept = await select<{ org_id: string }>(db, 'SELECT org_id FROM webhook_events WHERE id IN ($1)', [rows.map((r) => r.id)], undefined, { prepared: false });
+      const kept = await select<{ org_id: string }>(db, 'SELECT org_id FROM webhook_events WHERE id IN ($1)', [rows.map((r) => r.id)], undefined, {
+        prepared: false,
+      });
       expect(kept.map((k) => k.org_id).sort()).to.deep.equal([active.orgId, active.orgId, disabled.orgId].sort());
       // The last result is the deliveries made: the pending ones are to be queued.
-      expect(pendingDeliveries(results.at(-1) as Parameters<typeof pendingDeliveries>[0]).map((d) => d.eventId).sort()).to.deep.equal([rows[0]?.id, rows[3]?.id].sort());
+      expect(
+        pendingDeliveries(results.at(-1) as Parameters<typeof pendingDeliveries>[0])
+          .map((d) => d.eventId)
+          .sort(),
+      ).to.deep.equal([rows[0]?.id, rows[3]?.id].sort());
     } finally {
       // No worker is to try these deliveries to receivers that are gone.
       await execute(db, 'DELETE FROM webhook_deliveries WHERE event_id IN ($1)', [rows.map((r) => r.id)], undefined, { prepared: false });
@@ -384,14 +447,18 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
   type PlanRow = { table: string; type: string; key: string | null };
   const explain = async (statements: ReadonlyArray<{ sql: string; bind: unknown[] }>): Promise<PlanRow[][]> => {
     const { db } = await harness();
-    return Promise.all(statements.map((statement) =>
-      select<PlanRow>(db, `EXPLAIN ${statement.sql.replace(/\s+RETURNING .*$/s, '')}`, statement.bind, undefined, { prepared: false })));
+    return Promise.all(
+      statements.map((statement) =>
+        select<PlanRow>(db, `EXPLAIN ${statement.sql.replace(/\s+RETURNING .*$/s, '')}`, statement.bind, undefined, { prepared: false }),
+      ),
+    );
   };
 
-  it('writes a verification\'s event and deliveries through the endpoints\' index, and reads events by primary key only', async () => {
+  it("writes a verification's event and deliveries through the endpoints' index, and reads events by primary key only", async () => {
     const { events } = await harness();
     const at = new Date();
-    const plans = async (orgId: string) => explain(events.repo.fannedOutStatements('guarantee.verified', [{ id: '00000000-0000-7000-8000-000000000000', orgId, body: '{}' }], at));
+    const plans = async (orgId: string) =>
+      explain(events.repo.fannedOutStatements('guarantee.verified', [{ id: '00000000-0000-7000-8000-000000000000', orgId, body: '{}' }], at));
     const { org, hooks } = await withEndpoint();
     try {
       for (const orgId of [(await newOrg()).orgId, org.orgId]) {
@@ -409,7 +476,7 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     }
   });
 
-  it('the relay fans out from the organizations\' endpoints: without any, no event or delivery is read; with some, events and deliveries by primary key', async () => {
+  it("the relay fans out from the organizations' endpoints: without any, no event or delivery is read; with some, events and deliveries by primary key", async () => {
     const at = new Date();
     const plans = async (orgId: string) => explain(fanOutStatements([{ id: '00000000-0000-7000-8000-000000000000', orgId }], at));
     for (const plan of await plans((await newOrg()).orgId)) expect(plan[0]?.table, JSON.stringify(plan)).to.equal('ep');
@@ -432,9 +499,15 @@ describe('public verification: guarantee.verified reaches the issuer\'s webhooks
     deadRedis.on('error', () => undefined);
     const deadQueues = openQueues(deadRedis, config.QUEUE_PREFIX, silent);
     const warnings: string[] = [];
-    const logger = createLogger('warn', { write: (line: string) => { warnings.push(line); } });
+    const logger = createLogger('warn', {
+      write: (line: string) => {
+        warnings.push(line);
+      },
+    });
     const deadEvents = createEvents(db, deadQueues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
-    const http = supertest(createApp({ config: configWith({ VERIFY_RATE_PER_MINUTE: '0' }), logger: silent, db, queues: deadQueues, events: deadEvents }).callback());
+    const http = supertest(
+      createApp({ config: configWith({ VERIFY_RATE_PER_MINUTE: '0' }), logger: silent, db, queues: deadQueues, events: deadEvents }).callback(),
+    );
     let workers: RunningWorkers | undefined;
     try {
       const started = Date.now();

@@ -24,8 +24,11 @@ async function resultOf(page: Page): Promise<string> {
   return (await attr(page, '[data-verify-result]', 'data-status')) ?? '';
 }
 
-const checks = (page: Page) => inPage<Array<[string, string]>>(page,
-  "[...document.querySelectorAll('[data-check]')].map((e) => [e.getAttribute('data-check'), e.getAttribute('data-passed')])");
+const checks = (page: Page) =>
+  inPage<Array<[string, string]>>(
+    page,
+    "[...document.querySelectorAll('[data-check]')].map((e) => [e.getAttribute('data-check'), e.getAttribute('data-passed')])",
+  );
 
 describe('the verification page in Chromium', function () {
   this.timeout(60_000);
@@ -53,7 +56,10 @@ describe('the verification page in Chromium', function () {
     watched = [];
   });
 
-  async function open(url: string, viewport?: { width: number; height: number; deviceScaleFactor?: number; isMobile?: boolean; hasTouch?: boolean }): Promise<Page> {
+  async function open(
+    url: string,
+    viewport?: { width: number; height: number; deviceScaleFactor?: number; isMobile?: boolean; hasTouch?: boolean },
+  ): Promise<Page> {
     const w = await watchedPage(browser, app.origin, viewport);
     watched.push(w);
     await w.page.goto(url, { waitUntil: 'domcontentloaded' });
@@ -67,23 +73,35 @@ describe('the verification page in Chromium', function () {
     return (view.body.url as string).replace(/^http:\/\/[^/]+/, app.origin);
   }
 
-  it('from the QR code\'s URL: verifies at once, shows the issuer first, the terms, every proof step passed, the documents; matches the file received, not another', async () => {
+  it("from the QR code's URL: verifies at once, shows the issuer first, the terms, every proof step passed, the documents; matches the file received, not another", async () => {
     const g = await registered({ pdfContent: PDF, policyNumber: `POL/${unique()}`, amount: 150000 });
     await notarizeAll();
     const page = await open(await qrUrl(g.org, g.id));
 
     expect(await resultOf(page)).to.equal('found');
     expect(await inPage<string>(page, `${q('#policyNumber')}.value`)).to.equal(g.policyNumber);
-    const article = await inPage<{ first: string; text: string }>(page, `({ first: ${q('article.match')}.firstElementChild.className, text: ${q('article.match')}.textContent })`);
+    const article = await inPage<{ first: string; text: string }>(
+      page,
+      `({ first: ${q('article.match')}.firstElementChild.className, text: ${q('article.match')}.textContent })`,
+    );
     expect(article.first).to.equal('issuer');
     expect(article.text).to.include('IT00743110157').and.include('IVASS 1.00012').and.include(g.policyNumber);
     expect(article.text).to.match(/150\.000,00\s€/);
     const steps = await checks(page);
     expect(steps.map(([id]) => id)).to.include.members(['digest', 'merkle-root', 'path-position', 'ledger-root', 'ledger-hash']);
-    expect(steps.every(([, passed]) => passed === 'true'), JSON.stringify(steps)).to.equal(true);
-    expect(await inPage<string[]>(page, "[...document.querySelectorAll('.doc')].map((e) => e.textContent)")).to.satisfy((docs: string[]) =>
-      docs[0]?.includes('Nessuna minaccia rilevata') && docs[1]?.includes('Firmato da CN=Mario Rossi') && docs[1].includes('codice fiscale RSSMRA80A01H501U')
-      && docs[1].includes('marca temporale del') && docs[1].includes('certificato qualificato secondo la lista di fiducia IT (Certificatore di prova S.p.A.)') && docs[1].includes('certificato emesso da CN=Test CA'));
+    expect(
+      steps.every(([, passed]) => passed === 'true'),
+      JSON.stringify(steps),
+    ).to.equal(true);
+    expect(await inPage<string[]>(page, "[...document.querySelectorAll('.doc')].map((e) => e.textContent)")).to.satisfy(
+      (docs: string[]) =>
+        docs[0]?.includes('Nessuna minaccia rilevata') &&
+        docs[1]?.includes('Firmato da CN=Mario Rossi') &&
+        docs[1].includes('codice fiscale RSSMRA80A01H501U') &&
+        docs[1].includes('marca temporale del') &&
+        docs[1].includes('certificato qualificato secondo la lista di fiducia IT (Certificatore di prova S.p.A.)') &&
+        docs[1].includes('certificato emesso da CN=Test CA'),
+    );
 
     writeFileSync(join(files, 'ricevuta.pdf'), PDF);
     const input = await page.$('#file-input');
@@ -124,8 +142,11 @@ describe('the verification page in Chromium', function () {
     const g = await registered();
     await notarizeAll();
     const { db } = await harness();
-    const [batch] = await select<{ id: number; receipt: string }>(db,
-      'SELECT b.id, b.receipt FROM notarization_batches b JOIN notarization_proofs p ON p.batch_id = b.id WHERE p.guarantee_id = $1', [g.id]);
+    const [batch] = await select<{ id: number; receipt: string }>(
+      db,
+      'SELECT b.id, b.receipt FROM notarization_batches b JOIN notarization_proofs p ON p.batch_id = b.id WHERE p.guarantee_id = $1',
+      [g.id],
+    );
     const original = (batch as { receipt: string }).receipt;
     const receipt = JSON.parse(original) as { entry: { recordedAt: string } };
     receipt.entry.recordedAt = '2020-01-01T00:00:00.000Z';

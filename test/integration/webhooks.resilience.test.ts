@@ -50,7 +50,10 @@ describe('webhooks: resilience', function () {
       const n = 10;
       const ids: string[] = [];
       for (let i = 0; i < n; i++) {
-        const res = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: `offline-${i}` } });
+        const res = await http
+          .post('/api/v2/guarantees')
+          .set('X-API-Key', org.key)
+          .send({ details: { policyNumber: `offline-${i}` } });
         expect(res.status, 'creation needs no Redis').to.equal(200);
         ids.push(res.body.id as string);
       }
@@ -84,13 +87,19 @@ describe('webhooks: resilience', function () {
     const org = await newOrg();
     await register(http, org, rx.url);
     // Slow answers, so that the worker is killed with deliveries in flight.
-    rx.answer(async (_req, res) => { await new Promise((r) => setTimeout(r, 700)); res.writeHead(204).end(); });
+    rx.answer(async (_req, res) => {
+      await new Promise((r) => setTimeout(r, 700));
+      res.writeHead(204).end();
+    });
     const env = { ...process.env, ...FAST, LOG_LEVEL: 'silent' };
     const child = spawn(process.execPath, ['--import', 'tsx', 'workers/index.ts', 'webhooks'], { env, stdio: 'ignore' });
     try {
       const n = 12;
       for (let i = 0; i < n; i++) {
-        const res = await http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber: `batch-${i}` } });
+        const res = await http
+          .post('/api/v2/guarantees')
+          .set('X-API-Key', org.key)
+          .send({ details: { policyNumber: `batch-${i}` } });
         expect(res.status).to.equal(200);
       }
       await eventually('deliveries in flight at the receiver', () => rx.inFlight() >= 2, 30_000);
@@ -98,10 +107,16 @@ describe('webhooks: resilience', function () {
       const survivor = await startWorkers(['webhooks'], { config: configWith(FAST), logger: silent });
       try {
         await eventually('every event delivered', () => uniqueIds(rx.received).size === n, 40_000);
-        await eventually('every delivery recorded as succeeded', async () => {
-          const [row] = await select<{ n: number }>(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded'", [org.orgId]);
-          return Number(row?.n) === n;
-        }, 20_000);
+        await eventually(
+          'every delivery recorded as succeeded',
+          async () => {
+            const [row] = await select<{ n: number }>(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE org_id = $1 AND status = 'succeeded'", [
+              org.orgId,
+            ]);
+            return Number(row?.n) === n;
+          },
+          20_000,
+        );
         // At least once on the wire: any repeat carries the same webhook-id.
         expect(rx.received.length).to.be.at.least(n);
       } finally {

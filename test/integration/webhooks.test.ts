@@ -16,7 +16,12 @@ import { receiver, type Receiver, type Received } from '../support/receiver.js';
 const silent = createLogger('silent');
 
 /** Retries in fractions of a second, attempts bounded to under a second. */
-export const FAST_WEBHOOKS = { WEBHOOK_RETRY_SCHEDULE: '0.2,0.3,0.4', WEBHOOK_TIMEOUT_MS: '800', WORKER_STALLED_INTERVAL_MS: '1000', WORKER_LOCK_DURATION_MS: '2000' };
+export const FAST_WEBHOOKS = {
+  WEBHOOK_RETRY_SCHEDULE: '0.2,0.3,0.4',
+  WEBHOOK_TIMEOUT_MS: '800',
+  WORKER_STALLED_INTERVAL_MS: '1000',
+  WORKER_LOCK_DURATION_MS: '2000',
+};
 
 async function register(org: TestOrg, endpoint: unknown) {
   return (await harness()).http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint });
@@ -36,19 +41,28 @@ async function createGuarantee(org: TestOrg, policyNumber: string): Promise<stri
 
 /** Verifies a delivery as a receiver would, with the official library; returns the payload. */
 function verified(secret: string, r: Received): { type: string; timestamp: string; data: Record<string, unknown> } {
-  const headers = { 'webhook-id': String(r.headers['webhook-id']), 'webhook-timestamp': String(r.headers['webhook-timestamp']), 'webhook-signature': String(r.headers['webhook-signature']) };
+  const headers = {
+    'webhook-id': String(r.headers['webhook-id']),
+    'webhook-timestamp': String(r.headers['webhook-timestamp']),
+    'webhook-signature': String(r.headers['webhook-signature']),
+  };
   return new Webhook(secret).verify(r.body, headers) as { type: string; timestamp: string; data: Record<string, unknown> };
 }
 
 async function attempts(org: TestOrg, id: string) {
   const res = await (await harness()).http.get(`/api/v1/webhooks/${id}/attempts?limit=100`).set('X-API-Key', org.key);
   expect(res.status).to.equal(200);
-  return res.body as { totalItems: number; attempts: Array<{ eventId: string; statusCode: number | null; error: string | null; succeeded: boolean; attemptedAt: string }> };
+  return res.body as {
+    totalItems: number;
+    attempts: Array<{ eventId: string; statusCode: number | null; error: string | null; succeeded: boolean; attemptedAt: string }>;
+  };
 }
 
 describe('webhooks: registration (endpoints 9 and 10)', () => {
   let org: TestOrg;
-  beforeEach(async () => { org = await newOrg(); });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
 
   it('registers an endpoint: 200 with success, webhookId and a whsec_ secret; listed with its normalized URL', async () => {
     const res = await register(org, 'HTTP://127.0.0.1:80/hooks/../in?x=1#frag');
@@ -77,7 +91,16 @@ describe('webhooks: registration (endpoints 9 and 10)', () => {
   });
 
   it('refuses a bad endpoint with 400 {success: false, error} and registers nothing', async () => {
-    for (const bad of [undefined, '', 42, 'not a url', 'ftp://127.0.0.1/x', '/relative', 'http://user:pw@127.0.0.1/x', `http://127.0.0.1/${'a'.repeat(2100)}`]) {
+    for (const bad of [
+      undefined,
+      '',
+      42,
+      'not a url',
+      'ftp://127.0.0.1/x',
+      '/relative',
+      'http://user:pw@127.0.0.1/x',
+      `http://127.0.0.1/${'a'.repeat(2100)}`,
+    ]) {
       const res = await register(org, bad);
       expect(res.status, String(bad)).to.equal(400);
       expect(res.body.success).to.equal(false);
@@ -117,7 +140,13 @@ describe('webhooks: registration (endpoints 9 and 10)', () => {
     const other = await newOrg();
     const { http } = await harness();
     expect((await http.get('/api/v1/webhooks').set('X-API-Key', other.key)).body).to.deep.equal([]);
-    for (const [method, path] of [['get', ''], ['delete', ''], ['post', '/rotate-secret'], ['post', '/enable'], ['get', '/attempts']] as const) {
+    for (const [method, path] of [
+      ['get', ''],
+      ['delete', ''],
+      ['post', '/rotate-secret'],
+      ['post', '/enable'],
+      ['get', '/attempts'],
+    ] as const) {
       expect((await http[method](`/api/v1/webhooks/${id}${path}`).set('X-API-Key', other.key)).status, `${method} ${path}`).to.equal(404);
     }
     expect((await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', other.key).send({ since: '2020-01-01T00:00:00Z' })).status).to.equal(404);
@@ -144,7 +173,13 @@ describe('webhooks: registration (endpoints 9 and 10)', () => {
 describe('webhooks: the SSRF guard at registration', () => {
   // Only 127.0.0.2 is allowed here: loopback in general is refused, as in production.
   const resolver: Resolver = (host) => {
-    const table: Record<string, string[]> = { 'inside.test': ['127.0.0.1'], 'allowed.test': ['127.0.0.2'], 'mixed.test': ['127.0.0.2', '10.0.0.5'], 'metadata.test': ['169.254.169.254'], 'v6.test': ['::1'] };
+    const table: Record<string, string[]> = {
+      'inside.test': ['127.0.0.1'],
+      'allowed.test': ['127.0.0.2'],
+      'mixed.test': ['127.0.0.2', '10.0.0.5'],
+      'metadata.test': ['169.254.169.254'],
+      'v6.test': ['::1'],
+    };
     const found = table[host];
     if (!found) return Promise.reject(Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' }));
     return Promise.resolve(found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
@@ -154,9 +189,23 @@ describe('webhooks: the SSRF guard at registration', () => {
     const org = await newOrg();
     const app = await appWith({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.2/32' }, undefined, { resolver });
     const post = (endpoint: string) => app.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint });
-    for (const refused of ['http://127.0.0.1/x', 'http://10.1.2.3/x', 'http://192.168.1.1/x', 'http://169.254.169.254/latest/meta-data', 'http://100.100.100.200/x',
-      'http://[::1]/x', 'http://[::ffff:127.0.0.1]/x', 'http://[fd00:ec2::254]/x', 'http://[fe80::1]/x', 'http://0.0.0.0/x',
-      'http://inside.test/x', 'http://mixed.test/x', 'http://metadata.test/x', 'http://v6.test/x', 'http://nowhere.test/x']) {
+    for (const refused of [
+      'http://127.0.0.1/x',
+      'http://10.1.2.3/x',
+      'http://192.168.1.1/x',
+      'http://169.254.169.254/latest/meta-data',
+      'http://100.100.100.200/x',
+      'http://[::1]/x',
+      'http://[::ffff:127.0.0.1]/x',
+      'http://[fd00:ec2::254]/x',
+      'http://[fe80::1]/x',
+      'http://0.0.0.0/x',
+      'http://inside.test/x',
+      'http://mixed.test/x',
+      'http://metadata.test/x',
+      'http://v6.test/x',
+      'http://nowhere.test/x',
+    ]) {
       const res = await post(refused);
       expect(res.status, refused).to.equal(400);
       expect(res.body.success).to.equal(false);
@@ -165,20 +214,31 @@ describe('webhooks: the SSRF guard at registration', () => {
     expect((await post('http://127.0.0.2:8080/x')).status).to.equal(200);
   });
 
-  it('refuses cloud platforms\' service addresses even inside an allowed network (Azure\'s 168.63.129.16 is public unicast)', async () => {
+  it("refuses cloud platforms' service addresses even inside an allowed network (Azure's 168.63.129.16 is public unicast)", async () => {
     const org = await newOrg();
     const app = await appWith({ WEBHOOK_ALLOWED_NETWORKS: '168.63.0.0/16,100.64.0.0/10,169.254.0.0/16,fd00::/8' }, undefined, { resolver });
-    for (const refused of ['http://168.63.129.16/x', 'http://100.100.100.200/x', 'http://169.254.169.254/x', 'http://[fd00:ec2::254]/x', 'http://192.0.0.192/x']) {
+    for (const refused of [
+      'http://168.63.129.16/x',
+      'http://100.100.100.200/x',
+      'http://169.254.169.254/x',
+      'http://[fd00:ec2::254]/x',
+      'http://192.0.0.192/x',
+    ]) {
       const res = await app.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: refused });
       expect(res.status, refused).to.equal(400);
     }
     expect((await app.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://168.63.129.17/x' })).status).to.equal(200);
   });
 
-  it('never tells the client what a name resolved to, nor the resolver\'s error', async () => {
+  it("never tells the client what a name resolved to, nor the resolver's error", async () => {
     const org = await newOrg();
     const app = await appWith({ WEBHOOK_ALLOWED_NETWORKS: '127.0.0.2/32' }, undefined, { resolver });
-    for (const [endpoint, hidden] of [['http://inside.test/x', '127.0.0.1'], ['http://mixed.test/x', '10.0.0.5'], ['http://metadata.test/x', '169.254'], ['http://nowhere.test/x', 'ENOTFOUND']] as const) {
+    for (const [endpoint, hidden] of [
+      ['http://inside.test/x', '127.0.0.1'],
+      ['http://mixed.test/x', '10.0.0.5'],
+      ['http://metadata.test/x', '169.254'],
+      ['http://nowhere.test/x', 'ENOTFOUND'],
+    ] as const) {
       const res = await app.post('/api/v1/webhooks').set('X-API-Key', org.key).set('Accept', 'application/problem+json').send({ endpoint });
       expect(res.status).to.equal(400);
       expect(JSON.stringify(res.body), endpoint).to.not.include(hidden);
@@ -196,12 +256,16 @@ describe('webhooks: delivery', function () {
   before(async () => {
     workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
   });
-  after(async () => { await workers.close(); });
+  after(async () => {
+    await workers.close();
+  });
   beforeEach(async () => {
     org = await newOrg();
     rx = await receiver();
   });
-  afterEach(async () => { await rx.close(); });
+  afterEach(async () => {
+    await rx.close();
+  });
 
   it('delivers guarantee.created, signed per Standard Webhooks, with the v2 guarantee as data, and records the attempt', async () => {
     const { id, secret } = await registered(org, rx.url);
@@ -214,7 +278,10 @@ describe('webhooks: delivery', function () {
     expect(Date.parse(payload.timestamp)).to.be.closeTo(Date.now(), 10_000);
     expect(r?.headers['content-type']).to.equal('application/json');
     expect(r?.body).to.equal(JSON.stringify(payload)); // the body as signed, byte for byte
-    const log = await eventually('the attempt record', async () => { const a = await attempts(org, id); return a.totalItems === 1 && a; });
+    const log = await eventually('the attempt record', async () => {
+      const a = await attempts(org, id);
+      return a.totalItems === 1 && a;
+    });
     expect(log.attempts[0]).to.include({ eventId: r?.headers['webhook-id'], statusCode: 204, succeeded: true, error: null });
     // Nothing more arrives: one delivery per event and endpoint.
     await new Promise((res) => setTimeout(res, 500));
@@ -250,21 +317,31 @@ describe('webhooks: delivery', function () {
     const [r] = await rx.waitFor(1);
     const payload = verified(secret, r as Received);
     expect(payload.type).to.equal('file.status.changed');
-    expect(payload.data).to.deep.equal({ key, uuid, status: 'Error', previousStatus: 'In Progress', statusReason: 'No file was uploaded before the upload URL expired.' });
+    expect(payload.data).to.deep.equal({
+      key,
+      uuid,
+      status: 'Error',
+      previousStatus: 'In Progress',
+      statusReason: 'No file was uploaded before the upload URL expired.',
+    });
   });
 
   it('retries after 500s and timeouts on the schedule, then succeeds; every attempt is recorded', async () => {
     const { id, secret } = await registered(org, rx.url);
     rx.answer((_req, res, n) => {
       if (n === 1) res.writeHead(500).end('boom');
-      else if (n === 2) { /* no answer: the 800 ms timeout */ }
-      else res.writeHead(200).end('ok');
+      else if (n === 2) {
+        /* no answer: the 800 ms timeout */
+      } else res.writeHead(200).end('ok');
     });
     await createGuarantee(org, 'retry');
     const got = await rx.waitFor(3);
     expect(new Set(got.map((r) => r.headers['webhook-id'])).size).to.equal(1);
     for (const r of got) expect(verified(secret, r).type).to.equal('guarantee.created');
-    const log = await eventually('three attempts', async () => { const a = await attempts(org, id); return a.totalItems === 3 && a; });
+    const log = await eventually('three attempts', async () => {
+      const a = await attempts(org, id);
+      return a.totalItems === 3 && a;
+    });
     const [third, second, first] = log.attempts;
     expect(first).to.include({ statusCode: 500, succeeded: false, error: 'HTTP 500' });
     expect(second).to.include({ statusCode: null, succeeded: false });
@@ -276,7 +353,10 @@ describe('webhooks: delivery', function () {
 
   it('honours Retry-After on a 429', async () => {
     await registered(org, rx.url);
-    rx.answer((_req, res, n) => { if (n === 1) res.writeHead(429, { 'retry-after': '2' }).end(); else res.writeHead(204).end(); });
+    rx.answer((_req, res, n) => {
+      if (n === 1) res.writeHead(429, { 'retry-after': '2' }).end();
+      else res.writeHead(204).end();
+    });
     await createGuarantee(org, 'retry-after');
     const got = await rx.waitFor(2, 15_000);
     expect((got[1] as Received).at - (got[0] as Received).at).to.be.at.least(1900);
@@ -284,7 +364,9 @@ describe('webhooks: delivery', function () {
 
   it('disables the endpoint on 410 Gone; later events are not sent; enabling and replaying delivers them', async () => {
     const { id, secret } = await registered(org, rx.url);
-    rx.answer((_req, res) => { res.writeHead(410).end(); });
+    rx.answer((_req, res) => {
+      res.writeHead(410).end();
+    });
     await createGuarantee(org, 'gone-1');
     await rx.waitFor(1);
     const { http } = await harness();
@@ -298,33 +380,52 @@ describe('webhooks: delivery', function () {
     expect(rx.received).to.have.length(1);
     // A disabled endpoint cannot be replayed to until enabled.
     expect((await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({ since: '2020-01-01T00:00:00Z' })).status).to.equal(400);
-    rx.answer((_req, res) => { res.writeHead(204).end(); });
+    rx.answer((_req, res) => {
+      res.writeHead(204).end();
+    });
     const enabled = await http.post(`/api/v1/webhooks/${id}/enable`).set('X-API-Key', org.key);
     expect(enabled.body).to.include({ status: 'active', disabledReason: null });
-    const replay = await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({ since: new Date(Date.now() - 60_000).toISOString() });
+    const replay = await http
+      .post(`/api/v1/webhooks/${id}/replay`)
+      .set('X-API-Key', org.key)
+      .send({ since: new Date(Date.now() - 60_000).toISOString() });
     expect(replay.status).to.equal(202);
     expect(replay.body).to.deep.equal({ replayed: 2 });
     const got = await rx.waitFor(3);
-    const policies = got.slice(1).map((r) => (verified(secret, r).data.details as { policyNumber: string }).policyNumber).sort();
+    const policies = got
+      .slice(1)
+      .map((r) => (verified(secret, r).data.details as { policyNumber: string }).policyNumber)
+      .sort();
     expect(policies).to.deep.equal(['gone-1', 'gone-2']);
   });
 
   it('keeps a delivery that ran out of retries as failed, and replays it (all failed since a time, or one event)', async () => {
     const { id, secret } = await registered(org, rx.url);
-    rx.answer((_req, res) => { res.writeHead(503).end(); });
+    rx.answer((_req, res) => {
+      res.writeHead(503).end();
+    });
     await createGuarantee(org, 'exhausted');
     await rx.waitFor(4); // the first attempt and three retries
     const { db, http } = await harness();
     const [delivery] = await eventually('the delivery failed', async () => {
-      const rows = await select<{ status: string; attempts: number; event_id: string }>(db, 'SELECT status, attempts, event_id FROM webhook_deliveries WHERE endpoint_id = $1', [id]);
+      const rows = await select<{ status: string; attempts: number; event_id: string }>(
+        db,
+        'SELECT status, attempts, event_id FROM webhook_deliveries WHERE endpoint_id = $1',
+        [id],
+      );
       return rows[0]?.status === 'failed' && rows;
     });
     expect(delivery?.attempts).to.equal(4);
     await new Promise((r) => setTimeout(r, 600));
     expect(rx.received).to.have.length(4);
 
-    rx.answer((_req, res) => { res.writeHead(200).end(); });
-    const replay = await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({ since: new Date(Date.now() - 60_000).toISOString() });
+    rx.answer((_req, res) => {
+      res.writeHead(200).end();
+    });
+    const replay = await http
+      .post(`/api/v1/webhooks/${id}/replay`)
+      .set('X-API-Key', org.key)
+      .send({ since: new Date(Date.now() - 60_000).toISOString() });
     expect(replay.body).to.deep.equal({ replayed: 1 });
     const got = await rx.waitFor(5);
     expect(got[4]?.headers['webhook-id']).to.equal(delivery?.event_id); // the same id: receivers can deduplicate
@@ -336,30 +437,42 @@ describe('webhooks: delivery', function () {
     expect(one.body).to.deep.equal({ replayed: 1 });
     await rx.waitFor(6);
     // Unknown or foreign events, and bad bodies.
-    expect((await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({ eventId: '01900000-0000-7000-8000-000000000000' })).status).to.equal(404);
+    expect(
+      (await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({ eventId: '01900000-0000-7000-8000-000000000000' })).status,
+    ).to.equal(404);
     expect((await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({})).status).to.equal(400);
     expect((await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({ since: 'yesterday' })).status).to.equal(400);
   });
 
   it('disables an endpoint that has failed for WEBHOOK_DISABLE_AFTER_SECONDS without a success', async () => {
     const { id } = await registered(org, rx.url);
-    rx.answer((_req, res) => { res.writeHead(500).end(); });
+    rx.answer((_req, res) => {
+      res.writeHead(500).end();
+    });
     const strict = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_DISABLE_AFTER_SECONDS: '1' }), logger: silent });
     await workers.close();
     try {
       const { http } = await harness();
-      const viewOf = async () => (await http.get(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).body as { status: string; disabledReason: string; failingSince: string | null };
+      const viewOf = async () =>
+        (await http.get(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).body as { status: string; disabledReason: string; failingSince: string | null };
       await createGuarantee(org, 'failing-first');
       // The first failure sets failing_since; a failure at least a second later disables. Its
       // retries may all fall within that second, so a later event's attempt is the one that must.
-      const failing = await eventually('failing_since set', async () => { const v = await viewOf(); return v.failingSince !== null && v; });
+      const failing = await eventually('failing_since set', async () => {
+        const v = await viewOf();
+        return v.failingSince !== null && v;
+      });
       expect(failing.status).to.equal('active');
       await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(failing.failingSince as string) + 1100 - Date.now())));
       await createGuarantee(org, 'failing-later');
-      const view = await eventually('the endpoint disabled', async () => {
-        const v = await viewOf();
-        return v.status === 'disabled' && v;
-      }, 15_000);
+      const view = await eventually(
+        'the endpoint disabled',
+        async () => {
+          const v = await viewOf();
+          return v.status === 'disabled' && v;
+        },
+        15_000,
+      );
       expect(view.disabledReason).to.match(/^failing since /);
       expect(view.failingSince).to.equal(failing.failingSince);
       expect(Date.parse(view.failingSince as string)).to.be.lessThan(Date.now() - 1000);
@@ -380,7 +493,9 @@ describe('webhooks: delivery', function () {
       // As if a failure had set failing_since an hour ago and the success, having read it unset, left it.
       const { db } = await harness();
       await db.query('UPDATE webhook_endpoints SET failing_since = NOW(3) - INTERVAL 1 HOUR WHERE id = ?', { replacements: [id] });
-      rx.answer((_req, res) => { res.writeHead(500).end(); });
+      rx.answer((_req, res) => {
+        res.writeHead(500).end();
+      });
       await createGuarantee(org, 'raced-failing');
       await rx.waitFor(5); // the failure and its three retries
       await eventually('every attempt recorded', async () => (await attempts(org, id)).totalItems === 5);
@@ -393,12 +508,14 @@ describe('webhooks: delivery', function () {
     }
   });
 
-  it('signs with both the new and the old secret during a rotation\'s grace period', async () => {
+  it("signs with both the new and the old secret during a rotation's grace period", async () => {
     const { id, secret: old } = await registered(org, rx.url);
     const { http } = await harness();
     const rotated = await http.post(`/api/v1/webhooks/${id}/rotate-secret`).set('X-API-Key', org.key);
     expect(rotated.status).to.equal(200);
-    expect(rotated.body.secret).to.match(/^whsec_/).and.not.equal(old);
+    expect(rotated.body.secret)
+      .to.match(/^whsec_/)
+      .and.not.equal(old);
     expect(Date.parse(rotated.body.previousSecretValidUntil)).to.be.greaterThan(Date.now());
     await createGuarantee(org, 'rotation');
     const [r] = await rx.waitFor(1);
@@ -413,10 +530,16 @@ describe('webhooks: delivery', function () {
     const target = await receiver('/target');
     try {
       const { id } = await registered(org, rx.url);
-      rx.answer((_req, res, n) => { if (n === 1) res.writeHead(302, { location: target.url }).end(); else res.writeHead(204).end(); });
+      rx.answer((_req, res, n) => {
+        if (n === 1) res.writeHead(302, { location: target.url }).end();
+        else res.writeHead(204).end();
+      });
       await createGuarantee(org, 'redirect');
       await rx.waitFor(2);
-      const log = await eventually('two attempts', async () => { const a = await attempts(org, id); return a.totalItems === 2 && a; });
+      const log = await eventually('two attempts', async () => {
+        const a = await attempts(org, id);
+        return a.totalItems === 2 && a;
+      });
       expect(log.attempts[1]?.error).to.match(/redirect to .* not followed/);
       expect(target.received).to.have.length(0);
     } finally {
@@ -429,8 +552,14 @@ describe('webhooks: delivery', function () {
     try {
       await registered(org, slow.url);
       await registered(org, rx.url);
-      slow.answer(async (_req, res) => { await new Promise((r) => setTimeout(r, 600)); res.writeHead(204).end(); });
-      const bounded = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_TIMEOUT_MS: '5000', WEBHOOK_ENDPOINT_CONCURRENCY: '2' }), logger: silent });
+      slow.answer(async (_req, res) => {
+        await new Promise((r) => setTimeout(r, 600));
+        res.writeHead(204).end();
+      });
+      const bounded = await startWorkers(['webhooks'], {
+        config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_TIMEOUT_MS: '5000', WEBHOOK_ENDPOINT_CONCURRENCY: '2' }),
+        logger: silent,
+      });
       // The shared worker above stops taking jobs meanwhile; this one's bound applies.
       await workers.close();
       try {
@@ -461,13 +590,23 @@ describe('webhooks: the SSRF guard at delivery', function () {
     const resolver: Resolver = (host) => Promise.resolve(host === 'receiver.test' ? [{ address: '127.0.0.1', family: 4 }] : []);
     // Registered while loopback was allowed; the worker allows only 127.0.0.2 now.
     const app = await appWith({}, undefined, { resolver });
-    const res = await app.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: rx.url.replace('127.0.0.1', 'receiver.test') });
+    const res = await app
+      .post('/api/v1/webhooks')
+      .set('X-API-Key', org.key)
+      .send({ endpoint: rx.url.replace('127.0.0.1', 'receiver.test') });
     expect(res.status).to.equal(200);
     const id = res.body.webhookId as string;
-    const workers = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.2/32' }), logger: silent, resolver });
+    const workers = await startWorkers(['webhooks'], {
+      config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.2/32' }),
+      logger: silent,
+      resolver,
+    });
     try {
       await createGuarantee(org, 'ssrf');
-      const log = await eventually('a refused attempt', async () => { const a = await attempts(org, id); return a.totalItems >= 1 && a; });
+      const log = await eventually('a refused attempt', async () => {
+        const a = await attempts(org, id);
+        return a.totalItems >= 1 && a;
+      });
       expect(log.attempts[0]).to.include({ statusCode: null, succeeded: false });
       // Refused, and the attempt the organization reads does not say what the name resolved to.
       expect(log.attempts[0]?.error).to.equal('refused: receiver.test resolves to an address that is not public');
@@ -489,7 +628,11 @@ describe('webhooks: deliveries read and recorded in batches', () => {
       await createGuarantee(org, 'batched');
       const { db, events } = await harness();
       const rows = await eventually('two deliveries', async () => {
-        const r = await select<{ event_id: string; endpoint_id: string }>(db, 'SELECT event_id, endpoint_id FROM webhook_deliveries WHERE org_id = $1 ORDER BY endpoint_id', [org.orgId]);
+        const r = await select<{ event_id: string; endpoint_id: string }>(
+          db,
+          'SELECT event_id, endpoint_id FROM webhook_deliveries WHERE org_id = $1 ORDER BY endpoint_id',
+          [org.orgId],
+        );
         return r.length === 2 && r;
       });
       const keys = rows.map((r) => ({ eventId: r.event_id, endpointId: r.endpoint_id }));
@@ -515,17 +658,26 @@ describe('webhooks: deliveries read and recorded in batches', () => {
       const { id } = await registered(org, rx.url);
       for (let i = 0; i < 3; i++) await createGuarantee(org, `recorded-${i}`);
       const { db, events } = await harness();
-      const keys = (await eventually('three deliveries', async () => {
-        const r = await select<{ event_id: string }>(db, 'SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
-        return r.length === 3 && r;
-      })).map((r) => ({ eventId: r.event_id, endpointId: id }));
+      const keys = (
+        await eventually('three deliveries', async () => {
+          const r = await select<{ event_id: string }>(db, 'SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
+          return r.length === 3 && r;
+        })
+      ).map((r) => ({ eventId: r.event_id, endpointId: id }));
       const at = new Date();
       const ok = { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' } as const;
       const bad = { at, durationMs: 5, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'pending' } as const;
       await events.repo.recordAttempts(keys.map((k, i) => ({ ...k, outcome: i === 1 ? bad : ok, wasFailing: false })));
-      const deliveries = await select<{ event_id: string; status: string; attempts: number; last_error: string | null }>(db,
-        'SELECT event_id, status, attempts, last_error FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
-      expect(deliveries.map((d) => [d.status, d.attempts, d.last_error])).to.deep.equal([['succeeded', 1, null], ['pending', 1, 'HTTP 500'], ['succeeded', 1, null]]);
+      const deliveries = await select<{ event_id: string; status: string; attempts: number; last_error: string | null }>(
+        db,
+        'SELECT event_id, status, attempts, last_error FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id',
+        [id],
+      );
+      expect(deliveries.map((d) => [d.status, d.attempts, d.last_error])).to.deep.equal([
+        ['succeeded', 1, null],
+        ['pending', 1, 'HTTP 500'],
+        ['succeeded', 1, null],
+      ]);
       const log = await attempts(org, id);
       expect(log.totalItems).to.equal(3);
       expect(log.attempts.filter((x) => x.succeeded)).to.have.length(2);
@@ -543,12 +695,16 @@ describe('webhooks: deliveries read and recorded in batches', () => {
     const { id } = await registered(org, rx.url);
     for (let i = 0; i < 3; i++) await createGuarantee(org, `${tag}-${i}`);
     const { db } = await harness();
-    const keys = (await eventually('three deliveries', async () => {
-      const r = await select<{ event_id: string }>(db, 'SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
-      return r.length === 3 && r;
-    })).map((r) => ({ eventId: r.event_id, endpointId: id }));
-    const status = async () => (await select<{ status: string; attempts: number }>(db,
-      'SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id])).map((d) => `${d.status} ${d.attempts}`);
+    const keys = (
+      await eventually('three deliveries', async () => {
+        const r = await select<{ event_id: string }>(db, 'SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
+        return r.length === 3 && r;
+      })
+    ).map((r) => ({ eventId: r.event_id, endpointId: id }));
+    const status = async () =>
+      (
+        await select<{ status: string; attempts: number }>(db, 'SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id])
+      ).map((d) => `${d.status} ${d.attempts}`);
     return { org, id, keys, status };
   }
 
@@ -571,13 +727,17 @@ describe('webhooks: deliveries read and recorded in batches', () => {
     expect(await status()).to.deep.equal(['pending 0', 'failed 1', 'failed 1']);
   });
 
-  it('never marks failed a delivery that succeeded meanwhile (an older job overlapping a replay\'s)', async () => {
+  it("never marks failed a delivery that succeeded meanwhile (an older job overlapping a replay's)", async () => {
     const { keys, status } = await threeDeliveries('overlap');
     const { events } = await harness();
     const at = new Date();
     const key = keys[0] as { eventId: string; endpointId: string };
-    await events.repo.recordAttempts([{ ...key, outcome: { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' }, wasFailing: false }]);
-    await events.repo.recordAttempts([{ ...key, outcome: { at, durationMs: 3, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'failed' }, wasFailing: false }]);
+    await events.repo.recordAttempts([
+      { ...key, outcome: { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' }, wasFailing: false },
+    ]);
+    await events.repo.recordAttempts([
+      { ...key, outcome: { at, durationMs: 3, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'failed' }, wasFailing: false },
+    ]);
     expect((await status())[0]).to.equal('succeeded 1');
   });
 
@@ -586,7 +746,7 @@ describe('webhooks: deliveries read and recorded in batches', () => {
     const { events } = await harness();
     const since = new Date();
     const started = (msBefore: number) => new Date(since.getTime() - msBefore);
-    const ok = (at: Date, durationMs: number) => ({ at, durationMs, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' } as const);
+    const ok = (at: Date, durationMs: number) => ({ at, durationMs, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' }) as const;
     // Finished 100 ms before `since`: not after it.
     await events.repo.recordAttempts([{ ...(keys[0] as { eventId: string; endpointId: string }), outcome: ok(started(600), 500), wasFailing: false }]);
     expect(await events.repo.succeededSince(id, since, 15_000)).to.equal(false);

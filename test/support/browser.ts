@@ -14,7 +14,10 @@ import { configWith, harness } from './harness.js';
 export const SCREENSHOTS = join(process.cwd(), 'test-output', 'screenshots');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-export interface Served { origin: string; server: Server }
+export interface Served {
+  origin: string;
+  server: Server;
+}
 
 /** The app, with these settings, on 127.0.0.1 (a secure context, as WebCrypto needs), PUBLIC_BASE_URL its own address. */
 export async function serve(overrides: Record<string, string> = {}): Promise<Served> {
@@ -22,20 +25,32 @@ export async function serve(overrides: Record<string, string> = {}): Promise<Ser
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const app = createApp({ config: configWith({ PUBLIC_BASE_URL: origin, ...overrides }), logger: createLogger('silent'), db: base.db, queues: base.queues, events: base.events });
+  const app = createApp({
+    config: configWith({ PUBLIC_BASE_URL: origin, ...overrides }),
+    logger: createLogger('silent'),
+    db: base.db,
+    queues: base.queues,
+    events: base.events,
+  });
   const handle = app.callback();
-  server.on('request', (req, res) => { void handle(req, res); });
+  server.on('request', (req, res) => {
+    void handle(req, res);
+  });
   return { origin, server };
 }
 
 export async function launch(): Promise<Browser> {
   return puppeteer.launch({
-    executablePath: CHROMIUM, headless: true,
+    executablePath: CHROMIUM,
+    headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update'],
   });
 }
 
-export interface WatchedPage { page: Page; problems: string[] }
+export interface WatchedPage {
+  page: Page;
+  problems: string[];
+}
 
 /** A new page whose console errors, exceptions and requests to other origins are collected. */
 export async function watchedPage(browser: Browser, origin: string, viewport = { width: 1280, height: 900 }): Promise<WatchedPage> {

@@ -120,15 +120,25 @@ export class SignerInfo {
 
 /** The signed attributes in DER order (SET OF: by their encodings). */
 export function sortedDer(attrs: Asn1[]): Asn1[] {
-  return attrs.map((a) => ({ a, der: encode(a) })).sort((x, y) => Buffer.compare(x.der, y.der)).map((x) => x.a);
+  return attrs
+    .map((a) => ({ a, der: encode(a) }))
+    .sort((x, y) => Buffer.compare(x.der, y.der))
+    .map((x) => x.a);
 }
 
-export const signWith = (hash: string, key: KeyObject) => (data: Buffer): Buffer => sign(hash, data, key);
+export const signWith =
+  (hash: string, key: KeyObject) =>
+  (data: Buffer): Buffer =>
+    sign(hash, data, key);
 
 /** RSA PKCS#1 v1.5 whose DigestInfo leaves out the NULL parameters (some signing devices do). */
-export const rsaWithoutNull = (hashOid: string, hash: string, key: KeyObject) => (data: Buffer): Buffer =>
-  privateEncrypt({ key, padding: constants.RSA_PKCS1_PADDING },
-    encode(sequence(sequence(oidNode(hashOid)), octetString(createHash(hash).update(data).digest()))));
+export const rsaWithoutNull =
+  (hashOid: string, hash: string, key: KeyObject) =>
+  (data: Buffer): Buffer =>
+    privateEncrypt(
+      { key, padding: constants.RSA_PKCS1_PADDING },
+      encode(sequence(sequence(oidNode(hashOid)), octetString(createHash(hash).update(data).digest()))),
+    );
 
 /** A well-formed ASN.1 value of about `nodes` nodes (a CRL-sized list of revoked serials). */
 export function bulk(nodes: number): Asn1 {
@@ -155,13 +165,33 @@ const utcTime = (at: Date): Asn1 => asn1.create(UNIVERSAL, asn1.Type.UTCTIME, fa
  * A counter-signature (RFC 5652 §11.4) of `signatureValue`: a SignerInfo whose messageDigest is
  * the digest of those octets, signed by `signer` (SHA-256; its signature algorithm given).
  */
-export function counterSignature(signatureValue: Buffer, signer: { cert: Buffer; key: KeyObject; signatureAlgorithm: string }, opts: { digestOf?: Buffer; contentType?: boolean } = {}): Asn1 {
+export function counterSignature(
+  signatureValue: Buffer,
+  signer: { cert: Buffer; key: KeyObject; signatureAlgorithm: string },
+  opts: { digestOf?: Buffer; contentType?: boolean } = {},
+): Asn1 {
   const attrs = sortedDer([
     attribute('1.2.840.113549.1.9.5', utcTime(new Date())),
-    attribute(OIDS.messageDigest, octetString(createHash('sha256').update(opts.digestOf ?? signatureValue).digest())),
+    attribute(
+      OIDS.messageDigest,
+      octetString(
+        createHash('sha256')
+          .update(opts.digestOf ?? signatureValue)
+          .digest(),
+      ),
+    ),
     ...(opts.contentType ? [attribute('1.2.840.113549.1.9.3', oidNode('1.2.840.113549.1.7.1'))] : []),
   ]);
-  const si = new SignerInfo(sequence(integer(1), issuerAndSerial(signer.cert), algorithm(OIDS.sha256), tagged(0, ...attrs), algorithm(signer.signatureAlgorithm), octetString(Buffer.alloc(0))));
+  const si = new SignerInfo(
+    sequence(
+      integer(1),
+      issuerAndSerial(signer.cert),
+      algorithm(OIDS.sha256),
+      tagged(0, ...attrs),
+      algorithm(signer.signatureAlgorithm),
+      octetString(Buffer.alloc(0)),
+    ),
+  );
   si.resign(signWith('sha256', signer.key));
   return si.node;
 }

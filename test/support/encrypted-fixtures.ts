@@ -51,7 +51,10 @@ export function encryptedPdf(userPassword = 'riservato', ownerPassword = 'emitte
   const parts: Buffer[] = [Buffer.from('%PDF-1.4\n%\xe2\xe3\xcf\xd3\n', 'latin1')];
   const offsets: number[] = [];
   let length = parts[0]?.length ?? 0;
-  const push = (b: Buffer) => { parts.push(b); length += b.length; };
+  const push = (b: Buffer) => {
+    parts.push(b);
+    length += b.length;
+  };
   objects.forEach((body, i) => {
     offsets.push(length);
     if (body === null) {
@@ -61,8 +64,15 @@ export function encryptedPdf(userPassword = 'riservato', ownerPassword = 'emitte
     } else push(Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`, 'latin1'));
   });
   const xref = length;
-  push(Buffer.from(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`, 'latin1'));
-  push(Buffer.from(`trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /Encrypt 5 0 R /ID [<${id.toString('hex')}> <${id.toString('hex')}>] >>\nstartxref\n${xref}\n%%EOF\n`, 'latin1'));
+  push(
+    Buffer.from(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`, 'latin1'),
+  );
+  push(
+    Buffer.from(
+      `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R /Encrypt 5 0 R /ID [<${id.toString('hex')}> <${id.toString('hex')}>] >>\nstartxref\n${xref}\n%%EOF\n`,
+      'latin1',
+    ),
+  );
   return Buffer.concat(parts);
 }
 

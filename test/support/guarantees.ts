@@ -22,28 +22,51 @@ export async function create(org: TestOrg, body: Record<string, unknown>): Promi
 export async function notarizeAll(): Promise<void> {
   const { db, events } = await harness();
   const service = createNotarizationService({
-    repo: createNotarizationRepository(db), guarantees: createGuaranteeRepository(db), outbox: events.outbox,
-    anchor: createLedgerAnchor(db), batchSize: 1000, logger: createLogger('silent'),
+    repo: createNotarizationRepository(db),
+    guarantees: createGuaranteeRepository(db),
+    outbox: events.outbox,
+    anchor: createLedgerAnchor(db),
+    batchSize: 1000,
+    logger: createLogger('silent'),
   });
   await eventually('a notarization cycle to run', () => service.cycle(), 10_000);
 }
 
 export const SIGNATURE = JSON.stringify({
-  outcome: 'signed', encoding: 'der', levels: 1, chain: 'checked',
-  signers: [{
-    level: 1, subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT', issuer: 'CN=Test CA', serialNumber: '01', signingTime: '2026-03-01T10:00:00.000Z',
-    fiscalCode: 'RSSMRA80A01H501U', qualified: true, qualifiedDevice: true,
-    digestAlgorithm: 'sha256', signatureAlgorithm: 'rsa', digestMatches: true, signatureValid: true, certificateValid: true, chain: 'trusted',
-    trustService: { territory: 'IT', provider: 'Certificatore di prova S.p.A.', name: 'Test QC CA', status: 'granted', qualified: true },
-    timestamp: { time: '2026-03-01T10:00:05.000Z', tsa: 'CN=Test TSA', chain: 'trusted', valid: true, problems: [] }, problems: [],
-  }],
+  outcome: 'signed',
+  encoding: 'der',
+  levels: 1,
+  chain: 'checked',
+  signers: [
+    {
+      level: 1,
+      subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT',
+      issuer: 'CN=Test CA',
+      serialNumber: '01',
+      signingTime: '2026-03-01T10:00:00.000Z',
+      fiscalCode: 'RSSMRA80A01H501U',
+      qualified: true,
+      qualifiedDevice: true,
+      digestAlgorithm: 'sha256',
+      signatureAlgorithm: 'rsa',
+      digestMatches: true,
+      signatureValid: true,
+      certificateValid: true,
+      chain: 'trusted',
+      trustService: { territory: 'IT', provider: 'Certificatore di prova S.p.A.', name: 'Test QC CA', status: 'granted', qualified: true },
+      timestamp: { time: '2026-03-01T10:00:05.000Z', tsa: 'CN=Test TSA', chain: 'trusted', valid: true, problems: [] },
+      problems: [],
+    },
+  ],
 });
 
 /** An issuer with its public identity, and a guarantee with a clean and a signed document. */
 /** `pdfContent`: the bytes whose SHA-256 the PDF document is registered with (random otherwise). */
-export async function registered(opts: { checkCode?: string; policyNumber?: string; org?: TestOrg; cig?: string; amount?: number; pdfContent?: Buffer | string } = {}) {
+export async function registered(
+  opts: { checkCode?: string; policyNumber?: string; org?: TestOrg; cig?: string; amount?: number; pdfContent?: Buffer | string } = {},
+) {
   const { orgs, db } = await harness();
-  const org = opts.org ?? await newOrg(`Assicurazioni ${unique()} S.p.A.`);
+  const org = opts.org ?? (await newOrg(`Assicurazioni ${unique()} S.p.A.`));
   if (!opts.org) await orgs.setPublicIdentity(org.orgId, { vat: 'IT00743110157', register: 'IVASS 1.00012' });
   const pdf = await issueFile(org.orgId, { status: 'Clean', checksum: checksum(opts.pdfContent ?? `pdf-${unique()}`), fileName: 'polizza.pdf' });
   const p7m = await issueFile(org.orgId, { status: 'Signed', checksum: checksum(`p7m-${unique()}`), fileName: 'polizza.pdf.p7m', ext: 'pdf.p7m' });
@@ -53,8 +76,10 @@ export async function registered(opts: { checkCode?: string; policyNumber?: stri
   const g = await create(org, {
     details: { policyNumber, checkCode, actType: 'BAIL_ACT', cig: opts.cig ?? 'A1B2C3D4E5', expiresAt: '2027-12-31T00:00:00Z' },
     economics: { garantedAmount: opts.amount ?? 15000.5 },
-    docs: [{ type: 'BAIL_ACT', key: pdf }, { type: 'BAIL_ACT', key: p7m }],
+    docs: [
+      { type: 'BAIL_ACT', key: pdf },
+      { type: 'BAIL_ACT', key: p7m },
+    ],
   });
   return { org, g, id: g.id as string, policyNumber, checkCode, pdf, p7m };
 }
-

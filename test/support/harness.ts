@@ -65,7 +65,16 @@ export async function appWith(overrides: Record<string, string>, db?: Sequelize,
   const config = configWith(overrides);
   const database = db ?? base.db;
   const events = database === base.db ? base.events : undefined;
-  return supertest(createApp({ config, logger: createLogger('silent'), db: database, queues: base.queues, ...(events && { events }), ...(opts.resolver && { resolver: opts.resolver }) }).callback());
+  return supertest(
+    createApp({
+      config,
+      logger: createLogger('silent'),
+      db: database,
+      queues: base.queues,
+      ...(events && { events }),
+      ...(opts.resolver && { resolver: opts.resolver }),
+    }).callback(),
+  );
 }
 
 /** A Sequelize of its own (closed after the run). */
@@ -75,7 +84,11 @@ export function extraDb(url: string, acquireTimeoutMs = 2000): Sequelize {
   return db;
 }
 
-export interface TestOrg { orgId: string; key: string; prefix: string }
+export interface TestOrg {
+  orgId: string;
+  key: string;
+  prefix: string;
+}
 
 export async function newOrg(name = `org-${randomUUID().slice(0, 8)}`): Promise<TestOrg> {
   const { orgs } = await harness();
@@ -93,9 +106,12 @@ export async function issueFile(orgId: string, opts: { status?: string; fileName
   const uuid = uuidv7();
   const key = `${uuid}.${opts.ext ?? 'pdf'}`;
   const now = new Date();
-  await execute(db, `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, status, checksum, expires_at, created_at, updated_at)
+  await execute(
+    db,
+    `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, status, checksum, expires_at, created_at, updated_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
-  [uuid, key, orgId, opts.ext ?? 'pdf', opts.fileName ?? null, opts.status ?? 'In Progress', opts.checksum ?? null, new Date(now.getTime() + 900_000), now]);
+    [uuid, key, orgId, opts.ext ?? 'pdf', opts.fileName ?? null, opts.status ?? 'In Progress', opts.checksum ?? null, new Date(now.getTime() + 900_000), now],
+  );
   return key;
 }
 
@@ -111,7 +127,12 @@ export async function closeHarness(): Promise<void> {
 }
 
 /** Uploads as a browser form or `curl -F` does: every field first, the file last. */
-export async function uploadForm(url: string, fields: Record<string, unknown>, content: Buffer | string, fileName = 'document.pdf'): Promise<{ status: number; text: string }> {
+export async function uploadForm(
+  url: string,
+  fields: Record<string, unknown>,
+  content: Buffer | string,
+  fileName = 'document.pdf',
+): Promise<{ status: number; text: string }> {
   const form = new FormData();
   for (const [k, v] of Object.entries(fields)) form.append(k, String(v));
   form.append('file', new Blob([content]), fileName);
@@ -119,35 +140,64 @@ export async function uploadForm(url: string, fields: Record<string, unknown>, c
   return { status: res.status, text: await res.text() };
 }
 
-export interface IssuedUpload { key: string; uuid: string; url: string; fields: Record<string, string> }
+export interface IssuedUpload {
+  key: string;
+  uuid: string;
+  url: string;
+  fields: Record<string, string>;
+}
 
 /** POST /api/v{1,2}/presigned-url for `org` (to the shared app, or `http`); fails the test on anything but 200. */
-export async function presign(org: TestOrg, body: Record<string, unknown> = { fileType: 'pdf' }, version: 1 | 2 = 2, http?: ReturnType<typeof supertest>): Promise<IssuedUpload> {
+export async function presign(
+  org: TestOrg,
+  body: Record<string, unknown> = { fileType: 'pdf' },
+  version: 1 | 2 = 2,
+  http?: ReturnType<typeof supertest>,
+): Promise<IssuedUpload> {
   const res = await (http ?? (await harness()).http).post(`/api/v${version}/presigned-url`).set('X-API-Key', org.key).send(body);
   if (res.status !== 200) throw new Error(`presigned-url answered ${res.status}`);
   const key = res.body.key as string;
   return { key, uuid: key.slice(0, key.indexOf('.')), url: res.body.presignedUrl as string, fields: res.body.fields as Record<string, string> };
 }
 
-export interface FileRowView { status: string; status_reason: string | null; checksum: string | null; size: number | null; threat: string | null; version_id: string | null; stored_key: string | null; scan_engine: string | null; signature: string | null }
+export interface FileRowView {
+  status: string;
+  status_reason: string | null;
+  checksum: string | null;
+  size: number | null;
+  threat: string | null;
+  version_id: string | null;
+  stored_key: string | null;
+  scan_engine: string | null;
+  signature: string | null;
+}
 
 export async function fileRow(uuid: string): Promise<FileRowView | undefined> {
   const { db } = await harness();
-  const [row] = await select<FileRowView>(db, 'SELECT status, status_reason, checksum, size, threat, version_id, stored_key, scan_engine, signature FROM files WHERE uuid = $1', [uuid]);
+  const [row] = await select<FileRowView>(
+    db,
+    'SELECT status, status_reason, checksum, size, threat, version_id, stored_key, scan_engine, signature FROM files WHERE uuid = $1',
+    [uuid],
+  );
   return row;
 }
 
 /** The job that holds deduplication id `dedupId` in `queue` (one waiting, delayed or running), if any. */
 export async function pendingJob<T>(queue: Queue<T>, dedupId: string): Promise<Job<T> | undefined> {
   const id = await queue.getDeduplicationJobId(dedupId);
-  return id ? (await queue.getJob(id)) ?? undefined : undefined;
+  return id ? ((await queue.getJob(id)) ?? undefined) : undefined;
 }
 
 /**
  * Polls `probe` until it gives a truthy value, and returns it; fails naming `what` (and, when
  * given, what `describe` says of the last value) after `timeoutMs`.
  */
-export async function eventually<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000, describe?: (last: T) => string): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
+export async function eventually<T>(
+  what: string,
+  probe: () => T | Promise<T>,
+  timeoutMs = 10_000,
+  describe?: (last: T) => string,
+): Promise<Exclude<T, false | null | undefined | 0 | ''>> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -160,15 +210,24 @@ export async function eventually<T>(what: string, probe: () => T | Promise<T>, t
 /** Waits until the file's status is one of `statuses`; fails with what it was after `timeoutMs`. */
 export async function waitForStatus(uuid: string, statuses: readonly string[], timeoutMs = 15_000): Promise<FileRowView> {
   let row: FileRowView | undefined;
-  await eventually(`file ${uuid} to be ${statuses.join('/')}`, async () => {
-    row = await fileRow(uuid);
-    return row !== undefined && statuses.includes(row.status);
-  }, timeoutMs, () => `it is ${row?.status ?? 'absent'} (${row?.status_reason ?? ''})`);
+  await eventually(
+    `file ${uuid} to be ${statuses.join('/')}`,
+    async () => {
+      row = await fileRow(uuid);
+      return row !== undefined && statuses.includes(row.status);
+    },
+    timeoutMs,
+    () => `it is ${row?.status ?? 'absent'} (${row?.status_reason ?? ''})`,
+  );
   return row as FileRowView;
 }
 
 /** Settings that make the pipeline quick to observe; the test clamd has small limits (6 MB a file and in all, 8 MB a stream). */
 export const FAST_PIPELINE = {
-  WORKER_STALLED_INTERVAL_MS: '1000', WORKER_LOCK_DURATION_MS: '2000', SCAN_BACKOFF_MS: '200', SCAN_ATTEMPTS: '4',
-  UPLOAD_POLL_MAX_INTERVAL_MS: '500', UPLOAD_GRACE_SECONDS: '30',
+  WORKER_STALLED_INTERVAL_MS: '1000',
+  WORKER_LOCK_DURATION_MS: '2000',
+  SCAN_BACKOFF_MS: '200',
+  SCAN_ATTEMPTS: '4',
+  UPLOAD_POLL_MAX_INTERVAL_MS: '500',
+  UPLOAD_GRACE_SECONDS: '30',
 };

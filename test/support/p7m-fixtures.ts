@@ -7,8 +7,29 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  OIDS, SignerInfo, algorithm, attribute, bulk, certificateNode, children, counterSignature, encode, integer, octetString, oidNode, parse, rsaWithoutNull,
-  sequence, set, signWith, signatureOf, signedData, signerInfo, sortedDer, tagged, type Asn1,
+  OIDS,
+  SignerInfo,
+  algorithm,
+  attribute,
+  bulk,
+  certificateNode,
+  children,
+  counterSignature,
+  encode,
+  integer,
+  octetString,
+  oidNode,
+  parse,
+  rsaWithoutNull,
+  sequence,
+  set,
+  signWith,
+  signatureOf,
+  signedData,
+  signerInfo,
+  sortedDer,
+  tagged,
+  type Asn1,
 } from './cms-rewrite.js';
 import { plainPdf, signPdf } from './pdf-signing.js';
 
@@ -24,9 +45,23 @@ export interface P7mFixtures {
   selfSignedPem: string;
   /** DER envelopes (BER for `stream`), all carrying the intermediate unless named otherwise. */
   der: {
-    rsa: Buffer; ec: Buffer; pss: Buffer; pssMgf1Sha512: Buffer; pssKeyRsaEncryption: Buffer; stream: Buffer;
-    nested: Buffer; nestedTamperedInner: Buffer; twoSigners: Buffer; keyid: Buffer; noattr: Buffer; cades: Buffer;
-    sha1: Buffer; expired: Buffer; ecWithoutIntermediate: Buffer; detached: Buffer; selfSigned: Buffer;
+    rsa: Buffer;
+    ec: Buffer;
+    pss: Buffer;
+    pssMgf1Sha512: Buffer;
+    pssKeyRsaEncryption: Buffer;
+    stream: Buffer;
+    nested: Buffer;
+    nestedTamperedInner: Buffer;
+    twoSigners: Buffer;
+    keyid: Buffer;
+    noattr: Buffer;
+    cades: Buffer;
+    sha1: Buffer;
+    expired: Buffer;
+    ecWithoutIntermediate: Buffer;
+    detached: Buffer;
+    selfSigned: Buffer;
     /** Signed by a certificate issued by an end-entity (CA:FALSE) certificate, which is in the envelope. */
     issuedByNonCa: Buffer;
     /** Signed by "Mario Rossi", an Italian qualified certificate: serialNumber TINIT-RSSMRA80A01H501U, QcCompliance and QcSSCD. */
@@ -171,19 +206,111 @@ function build(): P7mFixtures {
   write('ca.ext', 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
   write('leaf.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,nonRepudiation\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
   const caAddExt = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
-  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'root.key', '-out', 'root.pem', '-days', '3650', '-subj', '/O=Test/CN=Test Root', ...caAddExt);
-  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'other.key', '-out', 'other.pem', '-days', '3650',
-    '-subj', '/CN=Unrelated Root', ...caAddExt);
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'root.key',
+    '-out',
+    'root.pem',
+    '-days',
+    '3650',
+    '-subj',
+    '/O=Test/CN=Test Root',
+    ...caAddExt,
+  );
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    'other.key',
+    '-out',
+    'other.pem',
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=Unrelated Root',
+    ...caAddExt,
+  );
   // A trusted list's operator signs with a certificate of the list's country (test/support/trusted-list.ts).
-  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'tl-operator.key', '-out', 'tl-operator.pem', '-days', '3650', '-subj', '/C=IT/O=Agenzia di prova/CN=Firmatario della lista');
-  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-384', '-nodes', '-keyout', 'tl-operator-ec.key', '-out', 'tl-operator-ec.pem', '-days', '3650',
-    '-subj', '/C=IT/O=Agenzia di prova/CN=Firmatario ECDSA della lista');
-  ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'self.key', '-out', 'self.pem', '-days', '365',
-    '-subj', '/CN=Self Signed Signer');
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'tl-operator.key',
+    '-out',
+    'tl-operator.pem',
+    '-days',
+    '3650',
+    '-subj',
+    '/C=IT/O=Agenzia di prova/CN=Firmatario della lista',
+  );
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-384',
+    '-nodes',
+    '-keyout',
+    'tl-operator-ec.key',
+    '-out',
+    'tl-operator-ec.pem',
+    '-days',
+    '3650',
+    '-subj',
+    '/C=IT/O=Agenzia di prova/CN=Firmatario ECDSA della lista',
+  );
+  ssl(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    'self.key',
+    '-out',
+    'self.pem',
+    '-days',
+    '365',
+    '-subj',
+    '/CN=Self Signed Signer',
+  );
   const issue = (name: string, keyArgs: string[], subject: string, ca: string, ext: string, serial: number): void => {
     ssl('genpkey', ...keyArgs, '-out', `${name}.key`);
     ssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
-    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${ca}.pem`, '-CAkey', `${ca}.key`, '-set_serial', String(serial), '-days', '365', '-extfile', ext, '-out', `${name}.pem`);
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${ca}.pem`,
+      '-CAkey',
+      `${ca}.key`,
+      '-set_serial',
+      String(serial),
+      '-days',
+      '365',
+      '-extfile',
+      ext,
+      '-out',
+      `${name}.pem`,
+    );
   };
   issue('int', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'], '/O=Test/CN=Test Intermediate', 'root', 'ca.ext', 2);
   issue('rsa', ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'], '/O=Test/CN=RSA Signer', 'int', 'leaf.ext', 0x1001);
@@ -195,26 +322,75 @@ function build(): P7mFixtures {
   issue('victim', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Issued By Not A CA', 'noca', 'leaf.ext', 0x1005);
   write('noca-chain.pem', Buffer.concat([read('noca.pem'), read('int.pem')]));
   // QCStatements { QcCompliance, QcSSCD } (ETSI EN 319 412-5), as Italian qualified certificates carry.
-  write('qualified.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,nonRepudiation\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n'
-    + '1.3.6.1.5.5.7.1.3=DER:30143008060604008E4601013008060604008E460104\n');
-  issue('qualified', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/C=IT/O=Test/CN=Mario Rossi/serialNumber=TINIT-RSSMRA80A01H501U', 'int', 'qualified.ext', 0x1008);
+  write(
+    'qualified.ext',
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,nonRepudiation\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n' +
+      '1.3.6.1.5.5.7.1.3=DER:30143008060604008E4601013008060604008E460104\n',
+  );
+  issue(
+    'qualified',
+    ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'],
+    '/C=IT/O=Test/CN=Mario Rossi/serialNumber=TINIT-RSSMRA80A01H501U',
+    'int',
+    'qualified.ext',
+    0x1008,
+  );
   // QcCompliance and QcType { web } (0.4.0.1862.1.6.3): a website certificate.
-  write('qualified-web.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n'
-    + '1.3.6.1.5.5.7.1.3=DER:301F3008060604008E4601013013060604008E4601063009060704008E46010603\n');
+  write(
+    'qualified-web.ext',
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n' +
+      '1.3.6.1.5.5.7.1.3=DER:301F3008060604008E4601013013060604008E4601063009060704008E46010603\n',
+  );
   issue('qualified-web', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/C=IT/O=Test/CN=www.example.it', 'int', 'qualified-web.ext', 0x100b);
 
   // A certificate whose validity ended long before any signing time: `openssl ca` takes explicit dates.
-  write('ca.cnf', [
-    '[ca]', 'default_ca = test', '[test]', 'database = index.txt', 'new_certs_dir = .', 'serial = serial', 'default_md = sha256',
-    'policy = any', 'unique_subject = no', '[any]', 'commonName = supplied',
-    '[leaf]', 'basicConstraints=CA:FALSE', 'keyUsage=critical,digitalSignature,nonRepudiation', 'subjectKeyIdentifier=hash', 'authorityKeyIdentifier=keyid', '',
-  ].join('\n'));
+  write(
+    'ca.cnf',
+    [
+      '[ca]',
+      'default_ca = test',
+      '[test]',
+      'database = index.txt',
+      'new_certs_dir = .',
+      'serial = serial',
+      'default_md = sha256',
+      'policy = any',
+      'unique_subject = no',
+      '[any]',
+      'commonName = supplied',
+      '[leaf]',
+      'basicConstraints=CA:FALSE',
+      'keyUsage=critical,digitalSignature,nonRepudiation',
+      'subjectKeyIdentifier=hash',
+      'authorityKeyIdentifier=keyid',
+      '',
+    ].join('\n'),
+  );
   write('index.txt', '');
   write('serial', '2001\n');
   ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'expired.key');
   ssl('req', '-new', '-key', 'expired.key', '-out', 'expired.csr', '-subj', '/CN=Expired Signer');
-  ssl('ca', '-batch', '-config', 'ca.cnf', '-cert', 'int.pem', '-keyfile', 'int.key', '-in', 'expired.csr', '-out', 'expired.pem',
-    '-startdate', '20200101000000Z', '-enddate', '20200102000000Z', '-extensions', 'leaf', '-notext');
+  ssl(
+    'ca',
+    '-batch',
+    '-config',
+    'ca.cnf',
+    '-cert',
+    'int.pem',
+    '-keyfile',
+    'int.key',
+    '-in',
+    'expired.csr',
+    '-out',
+    'expired.pem',
+    '-startdate',
+    '20200101000000Z',
+    '-enddate',
+    '20200102000000Z',
+    '-extensions',
+    'leaf',
+    '-notext',
+  );
 
   const marker = Buffer.from('GUARANTEE-DOCUMENT-MARKER-7f3a');
   const doc = Buffer.concat([Buffer.from('%PDF-1.7 pretend document\n'), marker, Buffer.from('\nend of the document\n')]);
@@ -235,8 +411,13 @@ function build(): P7mFixtures {
     rsa,
     ec: sign('ec.p7m', 'doc.pdf', '-nodetach', ...as('ec'), ...chain),
     pss: sign('pss.p7m', 'doc.pdf', '-nodetach', ...as('pss', '-keyopt', 'rsa_padding_mode:pss'), ...chain),
-    pssMgf1Sha512: sign('mgf.p7m', 'doc.pdf', '-nodetach',
-      ...as('rsa', '-keyopt', 'rsa_padding_mode:pss', '-keyopt', 'rsa_mgf1_md:sha512', '-keyopt', 'rsa_pss_saltlen:32'), ...chain),
+    pssMgf1Sha512: sign(
+      'mgf.p7m',
+      'doc.pdf',
+      '-nodetach',
+      ...as('rsa', '-keyopt', 'rsa_padding_mode:pss', '-keyopt', 'rsa_mgf1_md:sha512', '-keyopt', 'rsa_pss_saltlen:32'),
+      ...chain,
+    ),
     pssKeyRsaEncryption: sign('pss-plain.p7m', 'doc.pdf', '-nodetach', ...as('pss'), ...chain),
     stream: sign('stream.p7m', 'big.pdf', '-nodetach', '-stream', ...as('rsa'), ...chain),
     nested: sign('nested.p7m', 'rsa.p7m', '-nodetach', ...as('ec'), ...chain),
@@ -245,7 +426,9 @@ function build(): P7mFixtures {
     keyid: sign('keyid.p7m', 'doc.pdf', '-nodetach', '-keyid', ...as('ec'), ...chain),
     noattr: sign('noattr.p7m', 'doc.pdf', '-nodetach', '-noattr', ...as('rsa'), ...chain),
     cades: sign('cades.p7m', 'doc.pdf', '-nodetach', '-cades', ...as('rsa'), ...chain),
-    sha1: (ssl('cms', '-sign', '-binary', '-md', 'sha1', '-nodetach', '-in', 'doc.pdf', '-outform', 'DER', '-out', 'sha1.p7m', ...as('rsa'), ...chain), read('sha1.p7m')),
+    sha1:
+      (ssl('cms', '-sign', '-binary', '-md', 'sha1', '-nodetach', '-in', 'doc.pdf', '-outform', 'DER', '-out', 'sha1.p7m', ...as('rsa'), ...chain),
+      read('sha1.p7m')),
     expired: sign('expired.p7m', 'doc.pdf', '-nodetach', ...as('expired'), ...chain),
     ecWithoutIntermediate: sign('ec-alone.p7m', 'doc.pdf', '-nodetach', ...as('ec')),
     detached: sign('detached.p7m', 'doc.pdf', ...as('rsa'), ...chain),
@@ -257,23 +440,51 @@ function build(): P7mFixtures {
   ssl('cms', '-sign', '-binary', '-md', 'sha256', '-nodetach', '-in', 'doc.pdf', '-outform', 'PEM', '-out', 'rsa.pem.p7m', ...as('rsa'), ...chain);
   // A CRL of 150,000 revoked certificates (about 3 MB), as CAdES-LT envelopes embed.
   write('crl.cnf', '[ca]\ndefault_ca = crl\n[crl]\ndatabase = crl-index.txt\ndefault_md = sha256\ndefault_crl_days = 30\n');
-  write('crl-index.txt', Array.from({ length: 150_000 }, (_, i) => `R\t301231235959Z\t240101000000Z\t${(0x100000 + i).toString(16).toUpperCase()}\tunknown\t/CN=Revoked ${i}\n`).join(''));
+  write(
+    'crl-index.txt',
+    Array.from(
+      { length: 150_000 },
+      (_, i) => `R\t301231235959Z\t240101000000Z\t${(0x100000 + i).toString(16).toUpperCase()}\tunknown\t/CN=Revoked ${i}\n`,
+    ).join(''),
+  );
   ssl('ca', '-gencrl', '-config', 'crl.cnf', '-cert', 'int.pem', '-keyfile', 'int.key', '-out', 'big-crl.pem');
   ssl('crl', '-in', 'big-crl.pem', '-outform', 'DER', '-out', 'big-crl.der');
   let quirks: Quirks | undefined;
   let counterSigned: CounterSigned | undefined;
   let timestamped: Timestamped | undefined;
   // A time-stamping authority under the intermediate (openssl ts wants timeStamping, critical).
-  write('tsa.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
+  write(
+    'tsa.ext',
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n',
+  );
   issue('tsa', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Test TSA', 'int', 'tsa.ext', 0x1006);
-  write('ts.cnf', '[tsa]\ndefault_tsa = t\n[t]\nserial = tsa-serial\nsigner_digest = sha256\ndefault_policy = 1.2.3.4.1\ndigests = sha1, sha256, sha512\naccuracy = secs:1\ness_cert_id_alg = sha256\n');
+  write(
+    'ts.cnf',
+    '[tsa]\ndefault_tsa = t\n[t]\nserial = tsa-serial\nsigner_digest = sha256\ndefault_policy = 1.2.3.4.1\ndigests = sha1, sha256, sha512\naccuracy = secs:1\ness_cert_id_alg = sha256\n',
+  );
   write('tsa-serial', '01\n');
   let stamps = 0;
   const timestampToken = (data: Buffer, imprintHash = 'sha256'): Buffer => {
     const n = ++stamps;
     write(`stamp-${n}.bin`, data);
     ssl('ts', '-query', '-data', `stamp-${n}.bin`, `-${imprintHash}`, '-cert', '-no_nonce', '-out', `stamp-${n}.tsq`);
-    ssl('ts', '-reply', '-config', 'ts.cnf', '-queryfile', `stamp-${n}.tsq`, '-signer', 'tsa.pem', '-inkey', 'tsa.key', '-chain', 'int.pem', '-token_out', '-out', `stamp-${n}.tst`);
+    ssl(
+      'ts',
+      '-reply',
+      '-config',
+      'ts.cnf',
+      '-queryfile',
+      `stamp-${n}.tsq`,
+      '-signer',
+      'tsa.pem',
+      '-inkey',
+      'tsa.key',
+      '-chain',
+      'int.pem',
+      '-token_out',
+      '-out',
+      `stamp-${n}.tst`,
+    );
     return read(`stamp-${n}.tst`);
   };
   // The same as a TimeStampResp (a .tsr), as a .m7m carries it.
@@ -281,46 +492,114 @@ function build(): P7mFixtures {
     const n = ++stamps;
     write(`stamp-${n}.bin`, data);
     ssl('ts', '-query', '-data', `stamp-${n}.bin`, '-sha256', '-cert', '-no_nonce', '-out', `stamp-${n}.tsq`);
-    ssl('ts', '-reply', '-config', 'ts.cnf', '-queryfile', `stamp-${n}.tsq`, '-signer', 'tsa.pem', '-inkey', 'tsa.key', '-chain', 'int.pem', '-out', `stamp-${n}.tsr`);
+    ssl(
+      'ts',
+      '-reply',
+      '-config',
+      'ts.cnf',
+      '-queryfile',
+      `stamp-${n}.tsq`,
+      '-signer',
+      'tsa.pem',
+      '-inkey',
+      'tsa.key',
+      '-chain',
+      'int.pem',
+      '-out',
+      `stamp-${n}.tsr`,
+    );
     return read(`stamp-${n}.tsr`);
   };
   let containers: Containers | undefined;
   let pdfs: SignedPdfs | undefined;
   let signatures = 0;
-  const pdfSigned = (pdf: Buffer, signer: string, subFilter: string): Buffer => signPdf(pdf, (data) => {
-    const n = ++signatures;
-    write(`pdf-${n}.data`, data);
-    ssl('cms', '-sign', '-binary', '-md', 'sha256', '-in', `pdf-${n}.data`, '-outform', 'DER', '-out', `pdf-${n}.cms`, ...as(signer), ...chain,
-      ...(subFilter === 'ETSI.CAdES.detached' ? ['-cades'] : []));
-    return read(`pdf-${n}.cms`);
-  }, { subFilter, objectNumber: 900 + signatures });
+  const pdfSigned = (pdf: Buffer, signer: string, subFilter: string): Buffer =>
+    signPdf(
+      pdf,
+      (data) => {
+        const n = ++signatures;
+        write(`pdf-${n}.data`, data);
+        ssl(
+          'cms',
+          '-sign',
+          '-binary',
+          '-md',
+          'sha256',
+          '-in',
+          `pdf-${n}.data`,
+          '-outform',
+          'DER',
+          '-out',
+          `pdf-${n}.cms`,
+          ...as(signer),
+          ...chain,
+          ...(subFilter === 'ETSI.CAdES.detached' ? ['-cades'] : []),
+        );
+        return read(`pdf-${n}.cms`);
+      },
+      { subFilter, objectNumber: 900 + signatures },
+    );
   const markedPdf = (padding: number): Buffer => plainPdf(marker.toString('latin1'), padding);
   // A token's TSTInfo signed by a certificate that is not a TSA's (openssl ts refuses to make one).
   // TSAs that RFC 3161 §2.3 refuses: timeStamping not critical, or beside another purpose.
-  write('tsa-lax.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=timeStamping\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
+  write(
+    'tsa-lax.ext',
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=timeStamping\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n',
+  );
   issue('tsa-lax', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Lax TSA', 'int', 'tsa-lax.ext', 0x1009);
-  write('tsa-wide.ext', 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping,codeSigning\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n');
+  write(
+    'tsa-wide.ext',
+    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=critical,timeStamping,codeSigning\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n',
+  );
   issue('tsa-wide', ['-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256'], '/O=Test/CN=Wide TSA', 'int', 'tsa-wide.ext', 0x100a);
   const notTsaToken = (data: Buffer, signer = 'ec', ess = true): Buffer => {
     const genuine = parse(timestampToken(data));
     const tstInfo = Buffer.from(children(children(signedData(genuine)[2]!)[1]!)[0]!.value as string, 'latin1');
     write('tstinfo.der', tstInfo);
-    ssl('cms', '-sign', '-binary', '-nodetach', '-in', 'tstinfo.der', '-econtent_type', '1.2.840.113549.1.9.16.1.4', '-md', 'sha256', '-signer', `${signer}.pem`, '-inkey', `${signer}.key`,
-      '-certfile', 'int.pem', '-outform', 'DER', '-out', `not-tsa-${signer}.tst`, ...(ess ? ['-cades'] : []));
+    ssl(
+      'cms',
+      '-sign',
+      '-binary',
+      '-nodetach',
+      '-in',
+      'tstinfo.der',
+      '-econtent_type',
+      '1.2.840.113549.1.9.16.1.4',
+      '-md',
+      'sha256',
+      '-signer',
+      `${signer}.pem`,
+      '-inkey',
+      `${signer}.key`,
+      '-certfile',
+      'int.pem',
+      '-outform',
+      'DER',
+      '-out',
+      `not-tsa-${signer}.tst`,
+      ...(ess ? ['-cades'] : []),
+    );
     return read(`not-tsa-${signer}.tst`);
   };
   const sha3Rsa = sign('sha3.p7m', 'doc.pdf', '-nodetach', '-md', 'sha3-256', ...as('rsa'), ...chain);
   return {
-    dir, doc, marker, der,
+    dir,
+    doc,
+    marker,
+    der,
     timestampToken,
     signedPdf: (bytes: number) => pdfSigned(markedPdf(bytes), 'rsa', 'ETSI.CAdES.detached'),
     pdfs: () => {
       if (!pdfs) {
         const unsigned = markedPdf(100);
         const signed = pdfSigned(unsigned, 'rsa', 'ETSI.CAdES.detached');
-        const update = Buffer.from('\n5 0 obj << /Type /Annot /Subtype /Text /Contents (added later) >> endobj\ntrailer << /Root 1 0 R /Size 6 /Prev 0 >>\n%%EOF\n', 'latin1');
+        const update = Buffer.from(
+          '\n5 0 obj << /Type /Annot /Subtype /Text /Contents (added later) >> endobj\ntrailer << /Root 1 0 R /Size 6 /Prev 0 >>\n%%EOF\n',
+          'latin1',
+        );
         pdfs = {
-          unsigned, signed,
+          unsigned,
+          signed,
           adbe: pdfSigned(unsigned, 'ec', 'adbe.pkcs7.detached'),
           twoSignatures: pdfSigned(Buffer.concat([signed, update]), 'ec', 'ETSI.CAdES.detached'),
           appended: Buffer.concat([signed, update]),
@@ -364,18 +643,32 @@ function buildQuirks(der: P7mFixtures['der'], sha3Rsa: Buffer, doc: Buffer, crl:
   const sha256Rsa = signWith('sha256', rsaKey);
   const timestampToken = sequence(oidNode('1.2.840.113549.1.7.2'), tagged(0, sequence(integer(3))));
   return {
-    keyIdUnderVersion1: rewrite(der.keyid, (_, si) => { si.version = 1; }),
-    issuerSerialUnderVersion3: rewrite(der.rsa, (_, si) => { si.version = 3; }),
+    keyIdUnderVersion1: rewrite(der.keyid, (_, si) => {
+      si.version = 1;
+    }),
+    issuerSerialUnderVersion3: rewrite(der.rsa, (_, si) => {
+      si.version = 3;
+    }),
     issuerPrintableString: rewrite(der.rsa, (_, si) => renameIssuer(si, (type, text) => [type === 12 ? 19 : type, text])),
-    issuerCaseAndSpaces: rewrite(der.rsa, (_, si) => renameIssuer(si, (type, text) => [type, text === 'Test' ? 'TEST' : text.toLowerCase().replace(' ', '   ')])),
-    signedDataVersion: rewrite(der.rsa, (ci) => { signedData(ci)[0] = integer(4); }),
+    issuerCaseAndSpaces: rewrite(der.rsa, (_, si) =>
+      renameIssuer(si, (type, text) => [type, text === 'Test' ? 'TEST' : text.toLowerCase().replace(' ', '   ')]),
+    ),
+    signedDataVersion: rewrite(der.rsa, (ci) => {
+      signedData(ci)[0] = integer(4);
+    }),
     unsortedSignedAsSent: rewrite(der.rsa, (_, si) => {
       si.signedAttributes = [...si.signedAttributes].reverse();
       si.resign(sha256Rsa);
     }),
-    unsortedSignedSorted: rewrite(der.rsa, (_, si) => { si.signedAttributes = [...si.signedAttributes].reverse(); }),
+    unsortedSignedSorted: rewrite(der.rsa, (_, si) => {
+      si.signedAttributes = [...si.signedAttributes].reverse();
+    }),
     twoContentTimestamps: rewrite(der.rsa, (_, si) => {
-      si.signedAttributes = sortedDer([...si.signedAttributes, attribute(OIDS.contentTimestamp, timestampToken), attribute(OIDS.contentTimestamp, timestampToken)]);
+      si.signedAttributes = sortedDer([
+        ...si.signedAttributes,
+        attribute(OIDS.contentTimestamp, timestampToken),
+        attribute(OIDS.contentTimestamp, timestampToken),
+      ]);
       si.resign(sha256Rsa);
     }),
     duplicateMessageDigest: rewrite(der.rsa, (_, si) => {
@@ -395,9 +688,11 @@ function buildQuirks(der: P7mFixtures['der'], sha3Rsa: Buffer, doc: Buffer, crl:
       const sd = signedData(ci);
       sd[1] = set(algorithm(OIDS.sha3_256));
       si.digestAlgorithm = algorithm(OIDS.sha3_256);
-      si.signedAttributes = si.signedAttributes.map((a) => (asn1.derToOid(children(a)[0]!.value as string) === OIDS.messageDigest
-        ? attribute(OIDS.messageDigest, octetString(createHash('sha3-256').update(doc).digest()))
-        : a));
+      si.signedAttributes = si.signedAttributes.map((a) =>
+        asn1.derToOid(children(a)[0]!.value as string) === OIDS.messageDigest
+          ? attribute(OIDS.messageDigest, octetString(createHash('sha3-256').update(doc).digest()))
+          : a,
+      );
       si.signatureAlgorithm = algorithm(OIDS.ecdsaWithSha3_256);
       si.resign(signWith('sha3-256', key('ec')));
     }),
@@ -435,7 +730,12 @@ function buildCounterSigned(rsaEnvelope: Buffer, ecCert: Buffer, rsaCert: Buffer
   };
 }
 
-function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, notTsaToken: (data: Buffer, signer?: string, ess?: boolean) => Buffer, rsaKey: KeyObject): Timestamped {
+function buildTimestamped(
+  rsaEnvelope: Buffer,
+  token: (data: Buffer) => Buffer,
+  notTsaToken: (data: Buffer, signer?: string, ess?: boolean) => Buffer,
+  rsaKey: KeyObject,
+): Timestamped {
   const stamped = (envelope: Buffer, stamp: (signatureValue: Buffer) => Buffer, count = 1): Buffer => {
     const ci = parse(envelope);
     const si = signerInfo(ci);
@@ -445,9 +745,13 @@ function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, 
   const claimed = (() => {
     const ci = parse(rsaEnvelope);
     const si = signerInfo(ci);
-    si.signedAttributes = sortedDer(si.signedAttributes.map((a) => (asn1.derToOid(children(a)[0]!.value as string) === OIDS.signingTime
-      ? attribute(OIDS.signingTime, asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, '190601000000Z'))
-      : a)));
+    si.signedAttributes = sortedDer(
+      si.signedAttributes.map((a) =>
+        asn1.derToOid(children(a)[0]!.value as string) === OIDS.signingTime
+          ? attribute(OIDS.signingTime, asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, '190601000000Z'))
+          : a,
+      ),
+    );
     si.resign(signWith('sha256', rsaKey));
     return encode(ci);
   })();
@@ -465,17 +769,33 @@ function buildTimestamped(rsaEnvelope: Buffer, token: (data: Buffer) => Buffer, 
 }
 
 function buildContainers(p7m: Buffer, doc: Buffer, token: (data: Buffer) => Buffer, reply: (data: Buffer) => Buffer): Containers {
-  const tsd = (content: Buffer, stamps: Asn1[]): Buffer => encode(sequence(oidNode(OIDS.timestampedData), tagged(0, sequence(integer(1), octetString(content), tagged(0, ...stamps)))));
+  const tsd = (content: Buffer, stamps: Asn1[]): Buffer =>
+    encode(sequence(oidNode(OIDS.timestampedData), tagged(0, sequence(integer(1), octetString(content), tagged(0, ...stamps)))));
   const first = sequence(parse(token(p7m)));
   const mime = (tsr: Buffer): Buffer => {
     const b64 = (x: Buffer): string => x.toString('base64').replace(/.{76}/g, '$&\r\n');
-    return Buffer.from([
-      'MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="----=_Part_7_m7m"', '', 'This is a multi-part message in MIME format.',
-      '------=_Part_7_m7m', 'Content-Type: application/pkcs7-mime; smime-type=signed-data; name="polizza.pdf.p7m"', 'Content-Transfer-Encoding: base64',
-      'Content-Disposition: attachment; filename="polizza.pdf.p7m"', '', b64(p7m),
-      '------=_Part_7_m7m', 'Content-Type: application/timestamp-reply; name="polizza.pdf.tsr"', 'Content-Transfer-Encoding: base64', '', b64(tsr),
-      '------=_Part_7_m7m--', '',
-    ].join('\r\n'), 'latin1');
+    return Buffer.from(
+      [
+        'MIME-Version: 1.0',
+        'Content-Type: multipart/mixed; boundary="----=_Part_7_m7m"',
+        '',
+        'This is a multi-part message in MIME format.',
+        '------=_Part_7_m7m',
+        'Content-Type: application/pkcs7-mime; smime-type=signed-data; name="polizza.pdf.p7m"',
+        'Content-Transfer-Encoding: base64',
+        'Content-Disposition: attachment; filename="polizza.pdf.p7m"',
+        '',
+        b64(p7m),
+        '------=_Part_7_m7m',
+        'Content-Type: application/timestamp-reply; name="polizza.pdf.tsr"',
+        'Content-Transfer-Encoding: base64',
+        '',
+        b64(tsr),
+        '------=_Part_7_m7m--',
+        '',
+      ].join('\r\n'),
+      'latin1',
+    );
   };
   return {
     tsd: tsd(p7m, [first]),

@@ -12,11 +12,16 @@ const PLACEHOLDER = '0000000000 0000000000 0000000000 0000000000';
  * a detached CMS SignedData (DER) over them, or for ETSI.RFC3161 (a document timestamp) a
  * TimeStampToken. `claimedTime` is the dictionary's /M (a PDF date; null: none), `header` its object's header.
  */
-export function signPdf(pdf: Buffer, signDetached: (data: Buffer) => Buffer, opts: { subFilter: string; objectNumber: number; claimedTime?: string | null; header?: string }): Buffer {
+export function signPdf(
+  pdf: Buffer,
+  signDetached: (data: Buffer) => Buffer,
+  opts: { subFilter: string; objectNumber: number; claimedTime?: string | null; header?: string },
+): Buffer {
   const type = opts.subFilter === 'ETSI.RFC3161' ? 'DocTimeStamp' : 'Sig';
   const m = opts.claimedTime === null ? '' : ` /M (${opts.claimedTime ?? 'D:20261124090000Z'})`;
-  const dict = `\n${opts.header ?? `${opts.objectNumber} 0 obj`}\n<< /Type /${type} /Filter /Adobe.PPKLite /SubFilter /${opts.subFilter}${m}\n`
-    + `/ByteRange [${PLACEHOLDER}]\n/Contents <${'0'.repeat(CONTENTS_HEX)}> >>\nendobj\n%%EOF\n`;
+  const dict =
+    `\n${opts.header ?? `${opts.objectNumber} 0 obj`}\n<< /Type /${type} /Filter /Adobe.PPKLite /SubFilter /${opts.subFilter}${m}\n` +
+    `/ByteRange [${PLACEHOLDER}]\n/Contents <${'0'.repeat(CONTENTS_HEX)}> >>\nendobj\n%%EOF\n`;
   const text = Buffer.concat([pdf, Buffer.from(dict, 'latin1')]);
   const lt = text.lastIndexOf('/Contents <') + '/Contents '.length;
   const gt = text.indexOf('>', lt) + 1;
@@ -29,10 +34,20 @@ export function signPdf(pdf: Buffer, signDetached: (data: Buffer) => Buffer, opt
 
 /** A one-page PDF whose page content carries `marker`, padded to about `padding` more bytes. */
 export function plainPdf(marker: string, padding: number): Buffer {
-  return Buffer.from([
-    '%PDF-1.7', '%\xe2\xe3\xcf\xd3', '1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj', '2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj',
-    '3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >> endobj',
-    `4 0 obj << /Length ${padding + 60} >> stream`, `BT /F1 12 Tf 72 720 Td (${marker}) Tj ET ${'%'.repeat(padding)}`, 'endstream endobj',
-    'trailer << /Root 1 0 R /Size 5 >>', '%%EOF', '',
-  ].join('\n'), 'latin1');
+  return Buffer.from(
+    [
+      '%PDF-1.7',
+      '%\xe2\xe3\xcf\xd3',
+      '1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj',
+      '2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj',
+      '3 0 obj << /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >> endobj',
+      `4 0 obj << /Length ${padding + 60} >> stream`,
+      `BT /F1 12 Tf 72 720 Td (${marker}) Tj ET ${'%'.repeat(padding)}`,
+      'endstream endobj',
+      'trailer << /Root 1 0 R /Size 5 >>',
+      '%%EOF',
+      '',
+    ].join('\n'),
+    'latin1',
+  );
 }

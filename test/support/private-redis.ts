@@ -27,7 +27,9 @@ export async function privateRedis(): Promise<PrivateRedis> {
   const url = `redis://127.0.0.1:${port}/0`;
 
   async function start(): Promise<void> {
-    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+    child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--maxmemory-policy', 'noeviction'], {
+      stdio: 'ignore',
+    });
     killOnExit(child);
     const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on('error', () => undefined);
@@ -36,7 +38,9 @@ export async function privateRedis(): Promise<PrivateRedis> {
         try {
           await probe.connect();
           if ((await probe.ping()) === 'PONG') return;
-        } catch { /* not yet */ }
+        } catch {
+          /* not yet */
+        }
         probe.disconnect();
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -50,17 +54,30 @@ export async function privateRedis(): Promise<PrivateRedis> {
     const c = child;
     child = undefined;
     if (!c || c.exitCode !== null) return;
-    await new Promise<void>((resolve) => { c.once('exit', () => resolve()); c.kill('SIGKILL'); });
+    await new Promise<void>((resolve) => {
+      c.once('exit', () => resolve());
+      c.kill('SIGKILL');
+    });
   }
 
   await start();
   return {
     url,
-    async restartEmpty() { await kill(); await start(); },
+    async restartEmpty() {
+      await kill();
+      await start();
+    },
     async flushAll() {
       const r = new Redis(url);
-      try { await r.flushall(); } finally { r.disconnect(); }
+      try {
+        await r.flushall();
+      } finally {
+        r.disconnect();
+      }
     },
-    async stop() { await kill(); rmSync(dir, { recursive: true, force: true }); },
+    async stop() {
+      await kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
   };
 }

@@ -2,7 +2,11 @@
 // (headers and the body as received) and answers as the test says.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 
-export interface Received { headers: IncomingMessage['headers']; body: string; at: number }
+export interface Received {
+  headers: IncomingMessage['headers'];
+  body: string;
+  at: number;
+}
 
 export type Answer = (req: Received, res: ServerResponse, n: number) => void | Promise<void>;
 
@@ -19,7 +23,9 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export const ok: Answer = (_req, res) => { res.writeHead(204).end(); };
+export const ok: Answer = (_req, res) => {
+  res.writeHead(204).end();
+};
 
 export async function receiver(path = '/hook', host = '127.0.0.1'): Promise<Receiver> {
   const received: Received[] = [];
@@ -36,7 +42,12 @@ export async function receiver(path = '/hook', host = '127.0.0.1'): Promise<Rece
       max = Math.max(max, current);
       // Counted until the answer is handed to the socket ('finish'; 'close' if it never is).
       let done = false;
-      const leave = () => { if (!done) { done = true; current--; } };
+      const leave = () => {
+        if (!done) {
+          done = true;
+          current--;
+        }
+      };
       res.on('finish', leave);
       res.on('close', leave);
       void Promise.resolve(handler(r, res, received.length)).catch(() => res.destroy());
@@ -50,7 +61,9 @@ export async function receiver(path = '/hook', host = '127.0.0.1'): Promise<Rece
     received,
     inFlight: () => current,
     maxInFlight: () => max,
-    answer(fn) { handler = fn; },
+    answer(fn) {
+      handler = fn;
+    },
     async waitFor(n, timeoutMs = 10_000) {
       const until = Date.now() + timeoutMs;
       while (received.length < n) {

@@ -20,23 +20,57 @@ export async function redisCluster(): Promise<LocalRedisCluster> {
   const nodes: ChildProcess[] = ports.map((port) => {
     const nodeDir = join(dir, String(port));
     mkdirSync(nodeDir);
-    return spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(nodeDir, 'nodes.conf'),
-      '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--dir', nodeDir, '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+    return spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(nodeDir, 'nodes.conf'),
+        '--cluster-node-timeout',
+        '5000',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        nodeDir,
+        '--maxmemory-policy',
+        'noeviction',
+      ],
+      { stdio: 'ignore' },
+    );
   });
   for (const node of nodes) killOnExit(node);
   const cli = (...args: string[]) => execFileSync('redis-cli', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const stop = async () => {
-    await Promise.all(nodes.map((n) => new Promise<void>((resolve) => {
-      if (n.exitCode !== null) { resolve(); return; }
-      n.once('exit', () => resolve());
-      n.kill('SIGKILL');
-    })));
+    await Promise.all(
+      nodes.map(
+        (n) =>
+          new Promise<void>((resolve) => {
+            if (n.exitCode !== null) {
+              resolve();
+              return;
+            }
+            n.once('exit', () => resolve());
+            n.kill('SIGKILL');
+          }),
+      ),
+    );
     rmSync(dir, { recursive: true, force: true });
   };
   try {
     for (const port of ports) {
       for (let i = 0; ; i++) {
-        try { if (cli('-p', String(port), 'ping').includes('PONG')) break; } catch { /* starting */ }
+        try {
+          if (cli('-p', String(port), 'ping').includes('PONG')) break;
+        } catch {
+          /* starting */
+        }
         if (i > 100) throw new Error(`redis node ${port} did not start`);
         await new Promise((r) => setTimeout(r, 50));
       }

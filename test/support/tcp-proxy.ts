@@ -35,8 +35,11 @@ function throttle(bytesPerSecond: number): Transform {
   });
 }
 
-export async function tcpProxy(target: { host: string; port: number }, opts: { port?: number; listening?: boolean; uploadBytesPerSecond?: number } = {}): Promise<TcpProxy> {
-  const port = opts.port ?? await freePort();
+export async function tcpProxy(
+  target: { host: string; port: number },
+  opts: { port?: number; listening?: boolean; uploadBytesPerSecond?: number } = {},
+): Promise<TcpProxy> {
+  const port = opts.port ?? (await freePort());
   let server: Server | undefined;
   let stalled = false;
   const sockets = new Set<Socket>();
@@ -56,8 +59,15 @@ export async function tcpProxy(target: { host: string; port: number }, opts: { p
         const upstream = connect(target.port, target.host);
         sockets.add(client).add(upstream);
         for (const sock of [client, upstream]) {
-          sock.on('error', () => { client.destroy(); upstream.destroy(); });
-          sock.on('close', () => { sockets.delete(sock); client.destroy(); upstream.destroy(); });
+          sock.on('error', () => {
+            client.destroy();
+            upstream.destroy();
+          });
+          sock.on('close', () => {
+            sockets.delete(sock);
+            client.destroy();
+            upstream.destroy();
+          });
         }
         (opts.uploadBytesPerSecond ? client.pipe(throttle(opts.uploadBytesPerSecond)) : client).pipe(upstream);
         upstream.pipe(client);
@@ -68,7 +78,10 @@ export async function tcpProxy(target: { host: string; port: number }, opts: { p
     stall(on = true) {
       stalled = on;
       for (const sock of sockets) {
-        if (on) { sock.unpipe(); sock.pause(); } else sock.destroy();
+        if (on) {
+          sock.unpipe();
+          sock.pause();
+        } else sock.destroy();
       }
     },
     async stop() {

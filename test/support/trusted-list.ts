@@ -44,9 +44,14 @@ function serviceXml(s: ServiceOptions): string {
   const der = new X509Certificate(s.certPem).raw.toString('base64');
   const type = s.type ?? CA_QC;
   const identity = `<tsl:ServiceDigitalIdentity><tsl:DigitalId><tsl:X509Certificate>${der}</tsl:X509Certificate></tsl:DigitalId></tsl:ServiceDigitalIdentity>`;
-  const history = (s.history ?? []).map((h) => `<tsl:ServiceHistoryInstance><tsl:ServiceTypeIdentifier>${type}</tsl:ServiceTypeIdentifier>`
-    + `<tsl:ServiceName><tsl:Name xml:lang="en">${name(s)}</tsl:Name></tsl:ServiceName>${identity}`
-    + `<tsl:ServiceStatus>${h.status}</tsl:ServiceStatus><tsl:StatusStartingTime>${h.from}</tsl:StatusStartingTime></tsl:ServiceHistoryInstance>`).join('');
+  const history = (s.history ?? [])
+    .map(
+      (h) =>
+        `<tsl:ServiceHistoryInstance><tsl:ServiceTypeIdentifier>${type}</tsl:ServiceTypeIdentifier>` +
+        `<tsl:ServiceName><tsl:Name xml:lang="en">${name(s)}</tsl:Name></tsl:ServiceName>${identity}` +
+        `<tsl:ServiceStatus>${h.status}</tsl:ServiceStatus><tsl:StatusStartingTime>${h.from}</tsl:StatusStartingTime></tsl:ServiceHistoryInstance>`,
+    )
+    .join('');
   return `<tsl:TSPService><tsl:ServiceInformation>
 <tsl:ServiceTypeIdentifier>${type}</tsl:ServiceTypeIdentifier><tsl:ServiceName><tsl:Name xml:lang="en">${name(s)}</tsl:Name></tsl:ServiceName>
 ${identity}
@@ -71,11 +76,22 @@ export function trustedListXml(o: ListOptions): string {
 }
 
 /** The list signed by its operator: the signature the last child of the root, over the whole list (URI=""); RSA-SHA256 unless named. */
-export function signTrustedList(xml: string, keyPem: string, certPem: string, signatureAlgorithm = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256', reference: 'empty' | 'id' = 'empty'): string {
+export function signTrustedList(
+  xml: string,
+  keyPem: string,
+  certPem: string,
+  signatureAlgorithm = 'http://www.w3.org/2001/04/xmldsig-more#rsa-sha256',
+  reference: 'empty' | 'id' = 'empty',
+): string {
   const sig = new SignedXml({ privateKey: keyPem, publicCert: certPem, signatureAlgorithm, canonicalizationAlgorithm: EXC_C14N });
   sig.SignatureAlgorithms = { ...sig.SignatureAlgorithms, 'http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha384': ecdsaAlgorithm('sha384') };
   // URI="" or, as some member states sign, URI="#<the root's Id>".
-  sig.addReference({ xpath: '/*', isEmptyUri: reference === 'empty', transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', EXC_C14N], digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256' });
+  sig.addReference({
+    xpath: '/*',
+    isEmptyUri: reference === 'empty',
+    transforms: ['http://www.w3.org/2000/09/xmldsig#enveloped-signature', EXC_C14N],
+    digestAlgorithm: 'http://www.w3.org/2001/04/xmlenc#sha256',
+  });
   sig.computeSignature(xml, { prefix: 'ds', attrs: { Id: 'sig-1' }, existingPrefixes: { ds: DS }, location: { reference: '/*', action: 'append' } });
   return sig.getSignedXml();
 }

@@ -125,8 +125,10 @@ export function verifySignature(scheme: Scheme, hash: HashName, data: Buffer, si
     if (keyType !== 'rsa') throw keyMismatch();
     // The DigestInfo-without-NULL form is tried over signed attributes only (small): over a
     // whole content it would hash it a second time.
-    return verify(hash, data, { key, padding: constants.RSA_PKCS1_PADDING }, signature)
-      || (data.length <= MAX_NO_NULL_INPUT && digestInfoWithoutNull(hash, data, signature, key));
+    return (
+      verify(hash, data, { key, padding: constants.RSA_PKCS1_PADDING }, signature) ||
+      (data.length <= MAX_NO_NULL_INPUT && digestInfoWithoutNull(hash, data, signature, key))
+    );
   }
   if (keyType !== 'rsa' && keyType !== 'rsa-pss') throw keyMismatch();
   const pss = scheme.pss!;

@@ -29,8 +29,17 @@ export const MAX_DEPTH = 64;
 export const UNIVERSAL = 0x00;
 export const CONTEXT = 0x80;
 export const T = {
-  BOOLEAN: 1, INTEGER: 2, BITSTRING: 3, OCTETSTRING: 4, NULL: 5, OID: 6,
-  SEQUENCE: 16, SET: 17, UTCTIME: 23, GENERALIZEDTIME: 24, BMPSTRING: 30,
+  BOOLEAN: 1,
+  INTEGER: 2,
+  BITSTRING: 3,
+  OCTETSTRING: 4,
+  NULL: 5,
+  OID: 6,
+  SEQUENCE: 16,
+  SET: 17,
+  UTCTIME: 23,
+  GENERALIZEDTIME: 24,
+  BMPSTRING: 30,
 } as const;
 
 /** Node budget shared by every level of one verification. */
@@ -110,7 +119,11 @@ export function walkTlv(buf: Uint8Array, budget: NodeBudget, ends?: IndefiniteEn
       pos += header + length;
     } else if (constructed) {
       if (stack.length >= MAX_DEPTH) malformed('ASN.1 nesting too deep');
-      stack.push(length === undefined ? { start: pos, bound, indefinite: true, tag, index: 0 } : { start: pos, bound: pos + header + length, indefinite: false, tag, index: 0 });
+      stack.push(
+        length === undefined
+          ? { start: pos, bound, indefinite: true, tag, index: 0 }
+          : { start: pos, bound: pos + header + length, indefinite: false, tag, index: 0 },
+      );
       pos += header;
     } else {
       if (tag === T.BMPSTRING && length! % 2 !== 0) malformed('odd-length BMPString');
@@ -175,7 +188,7 @@ export function spanAt(buf: Uint8Array, ends: IndefiniteEnds, pos: number): Span
  */
 export function childSpans(buf: Uint8Array, ends: IndefiniteEnds, span: Span, max = Infinity): Span[] | undefined {
   const out: Span[] = [];
-  for (let pos = span.body; pos < span.bodyEnd; ) {
+  for (let pos = span.body; pos < span.bodyEnd;) {
     const child = spanAt(buf, ends, pos);
     if (child.end <= pos || child.end > span.bodyEnd) malformed('inconsistent ASN.1 element');
     if (out.length >= max) return undefined;
@@ -303,8 +316,15 @@ function instant(year: number, mo: string, d: string, h: string, mi: string, s: 
   const ms = frac === undefined ? 0 : Math.floor(Number(`0.${frac}`) * 1000);
   const local = new Date(Date.UTC(year, month - 1, day, hour, minute, second, ms));
   // Date.UTC rolls 31 February over into March: a round trip catches impossible dates.
-  if (local.getUTCFullYear() !== year || local.getUTCMonth() !== month - 1 || local.getUTCDate() !== day
-    || local.getUTCHours() !== hour || local.getUTCMinutes() !== minute || local.getUTCSeconds() !== second) return undefined;
+  if (
+    local.getUTCFullYear() !== year ||
+    local.getUTCMonth() !== month - 1 ||
+    local.getUTCDate() !== day ||
+    local.getUTCHours() !== hour ||
+    local.getUTCMinutes() !== minute ||
+    local.getUTCSeconds() !== second
+  )
+    return undefined;
   if (zone === 'Z') return local;
   const offsetH = Number(zone.slice(1, 3));
   const offsetM = Number(zone.slice(3, 5));

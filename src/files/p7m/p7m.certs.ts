@@ -72,8 +72,7 @@ function readCertificate(node: Node): EnvelopeCert {
       else if (id === EXT_KEY_USAGE) {
         const critical = parts.length === 3 && is(parts[1], UNIVERSAL, T.BOOLEAN) && parts[1].value !== '\x00';
         eku = { purposes: seq(value, 'extended key usage').map((p) => oid(p, 'key purpose')), critical };
-      }
-      else if (id === KEY_USAGE) {
+      } else if (id === KEY_USAGE) {
         const usage = prim(value, UNIVERSAL, T.BITSTRING, 'key usage');
         signingUsage = bitAt(usage, 0) || bitAt(usage, 1); // digitalSignature, nonRepudiation
       } else {
@@ -154,15 +153,26 @@ const STRING_TYPES: Record<number, (octets: Buffer) => string> = {
  * the name does not.
  */
 export function canonicalName(name: unknown): string {
-  return seq(name, 'name').map((rdn) => kids(rdn, UNIVERSAL, T.SET, 'relative distinguished name').map((ava) => {
-    const [type, value] = seq(ava, 'attribute type and value');
-    if (value === undefined) malformed('attribute type and value is not the expected structure');
-    const decode = (value.tagClass as number) === UNIVERSAL && typeof value.value === 'string' ? STRING_TYPES[value.type as number] : undefined;
-    const text = decode
-      ? decode(bytes(value.value as string)).normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim()
-      : `#${derOf(value).toString('hex')}`;
-    return `${oid(type, 'attribute type')}=${JSON.stringify(text)}`;
-  }).sort().join('+')).join(',');
+  return seq(name, 'name')
+    .map((rdn) =>
+      kids(rdn, UNIVERSAL, T.SET, 'relative distinguished name')
+        .map((ava) => {
+          const [type, value] = seq(ava, 'attribute type and value');
+          if (value === undefined) malformed('attribute type and value is not the expected structure');
+          const decode = (value.tagClass as number) === UNIVERSAL && typeof value.value === 'string' ? STRING_TYPES[value.type as number] : undefined;
+          const text = decode
+            ? decode(bytes(value.value as string))
+                .normalize('NFKC')
+                .toLowerCase()
+                .replace(/\s+/g, ' ')
+                .trim()
+            : `#${derOf(value).toString('hex')}`;
+          return `${oid(type, 'attribute type')}=${JSON.stringify(text)}`;
+        })
+        .sort()
+        .join('+'),
+    )
+    .join(',');
 }
 
 /** The envelope certificate a subjectKeyIdentifier names. */

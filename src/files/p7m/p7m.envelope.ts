@@ -2,8 +2,29 @@
 // SignedData structure, shape-checked, with the content and the certificates it carries.
 import forge from 'node-forge';
 import {
-  CONTEXT, LimitError, MAX_DEPTH, T, UNIVERSAL, algorithm, parseExact, childSpans, is, kids, malformed, noParams, octets, oid, seq, smallInt, spanAt, walkTlv,
-  type IndefiniteEnds, type Node, type NodeBudget, type Span, type WalkPath,
+  CONTEXT,
+  LimitError,
+  MAX_DEPTH,
+  T,
+  UNIVERSAL,
+  algorithm,
+  parseExact,
+  childSpans,
+  is,
+  kids,
+  malformed,
+  noParams,
+  octets,
+  oid,
+  seq,
+  smallInt,
+  spanAt,
+  walkTlv,
+  type IndefiniteEnds,
+  type Node,
+  type NodeBudget,
+  type Span,
+  type WalkPath,
 } from './p7m.asn1.js';
 import { readCertificates, type EnvelopeCert } from './p7m.certs.js';
 
@@ -153,7 +174,8 @@ function notExamined(buf: Uint8Array, tag: number, path: readonly WalkPath[]): b
   if (path.length !== 7 || tag !== 0x31) return false;
   const [, , , signerInfos, info, unsigned, attr] = path as [WalkPath, WalkPath, WalkPath, WalkPath, WalkPath, WalkPath, WalkPath];
   // path[2].index: how many SignedData fields so far, this one included (signerInfos comes fourth or later).
-  if (signerInfos.tag !== 0x31 || path[2]!.index < 4 || info.tag !== 0x30 || unsigned.tag !== 0xa1 || attr.tag !== 0x30 || attr.index !== 2 || !attr.firstOid) return false;
+  if (signerInfos.tag !== 0x31 || path[2]!.index < 4 || info.tag !== 0x30 || unsigned.tag !== 0xa1 || attr.tag !== 0x30 || attr.index !== 2 || !attr.firstOid)
+    return false;
   const type = buf.subarray(attr.firstOid[0], attr.firstOid[1]);
   return !EXAMINED_DER.some((o) => Buffer.from(type.buffer, type.byteOffset, type.byteLength).equals(o));
 }
@@ -206,15 +228,25 @@ function splitContent(der: Uint8Array, ends: IndefiniteEnds, budget: NodeBudget)
   const { create, Class, Type } = forge.asn1;
   const part = (s: Span): Node => parseCounted(der.subarray(s.start, s.end), budget);
   const placeholder = create(Class.UNIVERSAL, Type.OCTETSTRING, false, '');
-  const encapNode = create(Class.UNIVERSAL, Type.SEQUENCE, true,
-    [part(encap[0]!), ...(parts ? [create(Class.CONTEXT_SPECIFIC, 0, true, [placeholder])] : [])]);
-  const sdNode = create(Class.UNIVERSAL, Type.SEQUENCE, true, sd.map((s, i) => {
-    if (i === 2) return encapNode;
-    // CRLs are not examined: an empty [1] stands for them, however large.
-    if (i > 2 && i < last && s.tag === 0xa1) return create(Class.CONTEXT_SPECIFIC, 1, true, []);
-    if (i === last) return create(Class.UNIVERSAL, Type.SET, true, signerSpans.map((si) => signerInfo(der, ends, si, budget)));
-    return part(s);
-  }));
+  const encapNode = create(Class.UNIVERSAL, Type.SEQUENCE, true, [part(encap[0]!), ...(parts ? [create(Class.CONTEXT_SPECIFIC, 0, true, [placeholder])] : [])]);
+  const sdNode = create(
+    Class.UNIVERSAL,
+    Type.SEQUENCE,
+    true,
+    sd.map((s, i) => {
+      if (i === 2) return encapNode;
+      // CRLs are not examined: an empty [1] stands for them, however large.
+      if (i > 2 && i < last && s.tag === 0xa1) return create(Class.CONTEXT_SPECIFIC, 1, true, []);
+      if (i === last)
+        return create(
+          Class.UNIVERSAL,
+          Type.SET,
+          true,
+          signerSpans.map((si) => signerInfo(der, ends, si, budget)),
+        );
+      return part(s);
+    }),
+  );
   const root = create(Class.UNIVERSAL, Type.SEQUENCE, true, [part(ci[0]!), create(Class.CONTEXT_SPECIFIC, 0, true, [sdNode])]);
   return { root, content: parts && contentOf(parts) };
 }

@@ -3,7 +3,24 @@
 // .p7m and the timestamp response over it, as signing tools of the CNIPA/AgID era produce).
 // Each is taken apart here; the verifier checks the timestamps over what they cover and the
 // document inside as any other.
-import { CONTEXT, T, UNIVERSAL, derOf, is, kids, malformed, octets, oid, parseDer, parseExact, seq, smallInt, walkTlv, type Node, type NodeBudget } from './p7m.asn1.js';
+import {
+  CONTEXT,
+  T,
+  UNIVERSAL,
+  derOf,
+  is,
+  kids,
+  malformed,
+  octets,
+  oid,
+  parseDer,
+  parseExact,
+  seq,
+  smallInt,
+  walkTlv,
+  type Node,
+  type NodeBudget,
+} from './p7m.asn1.js';
 import { announces, isSpace, strictBase64 } from './p7m.envelope.js';
 
 /** A timestamp token and the bytes its messageImprint must be the digest of. */
@@ -35,7 +52,6 @@ export function readTimestamped(input: Uint8Array, budget: NodeBudget): Timestam
   if (announces(input, TIMESTAMPED_DATA_OID)) return readTsd(input, budget);
   return readM7m(input, budget);
 }
-
 
 // TimeStampedData ::= SEQUENCE { version INTEGER (1), dataUri IA5String OPTIONAL,
 //   metaData MetaData OPTIONAL, content OCTET STRING OPTIONAL, temporalEvidence Evidence }
@@ -102,7 +118,7 @@ function readM7m(input: Uint8Array, budget: NodeBudget): Timestamped | undefined
     const partHeaders = parseHeaders(part.toString('latin1', 0, partHead.at));
     const encoding = (partHeaders.get('content-transfer-encoding') ?? 'binary').toLowerCase();
     const raw = part.subarray(partHead.next);
-    const body = encoding === 'base64' ? strictBase64(raw, 0, raw.length) ?? malformed('a MIME part is not valid Base64') : raw;
+    const body = encoding === 'base64' ? (strictBase64(raw, 0, raw.length) ?? malformed('a MIME part is not valid Base64')) : raw;
     const partType = (partHeaders.get('content-type') ?? '').toLowerCase();
     if (/^application\/(x-)?pkcs7-mime/.test(partType)) {
       if (p7m) malformed('more than one signed document in the .m7m');
@@ -125,7 +141,8 @@ function tokenOf(der: Buffer, budget: NodeBudget): Node {
   const status = seq(node[0], 'PKIStatusInfo');
   const granted = smallInt(status[0], 'timestamp status');
   if (granted !== 0 && granted !== 1) malformed('the timestamp response was not granted');
-  if (node[1] === undefined || oid(seq(node[1], 'timeStampToken')[0], 'timeStampToken type') !== '1.2.840.113549.1.7.2') malformed('the timestamp response carries no token');
+  if (node[1] === undefined || oid(seq(node[1], 'timeStampToken')[0], 'timeStampToken type') !== '1.2.840.113549.1.7.2')
+    malformed('the timestamp response carries no token');
   return node[1];
 }
 
@@ -181,5 +198,3 @@ function partsOf(text: Buffer, from: number, delimiter: Buffer): { parts: Buffer
     start = next;
   }
 }
-
-

@@ -41,7 +41,10 @@ export interface ServiceRecord {
 
 export function servicesOf(records: readonly ServiceRecord[]): ListedService[] {
   return records.map((r) => ({
-    territory: r.territory, provider: r.provider, name: r.name, type: r.type,
+    territory: r.territory,
+    provider: r.provider,
+    name: r.name,
+    type: r.type,
     // Newest first, whatever order the list gave: statusAt takes the first not after a time.
     history: r.history.map((h) => ({ status: h.status, from: new Date(h.from) })).sort((a, b) => b.from.getTime() - a.from.getTime()),
     certificates: r.certificates.map((c) => new X509Certificate(Buffer.from(c, 'base64'))),
@@ -65,7 +68,9 @@ const NONE: readonly never[] = [];
  * keys). `services` given, even empty, means trusted lists are in use.
  */
 export const trustOf = (anchors?: readonly X509Certificate[], services?: readonly ListedService[]): Trust => ({
-  anchors: anchors ?? NONE, services: services ?? NONE, lists: services !== undefined,
+  anchors: anchors ?? NONE,
+  services: services ?? NONE,
+  lists: services !== undefined,
 });
 
 export const checksChains = (trust: Trust): boolean => trust.anchors.length > 0 || trust.lists;
@@ -98,9 +103,7 @@ const qualifiedUnder = (status: string | undefined, at: Date): boolean =>
 export const statusName = (uri: string): string => uri.slice(uri.lastIndexOf('/') + 1);
 
 /** How a chain that reached `ends` (anchors it reached at the same step) is judged. */
-export type AnchorVerdict =
-  | { trusted: true; service?: ListedService; status?: string }
-  | { trusted: false; why: string };
+export type AnchorVerdict = { trusted: true; service?: ListedService; status?: string } | { trusted: false; why: string };
 
 export interface JudgeOptions {
   /** A signer's chain may end at a CA service only; a TSA's at any listed service. */
@@ -188,4 +191,3 @@ export function storeAnchorsOf(trust: Trust): AnchorIndex {
   if (!index) pemIndexes.set(trust.anchors, (index = anchorIndex(trust.anchors)));
   return index;
 }
-

@@ -5,15 +5,45 @@
 import { createHash, type X509Certificate } from 'node:crypto';
 import { SchemeProblem, hashOf, schemeOf, verifySignature, type HashName, type Scheme } from './p7m.algorithms.js';
 import {
-  CONTEXT, LimitError, MalformedError, T, UNIVERSAL, algorithm, bytes, derOf, is, kids, malformed, octets, oid, parseExact, prim, seq, smallInt, timeOf, walkTlv,
-  type NodeBudget, type Node,
+  CONTEXT,
+  LimitError,
+  MalformedError,
+  T,
+  UNIVERSAL,
+  algorithm,
+  bytes,
+  derOf,
+  is,
+  kids,
+  malformed,
+  octets,
+  oid,
+  parseExact,
+  prim,
+  seq,
+  smallInt,
+  timeOf,
+  walkTlv,
+  type NodeBudget,
+  type Node,
 } from './p7m.asn1.js';
 import { byIssuerSerial, bySubjectKeyId, canonicalName, chainEnds, fiscalCodeOf, hex, oneLine, validAt, type EnvelopeCert } from './p7m.certs.js';
 import { ID_DATA, contentOf, decode, readEnvelope, type Content, type Envelope } from './p7m.envelope.js';
 import { isPdf, pdfSignatures, type PdfSignature } from './pades.js';
 import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
 import { readTimestamped } from './p7m.timestamped.js';
-import { anchorsOf, checksChains, judgeAnchors, qualifiedPerList, qualifiedTsa, statusName, storeAnchorsOf, trustOf, type ListedService, type Trust } from './p7m.trust.js';
+import {
+  anchorsOf,
+  checksChains,
+  judgeAnchors,
+  qualifiedPerList,
+  qualifiedTsa,
+  statusName,
+  storeAnchorsOf,
+  trustOf,
+  type ListedService,
+  type Trust,
+} from './p7m.trust.js';
 
 export { loadTrustAnchors } from './p7m.certs.js';
 
@@ -205,7 +235,8 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, trust: Trust, found: Foun
   if (signatures.every((sig) => sig.subFilter === DOCUMENT_TIMESTAMP)) return 'the PDF has document timestamps but no signature';
   const updated = signatures.findIndex((sig) => !sig.coversWholeFile);
   if (updated < 0) return undefined;
-  return updated === signatures.length - 1 ? 'the PDF was changed after its last signature (an incremental update)'
+  return updated === signatures.length - 1
+    ? 'the PDF was changed after its last signature (an incremental update)'
     : `the PDF was changed after its signature ${updated + 1} (an incremental update), which only a later signature covers`;
 }
 
@@ -218,7 +249,12 @@ function checkPdfSignature(sig: PdfSignature, options: VerifyOptions, trust: Tru
     if (sig.cms.subarray(end).some((b) => b !== 0)) return 'bytes after the CMS in /Contents';
     if (timestamp) {
       // A document timestamp (PAdES-LTA): an RFC 3161 token whose imprint is of the ByteRange.
-      const t = checkTimestamp(parseExact(sig.cms.subarray(0, end), budget, 'the document timestamp'), sig.signed, { trust, budget, checkedAt: options.now ?? new Date() }, 'the document');
+      const t = checkTimestamp(
+        parseExact(sig.cms.subarray(0, end), budget, 'the document timestamp'),
+        sig.signed,
+        { trust, budget, checkedAt: options.now ?? new Date() },
+        'the document',
+      );
       (found.timestamps ??= []).push(t);
       return t.valid ? undefined : `document timestamp: ${t.problems[0] ?? 'not verified'}`;
     }
@@ -241,7 +277,9 @@ function checkContainer(input: Uint8Array, options: VerifyOptions, trust: Trust,
   const stamped = envelope ? undefined : readTimestamped(input, budget);
   if (!stamped) return check(envelope, options, trust, found, budget);
   found.container = stamped.kind;
-  found.timestamps = stamped.stamps.map((s, i) => checkTimestamp(s.token, s.imprintOver, { trust, budget, checkedAt: options.now ?? new Date() }, i === 0 ? 'the document' : 'the timestamp it renews'));
+  found.timestamps = stamped.stamps.map((s, i) =>
+    checkTimestamp(s.token, s.imprintOver, { trust, budget, checkedAt: options.now ?? new Date() }, i === 0 ? 'the document' : 'the timestamp it renews'),
+  );
   if (!stamped.content) return `the ${stamped.kind} does not carry the timestamped document`;
   const times = found.timestamps.filter((t) => t.valid && t.time).map((t) => Date.parse(t.time!));
   const inner = check(decode(stamped.content), options, trust, found, budget, undefined, times.length > 0 ? new Date(Math.min(...times)) : undefined);
@@ -256,7 +294,15 @@ interface Detached {
 }
 
 /** Fills `found` level by level from a decoded envelope; returns why it is not signed, if it is not. */
-function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget, detached?: Detached, provenBy?: Date): string | undefined {
+function check(
+  top: ReturnType<typeof decode>,
+  options: VerifyOptions,
+  trust: Trust,
+  found: Found,
+  budget: NodeBudget,
+  detached?: Detached,
+  provenBy?: Date,
+): string | undefined {
   if (!top) return 'not a CMS SignedData envelope';
   found.encoding = top.encoding;
   const maxNodes = options.maxNodes ?? 200_000;
@@ -282,8 +328,14 @@ function check(top: ReturnType<typeof decode>, options: VerifyOptions, trust: Tr
       envelope = { ...envelope, content: detached.content };
     }
     const ctx: SignerContext = {
-      ...envelope, trust, now, checkedAt: now, digests: new Map(), budget,
-      ...(level === 1 && detached?.claimedTime && { claimedTime: detached.claimedTime }), ...(provenBy && { provenBy }),
+      ...envelope,
+      trust,
+      now,
+      checkedAt: now,
+      digests: new Map(),
+      budget,
+      ...(level === 1 && detached?.claimedTime && { claimedTime: detached.claimedTime }),
+      ...(provenBy && { provenBy }),
     };
     const first = found.signers.length;
     for (const node of envelope.signerInfos) collectSigner(node, level, ctx, { kind: 'content' }, undefined, found.signers);
@@ -340,9 +392,19 @@ function signerName(signers: readonly SignerVerdict[], index: number, offset: nu
  */
 function collectSigner(node: Node, level: number, ctx: SignerContext, target: Target, parent: number | undefined, out: SignerVerdict[], depth = 0): void {
   const v: SignerVerdict = {
-    level, subject: null, issuer: null, serialNumber: null, signingTime: null, digestAlgorithm: null, signatureAlgorithm: null,
-    digestMatches: false, signatureValid: false, certificateValid: false, chain: checksChains(ctx.trust) ? 'untrusted' : 'not-checked',
-    ...(parent !== undefined && { counterSignatureOf: parent }), problems: [],
+    level,
+    subject: null,
+    issuer: null,
+    serialNumber: null,
+    signingTime: null,
+    digestAlgorithm: null,
+    signatureAlgorithm: null,
+    digestMatches: false,
+    signatureValid: false,
+    certificateValid: false,
+    chain: checksChains(ctx.trust) ? 'untrusted' : 'not-checked',
+    ...(parent !== undefined && { counterSignatureOf: parent }),
+    problems: [],
   };
   let found: Examined | undefined;
   try {
@@ -389,7 +451,8 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       if (attrType === ATTR.counterSignature) counterSignatures.push(...kids(values, UNIVERSAL, T.SET, 'counter-signatures'));
       // A value that is not a ContentInfo (a German signer's wraps the token's DER in an OCTET
       // STRING) is not read as a timestamp, as DSS does not: the signer goes without one.
-      if (attrType === ATTR.signatureTimestamp) timestamps.push(...kids(values, UNIVERSAL, T.SET, 'signature timestamps').filter((t) => is(t, UNIVERSAL, T.SEQUENCE)));
+      if (attrType === ATTR.signatureTimestamp)
+        timestamps.push(...kids(values, UNIVERSAL, T.SET, 'signature timestamps').filter((t) => is(t, UNIVERSAL, T.SEQUENCE)));
     }
   }
   if (i !== parts.length) malformed('unexpected elements in SignerInfo');
@@ -450,8 +513,13 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   // A counter-signature's "content" is the contents octets of the signature it signs (RFC 5652 §11.4).
   // Joined only when the signature covers it directly (no signed attributes): joining copies.
   const signedContent = (): Buffer | undefined => (target.kind === 'signature' ? target.value : ctx.content?.whole());
-  const digest = !hash ? undefined : target.kind === 'signature' ? createHash(hash).update(target.value).digest()
-    : ctx.content !== undefined ? digestOf(ctx, hash) : undefined;
+  const digest = !hash
+    ? undefined
+    : target.kind === 'signature'
+      ? createHash(hash).update(target.value).digest()
+      : ctx.content !== undefined
+        ? digestOf(ctx, hash)
+        : undefined;
   let signed: Buffer[] = [];
   let signingTime: Date | undefined;
   if (signedAttrs) {
@@ -466,8 +534,11 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     else if (digest) {
       v.digestMatches = bytes(prim(messageDigest, UNIVERSAL, T.OCTETSTRING, 'messageDigest attribute')).equals(digest);
       if (!v.digestMatches) {
-        v.problems.push(target.kind === 'content' ? 'the content digest does not match the messageDigest attribute'
-          : 'the messageDigest attribute is not the digest of the counter-signed signature');
+        v.problems.push(
+          target.kind === 'content'
+            ? 'the content digest does not match the messageDigest attribute'
+            : 'the messageDigest attribute is not the digest of the counter-signed signature',
+        );
       }
     }
     if (attrs.has(ATTR.signingTime)) {
@@ -481,7 +552,8 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       if (mismatch) v.problems.push(mismatch);
     }
     // RFC 3161 §2.4.1 (RFC 5816): a token names its TSA's certificate, so that it cannot be swapped.
-    if (ctx.tsa && !attrs.has(ATTR.signingCertificateV2) && !attrs.has(ATTR.signingCertificate)) v.problems.push('the token does not name its TSA certificate (ESS signing certificate)');
+    if (ctx.tsa && !attrs.has(ATTR.signingCertificateV2) && !attrs.has(ATTR.signingCertificate))
+      v.problems.push('the token does not name its TSA certificate (ESS signing certificate)');
     signed = signedAttributeEncodings(signedAttrs);
   } else {
     if (target.kind === 'content' && ctx.eContentType !== ID_DATA) v.problems.push('signed attributes are missing');
@@ -520,7 +592,7 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     if (!signingTime && claimed) v.signingTime = claimed.toISOString();
     // A claim of a time to come is no claim (a few minutes of clock skew aside).
     if (!ctx.tsa && claimed && claimed.getTime() > ctx.checkedAt.getTime() + FUTURE_SKEW_MS) v.problems.push('the claimed signing time is in the future');
-    const at = ctx.tsa ? ctx.now : stampedAt ?? claimed ?? ctx.now;
+    const at = ctx.tsa ? ctx.now : (stampedAt ?? claimed ?? ctx.now);
     v.certificateValid = validAt(x509, at);
     // A TSA that says it signed the token after its certificate ended (or before it began) is
     // not believed either (DSS refuses such a token too).
@@ -528,19 +600,24 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       v.certificateValid = false;
       v.problems.push("the TSA's certificate was not valid at the token's own signing time");
     } else if (!v.certificateValid) {
-      v.problems.push(stampedAt ? 'the certificate was not valid at the timestamp\'s time' : claimed ? 'the certificate was not valid at the signing time'
-        : 'the certificate is not valid at the time of the check');
+      v.problems.push(
+        stampedAt
+          ? "the certificate was not valid at the timestamp's time"
+          : claimed
+            ? 'the certificate was not valid at the signing time'
+            : 'the certificate is not valid at the time of the check',
+      );
     }
     if (cert.signingUsage === false) v.problems.push("the certificate's key usage does not allow signing");
     // RFC 3161 §2.3: a TSA's certificate has one extended key usage, timeStamping, marked critical.
     if (ctx.tsa && !(cert.eku?.critical && cert.eku.purposes.length === 1 && cert.eku.purposes[0] === TIME_STAMPING)) {
-      v.problems.push('the certificate is not a time-stamping authority\'s (extended key usage)');
+      v.problems.push("the certificate is not a time-stamping authority's (extended key usage)");
     }
     if (checksChains(ctx.trust)) {
       // Without its own timestamp, a signer's time is only claimed: the service must allow it
       // also when the signature is proven to exist (a container's timestamp), or else now.
-      const proven = ctx.tsa || stampedAt ? undefined : ctx.provenBy ?? ctx.checkedAt;
-      const judge = { role: ctx.tsa ? 'tsa' as const : 'signer' as const, now: ctx.checkedAt, ...(proven && { provenBy: proven }) };
+      const proven = ctx.tsa || stampedAt ? undefined : (ctx.provenBy ?? ctx.checkedAt);
+      const judge = { role: ctx.tsa ? ('tsa' as const) : ('signer' as const), now: ctx.checkedAt, ...(proven && { provenBy: proven }) };
       const path = chainEnds(x509, ctx.certs, anchorsOf(ctx.trust), at);
       let judged = 'ends' in path ? judgeAnchors(path.ends, ctx.trust, at, judge) : { trusted: false as const, why: path.why };
       // A chain that goes on to a trust store certificate is trusted whatever the lists say of a CA on the way.
@@ -553,7 +630,10 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       else if (judged.service) {
         const s = judged.service;
         v.trustService = {
-          territory: s.territory, provider: s.provider, name: s.name, status: statusName(judged.status ?? ''),
+          territory: s.territory,
+          provider: s.provider,
+          name: s.name,
+          status: statusName(judged.status ?? ''),
           qualified: ctx.tsa ? qualifiedTsa(s, at) : qualifiedPerList(s, { certificate: x509, compliance: cert.qc.compliance, types: cert.qc.types }, at),
         };
       }
@@ -572,7 +652,12 @@ const ID_SIGNED_DATA = '1.2.840.113549.1.7.2';
  * must verify (its certificate a TSA's, valid at genTime, chained to the anchors when there
  * are any) and whose messageImprint must be the digest of the signature value.
  */
-function checkTimestamp(token: Node, covered: Buffer | readonly Buffer[], outer: Pick<SignerContext, 'trust' | 'budget' | 'checkedAt'>, covers = 'the signature'): TimestampVerdict {
+function checkTimestamp(
+  token: Node,
+  covered: Buffer | readonly Buffer[],
+  outer: Pick<SignerContext, 'trust' | 'budget' | 'checkedAt'>,
+  covers = 'the signature',
+): TimestampVerdict {
   const t: TimestampVerdict = { time: null, tsa: null, chain: checksChains(outer.trust) ? 'untrusted' : 'not-checked', valid: false, problems: [] };
   try {
     if (oid(seq(token, 'TimeStampToken')[0], 'TimeStampToken content type') !== ID_SIGNED_DATA) malformed('the timestamp token is not a SignedData');
@@ -591,7 +676,15 @@ function checkTimestamp(token: Node, covered: Buffer | readonly Buffer[], outer:
       t.problems.push(`the timestamp is of other bytes than ${covers} (messageImprint)`);
     }
     if (envelope.signerInfos.length !== 1) t.problems.push('a timestamp token has one signer');
-    const ctx: SignerContext = { ...envelope, trust: outer.trust, now: genTime, checkedAt: outer.checkedAt, digests: new Map(), budget: outer.budget, tsa: true };
+    const ctx: SignerContext = {
+      ...envelope,
+      trust: outer.trust,
+      now: genTime,
+      checkedAt: outer.checkedAt,
+      digests: new Map(),
+      budget: outer.budget,
+      tsa: true,
+    };
     const signers: SignerVerdict[] = [];
     for (const node of envelope.signerInfos) collectSigner(node, 0, ctx, { kind: 'content' }, undefined, signers, MAX_COUNTER_DEPTH);
     const tsa = signers[0];
@@ -607,7 +700,6 @@ function checkTimestamp(token: Node, covered: Buffer | readonly Buffer[], outer:
   t.valid = t.problems.length === 0;
   return t;
 }
-
 
 function imprintOf(hash: HashName, covered: Buffer | readonly Buffer[]): Buffer {
   const h = createHash(hash);
@@ -679,7 +771,10 @@ function single(attrs: Map<string, Node[][]>, type: string): Node | undefined {
 
 /** CAdES signing-certificate(-v2): the first ESSCertID must hash to the signer certificate. */
 function signingCertificateMismatch(attrs: Map<string, Node[][]>, x509: X509Certificate): string | undefined {
-  for (const [type, v2] of [[ATTR.signingCertificateV2, true], [ATTR.signingCertificate, false]] as const) {
+  for (const [type, v2] of [
+    [ATTR.signingCertificateV2, true],
+    [ATTR.signingCertificate, false],
+  ] as const) {
     if (!attrs.has(type)) continue;
     const id = seq(seq(seq(single(attrs, type), 'signing certificate')[0], 'ESSCertIDs')[0], 'ESSCertID');
     let hash: HashName | undefined = v2 ? 'sha256' : 'sha1';

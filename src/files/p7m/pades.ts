@@ -87,7 +87,7 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfS
   const signedAfter = after.slice(0, length2);
   const objectEnd = signedAfter.indexOf('endobj');
   const M = /\/M\s*\(([^)]{1,40})\)/;
-  const m = objectStart < 0 || objectEnd < 0 ? null : M.exec(before.slice(objectStart)) ?? M.exec(signedAfter.slice(0, objectEnd));
+  const m = objectStart < 0 || objectEnd < 0 ? null : (M.exec(before.slice(objectStart)) ?? M.exec(signedAfter.slice(0, objectEnd)));
   let end = start2 + length2;
   while (end < pdf.length && [0x0a, 0x0d, 0x20, 0x09, 0x00].includes(pdf[end]!)) end++;
   return {
@@ -112,7 +112,14 @@ export function pdfDate(text: string): Date | null {
   utc.setUTCFullYear(year, month - 1, day);
   utc.setUTCHours(hour, minute, second, 0);
   // No rolling over: 30 February or 25:00 is not a date.
-  if (utc.getUTCMonth() !== month - 1 || utc.getUTCDate() !== day || utc.getUTCHours() !== hour || utc.getUTCMinutes() !== minute || utc.getUTCSeconds() !== second) return null;
+  if (
+    utc.getUTCMonth() !== month - 1 ||
+    utc.getUTCDate() !== day ||
+    utc.getUTCHours() !== hour ||
+    utc.getUTCMinutes() !== minute ||
+    utc.getUTCSeconds() !== second
+  )
+    return null;
   const sign = d[7] === '-' ? -1 : 1;
   const offset = d[7] && d[7].toUpperCase() !== 'Z' ? sign * (offsetHours * 60 + offsetMinutes) : 0;
   return new Date(utc.getTime() - offset * 60_000);

@@ -89,10 +89,14 @@ async function importOne(file: string, signers: X509Certificate[], repo: ReturnT
   }
   const outcome = await repo.replace(list, new Date());
   if (outcome.result === 'refused') return { ok: false, message: outcome.why };
-  const stale = list.nextUpdate && list.nextUpdate.getTime() < Date.now()
-    ? ` (its next update was due ${list.nextUpdate.toISOString()}: until a newer list is imported, it decides no chain)` : '';
-  const message = outcome.result === 'unchanged' ? `the ${list.territory} list ${list.sequenceNumber} is already kept${stale}`
-    : `kept the ${list.territory} list ${list.sequenceNumber} with ${outcome.services} qualified CA and timestamping service(s)`
-      + `${outcome.replaced === null ? '' : `, replacing list ${outcome.replaced}`}${stale}`;
+  const stale =
+    list.nextUpdate && list.nextUpdate.getTime() < Date.now()
+      ? ` (its next update was due ${list.nextUpdate.toISOString()}: until a newer list is imported, it decides no chain)`
+      : '';
+  const message =
+    outcome.result === 'unchanged'
+      ? `the ${list.territory} list ${list.sequenceNumber} is already kept${stale}`
+      : `kept the ${list.territory} list ${list.sequenceNumber} with ${outcome.services} qualified CA and timestamping service(s)` +
+        `${outcome.replaced === null ? '' : `, replacing list ${outcome.replaced}`}${stale}`;
   return { ok: true, territory: list.territory, sequence: list.sequenceNumber, message };
 }

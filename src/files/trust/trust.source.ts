@@ -38,7 +38,9 @@ export function createTrustSource(repo: Pick<TrustRepository, 'version' | 'snaps
     /** The services to verify with (an empty list when none is imported). Concurrent callers share one read. */
     async current(): Promise<SharedServices> {
       if (shared && now() - checkedAt < opts.refreshMs) return shared;
-      pending ??= refresh().finally(() => { pending = undefined; });
+      pending ??= refresh().finally(() => {
+        pending = undefined;
+      });
       return pending;
     },
   };

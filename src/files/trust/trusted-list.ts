@@ -21,9 +21,11 @@ const ENVELOPED = 'http://www.w3.org/2000/09/xmldsig#enveloped-signature';
 const C14N = new Set(['http://www.w3.org/2001/10/xml-exc-c14n#', 'http://www.w3.org/TR/2001/REC-xml-c14n-20010315']);
 /** Signature algorithms accepted, with the key type each needs. */
 const SIGNATURE_ALGORITHMS = new Map([
-  ['http://www.w3.org/2001/04/xmldsig-more#rsa-sha256', 'rsa'], ['http://www.w3.org/2001/04/xmldsig-more#rsa-sha512', 'rsa'],
+  ['http://www.w3.org/2001/04/xmldsig-more#rsa-sha256', 'rsa'],
+  ['http://www.w3.org/2001/04/xmldsig-more#rsa-sha512', 'rsa'],
   ['http://www.w3.org/2007/05/xmldsig-more#sha256-rsa-MGF1', 'rsa'],
-  ['http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha256', 'ec'], ['http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha384', 'ec'],
+  ['http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha256', 'ec'],
+  ['http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha384', 'ec'],
   ['http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha512', 'ec'],
 ]);
 
@@ -36,12 +38,22 @@ export function ecdsaAlgorithm(hash: 'sha256' | 'sha384' | 'sha512'): new () => 
   return class {
     getAlgorithmName = () => uri;
     verifySignature = ((material: string, key: KeyLike, signatureValue: string) =>
-      verify(hash, Buffer.from(material, 'utf8'), { key: createPublicKey(key), dsaEncoding: 'ieee-p1363' }, Buffer.from(signatureValue, 'base64'))) as SignatureAlgorithm['verifySignature'];
+      verify(
+        hash,
+        Buffer.from(material, 'utf8'),
+        { key: createPublicKey(key), dsaEncoding: 'ieee-p1363' },
+        Buffer.from(signatureValue, 'base64'),
+      )) as SignatureAlgorithm['verifySignature'];
     getSignature = ((signedInfo: BinaryLike, privateKey: KeyLike) =>
-      sign(hash, typeof signedInfo === 'string' ? Buffer.from(signedInfo, 'utf8') : signedInfo, { key: privateKey instanceof KeyObject ? privateKey : createPrivateKey(privateKey), dsaEncoding: 'ieee-p1363' }).toString('base64')) as SignatureAlgorithm['getSignature'];
+      sign(hash, typeof signedInfo === 'string' ? Buffer.from(signedInfo, 'utf8') : signedInfo, {
+        key: privateKey instanceof KeyObject ? privateKey : createPrivateKey(privateKey),
+        dsaEncoding: 'ieee-p1363',
+      }).toString('base64')) as SignatureAlgorithm['getSignature'];
   };
 }
-const ECDSA = Object.fromEntries((['sha256', 'sha384', 'sha512'] as const).map((h) => [`http://www.w3.org/2001/04/xmldsig-more#ecdsa-${h}`, ecdsaAlgorithm(h)]));
+const ECDSA = Object.fromEntries(
+  (['sha256', 'sha384', 'sha512'] as const).map((h) => [`http://www.w3.org/2001/04/xmldsig-more#ecdsa-${h}`, ecdsaAlgorithm(h)]),
+);
 const DIGEST_ALGORITHMS = new Set(['http://www.w3.org/2001/04/xmlenc#sha256', 'http://www.w3.org/2001/04/xmlenc#sha512']);
 /** Italy's list is about 2 MB; the EU's list of lists smaller. */
 const MAX_BYTES = 32 * 1024 * 1024;
@@ -84,7 +96,11 @@ function strictParse(xml: string): Document {
   if (/<!DOCTYPE/i.test(xml)) throw new TrustedListError('the list has a DOCTYPE');
   if (/<\?(?!xml\s)/.test(xml.replace(/^\uFEFF/, ''))) throw new TrustedListError('the list has a processing instruction');
   try {
-    return new DOMParser({ onError: (level, message) => { throw new TrustedListError(`XML ${level}: ${message}`); } }).parseFromString(xml, 'application/xml');
+    return new DOMParser({
+      onError: (level, message) => {
+        throw new TrustedListError(`XML ${level}: ${message}`);
+      },
+    }).parseFromString(xml, 'application/xml');
   } catch (err) {
     throw err instanceof TrustedListError ? err : new TrustedListError(`the list is not well-formed XML: ${(err as Error).message}`);
   }
@@ -124,10 +140,11 @@ function readSigned(text: string, signers: readonly X509Certificate[]): TrustedL
   if (signers.length === 0) throw new TrustedListError('no list signer certificate is configured');
   const doc = strictParse(xml);
   const root = doc.documentElement;
-  if (!root || root.namespaceURI !== TSL_NS || root.localName !== 'TrustServiceStatusList') throw new TrustedListError('not a trusted list (TrustServiceStatusList)');
+  if (!root || root.namespaceURI !== TSL_NS || root.localName !== 'TrustServiceStatusList')
+    throw new TrustedListError('not a trusted list (TrustServiceStatusList)');
   if (doc.getElementsByTagNameNS(DS_NS, 'Signature').length !== 1) throw new TrustedListError('a trusted list has exactly one signature');
   const signature = childElements(root, DS_NS, 'Signature')[0];
-  if (!signature) throw new TrustedListError('the signature is not the list\'s own (a child of its root)');
+  if (!signature) throw new TrustedListError("the signature is not the list's own (a child of its root)");
 
   let signedBytes: string | undefined;
   let signedBy: X509Certificate | undefined;
@@ -170,10 +187,12 @@ function readSigned(text: string, signers: readonly X509Certificate[]): TrustedL
     signedBy = signer;
     break;
   }
-  if (signedBytes === undefined || !signedBy) throw new TrustedListError(`the list's signature does not verify with a configured signer (${reasons[0] ?? 'no reason'})`);
+  if (signedBytes === undefined || !signedBy)
+    throw new TrustedListError(`the list's signature does not verify with a configured signer (${reasons[0] ?? 'no reason'})`);
   // What the signature covers, canonical: the only bytes read from here on.
   const list = listOf(strictParse(signedBytes), createHash('sha256').update(signedBytes, 'utf8').digest());
-  if (list.type === LIST_OF_LISTS) throw new TrustedListError("the EU's list of lists names lists and their signers, not services: import each member state's list");
+  if (list.type === LIST_OF_LISTS)
+    throw new TrustedListError("the EU's list of lists names lists and their signers, not services: import each member state's list");
   if (list.type !== EU_GENERIC) throw new TrustedListError(`not a member state's trusted list (TSLType ${list.type})`);
   // ETSI TS 119 612 §5.7.1: the operator's certificate is of the list's territory. So a
   // signer configured for one country cannot speak for another's services.
@@ -200,13 +219,15 @@ function listOf(doc: Document, digest: Buffer): TrustedList {
     for (const service of childElements(child(provider, 'TSPServices') ?? provider, TSL_NS, 'TSPService')) {
       const info = child(service, 'ServiceInformation');
       const identities = childElements(child(info, 'ServiceDigitalIdentity') ?? service, TSL_NS, 'DigitalId');
-      const certificates = identities.flatMap((id) => childElements(id, TSL_NS, 'X509Certificate')).map((c) => {
-        try {
-          return new X509Certificate(Buffer.from(text(c).replace(/\s+/g, ''), 'base64'));
-        } catch {
-          throw new TrustedListError(`a certificate of ${providerName} cannot be read`);
-        }
-      });
+      const certificates = identities
+        .flatMap((id) => childElements(id, TSL_NS, 'X509Certificate'))
+        .map((c) => {
+          try {
+            return new X509Certificate(Buffer.from(text(c).replace(/\s+/g, ''), 'base64'));
+          } catch {
+            throw new TrustedListError(`a certificate of ${providerName} cannot be read`);
+          }
+        });
       const history = childElements(child(service, 'ServiceHistory') ?? service, TSL_NS, 'ServiceHistoryInstance')
         .map((h) => ({ status: text(child(h, 'ServiceStatus')), from: date(child(h, 'StatusStartingTime'), 'status starting time') }))
         .sort((a, b) => b.from.getTime() - a.from.getTime());
@@ -224,9 +245,10 @@ function listOf(doc: Document, digest: Buffer): TrustedList {
   }
   const nextUpdate = child(child(scheme, 'NextUpdate'), 'dateTime');
   const territory = text(child(scheme, 'SchemeTerritory'));
-  if (!/^[A-Z]{2}$/.test(territory)) throw new TrustedListError('the list\'s territory is not a two-letter code');
+  if (!/^[A-Z]{2}$/.test(territory)) throw new TrustedListError("the list's territory is not a two-letter code");
   const sequenceNumber = Number(text(child(scheme, 'TSLSequenceNumber')));
-  if (!Number.isSafeInteger(sequenceNumber) || sequenceNumber < 1 || sequenceNumber > 0xffffffff) throw new TrustedListError('the list\'s sequence number is not a positive integer');
+  if (!Number.isSafeInteger(sequenceNumber) || sequenceNumber < 1 || sequenceNumber > 0xffffffff)
+    throw new TrustedListError("the list's sequence number is not a positive integer");
   return {
     territory,
     type: text(child(scheme, 'TSLType')),

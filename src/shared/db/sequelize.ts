@@ -58,7 +58,8 @@ export function createSequelize(opts: DatabaseOptions): Sequelize {
       await new Promise<void>((resolve, reject) => {
         (connection as MysqlConnection).query(
           `SET SESSION max_statement_time = ${timeoutMs / 1000}, lock_wait_timeout = ${seconds}, innodb_lock_wait_timeout = ${seconds}`,
-          (err) => (err ? reject(err) : resolve()));
+          (err) => (err ? reject(err) : resolve()),
+        );
       });
     });
   }
@@ -67,8 +68,9 @@ export function createSequelize(opts: DatabaseOptions): Sequelize {
     // server running with NO_BACKSLASH_ESCAPES would read an escaped quote as the string's end.
     db.addHook('afterConnect', async (connection) => {
       await new Promise<void>((resolve, reject) => {
-        (connection as MysqlConnection).query("SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')",
-          (err) => (err ? reject(err) : resolve()));
+        (connection as MysqlConnection).query("SET SESSION sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')", (err) =>
+          err ? reject(err) : resolve(),
+        );
       });
     });
   }
@@ -131,7 +133,13 @@ export function toPositional(sql: string): { sql: string; order: number[] } {
   let p = positional.get(sql);
   if (!p) {
     const order: number[] = [];
-    p = { sql: sql.replace(/\$(\d+)/g, (_, n: string) => { order.push(Number(n) - 1); return '?'; }), order };
+    p = {
+      sql: sql.replace(/\$(\d+)/g, (_, n: string) => {
+        order.push(Number(n) - 1);
+        return '?';
+      }),
+      order,
+    };
     if (positional.size >= MAX_PREPARED_FORMS) positional.clear();
     positional.set(sql, p);
   }
@@ -149,7 +157,7 @@ function forget(db: Sequelize, connection: MysqlConnection): void {
 
 /** How long the client waits for an answer: the statement's limit and a grace; none without a limit. */
 const clientTimeoutMs = (opts: DatabaseOptions | undefined): number | undefined =>
-  (opts?.statementTimeoutMs === undefined ? undefined : opts.statementTimeoutMs + (opts.clientGraceMs ?? 5_000));
+  opts?.statementTimeoutMs === undefined ? undefined : opts.statementTimeoutMs + (opts.clientGraceMs ?? 5_000);
 
 /** One command on `connection`, within the client's time limit (our own timer, around prepare and execute alike: mysql2's covers the execute only). */
 function send(db: Sequelize, connection: MysqlConnection, sql: string, values: unknown[], prepared = true): Promise<unknown> {
@@ -173,7 +181,10 @@ function send(db: Sequelize, connection: MysqlConnection, sql: string, values: u
 }
 
 /** A statement with positional bind parameters ($1, $2...), for script(). */
-export interface Statement { sql: string; bind: unknown[] }
+export interface Statement {
+  sql: string;
+  bind: unknown[];
+}
 
 /**
  * Runs `statements` as one transaction in one round trip, START TRANSACTION and COMMIT
@@ -200,18 +211,22 @@ export async function script(db: Sequelize, statements: readonly Statement[]): P
     for (const i of p.order) {
       const v = s.bind[i] ?? null;
       // The driver turns a plain object into `key = value` pairs, its keys unescaped: never here.
-      if (typeof v === 'object' && v !== null && !(v instanceof Date) && !Buffer.isBuffer(v) && !Array.isArray(v)) throw new TypeError('a script takes values, dates, buffers and lists only');
+      if (typeof v === 'object' && v !== null && !(v instanceof Date) && !Buffer.isBuffer(v) && !Array.isArray(v))
+        throw new TypeError('a script takes values, dates, buffers and lists only');
       values.push(v);
     }
   }
   sql.push('COMMIT');
-  const connection = await pool.connectionManager.getConnection({ type: 'write' }) as MysqlConnection;
+  const connection = (await pool.connectionManager.getConnection({ type: 'write' })) as MysqlConnection;
   try {
-    const results = await send(pool, connection, sql.join(';\n'), values, false) as unknown[];
+    const results = (await send(pool, connection, sql.join(';\n'), values, false)) as unknown[];
     return results.slice(1, -1);
   } catch (err) {
     // A connection lost or broken rolls back on the server when it closes.
-    if (!broken.has(connection)) await send(pool, connection, 'ROLLBACK', [], false).catch(() => { broken.add(connection); });
+    if (!broken.has(connection))
+      await send(pool, connection, 'ROLLBACK', [], false).catch(() => {
+        broken.add(connection);
+      });
     throw err;
   } finally {
     if (broken.has(connection)) forget(pool, connection);
@@ -223,9 +238,9 @@ async function run(db: Sequelize, sql: string, bind: unknown[], transaction?: Tr
   const p = toPositional(sql);
   const values = p.order.map((i) => bind[i] ?? null);
   const own = transaction === undefined;
-  const connection = (own
-    ? await db.connectionManager.getConnection({ type: 'write' })
-    : (transaction as unknown as { connection: object }).connection) as MysqlConnection;
+  const connection = (
+    own ? await db.connectionManager.getConnection({ type: 'write' }) : (transaction as unknown as { connection: object }).connection
+  ) as MysqlConnection;
   try {
     return await send(db, connection, p.sql, values, opts.prepared !== false);
   } finally {

@@ -48,7 +48,10 @@ export function adminBoard(queues: readonly Queue[], credentials: { user: string
   return async (ctx, next) => {
     // Any spelling of the prefix is guarded, whatever the board itself would match.
     const path = ctx.path.toLowerCase();
-    if (path === ADMIN_PATH || path.startsWith(`${ADMIN_PATH}/`)) await auth(ctx, async () => { await board(ctx, next); });
+    if (path === ADMIN_PATH || path.startsWith(`${ADMIN_PATH}/`))
+      await auth(ctx, async () => {
+        await board(ctx, next);
+      });
     else await next();
   };
 }

@@ -9,8 +9,17 @@ import type { Logger } from '../logger.js';
 
 const PROBLEM_JSON = 'application/problem+json';
 const TITLES: Record<number, string> = {
-  400: 'Bad Request', 401: 'Unauthorized', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
-  413: 'Content Too Large', 415: 'Unsupported Media Type', 429: 'Too Many Requests', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  503: 'Service Unavailable',
 };
 
 const ROUTING_STATUSES: Record<number, [string, string]> = {
@@ -20,9 +29,14 @@ const ROUTING_STATUSES: Record<number, [string, string]> = {
 };
 
 const UNAVAILABLE = new Set([
-  'SequelizeConnectionError', 'SequelizeConnectionRefusedError', 'SequelizeConnectionAcquireTimeoutError',
-  'SequelizeHostNotReachableError', 'SequelizeHostNotFoundError', 'SequelizeConnectionTimedOutError',
-  'SequelizeAccessDeniedError', 'SequelizeTimeoutError',
+  'SequelizeConnectionError',
+  'SequelizeConnectionRefusedError',
+  'SequelizeConnectionAcquireTimeoutError',
+  'SequelizeHostNotReachableError',
+  'SequelizeHostNotFoundError',
+  'SequelizeConnectionTimedOutError',
+  'SequelizeAccessDeniedError',
+  'SequelizeTimeoutError',
 ]);
 
 /** Any thrown value as an AppError: ours, an http-errors error (body parsing), or an unexpected fault. */
@@ -34,7 +48,7 @@ export function toAppError(err: unknown): AppError {
   // mysql2's own fatal errors (connection lost or refused mid-query) on the lean query path.
   if (e?.fatal === true) return new UnavailableError('The database connection failed; retry later.', err);
   if (e && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
-    return new AppError(e.status, 'bad_request', e.expose === true && e.message ? e.message : TITLES[e.status] ?? 'Bad request', { cause: err });
+    return new AppError(e.status, 'bad_request', e.expose === true && e.message ? e.message : (TITLES[e.status] ?? 'Bad request'), { cause: err });
   }
   return new AppError(500, 'internal', 'Internal server error.', { expose: false, cause: err });
 }

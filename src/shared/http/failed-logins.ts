@@ -5,8 +5,7 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { RateLimitedError } from '../errors.js';
 
 /** Seconds until a rate limiter lets the caller in again (at least 1). */
-export const retryAfterSeconds = (res: unknown): number =>
-  Math.max(1, Math.ceil((res instanceof RateLimiterRes ? res.msBeforeNext : 60_000) / 1000));
+export const retryAfterSeconds = (res: unknown): number => Math.max(1, Math.ceil((res instanceof RateLimiterRes ? res.msBeforeNext : 60_000) / 1000));
 
 export interface FailedLogins {
   /** 429 when `address` has failed `perMinute` times within the minute. */

@@ -4,17 +4,29 @@ import type { Context, Middleware } from 'koa';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../logger.js';
 
-export interface HttpMetrics { registry: Registry; requests: Counter<'method' | 'route' | 'status'>; duration: Histogram<'method' | 'route' | 'status'> }
+export interface HttpMetrics {
+  registry: Registry;
+  requests: Counter<'method' | 'route' | 'status'>;
+  duration: Histogram<'method' | 'route' | 'status'>;
+}
 
 export function createMetrics(): HttpMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return {
     registry,
-    requests: new Counter({ name: 'http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers: [registry] }),
+    requests: new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests by route and status',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
     duration: new Histogram({
-      name: 'http_request_duration_seconds', help: 'HTTP request latency by route and status', labelNames: ['method', 'route', 'status'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry],
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request latency by route and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
     }),
   };
 }
@@ -55,11 +67,19 @@ export function observe(logger: Logger, metrics: HttpMetrics): Middleware {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = routeOf(ctx);
       record(ctx.method, route, ctx.status, seconds);
-      logger.info({
-        // A path that carries a secret (the store-events token) is logged as its route pattern.
-        reqId: requestId, method: ctx.method, path: route.includes(':token') ? route : ctx.path, route, status: ctx.status, ms: Math.round(seconds * 1e4) / 10,
-        orgId: (ctx.state as { principal?: { orgId: string } }).principal?.orgId,
-      }, 'request');
+      logger.info(
+        {
+          // A path that carries a secret (the store-events token) is logged as its route pattern.
+          reqId: requestId,
+          method: ctx.method,
+          path: route.includes(':token') ? route : ctx.path,
+          route,
+          status: ctx.status,
+          ms: Math.round(seconds * 1e4) / 10,
+          orgId: (ctx.state as { principal?: { orgId: string } }).principal?.orgId,
+        },
+        'request',
+      );
     }
   };
 }

@@ -34,7 +34,9 @@ export interface OpsDeps {
 export function registerOpsRoutes<S>(router: Router<S>, deps: OpsDeps): void {
   let openApiJson: string | undefined;
 
-  router.get('/healthz', (ctx) => { ctx.body = { status: 'ok' }; });
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
 
   router.get('/readyz', async (ctx) => {
     try {
@@ -61,8 +63,14 @@ export function registerOpsRoutes<S>(router: Router<S>, deps: OpsDeps): void {
     ctx.body = openApiJson;
   });
 
-  router.get('/docs', (ctx) => { ctx.type = 'html'; ctx.body = DOCS_HTML; });
-  router.get('/docs/init.js', (ctx) => { ctx.type = 'text/javascript; charset=utf-8'; ctx.body = DOCS_INIT; });
+  router.get('/docs', (ctx) => {
+    ctx.type = 'html';
+    ctx.body = DOCS_HTML;
+  });
+  router.get('/docs/init.js', (ctx) => {
+    ctx.type = 'text/javascript; charset=utf-8';
+    ctx.body = DOCS_INIT;
+  });
   router.get('/docs/assets/:file', async (ctx) => {
     const file = ctx.params.file ?? '';
     const type = ASSETS[file];

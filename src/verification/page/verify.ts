@@ -12,100 +12,238 @@ type Lang = 'it' | 'en';
 
 const TEXT = {
   it: {
-    skip: 'Vai al modulo di verifica', brand: 'Registro delle garanzie', title: 'Verifica di una garanzia',
+    skip: 'Vai al modulo di verifica',
+    brand: 'Registro delle garanzie',
+    title: 'Verifica di una garanzia',
     lead: 'Inserisca il numero di polizza e il codice di verifica riportati sulla garanzia. La verifica interroga il registro e ricalcola in questo browser le prove di notarizzazione.',
-    policyNumber: 'Numero di polizza', checkCode: 'Codice di verifica', checkCodeHint: 'Come stampato sulla garanzia: maiuscole, minuscole e spazi contano.',
-    optional: 'Dati facoltativi (CIG, importo garantito)', cig: 'CIG', amountEuro: 'Importo garantito (euro)', verify: 'Verifica',
+    policyNumber: 'Numero di polizza',
+    checkCode: 'Codice di verifica',
+    checkCodeHint: 'Come stampato sulla garanzia: maiuscole, minuscole e spazi contano.',
+    optional: 'Dati facoltativi (CIG, importo garantito)',
+    cig: 'CIG',
+    amountEuro: 'Importo garantito (euro)',
+    verify: 'Verifica',
     footer: 'Questa pagina non invia dati ad altri siti: i controlli si svolgono nel suo browser, i file che sceglie non vengono caricati.',
-    required: 'Inserisca il numero di polizza e il codice di verifica.', badAmount: 'L\'importo deve essere un numero con al massimo due decimali, ad esempio 15000,50.',
+    required: 'Inserisca il numero di polizza e il codice di verifica.',
+    badAmount: "L'importo deve essere un numero con al massimo due decimali, ad esempio 15000,50.",
     verifying: 'Verifica in corso…',
     notFound: 'Nessuna garanzia corrisponde a questi dati.',
-    notFoundHelp: 'Controlli di aver copiato esattamente il numero di polizza e il codice di verifica (maiuscole, minuscole e spazi contano) e, se li ha inseriti, CIG e importo. Se i dati sono corretti, la garanzia non risulta in questo registro: non la accetti prima di averne chiarito l\'origine con chi dichiara di averla emessa.',
+    notFoundHelp:
+      "Controlli di aver copiato esattamente il numero di polizza e il codice di verifica (maiuscole, minuscole e spazi contano) e, se li ha inseriti, CIG e importo. Se i dati sono corretti, la garanzia non risulta in questo registro: non la accetti prima di averne chiarito l'origine con chi dichiara di averla emessa.",
     limited: (s: number) => `Troppe verifiche da questo indirizzo. Riprovi tra ${s} secondi.`,
     invalid: 'La richiesta non è valida: controlli i dati inseriti.',
     failed: 'Il servizio non ha risposto. Riprovi tra qualche istante.',
     found: (n: number) => (n === 1 ? 'Garanzia trovata' : `${n} garanzie trovate con questi codici`),
     several: 'Più emittenti hanno registrato questi codici: controlli quale corrisponde al documento ricevuto.',
-    issuer: 'Emittente', vat: 'Partita IVA', register: 'Iscrizione', orgId: 'Identificativo nel registro', notRecorded: 'non registrato',
+    issuer: 'Emittente',
+    vat: 'Partita IVA',
+    register: 'Iscrizione',
+    orgId: 'Identificativo nel registro',
+    notRecorded: 'non registrato',
     notarized: 'Registrata e notarizzata: ogni controllo è stato ricalcolato in questo browser.',
     notarizedFailed: 'Attenzione: almeno un controllo della prova NON è superato. Non consideri autentica la garanzia senza chiarimenti.',
     pending: 'Registrata, non ancora notarizzata: la prova sarà disponibile a notarizzazione avvenuta.',
-    terms: 'Condizioni', policy: 'Numero di polizza', actType: 'Tipo di atto', garantedAmount: 'Importo garantito', contractAmount: 'Importo del contratto',
-    emittedAt: 'Emessa il', effectiveAt: 'Efficace dal', expiresAt: 'Scadenza', fixedExpiry: 'Scadenza fissa', renewal: 'Rinnovo automatico', batchCode: 'Lotto',
-    note: 'Note', registeredAt: 'Registrata il', yes: 'sì', no: 'no', none: '—',
-    notarization: 'Notarizzazione', anchor: 'Ancoraggio', ledger: 'registro interno con catena di hash', evm: 'blockchain EVM', txHash: 'Transazione',
-    anchoredAt: 'Ancorata il', chain: 'Catena', block: 'Blocco', sender: 'Mittente', passed: 'superato', failedCheck: 'NON superato',
-    documents: 'Documenti', file: 'File', type: 'Tipo', verdict: 'Esito', signers: 'Firmatari', checksum: 'Impronta SHA-256',
-    signedBy: 'Firmato da', at: 'il', chainTrusted: 'catena attendibile', chainUntrusted: 'catena non attendibile', chainNotChecked: 'catena non verificata',
-    fiscalCode: 'codice fiscale', issuedBy: 'certificato emesso da', timestamped: 'marca temporale del', qualified: 'certificato dichiarato qualificato', qualifiedPerList: 'certificato qualificato secondo la lista di fiducia',
-    listed: 'emesso sotto un servizio della lista di fiducia', counterSigned: 'Controfirmato da',
-    signatureValid: 'firma valida', signatureInvalid: 'firma NON valida',
-    fileCheck: 'Verifichi il file ricevuto', fileHelp: 'Trascini qui il file della garanzia o lo scelga: l\'impronta viene calcolata in questo browser, il file non viene caricato.',
-    choose: 'Scegli un file', hashing: 'Calcolo dell\'impronta…',
+    terms: 'Condizioni',
+    policy: 'Numero di polizza',
+    actType: 'Tipo di atto',
+    garantedAmount: 'Importo garantito',
+    contractAmount: 'Importo del contratto',
+    emittedAt: 'Emessa il',
+    effectiveAt: 'Efficace dal',
+    expiresAt: 'Scadenza',
+    fixedExpiry: 'Scadenza fissa',
+    renewal: 'Rinnovo automatico',
+    batchCode: 'Lotto',
+    note: 'Note',
+    registeredAt: 'Registrata il',
+    yes: 'sì',
+    no: 'no',
+    none: '—',
+    notarization: 'Notarizzazione',
+    anchor: 'Ancoraggio',
+    ledger: 'registro interno con catena di hash',
+    evm: 'blockchain EVM',
+    txHash: 'Transazione',
+    anchoredAt: 'Ancorata il',
+    chain: 'Catena',
+    block: 'Blocco',
+    sender: 'Mittente',
+    passed: 'superato',
+    failedCheck: 'NON superato',
+    documents: 'Documenti',
+    file: 'File',
+    type: 'Tipo',
+    verdict: 'Esito',
+    signers: 'Firmatari',
+    checksum: 'Impronta SHA-256',
+    signedBy: 'Firmato da',
+    at: 'il',
+    chainTrusted: 'catena attendibile',
+    chainUntrusted: 'catena non attendibile',
+    chainNotChecked: 'catena non verificata',
+    fiscalCode: 'codice fiscale',
+    issuedBy: 'certificato emesso da',
+    timestamped: 'marca temporale del',
+    qualified: 'certificato dichiarato qualificato',
+    qualifiedPerList: 'certificato qualificato secondo la lista di fiducia',
+    listed: 'emesso sotto un servizio della lista di fiducia',
+    counterSigned: 'Controfirmato da',
+    signatureValid: 'firma valida',
+    signatureInvalid: 'firma NON valida',
+    fileCheck: 'Verifichi il file ricevuto',
+    fileHelp: "Trascini qui il file della garanzia o lo scelga: l'impronta viene calcolata in questo browser, il file non viene caricato.",
+    choose: 'Scegli un file',
+    hashing: "Calcolo dell'impronta…",
     fileMatch: (name: string) => `Il file corrisponde al documento registrato «${name}».`,
     fileNoMatch: 'Il file NON corrisponde a nessun documento registrato per questa garanzia.',
-    fileHash: 'Impronta del file', receipt: 'Ricevuta della verifica',
-    receiptHelp: 'Ricevuta firmata dal registro (JWS, EdDSA): la conservi come prova della verifica. Chiunque può controllarla con le chiavi pubblicate in /.well-known/jwks.json.',
-    verifiedAt: 'Verificata il', print: 'Stampa la ricevuta',
+    fileHash: 'Impronta del file',
+    receipt: 'Ricevuta della verifica',
+    receiptHelp:
+      'Ricevuta firmata dal registro (JWS, EdDSA): la conservi come prova della verifica. Chiunque può controllarla con le chiavi pubblicate in /.well-known/jwks.json.',
+    verifiedAt: 'Verificata il',
+    print: 'Stampa la ricevuta',
     acts: { BAIL_ACT: 'Cauzione (fideiussione)', POST_SALE: 'Post-vendita', OTHER: 'Altro' } as Record<string, string>,
-    status: { Clean: 'Nessuna minaccia rilevata', Signed: 'Firmato, firma verificata', Infected: 'Minaccia rilevata', Error: 'Errore di verifica', 'In Progress': 'Verifica in corso' } as Record<string, string>,
+    status: {
+      Clean: 'Nessuna minaccia rilevata',
+      Signed: 'Firmato, firma verificata',
+      Infected: 'Minaccia rilevata',
+      Error: 'Errore di verifica',
+      'In Progress': 'Verifica in corso',
+    } as Record<string, string>,
     checks: {
-      'guarantee-shape': 'I dati della garanzia sono completi', 'proof-shape': 'La prova è completa', 'proof-subject': 'La prova riguarda questa garanzia',
-      digest: 'L\'impronta della garanzia (RFC 8785, SHA-256) coincide con la prova', 'path-well-formed': 'Il percorso di Merkle è ben formato',
-      'merkle-root': 'Il percorso di Merkle porta alla radice', 'path-position': 'Il percorso corrisponde alla posizione nel lotto',
-      'tx-named': 'La garanzia indica la transazione di ancoraggio', 'ledger-entry-present': 'La prova contiene la voce del registro',
-      'ledger-root': 'La voce del registro contiene la radice', 'ledger-size': 'La voce del registro indica la dimensione del lotto',
-      'ledger-hash': 'La voce del registro ha l\'impronta della transazione', 'evm-tx-present': 'La prova contiene la transazione firmata',
-      'evm-tx-hash': 'La transazione firmata ha l\'impronta indicata', 'evm-tx-root': 'La transazione firmata contiene la radice',
+      'guarantee-shape': 'I dati della garanzia sono completi',
+      'proof-shape': 'La prova è completa',
+      'proof-subject': 'La prova riguarda questa garanzia',
+      digest: "L'impronta della garanzia (RFC 8785, SHA-256) coincide con la prova",
+      'path-well-formed': 'Il percorso di Merkle è ben formato',
+      'merkle-root': 'Il percorso di Merkle porta alla radice',
+      'path-position': 'Il percorso corrisponde alla posizione nel lotto',
+      'tx-named': 'La garanzia indica la transazione di ancoraggio',
+      'ledger-entry-present': 'La prova contiene la voce del registro',
+      'ledger-root': 'La voce del registro contiene la radice',
+      'ledger-size': 'La voce del registro indica la dimensione del lotto',
+      'ledger-hash': "La voce del registro ha l'impronta della transazione",
+      'evm-tx-present': 'La prova contiene la transazione firmata',
+      'evm-tx-hash': "La transazione firmata ha l'impronta indicata",
+      'evm-tx-root': 'La transazione firmata contiene la radice',
       'evm-tx-sender': 'La transazione è firmata dal registro, sulla sua catena',
     } satisfies Record<CheckId, string>,
   },
   en: {
-    skip: 'Skip to the verification form', brand: 'Guarantee Registry', title: 'Guarantee verification',
+    skip: 'Skip to the verification form',
+    brand: 'Guarantee Registry',
+    title: 'Guarantee verification',
     lead: 'Enter the policy number and the verification code printed on the guarantee. The check asks the registry and recomputes the notarization proofs in this browser.',
-    policyNumber: 'Policy number', checkCode: 'Verification code', checkCodeHint: 'As printed on the guarantee: upper and lower case and spaces matter.',
-    optional: 'Optional data (CIG, guaranteed amount)', cig: 'CIG', amountEuro: 'Guaranteed amount (euro)', verify: 'Verify',
+    policyNumber: 'Policy number',
+    checkCode: 'Verification code',
+    checkCodeHint: 'As printed on the guarantee: upper and lower case and spaces matter.',
+    optional: 'Optional data (CIG, guaranteed amount)',
+    cig: 'CIG',
+    amountEuro: 'Guaranteed amount (euro)',
+    verify: 'Verify',
     footer: 'This page sends nothing to other sites: the checks run in your browser, and files you choose are never uploaded.',
-    required: 'Enter the policy number and the verification code.', badAmount: 'The amount must be a number with at most two decimals, such as 15000.50.',
+    required: 'Enter the policy number and the verification code.',
+    badAmount: 'The amount must be a number with at most two decimals, such as 15000.50.',
     verifying: 'Verifying…',
     notFound: 'No guarantee matches these details.',
-    notFoundHelp: 'Check that you copied the policy number and the verification code exactly (case and spaces matter) and, if you entered them, the CIG and the amount. If they are right, the guarantee is not in this registry: do not accept it before clarifying its origin with whoever claims to have issued it.',
+    notFoundHelp:
+      'Check that you copied the policy number and the verification code exactly (case and spaces matter) and, if you entered them, the CIG and the amount. If they are right, the guarantee is not in this registry: do not accept it before clarifying its origin with whoever claims to have issued it.',
     limited: (s: number) => `Too many verifications from this address. Try again in ${s} seconds.`,
     invalid: 'The request is not valid: check what you entered.',
     failed: 'The service did not answer. Try again in a moment.',
     found: (n: number) => (n === 1 ? 'Guarantee found' : `${n} guarantees found with these codes`),
     several: 'Several issuers registered these codes: check which one matches the document you received.',
-    issuer: 'Issuer', vat: 'VAT number', register: 'Register entry', orgId: 'Identifier in the registry', notRecorded: 'not recorded',
+    issuer: 'Issuer',
+    vat: 'VAT number',
+    register: 'Register entry',
+    orgId: 'Identifier in the registry',
+    notRecorded: 'not recorded',
     notarized: 'Registered and notarized: every check was recomputed in this browser.',
     notarizedFailed: 'Warning: at least one proof check did NOT pass. Do not treat the guarantee as genuine without clarification.',
     pending: 'Registered, not yet notarized: the proof will be available once it is notarized.',
-    terms: 'Terms', policy: 'Policy number', actType: 'Act type', garantedAmount: 'Guaranteed amount', contractAmount: 'Contract amount',
-    emittedAt: 'Issued on', effectiveAt: 'Effective from', expiresAt: 'Expires', fixedExpiry: 'Fixed expiry', renewal: 'Automatic renewal', batchCode: 'Batch',
-    note: 'Notes', registeredAt: 'Registered on', yes: 'yes', no: 'no', none: '—',
-    notarization: 'Notarization', anchor: 'Anchor', ledger: 'internal hash-chained ledger', evm: 'EVM blockchain', txHash: 'Transaction',
-    anchoredAt: 'Anchored on', chain: 'Chain', block: 'Block', sender: 'Sender', passed: 'passed', failedCheck: 'FAILED',
-    documents: 'Documents', file: 'File', type: 'Type', verdict: 'Verdict', signers: 'Signers', checksum: 'SHA-256 fingerprint',
-    signedBy: 'Signed by', at: 'on', chainTrusted: 'trusted chain', chainUntrusted: 'untrusted chain', chainNotChecked: 'chain not checked',
-    fiscalCode: 'fiscal code', issuedBy: 'certificate issued by', timestamped: 'timestamped on', qualified: 'certificate declared qualified', qualifiedPerList: 'qualified certificate per the trusted list',
-    listed: 'issued under a service of the trusted list', counterSigned: 'Counter-signed by',
-    signatureValid: 'valid signature', signatureInvalid: 'signature NOT valid',
-    fileCheck: 'Check the file you received', fileHelp: 'Drop the guarantee\'s file here or choose it: its fingerprint is computed in this browser, the file is not uploaded.',
-    choose: 'Choose a file', hashing: 'Computing the fingerprint…',
+    terms: 'Terms',
+    policy: 'Policy number',
+    actType: 'Act type',
+    garantedAmount: 'Guaranteed amount',
+    contractAmount: 'Contract amount',
+    emittedAt: 'Issued on',
+    effectiveAt: 'Effective from',
+    expiresAt: 'Expires',
+    fixedExpiry: 'Fixed expiry',
+    renewal: 'Automatic renewal',
+    batchCode: 'Batch',
+    note: 'Notes',
+    registeredAt: 'Registered on',
+    yes: 'yes',
+    no: 'no',
+    none: '—',
+    notarization: 'Notarization',
+    anchor: 'Anchor',
+    ledger: 'internal hash-chained ledger',
+    evm: 'EVM blockchain',
+    txHash: 'Transaction',
+    anchoredAt: 'Anchored on',
+    chain: 'Chain',
+    block: 'Block',
+    sender: 'Sender',
+    passed: 'passed',
+    failedCheck: 'FAILED',
+    documents: 'Documents',
+    file: 'File',
+    type: 'Type',
+    verdict: 'Verdict',
+    signers: 'Signers',
+    checksum: 'SHA-256 fingerprint',
+    signedBy: 'Signed by',
+    at: 'on',
+    chainTrusted: 'trusted chain',
+    chainUntrusted: 'untrusted chain',
+    chainNotChecked: 'chain not checked',
+    fiscalCode: 'fiscal code',
+    issuedBy: 'certificate issued by',
+    timestamped: 'timestamped on',
+    qualified: 'certificate declared qualified',
+    qualifiedPerList: 'qualified certificate per the trusted list',
+    listed: 'issued under a service of the trusted list',
+    counterSigned: 'Counter-signed by',
+    signatureValid: 'valid signature',
+    signatureInvalid: 'signature NOT valid',
+    fileCheck: 'Check the file you received',
+    fileHelp: "Drop the guarantee's file here or choose it: its fingerprint is computed in this browser, the file is not uploaded.",
+    choose: 'Choose a file',
+    hashing: 'Computing the fingerprint…',
     fileMatch: (name: string) => `The file matches the registered document “${name}”.`,
     fileNoMatch: 'The file does NOT match any document registered for this guarantee.',
-    fileHash: 'File fingerprint', receipt: 'Verification receipt',
-    receiptHelp: 'A receipt signed by the registry (JWS, EdDSA): keep it as proof of the check. Anyone can verify it with the keys published at /.well-known/jwks.json.',
-    verifiedAt: 'Verified on', print: 'Print the receipt',
+    fileHash: 'File fingerprint',
+    receipt: 'Verification receipt',
+    receiptHelp:
+      'A receipt signed by the registry (JWS, EdDSA): keep it as proof of the check. Anyone can verify it with the keys published at /.well-known/jwks.json.',
+    verifiedAt: 'Verified on',
+    print: 'Print the receipt',
     acts: { BAIL_ACT: 'Bail bond (surety)', POST_SALE: 'After-sale', OTHER: 'Other' } as Record<string, string>,
-    status: { Clean: 'No threat found', Signed: 'Signed, signature verified', Infected: 'Threat found', Error: 'Could not be checked', 'In Progress': 'Being checked' } as Record<string, string>,
+    status: {
+      Clean: 'No threat found',
+      Signed: 'Signed, signature verified',
+      Infected: 'Threat found',
+      Error: 'Could not be checked',
+      'In Progress': 'Being checked',
+    } as Record<string, string>,
     checks: {
-      'guarantee-shape': 'The guarantee\'s data is complete', 'proof-shape': 'The proof is complete', 'proof-subject': 'The proof is about this guarantee',
-      digest: 'The guarantee\'s fingerprint (RFC 8785, SHA-256) equals the proof\'s', 'path-well-formed': 'The Merkle path is well formed',
-      'merkle-root': 'The Merkle path leads to the root', 'path-position': 'The path matches the position in the batch',
-      'tx-named': 'The guarantee names the anchor transaction', 'ledger-entry-present': 'The proof carries the ledger entry',
-      'ledger-root': 'The ledger entry holds the root', 'ledger-size': 'The ledger entry names the batch size',
-      'ledger-hash': 'The ledger entry hashes to the transaction', 'evm-tx-present': 'The proof carries the signed transaction',
-      'evm-tx-hash': 'The signed transaction hashes to the transaction id', 'evm-tx-root': 'The signed transaction carries the root',
+      'guarantee-shape': "The guarantee's data is complete",
+      'proof-shape': 'The proof is complete',
+      'proof-subject': 'The proof is about this guarantee',
+      digest: "The guarantee's fingerprint (RFC 8785, SHA-256) equals the proof's",
+      'path-well-formed': 'The Merkle path is well formed',
+      'merkle-root': 'The Merkle path leads to the root',
+      'path-position': 'The path matches the position in the batch',
+      'tx-named': 'The guarantee names the anchor transaction',
+      'ledger-entry-present': 'The proof carries the ledger entry',
+      'ledger-root': 'The ledger entry holds the root',
+      'ledger-size': 'The ledger entry names the batch size',
+      'ledger-hash': 'The ledger entry hashes to the transaction',
+      'evm-tx-present': 'The proof carries the signed transaction',
+      'evm-tx-hash': 'The signed transaction hashes to the transaction id',
+      'evm-tx-root': 'The signed transaction carries the root',
       'evm-tx-sender': 'The transaction is signed by the registry, on its chain',
     } satisfies Record<CheckId, string>,
   },
@@ -114,19 +252,58 @@ const TEXT = {
 type Strings = typeof TEXT.it;
 
 interface Signer {
-  subject: string | null; fiscalCode?: string | null; issuer?: string | null; signingTime: string | null; timestampedAt?: string | null;
-  qualified?: boolean; trustedList?: { territory: string; provider: string; qualified: boolean } | null; counterSignature?: boolean; valid: boolean; chain: string;
+  subject: string | null;
+  fiscalCode?: string | null;
+  issuer?: string | null;
+  signingTime: string | null;
+  timestampedAt?: string | null;
+  qualified?: boolean;
+  trustedList?: { territory: string; provider: string; qualified: boolean } | null;
+  counterSignature?: boolean;
+  valid: boolean;
+  chain: string;
 }
-interface Doc { type: string | null; key: string; originalFileName: string | null; checksum: string | null; status: string | null; signature: { outcome: string; signers: Signer[] } | null }
+interface Doc {
+  type: string | null;
+  key: string;
+  originalFileName: string | null;
+  checksum: string | null;
+  status: string | null;
+  signature: { outcome: string; signers: Signer[] } | null;
+}
 interface Guarantee {
-  id: string; orgId: string; createdAt: string; txHash: string | null; notarizationStatus: string | null;
-  details: { policyNumber: string | null; actType: string | null; emittedAt: string | null; effectiveAt: string | null; expiresAt: string | null; isFixedExpiry: boolean | null; cig: string | null; batchCode: string | null };
+  id: string;
+  orgId: string;
+  createdAt: string;
+  txHash: string | null;
+  notarizationStatus: string | null;
+  details: {
+    policyNumber: string | null;
+    actType: string | null;
+    emittedAt: string | null;
+    effectiveAt: string | null;
+    expiresAt: string | null;
+    isFixedExpiry: boolean | null;
+    cig: string | null;
+    batchCode: string | null;
+  };
   economics: { garantedAmount: number | null; contractAmount: number | null; isAutomaticRenewal: boolean | null };
   note: { shared: string };
 }
-interface Proof { anchor: { kind: string; txHash: string; anchoredAt: string; chainId?: number; blockNumber?: number; from?: string } }
-interface Match { issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null }; guarantee: Guarantee; proof: Proof | null; documents: Doc[] }
-interface Result { verifiedAt: string; matches: Match[]; receipt: string }
+interface Proof {
+  anchor: { kind: string; txHash: string; anchoredAt: string; chainId?: number; blockNumber?: number; from?: string };
+}
+interface Match {
+  issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null };
+  guarantee: Guarantee;
+  proof: Proof | null;
+  documents: Doc[];
+}
+interface Result {
+  verifiedAt: string;
+  matches: Match[];
+  receipt: string;
+}
 
 type Outcome = { kind: 'found'; result: Result } | { kind: 'not-found' } | { kind: 'limited'; seconds: number } | { kind: 'invalid' } | { kind: 'failed' };
 
@@ -148,10 +325,10 @@ function h(tag: string, attrs: Record<string, string | boolean | undefined> = {}
 
 const byId = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 const locale = (): string => (lang === 'it' ? 'it-IT' : 'en-GB');
-const when = (iso: string | null): string => (iso === null ? t().none
-  : new Intl.DateTimeFormat(locale(), { dateStyle: 'long', timeStyle: 'short', timeZone: 'Europe/Rome' }).format(new Date(iso)));
-const day = (iso: string | null): string => (iso === null ? t().none
-  : new Intl.DateTimeFormat(locale(), { dateStyle: 'long', timeZone: 'Europe/Rome' }).format(new Date(iso)));
+const when = (iso: string | null): string =>
+  iso === null ? t().none : new Intl.DateTimeFormat(locale(), { dateStyle: 'long', timeStyle: 'short', timeZone: 'Europe/Rome' }).format(new Date(iso));
+const day = (iso: string | null): string =>
+  iso === null ? t().none : new Intl.DateTimeFormat(locale(), { dateStyle: 'long', timeZone: 'Europe/Rome' }).format(new Date(iso));
 const euro = (n: number | null): string => (n === null ? t().none : new Intl.NumberFormat(locale(), { style: 'currency', currency: 'EUR' }).format(n));
 const yesNo = (b: boolean | null): string => (b === null ? t().none : b ? t().yes : t().no);
 
@@ -161,36 +338,58 @@ function row(label: string, value: Child, attrs: Record<string, string> = {}): H
 
 function issuerBlock(m: Match): HTMLElement {
   const s = t();
-  return h('section', { class: 'issuer', 'aria-label': s.issuer },
+  return h(
+    'section',
+    { class: 'issuer', 'aria-label': s.issuer },
     h('p', { class: 'eyebrow' }, s.issuer),
     h('h3', { class: 'issuer-name' }, m.issuer.name),
-    h('dl', { class: 'facts' },
+    h(
+      'dl',
+      { class: 'facts' },
       row(s.vat, m.issuer.vatNumber ?? s.notRecorded),
       row(s.register, m.issuer.register ?? s.notRecorded),
-      row(s.orgId, h('code', {}, m.issuer.orgId))));
+      row(s.orgId, h('code', {}, m.issuer.orgId)),
+    ),
+  );
 }
 
 function termsBlock(g: Guarantee): HTMLElement {
   const s = t();
   const d = g.details;
-  return h('section', { class: 'block' }, h('h4', {}, s.terms),
-    h('dl', { class: 'facts' },
-      row(s.policy, d.policyNumber), row(s.actType, d.actType === null ? null : s.acts[d.actType] ?? d.actType), row(s.cig, d.cig),
-      row(s.garantedAmount, euro(g.economics.garantedAmount)), row(s.contractAmount, euro(g.economics.contractAmount)),
-      row(s.emittedAt, day(d.emittedAt)), row(s.effectiveAt, day(d.effectiveAt)), row(s.expiresAt, day(d.expiresAt)),
-      row(s.fixedExpiry, yesNo(d.isFixedExpiry)), row(s.renewal, yesNo(g.economics.isAutomaticRenewal)),
+  return h(
+    'section',
+    { class: 'block' },
+    h('h4', {}, s.terms),
+    h(
+      'dl',
+      { class: 'facts' },
+      row(s.policy, d.policyNumber),
+      row(s.actType, d.actType === null ? null : (s.acts[d.actType] ?? d.actType)),
+      row(s.cig, d.cig),
+      row(s.garantedAmount, euro(g.economics.garantedAmount)),
+      row(s.contractAmount, euro(g.economics.contractAmount)),
+      row(s.emittedAt, day(d.emittedAt)),
+      row(s.effectiveAt, day(d.effectiveAt)),
+      row(s.expiresAt, day(d.expiresAt)),
+      row(s.fixedExpiry, yesNo(d.isFixedExpiry)),
+      row(s.renewal, yesNo(g.economics.isAutomaticRenewal)),
       d.batchCode !== null && row(s.batchCode, d.batchCode),
       g.note.shared !== '' && row(s.note, g.note.shared),
-      row(s.registeredAt, when(g.createdAt))));
+      row(s.registeredAt, when(g.createdAt)),
+    ),
+  );
 }
 
 function checkItem(c: Check): HTMLElement {
   const s = t();
-  return h('li', { class: c.ok ? 'check ok' : 'check bad', 'data-check': c.id, 'data-passed': String(c.ok) },
+  return h(
+    'li',
+    { class: c.ok ? 'check ok' : 'check bad', 'data-check': c.id, 'data-passed': String(c.ok) },
     h('span', { class: 'mark', 'aria-hidden': 'true' }, c.ok ? '✓' : '✗'),
     h('span', {}, s.checks[c.id]),
     h('span', { class: 'verdict' }, ` — ${c.ok ? s.passed : s.failedCheck}`),
-    !c.ok && c.detail !== undefined && h('small', { class: 'detail' }, c.detail));
+    !c.ok && c.detail !== undefined && h('small', { class: 'detail' }, c.detail),
+  );
 }
 
 /** The checks of `cli verify`, on the answer as received; a malformed proof is a failed check, not an exception. */
@@ -208,35 +407,63 @@ function notarizationBlock(m: Match): HTMLElement {
   const checks = proofChecks(m);
   const ok = checks.every((c) => c.ok);
   const a = m.proof.anchor;
-  return h('section', { class: 'block' }, h('h4', {}, s.notarization),
+  return h(
+    'section',
+    { class: 'block' },
+    h('h4', {}, s.notarization),
     h('p', { class: ok ? 'banner good' : 'banner bad' }, ok ? s.notarized : s.notarizedFailed),
     h('ul', { class: 'checks' }, ...checks.map(checkItem)),
-    h('dl', { class: 'facts' },
+    h(
+      'dl',
+      { class: 'facts' },
       row(s.anchor, a.kind === 'evm' ? s.evm : s.ledger),
       row(s.txHash, h('code', { class: 'hash' }, a.txHash)),
       row(s.anchoredAt, when(a.anchoredAt)),
       a.chainId !== undefined && row(s.chain, String(a.chainId)),
       a.blockNumber !== undefined && row(s.block, String(a.blockNumber)),
-      a.from !== undefined && row(s.sender, h('code', { class: 'hash' }, a.from))));
+      a.from !== undefined && row(s.sender, h('code', { class: 'hash' }, a.from)),
+    ),
+  );
 }
 
 function documentsBlock(m: Match): HTMLElement {
   const s = t();
-  const items = m.documents.map((d) => h('li', { class: 'doc' },
-    h('p', { class: 'doc-name' }, d.originalFileName ?? d.key, d.type !== null && h('span', { class: 'tag' }, t().acts[d.type] ?? d.type)),
-    h('p', { class: `status status-${(d.status ?? 'none').replace(/\s+/g, '-').toLowerCase()}` }, `${s.verdict}: ${d.status === null ? s.none : s.status[d.status] ?? d.status}`),
-    d.signature !== null && d.signature.signers.length > 0 && h('ul', { class: 'signers', 'aria-label': s.signers },
-      ...d.signature.signers.map((g) => h('li', { 'data-signer': '' },
-        h('span', { class: 'signer-name' }, `${g.counterSignature ? s.counterSigned : s.signedBy} ${g.subject ?? '?'}`),
-        g.signingTime !== null && ` ${s.at} ${when(g.signingTime)}`,
-        g.fiscalCode && h('span', { class: 'signer-detail' }, ` · ${s.fiscalCode} ${g.fiscalCode}`),
-        g.timestampedAt && h('span', { class: 'signer-detail' }, ` · ${s.timestamped} ${when(g.timestampedAt)}`),
-        ` · ${g.valid ? s.signatureValid : s.signatureInvalid} · `,
-        g.chain === 'trusted' ? s.chainTrusted : g.chain === 'untrusted' ? s.chainUntrusted : s.chainNotChecked,
-        // The list's word when there is one; otherwise only what the certificate says of itself.
-        g.trustedList ? ` · ${g.trustedList.qualified ? s.qualifiedPerList : s.listed} ${g.trustedList.territory} (${g.trustedList.provider})` : g.qualified && ` · ${s.qualified}`,
-        g.issuer && h('span', { class: 'signer-issuer' }, ` · ${s.issuedBy} ${g.issuer}`)))),
-    h('p', { class: 'checksum' }, `${s.checksum}: `, h('code', { class: 'hash' }, d.checksum ?? s.none))));
+  const items = m.documents.map((d) =>
+    h(
+      'li',
+      { class: 'doc' },
+      h('p', { class: 'doc-name' }, d.originalFileName ?? d.key, d.type !== null && h('span', { class: 'tag' }, t().acts[d.type] ?? d.type)),
+      h(
+        'p',
+        { class: `status status-${(d.status ?? 'none').replace(/\s+/g, '-').toLowerCase()}` },
+        `${s.verdict}: ${d.status === null ? s.none : (s.status[d.status] ?? d.status)}`,
+      ),
+      d.signature !== null &&
+        d.signature.signers.length > 0 &&
+        h(
+          'ul',
+          { class: 'signers', 'aria-label': s.signers },
+          ...d.signature.signers.map((g) =>
+            h(
+              'li',
+              { 'data-signer': '' },
+              h('span', { class: 'signer-name' }, `${g.counterSignature ? s.counterSigned : s.signedBy} ${g.subject ?? '?'}`),
+              g.signingTime !== null && ` ${s.at} ${when(g.signingTime)}`,
+              g.fiscalCode && h('span', { class: 'signer-detail' }, ` · ${s.fiscalCode} ${g.fiscalCode}`),
+              g.timestampedAt && h('span', { class: 'signer-detail' }, ` · ${s.timestamped} ${when(g.timestampedAt)}`),
+              ` · ${g.valid ? s.signatureValid : s.signatureInvalid} · `,
+              g.chain === 'trusted' ? s.chainTrusted : g.chain === 'untrusted' ? s.chainUntrusted : s.chainNotChecked,
+              // The list's word when there is one; otherwise only what the certificate says of itself.
+              g.trustedList
+                ? ` · ${g.trustedList.qualified ? s.qualifiedPerList : s.listed} ${g.trustedList.territory} (${g.trustedList.provider})`
+                : g.qualified && ` · ${s.qualified}`,
+              g.issuer && h('span', { class: 'signer-issuer' }, ` · ${s.issuedBy} ${g.issuer}`),
+            ),
+          ),
+        ),
+      h('p', { class: 'checksum' }, `${s.checksum}: `, h('code', { class: 'hash' }, d.checksum ?? s.none)),
+    ),
+  );
   return h('section', { class: 'block' }, h('h4', {}, s.documents), h('ul', { class: 'docs' }, ...items));
 }
 
@@ -246,19 +473,31 @@ function fileBlock(result: Result): HTMLElement {
   const zone = h('label', { for: 'file-input', class: 'dropzone', id: 'dropzone' }, h('span', { class: 'choose' }, s.choose), h('span', {}, s.fileHelp));
   const out = h('div', { id: 'file-result' });
   if (fileResult) out.append(fileVerdict(fileResult));
-  const pick = (file: File | undefined) => { if (file) void checkFile(file, result, out); };
+  const pick = (file: File | undefined) => {
+    if (file) void checkFile(file, result, out);
+  };
   input.addEventListener('change', () => pick(input.files?.[0]));
-  zone.addEventListener('dragover', (e) => { e.preventDefault(); zone.classList.add('over'); });
+  zone.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    zone.classList.add('over');
+  });
   zone.addEventListener('dragleave', () => zone.classList.remove('over'));
-  zone.addEventListener('drop', (e) => { e.preventDefault(); zone.classList.remove('over'); pick(e.dataTransfer?.files[0]); });
+  zone.addEventListener('drop', (e) => {
+    e.preventDefault();
+    zone.classList.remove('over');
+    pick(e.dataTransfer?.files[0]);
+  });
   return h('section', { class: 'card', 'aria-labelledby': 'file-title' }, h('h2', { id: 'file-title' }, s.fileCheck), input, zone, out);
 }
 
 function fileVerdict(f: NonNullable<typeof fileResult>): HTMLElement {
   const s = t();
-  return h('div', { class: f.matched ? 'banner good' : 'banner bad', 'data-file-match': '', 'data-matched-key': f.matched?.key ?? '', role: 'status' },
+  return h(
+    'div',
+    { class: f.matched ? 'banner good' : 'banner bad', 'data-file-match': '', 'data-matched-key': f.matched?.key ?? '', role: 'status' },
     h('p', {}, f.matched ? s.fileMatch(f.matched.originalFileName ?? f.matched.key) : s.fileNoMatch),
-    h('p', { class: 'small' }, `${f.name} · ${s.fileHash}: `, h('code', { class: 'hash' }, f.hash)));
+    h('p', { class: 'small' }, `${f.name} · ${s.fileHash}: `, h('code', { class: 'hash' }, f.hash)),
+  );
 }
 
 /** SHA-256 of the file, in this browser: WebCrypto, or the bundled SHA-256 where the page is not a secure context. */
@@ -283,34 +522,55 @@ function receiptBlock(result: Result): HTMLElement {
   const s = t();
   const print = h('button', { type: 'button', class: 'secondary no-print' }, s.print);
   print.addEventListener('click', () => window.print());
-  return h('section', { class: 'card receipt', 'aria-labelledby': 'receipt-title' },
+  return h(
+    'section',
+    { class: 'card receipt', 'aria-labelledby': 'receipt-title' },
     h('h2', { id: 'receipt-title' }, s.receipt),
     h('p', {}, s.receiptHelp),
-    h('dl', { class: 'facts' }, row(s.verifiedAt, when(result.verifiedAt)),
-      ...result.matches.map((m) => row(s.policy, `${m.guarantee.details.policyNumber ?? ''} · ${m.issuer.name}`))),
+    h(
+      'dl',
+      { class: 'facts' },
+      row(s.verifiedAt, when(result.verifiedAt)),
+      ...result.matches.map((m) => row(s.policy, `${m.guarantee.details.policyNumber ?? ''} · ${m.issuer.name}`)),
+    ),
     h('pre', { class: 'jws', 'data-receipt': '' }, result.receipt),
-    print);
+    print,
+  );
 }
 
 function render(): void {
   const outcome = byId<HTMLElement>('outcome');
   const s = t();
-  if (!last) { outcome.replaceChildren(); return; }
+  if (!last) {
+    outcome.replaceChildren();
+    return;
+  }
   if (last.kind === 'found') {
     const { result } = last;
     outcome.replaceChildren(
-      h('div', { 'data-verify-result': '', 'data-status': 'found', class: 'result' },
+      h(
+        'div',
+        { 'data-verify-result': '', 'data-status': 'found', class: 'result' },
         h('h2', { id: 'result-title' }, s.found(result.matches.length)),
         result.matches.length > 1 && h('p', { class: 'banner wait' }, s.several),
-        ...result.matches.map((m) => h('article', { class: 'card match', 'aria-label': m.issuer.name },
-          issuerBlock(m), termsBlock(m.guarantee), notarizationBlock(m), documentsBlock(m)))),
+        ...result.matches.map((m) =>
+          h('article', { class: 'card match', 'aria-label': m.issuer.name }, issuerBlock(m), termsBlock(m.guarantee), notarizationBlock(m), documentsBlock(m)),
+        ),
+      ),
       fileBlock(result),
-      receiptBlock(result));
+      receiptBlock(result),
+    );
     return;
   }
   if (last.kind === 'not-found') {
-    outcome.replaceChildren(h('div', { 'data-verify-result': '', 'data-status': 'not-found', class: 'card result' },
-      h('h2', { id: 'result-title' }, s.notFound), h('p', {}, s.notFoundHelp)));
+    outcome.replaceChildren(
+      h(
+        'div',
+        { 'data-verify-result': '', 'data-status': 'not-found', class: 'card result' },
+        h('h2', { id: 'result-title' }, s.notFound),
+        h('p', {}, s.notFoundHelp),
+      ),
+    );
     return;
   }
   const message = last.kind === 'limited' ? s.limited(last.seconds) : last.kind === 'invalid' ? s.invalid : s.failed;
@@ -348,8 +608,16 @@ async function submit(): Promise<void> {
   const cig = byId<HTMLInputElement>('cig').value.trim();
   const amount = amountOf(byId<HTMLInputElement>('garantedAmount').value);
   error.hidden = true;
-  if (!policyNumber || !checkCode) { error.textContent = s.required; error.hidden = false; return; }
-  if (Number.isNaN(amount)) { error.textContent = s.badAmount; error.hidden = false; return; }
+  if (!policyNumber || !checkCode) {
+    error.textContent = s.required;
+    error.hidden = false;
+    return;
+  }
+  if (Number.isNaN(amount)) {
+    error.textContent = s.badAmount;
+    error.hidden = false;
+    return;
+  }
 
   inFlight?.abort();
   const controller = new AbortController();
@@ -359,10 +627,12 @@ async function submit(): Promise<void> {
   let outcome: Outcome;
   try {
     const res = await fetch('/api/public/v1/verifications', {
-      method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, signal: controller.signal,
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      signal: controller.signal,
       body: JSON.stringify({ policyNumber, checkCode, ...(cig && { cig }), ...(amount !== undefined && { garantedAmount: amount }) }),
     });
-    if (res.status === 200) outcome = { kind: 'found', result: await res.json() as Result };
+    if (res.status === 200) outcome = { kind: 'found', result: (await res.json()) as Result };
     else if (res.status === 404) outcome = { kind: 'not-found' };
     else if (res.status === 429) outcome = { kind: 'limited', seconds: Number(res.headers.get('Retry-After')) || 60 };
     else if (res.status === 400 || res.status === 413) outcome = { kind: 'invalid' };
@@ -392,8 +662,12 @@ function fromFragment(): void {
 
 function start(): void {
   const requested = new URLSearchParams(location.search).get('lang');
-  byId<HTMLFormElement>('verify-form').addEventListener('submit', (e) => { e.preventDefault(); void submit(); });
-  for (const b of document.querySelectorAll<HTMLButtonElement>('[data-lang]')) b.addEventListener('click', () => applyLanguage(b.dataset.lang === 'en' ? 'en' : 'it'));
+  byId<HTMLFormElement>('verify-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    void submit();
+  });
+  for (const b of document.querySelectorAll<HTMLButtonElement>('[data-lang]'))
+    b.addEventListener('click', () => applyLanguage(b.dataset.lang === 'en' ? 'en' : 'it'));
   window.addEventListener('hashchange', fromFragment);
   applyLanguage(requested === 'en' ? 'en' : 'it');
   fromFragment();

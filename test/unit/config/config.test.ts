@@ -19,7 +19,13 @@ const valid = {
 describe('configuration', () => {
   it('applies the documented defaults', () => {
     const c = parseConfig(valid);
-    expect(c).to.include({ PORT: 3000, NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: 3000, NOTARIZATION_INTERVAL_MS: 10_000, MAX_UPLOAD_BYTES: 50 * 1024 * 1024 });
+    expect(c).to.include({
+      PORT: 3000,
+      NODE_ENV: 'production',
+      RATE_LIMIT_PER_MINUTE: 3000,
+      NOTARIZATION_INTERVAL_MS: 10_000,
+      MAX_UPLOAD_BYTES: 50 * 1024 * 1024,
+    });
     expect(c.WEBHOOK_RETRY_SCHEDULE).to.deep.equal([5, 300, 1800, 7200, 18000, 36000, 36000]);
     expect(c.WEBHOOK_ALLOWED_NETWORKS).to.deep.equal([]);
     expect(c.ENCRYPTION_KEY[0]).to.have.length(32);
@@ -28,7 +34,15 @@ describe('configuration', () => {
 
   it('names every bad variable at once', () => {
     try {
-      parseConfig({ ...valid, PORT: 'eighty', DATABASE_URL: 'postgres://x', ENCRYPTION_KEY: 'short', WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33', CLAMD_HOST: '', ADMIN_USER: 'a' });
+      parseConfig({
+        ...valid,
+        PORT: 'eighty',
+        DATABASE_URL: 'postgres://x',
+        ENCRYPTION_KEY: 'short',
+        WEBHOOK_ALLOWED_NETWORKS: '10.0.0.0/33',
+        CLAMD_HOST: '',
+        ADMIN_USER: 'a',
+      });
       expect.fail('should have thrown');
     } catch (err) {
       expect(err).to.be.instanceOf(ConfigError);
@@ -37,10 +51,12 @@ describe('configuration', () => {
     }
   });
 
-  it('needs, in production, the receipts\' Ed25519 key (PEM, one line with \\n, or a JWK) and the public base URL', () => {
+  it("needs, in production, the receipts' Ed25519 key (PEM, one line with \\n, or a JWK) and the public base URL", () => {
     expect(() => parseConfig({ ...valid, VERIFICATION_SIGNING_KEY: undefined })).to.throw(ConfigError, /VERIFICATION_SIGNING_KEY: is required in production/);
     expect(() => parseConfig({ ...valid, PUBLIC_BASE_URL: undefined })).to.throw(ConfigError, /PUBLIC_BASE_URL: is required in production/);
-    expect(parseConfig({ ...valid, NODE_ENV: 'development', VERIFICATION_SIGNING_KEY: undefined, PUBLIC_BASE_URL: undefined }).VERIFICATION_SIGNING_KEY).to.equal(undefined);
+    expect(
+      parseConfig({ ...valid, NODE_ENV: 'development', VERIFICATION_SIGNING_KEY: undefined, PUBLIC_BASE_URL: undefined }).VERIFICATION_SIGNING_KEY,
+    ).to.equal(undefined);
     const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
     expect(() => parseConfig({ ...valid, VERIFICATION_SIGNING_KEY: rsa })).to.throw(ConfigError, /must be an Ed25519 private key/);
     expect(() => parseConfig({ ...valid, VERIFICATION_SIGNING_KEY: 'not a key' })).to.throw(ConfigError, /must be an Ed25519 private key/);
@@ -61,7 +77,9 @@ describe('configuration', () => {
     expect(parseConfig(valid)).to.include({ NOTARIZATION_ANCHOR: 'ledger', NOTARIZATION_BATCH_SIZE: 1000, EVM_CONFIRMATIONS: 3 });
     expect(() => parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'evm' })).to.throw(ConfigError, /EVM_RPC_URL/);
     expect(() => parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'evm', EVM_RPC_URL: 'http://127.0.0.1:8545' })).to.throw(ConfigError, /EVM_CHAIN_ID/);
-    expect(parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'evm', EVM_RPC_URL: 'http://127.0.0.1:8545', EVM_CHAIN_ID: '31337' })).to.include({ EVM_CHAIN_ID: 31337 });
+    expect(parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'evm', EVM_RPC_URL: 'http://127.0.0.1:8545', EVM_CHAIN_ID: '31337' })).to.include({
+      EVM_CHAIN_ID: 31337,
+    });
     expect(() => parseConfig({ ...valid, NOTARIZATION_ANCHOR: 'bitcoin' })).to.throw(ConfigError, /NOTARIZATION_ANCHOR/);
     // A batch's proofs and events must fit MariaDB's packets and statement time: 5000 at most.
     expect(() => parseConfig({ ...valid, NOTARIZATION_BATCH_SIZE: '100000' })).to.throw(ConfigError, /NOTARIZATION_BATCH_SIZE/);

@@ -5,7 +5,7 @@ import { verifyP7m, type SignatureVerdict } from '../../../src/files/p7m/p7m.ver
 /** Envelopes made by other tools, from DSS's test resources (test/fixtures/dss/README.md). */
 const verdict = (name: string): SignatureVerdict => verifyP7m(readFileSync(`test/fixtures/dss/${name}`));
 
-describe('real envelopes from DSS\'s test resources, judged as DSS judges them', () => {
+describe("real envelopes from DSS's test resources, judged as DSS judges them", () => {
   it('refuses a PKCS#1 v1.5 signature algorithm naming another hash than the digest algorithm, as DSS does (OpenSSL accepts it), and accepts RSASSA-PSS with its own hash', () => {
     for (const name of ['CAdES-BpB-att-SHA256-SHA512withRSA.p7m', 'CAdES-BpB-att-SHA3_256-SHA256withRSA.p7m']) {
       const v = verdict(name);

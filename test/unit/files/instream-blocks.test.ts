@@ -6,7 +6,12 @@ import { blocks } from '../../../src/files/antivirus.js';
 /** The writes the next stream gets when piped, as clamscan's passthrough gets them. */
 async function regrouped(chunks: Buffer[], size: number): Promise<Buffer[]> {
   const out: Buffer[] = [];
-  const sink = new Writable({ write(chunk: Buffer, _enc, cb) { out.push(chunk); cb(); } });
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      out.push(chunk);
+      cb();
+    },
+  });
   await pipeline(Readable.from(chunks), blocks(size), sink);
   return out;
 }
@@ -16,7 +21,7 @@ describe('INSTREAM blocks (antivirus)', () => {
     const chunks = Array.from({ length: 37 }, (_, i) => Buffer.alloc(1000 + i, i));
     const out = await regrouped(chunks, 4096);
     expect(out.slice(0, -1).every((b) => b.length === 4096)).to.equal(true);
-    expect((out.at(-1)?.length ?? 0)).to.be.within(1, 4096);
+    expect(out.at(-1)?.length ?? 0).to.be.within(1, 4096);
     expect(Buffer.concat(out).equals(Buffer.concat(chunks))).to.equal(true);
   });
 

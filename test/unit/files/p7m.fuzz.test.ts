@@ -56,8 +56,22 @@ describe('p7m verifier under hostile input', function () {
     const fx = p7mFixtures();
     anchors = loadTrustAnchors(fx.rootPem);
     const d = fx.der;
-    originals = [d.rsa, d.ec, d.pss, d.pssMgf1Sha512, d.stream, d.nested, d.twoSigners, d.keyid, d.noattr, d.cades,
-      fx.counterSigned().nested, fx.timestamped().valid, fx.containers().tsd, fx.containers().tsdRenewed];
+    originals = [
+      d.rsa,
+      d.ec,
+      d.pss,
+      d.pssMgf1Sha512,
+      d.stream,
+      d.nested,
+      d.twoSigners,
+      d.keyid,
+      d.noattr,
+      d.cades,
+      fx.counterSigned().nested,
+      fx.timestamped().valid,
+      fx.containers().tsd,
+      fx.containers().tsdRenewed,
+    ];
     for (const o of originals) expect(verifyP7m(o, { trustAnchors: anchors }).outcome).to.equal('signed');
   });
 
@@ -66,17 +80,52 @@ describe('p7m verifier under hostile input', function () {
     const int = (n: number): number => Math.floor(random() * n);
     const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
     const mutations: ((b: Buffer) => Buffer)[] = [
-      (b) => { b[int(b.length)] = int(256); return b; },
-      (b) => { const i = int(b.length); b[i] = b[i]! ^ (1 << int(8)); return b; },
+      (b) => {
+        b[int(b.length)] = int(256);
+        return b;
+      },
+      (b) => {
+        const i = int(b.length);
+        b[i] = b[i]! ^ (1 << int(8));
+        return b;
+      },
       (b) => b.subarray(0, int(b.length)),
-      (b) => { b[int(b.length)] = pick([0x00, 0x7f, 0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x88, 0xff]); return b; },
-      (b) => { const i = int(b.length); return Buffer.concat([b.subarray(0, i), Buffer.from(Array.from({ length: 1 + int(8) }, () => int(256))), b.subarray(i)]); },
-      (b) => { const i = int(b.length); return Buffer.concat([b.subarray(0, i), b.subarray(i + 1 + int(16))]); },
-      (b) => { b[int(b.length)] = pick([0x00, 0x02, 0x04, 0x05, 0x06, 0x17, 0x18, 0x1e, 0x24, 0x30, 0x31, 0x80, 0xa0, 0xa1, 0xa3]); return b; },
-      (b) => { const i = int(b.length - 1); b[i] = pick([0x1f, 0x3f, 0x9f, 0xbf]); b[i + 1] = int(256); return b; },
-      (b) => { const i = int(b.length - 5); b.set([0x84, 0xff, 0xff, 0xff, pick([0xf0, 0xff])], i); return b; },
-      (b) => { const n = 1 + int(300); return Buffer.concat([Buffer.from('3080'.repeat(n), 'hex'), b, Buffer.alloc(2 * n)]); },
-      (b) => { const i = int(b.length); const n = 1 + int(64); return Buffer.concat([b.subarray(0, i), b.subarray(i, i + n), b.subarray(i)]); },
+      (b) => {
+        b[int(b.length)] = pick([0x00, 0x7f, 0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x88, 0xff]);
+        return b;
+      },
+      (b) => {
+        const i = int(b.length);
+        return Buffer.concat([b.subarray(0, i), Buffer.from(Array.from({ length: 1 + int(8) }, () => int(256))), b.subarray(i)]);
+      },
+      (b) => {
+        const i = int(b.length);
+        return Buffer.concat([b.subarray(0, i), b.subarray(i + 1 + int(16))]);
+      },
+      (b) => {
+        b[int(b.length)] = pick([0x00, 0x02, 0x04, 0x05, 0x06, 0x17, 0x18, 0x1e, 0x24, 0x30, 0x31, 0x80, 0xa0, 0xa1, 0xa3]);
+        return b;
+      },
+      (b) => {
+        const i = int(b.length - 1);
+        b[i] = pick([0x1f, 0x3f, 0x9f, 0xbf]);
+        b[i + 1] = int(256);
+        return b;
+      },
+      (b) => {
+        const i = int(b.length - 5);
+        b.set([0x84, 0xff, 0xff, 0xff, pick([0xf0, 0xff])], i);
+        return b;
+      },
+      (b) => {
+        const n = 1 + int(300);
+        return Buffer.concat([Buffer.from('3080'.repeat(n), 'hex'), b, Buffer.alloc(2 * n)]);
+      },
+      (b) => {
+        const i = int(b.length);
+        const n = 1 + int(64);
+        return Buffer.concat([b.subarray(0, i), b.subarray(i, i + n), b.subarray(i)]);
+      },
     ];
     const mutate = (original: Buffer): Buffer => {
       let b: Buffer = Buffer.from(original);
@@ -135,7 +184,10 @@ describe('p7m verifier under hostile input', function () {
     const random = prng(0xc2b2ae35);
     const int = (n: number): number => Math.floor(random() * n);
     // What a verdict of "signed" vouches for: the signed ranges and the CMS, decoded.
-    const covered = (pdf: Buffer): string => pdfSignatures(pdf).map((s) => Buffer.concat([...s.signed, s.cms]).toString('base64')).join('|');
+    const covered = (pdf: Buffer): string =>
+      pdfSignatures(pdf)
+        .map((s) => Buffer.concat([...s.signed, s.cms]).toString('base64'))
+        .join('|');
     for (let n = 0; n < 1500; n++) {
       const original = n % 2 ? signed : twoSignatures;
       let b = Buffer.from(original);
@@ -144,7 +196,8 @@ describe('p7m verifier under hostile input', function () {
       if (kind === 0) b[i] = int(256);
       else if (kind === 1) b = b.subarray(0, i);
       else if (kind === 2) b = Buffer.concat([b.subarray(0, i), b.subarray(i + 1 + int(64))]);
-      else if (kind === 3) b = Buffer.concat([b.subarray(0, i), Buffer.from(`/ByteRange [0 ${int(b.length)} ${int(b.length)} ${int(b.length)}]`), b.subarray(i)]);
+      else if (kind === 3)
+        b = Buffer.concat([b.subarray(0, i), Buffer.from(`/ByteRange [0 ${int(b.length)} ${int(b.length)} ${int(b.length)}]`), b.subarray(i)]);
       else b.write(String(int(99_999)), b.indexOf('/ByteRange [') + 12 + int(30), 'latin1');
       const { verdict, ms } = timed(b, anchors);
       expect(ms, `input ${n} took ${ms.toFixed(1)} ms`).to.be.below(BOUND_MS);
@@ -168,7 +221,12 @@ describe('p7m verifier under hostile input', function () {
 
   const envelopeAround = (inner: Buffer, innerLengthBytes = 4): Buffer => {
     // ContentInfo { id-signedData, [0] inner } with 4-byte lengths, so that it announces SignedData.
-    const len = (n: number): Buffer => { const b = Buffer.alloc(1 + innerLengthBytes); b[0] = 0x80 | innerLengthBytes; b.writeUIntBE(n, 1, innerLengthBytes); return b; };
+    const len = (n: number): Buffer => {
+      const b = Buffer.alloc(1 + innerLengthBytes);
+      b[0] = 0x80 | innerLengthBytes;
+      b.writeUIntBE(n, 1, innerLengthBytes);
+      return b;
+    };
     const wrapped = Buffer.concat([Buffer.from([0xa0]), len(inner.length), inner]);
     const body = Buffer.concat([SIGNED_DATA, wrapped]);
     return Buffer.concat([Buffer.from([0x30]), len(body.length), body]);
@@ -195,7 +253,13 @@ describe('p7m verifier under hostile input', function () {
 
   it('refuses indefinite-length nesting 10,000 deep', () => {
     const depth = 10_000;
-    const input = Buffer.concat([Buffer.from('3080', 'hex'), SIGNED_DATA, Buffer.from('a080', 'hex'), Buffer.from('3080'.repeat(depth), 'hex'), Buffer.alloc(2 * (depth + 2))]);
+    const input = Buffer.concat([
+      Buffer.from('3080', 'hex'),
+      SIGNED_DATA,
+      Buffer.from('a080', 'hex'),
+      Buffer.from('3080'.repeat(depth), 'hex'),
+      Buffer.alloc(2 * (depth + 2)),
+    ]);
     const { verdict, ms } = timed(input, anchors);
     expect(verdict).to.include({ outcome: 'not-signed', reason: 'malformed envelope: ASN.1 nesting too deep' });
     expect(ms).to.be.below(BOUND_MS);

@@ -8,7 +8,21 @@ import { readTimestamped } from '../../../src/files/p7m/p7m.timestamped.js';
 import { pdfDate } from '../../../src/files/p7m/pades.js';
 import { signPdf } from '../../support/pdf-signing.js';
 import {
-  OIDS, algorithm, attribute, certificateNode, children, counterSignature, encode, integer, parse, rsaWithoutNull, sequence, signatureOf, signedData, signerInfo, tagged,
+  OIDS,
+  algorithm,
+  attribute,
+  certificateNode,
+  children,
+  counterSignature,
+  encode,
+  integer,
+  parse,
+  rsaWithoutNull,
+  sequence,
+  signatureOf,
+  signedData,
+  signerInfo,
+  tagged,
 } from '../../support/cms-rewrite.js';
 import { flipByte, p7mFixtures, type P7mFixtures, type Quirks } from '../../support/p7m-fixtures.js';
 
@@ -34,8 +48,16 @@ describe('p7m verifier', function () {
       expect(v).to.include({ outcome: 'signed', encoding: 'der', levels: 1, chain: 'not-checked' });
       expect(v.reason).to.equal(undefined);
       expect(signer(v)).to.include({
-        level: 1, subject: 'O=Test, CN=RSA Signer', issuer: 'O=Test, CN=Test Intermediate', serialNumber: '1001',
-        digestAlgorithm: 'sha256', signatureAlgorithm: 'rsa', digestMatches: true, signatureValid: true, certificateValid: true, chain: 'not-checked',
+        level: 1,
+        subject: 'O=Test, CN=RSA Signer',
+        issuer: 'O=Test, CN=Test Intermediate',
+        serialNumber: '1001',
+        digestAlgorithm: 'sha256',
+        signatureAlgorithm: 'rsa',
+        digestMatches: true,
+        signatureValid: true,
+        certificateValid: true,
+        chain: 'not-checked',
       });
       expect(signer(v).problems).to.deep.equal([]);
       expect(Date.parse(signer(v).signingTime!)).to.be.closeTo(Date.now(), 10 * 60_000);
@@ -51,7 +73,10 @@ describe('p7m verifier', function () {
     });
 
     it('accepts bare Base64 without armour, with CRLF line ends', () => {
-      const body = fx.pem.split('\n').filter((l) => l && !l.startsWith('-----')).join('\r\n');
+      const body = fx.pem
+        .split('\n')
+        .filter((l) => l && !l.startsWith('-----'))
+        .join('\r\n');
       const v = verifyP7m(Buffer.from(`${body}\r\n`));
       expect(v).to.include({ outcome: 'signed', encoding: 'base64' });
     });
@@ -152,7 +177,10 @@ describe('p7m verifier', function () {
     it('verifies every level of a nested envelope, outermost signer first', () => {
       const v = verifyP7m(fx.der.nested);
       expect(v).to.include({ outcome: 'signed', levels: 2 });
-      expect(v.signers.map((s) => [s.level, s.subject])).to.deep.equal([[1, 'O=Test, CN=EC Signer'], [2, 'O=Test, CN=RSA Signer']]);
+      expect(v.signers.map((s) => [s.level, s.subject])).to.deep.equal([
+        [1, 'O=Test, CN=EC Signer'],
+        [2, 'O=Test, CN=RSA Signer'],
+      ]);
     });
 
     it('fails a nested envelope whose inner level was tampered with before the outer signature', () => {
@@ -209,7 +237,10 @@ describe('p7m verifier', function () {
       for (const name of ['rsa', 'ec', 'pss', 'stream', 'keyid', 'twoSigners', 'nested'] as const) {
         const v = verifyP7m(fx.der[name], { trustAnchors: root });
         expect(v, name).to.include({ outcome: 'signed', chain: 'checked' });
-        expect(v.signers.every((s) => s.chain === 'trusted'), name).to.equal(true);
+        expect(
+          v.signers.every((s) => s.chain === 'trusted'),
+          name,
+        ).to.equal(true);
       }
     });
 
@@ -241,14 +272,24 @@ describe('p7m verifier', function () {
 
     it('agrees with openssl cms -verify -CAfile root', () => {
       const cases: [string, Buffer][] = [
-        ['rsa', fx.der.rsa], ['ec', fx.der.ec], ['pss', fx.der.pss], ['pss-key-rsaEncryption', fx.der.pssKeyRsaEncryption],
-        ['tampered', flipByte(fx.der.rsa, fx.der.rsa.indexOf(fx.marker))], ['no-intermediate', fx.der.ecWithoutIntermediate], ['expired', fx.der.expired],
-        ['issued-by-non-ca', fx.der.issuedByNonCa], ['keyid', fx.der.keyid], ['stream', fx.der.stream], ['nested', fx.der.nested],
+        ['rsa', fx.der.rsa],
+        ['ec', fx.der.ec],
+        ['pss', fx.der.pss],
+        ['pss-key-rsaEncryption', fx.der.pssKeyRsaEncryption],
+        ['tampered', flipByte(fx.der.rsa, fx.der.rsa.indexOf(fx.marker))],
+        ['no-intermediate', fx.der.ecWithoutIntermediate],
+        ['expired', fx.der.expired],
+        ['issued-by-non-ca', fx.der.issuedByNonCa],
+        ['keyid', fx.der.keyid],
+        ['stream', fx.der.stream],
+        ['nested', fx.der.nested],
       ];
       const rootFile = fx.file('anchor.pem', Buffer.from(fx.rootPem));
       for (const [name, der] of cases) {
         const file = fx.file(`cross-${name}.p7m`, der);
-        const openssl = spawnSync('openssl', ['cms', '-verify', '-inform', 'DER', '-in', file, '-CAfile', rootFile, '-binary', '-out', '/dev/null'], { stdio: 'ignore' });
+        const openssl = spawnSync('openssl', ['cms', '-verify', '-inform', 'DER', '-in', file, '-CAfile', rootFile, '-binary', '-out', '/dev/null'], {
+          stdio: 'ignore',
+        });
         const ours = verifyP7m(der, { trustAnchors: root }).outcome;
         expect(ours === 'signed', `${name}: openssl exit ${openssl.status}, ours ${ours}`).to.equal(openssl.status === 0);
       }
@@ -331,8 +372,26 @@ describe('p7m verifier', function () {
     it('verifies SHA-224 (openssl -md sha224), with RSA and ECDSA', () => {
       for (const key of ['rsa', 'ec']) {
         const out = `${fx.dir}/sha224-${key}.p7m`;
-        const made = spawnSync('openssl', ['cms', '-sign', '-binary', '-md', 'sha224', '-nodetach', '-in', `${fx.dir}/doc.pdf`, '-outform', 'DER', '-out', out,
-          '-signer', `${fx.dir}/${key}.pem`, '-inkey', `${fx.dir}/${key}.key`, '-certfile', `${fx.dir}/int.pem`]);
+        const made = spawnSync('openssl', [
+          'cms',
+          '-sign',
+          '-binary',
+          '-md',
+          'sha224',
+          '-nodetach',
+          '-in',
+          `${fx.dir}/doc.pdf`,
+          '-outform',
+          'DER',
+          '-out',
+          out,
+          '-signer',
+          `${fx.dir}/${key}.pem`,
+          '-inkey',
+          `${fx.dir}/${key}.key`,
+          '-certfile',
+          `${fx.dir}/int.pem`,
+        ]);
         expect(made.status, String(made.stderr)).to.equal(0);
         expect(passes(readFileSync(out), `SHA-224 ${key}`)).to.include({ digestAlgorithm: 'sha224' });
       }
@@ -350,7 +409,11 @@ describe('p7m verifier', function () {
       const si = signerInfo(ci);
       const sha512 = algorithm(OIDS.sha512);
       si.signatureAlgorithm = algorithm(OIDS.rsaPss, sequence(tagged(0, sha512), tagged(1, algorithm(OIDS.mgf1, sha512)), tagged(2, integer(64))));
-      si.signature = nodeSign('sha512', fx.doc, { key: createPrivateKey(readFileSync(`${fx.dir}/rsa.key`)), padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 64 });
+      si.signature = nodeSign('sha512', fx.doc, {
+        key: createPrivateKey(readFileSync(`${fx.dir}/rsa.key`)),
+        padding: constants.RSA_PKCS1_PSS_PADDING,
+        saltLength: 64,
+      });
       expect(verifyP7m(encode(ci)).signers[0]?.problems).to.include("the signature algorithm's hash does not match the digest algorithm");
     });
 
@@ -365,25 +428,40 @@ describe('p7m verifier', function () {
     it('agrees with openssl cms -verify on the quirks openssl accepts', () => {
       const rootFile = fx.file('anchor.pem', Buffer.from(fx.rootPem));
       const acceptedByOpenssl: Array<keyof Quirks> = [
-        'keyIdUnderVersion1', 'issuerSerialUnderVersion3', 'issuerPrintableString', 'issuerCaseAndSpaces', 'signedDataVersion', 'unsortedSignedAsSent',
-        'twoContentTimestamps', 'longTerm', 'sha3Rsa', 'sha3Ecdsa',
+        'keyIdUnderVersion1',
+        'issuerSerialUnderVersion3',
+        'issuerPrintableString',
+        'issuerCaseAndSpaces',
+        'signedDataVersion',
+        'unsortedSignedAsSent',
+        'twoContentTimestamps',
+        'longTerm',
+        'sha3Rsa',
+        'sha3Ecdsa',
       ];
       for (const name of acceptedByOpenssl) {
         const file = fx.file(`quirk-${name}.p7m`, q[name]);
-        const openssl = spawnSync('openssl', ['cms', '-verify', '-inform', 'DER', '-in', file, '-CAfile', rootFile, '-binary', '-out', '/dev/null'], { stdio: 'ignore' });
+        const openssl = spawnSync('openssl', ['cms', '-verify', '-inform', 'DER', '-in', file, '-CAfile', rootFile, '-binary', '-out', '/dev/null'], {
+          stdio: 'ignore',
+        });
         expect(openssl.status, `openssl on ${name}`).to.equal(0);
         passes(q[name], name);
       }
     });
   });
 
-  describe('who signed: the verdict\'s detail', () => {
+  describe("who signed: the verdict's detail", () => {
     it('reports the Italian fiscal code and the QC statements of a qualified certificate', () => {
       const v = verifyP7m(fx.der.qualified, { trustAnchors: root });
       expect(v.outcome, v.reason).to.equal('signed');
       expect(signer(v)).to.include({
-        subject: 'C=IT, O=Test, CN=Mario Rossi, serialNumber=TINIT-RSSMRA80A01H501U', issuer: 'O=Test, CN=Test Intermediate',
-        fiscalCode: 'RSSMRA80A01H501U', qualified: true, qualifiedDevice: true, digestAlgorithm: 'sha256', signatureAlgorithm: 'ecdsa',
+        subject: 'C=IT, O=Test, CN=Mario Rossi, serialNumber=TINIT-RSSMRA80A01H501U',
+        issuer: 'O=Test, CN=Test Intermediate',
+        fiscalCode: 'RSSMRA80A01H501U',
+        qualified: true,
+        qualifiedDevice: true,
+        digestAlgorithm: 'sha256',
+        signatureAlgorithm: 'ecdsa',
       });
       // An ordinary certificate: neither.
       expect(signer(verifyP7m(fx.der.rsa))).to.include({ fiscalCode: null, qualified: false, qualifiedDevice: false });
@@ -396,14 +474,18 @@ describe('p7m verifier', function () {
       const sd = signedData(ci);
       children(sd[3]!).push(certificateNode(readFileSync(`${fx.dir}/ec.pem`)));
       const si = signerInfo(ci);
-      const counter = counterSignature(signatureOf(si), { cert: readFileSync(`${fx.dir}/ec.pem`), key: createPrivateKey(readFileSync(`${fx.dir}/ec.key`)), signatureAlgorithm: OIDS.ecdsaWithSha256 });
+      const counter = counterSignature(signatureOf(si), {
+        cert: readFileSync(`${fx.dir}/ec.pem`),
+        key: createPrivateKey(readFileSync(`${fx.dir}/ec.key`)),
+        signatureAlgorithm: OIDS.ecdsaWithSha256,
+      });
       si.unsignedAttributes = [attribute(OIDS.counterSignature, ...Array.from({ length: 40 }, () => counter))];
       const v = verifyP7m(encode(ci), { trustAnchors: root });
       expect(v.reason).to.equal('signer 1: more than 32 signers and counter-signatures');
       expect(v.signers).to.have.length(1);
     });
 
-    it('verifies a counter-signature of a signer\'s signature and reports it after that signer', () => {
+    it("verifies a counter-signature of a signer's signature and reports it after that signer", () => {
       const v = verifyP7m(fx.counterSigned().valid, { trustAnchors: root });
       expect(v.outcome, v.reason).to.equal('signed');
       expect(v.signers.map((s) => [s.subject, s.counterSignatureOf, s.chain, s.problems])).to.deep.equal([
@@ -416,7 +498,10 @@ describe('p7m verifier', function () {
 
     it('counts a failing counter-signature among the signers that must all pass', () => {
       const wrong = verifyP7m(fx.counterSigned().wrongDigest, { trustAnchors: root });
-      expect(wrong).to.include({ outcome: 'not-signed', reason: 'signer 1 counter-signature 1: the messageDigest attribute is not the digest of the counter-signed signature' });
+      expect(wrong).to.include({
+        outcome: 'not-signed',
+        reason: 'signer 1 counter-signature 1: the messageDigest attribute is not the digest of the counter-signed signature',
+      });
       expect(signer(wrong, 0).problems).to.deep.equal([]);
       const typed = verifyP7m(fx.counterSigned().withContentType, { trustAnchors: root });
       expect(typed).to.include({ outcome: 'not-signed', reason: 'signer 1 counter-signature 1: a counter-signature carries a contentType attribute' });
@@ -426,7 +511,9 @@ describe('p7m verifier', function () {
       const v = verifyP7m(fx.counterSigned().nested, { trustAnchors: root });
       expect(v.outcome, v.reason).to.equal('signed');
       expect(v.signers.map((s) => [s.subject, s.counterSignatureOf])).to.deep.equal([
-        ['O=Test, CN=RSA Signer', undefined], ['O=Test, CN=EC Signer', 0], ['O=Test, CN=RSA Signer', 1],
+        ['O=Test, CN=RSA Signer', undefined],
+        ['O=Test, CN=EC Signer', 0],
+        ['O=Test, CN=RSA Signer', 1],
       ]);
     });
 
@@ -454,18 +541,20 @@ describe('p7m verifier', function () {
 
     it('refuses a timestamp of other bytes than the signature', () => {
       expect(verifyP7m(fx.timestamped().otherImprint, { trustAnchors: root })).to.include({
-        outcome: 'not-signed', reason: 'signer 1: signature timestamp: the timestamp is of other bytes than the signature (messageImprint)',
+        outcome: 'not-signed',
+        reason: 'signer 1: signature timestamp: the timestamp is of other bytes than the signature (messageImprint)',
       });
     });
 
     it('refuses a token whose signer is not a time-stamping authority as RFC 3161 §2.3 defines one (timeStamping alone, critical)', () => {
       for (const name of ['notTsa', 'laxTsa', 'wideTsa'] as const) {
         expect(verifyP7m(fx.timestamped()[name], { trustAnchors: root }).reason, name).to.equal(
-          "signer 1: signature timestamp: the certificate is not a time-stamping authority's (extended key usage)");
+          "signer 1: signature timestamp: the certificate is not a time-stamping authority's (extended key usage)",
+        );
       }
     });
 
-    it('judges the certificate at the timestamp\'s time, not at the signingTime the signer claims', () => {
+    it("judges the certificate at the timestamp's time, not at the signingTime the signer claims", () => {
       const unstamped = verifyP7m(fx.timestamped().claimedBeforeValidityUnstamped, { trustAnchors: root });
       expect(unstamped.reason).to.equal('signer 1: the certificate was not valid at the signing time');
       const stamped = verifyP7m(fx.timestamped().claimedBeforeValidity, { trustAnchors: root });
@@ -475,7 +564,8 @@ describe('p7m verifier', function () {
 
     it('refuses a token that does not name its TSA certificate (ESS signing certificate, RFC 5816)', () => {
       expect(verifyP7m(fx.timestamped().noEss, { trustAnchors: root }).reason).to.equal(
-        'signer 1: signature timestamp: the token does not name its TSA certificate (ESS signing certificate)');
+        'signer 1: signature timestamp: the token does not name its TSA certificate (ESS signing certificate)',
+      );
     });
 
     it('verifies every one of several timestamps and reports the earliest', () => {
@@ -516,7 +606,9 @@ describe('p7m verifier', function () {
     });
 
     it('refuses a .tsd whose timestamp is of other data, and calls a timestamped PDF without a signature not signed', () => {
-      expect(verifyP7m(fx.containers().tsdOtherData, { trustAnchors: root }).reason).to.equal('timestamp 1: the timestamp is of other bytes than the document (messageImprint)');
+      expect(verifyP7m(fx.containers().tsdOtherData, { trustAnchors: root }).reason).to.equal(
+        'timestamp 1: the timestamp is of other bytes than the document (messageImprint)',
+      );
       const unsigned = verifyP7m(fx.containers().tsdUnsigned, { trustAnchors: root });
       expect(unsigned).to.include({ outcome: 'not-signed', reason: 'not a CMS SignedData envelope', container: 'tsd' });
       expect(unsigned.timestamps?.[0]?.valid).to.equal(true);
@@ -526,7 +618,9 @@ describe('p7m verifier', function () {
       const v = verifyP7m(fx.containers().m7m, { trustAnchors: root });
       expect(v).to.include({ outcome: 'signed', container: 'm7m' });
       expect(v.timestamps?.[0]).to.deep.include({ valid: true, tsa: 'O=Test, CN=Test TSA' });
-      expect(verifyP7m(fx.containers().m7mOtherData, { trustAnchors: root }).reason).to.equal('timestamp 1: the timestamp is of other bytes than the document (messageImprint)');
+      expect(verifyP7m(fx.containers().m7mOtherData, { trustAnchors: root }).reason).to.equal(
+        'timestamp 1: the timestamp is of other bytes than the document (messageImprint)',
+      );
     });
 
     it('notices a changed byte of the document inside either container', () => {
@@ -543,17 +637,36 @@ describe('p7m verifier', function () {
     it('reads an envelope as an envelope, whatever it carries: a .p7m of a MIME message is not a .m7m', () => {
       // An attacker's self-signed .p7m whose content is the victim's .m7m must not pass for the victim's.
       const poly = fx.file('poly.txt', Buffer.concat([Buffer.from('X-Note: a mail\r\n'), fx.containers().m7m]));
-      spawnSync('openssl', ['cms', '-sign', '-binary', '-md', 'sha256', '-nodetach', '-in', poly, '-outform', 'DER', '-out', `${fx.dir}/poly.p7m`,
-        '-signer', `${fx.dir}/self.pem`, '-inkey', `${fx.dir}/self.key`]);
+      spawnSync('openssl', [
+        'cms',
+        '-sign',
+        '-binary',
+        '-md',
+        'sha256',
+        '-nodetach',
+        '-in',
+        poly,
+        '-outform',
+        'DER',
+        '-out',
+        `${fx.dir}/poly.p7m`,
+        '-signer',
+        `${fx.dir}/self.pem`,
+        '-inkey',
+        `${fx.dir}/self.key`,
+      ]);
       const v = verifyP7m(readFileSync(`${fx.dir}/poly.p7m`), { trustAnchors: root });
       expect(v.container).to.equal(undefined);
       expect(v.signers.map((x) => x.subject)).to.deep.equal(['CN=Self Signed Signer']);
       expect(v.outcome).to.equal('not-signed');
     });
 
-    it('takes a .m7m\'s parts exactly: a binary part keeps its last line break, and nothing else may travel with them', () => {
+    it("takes a .m7m's parts exactly: a binary part keeps its last line break, and nothing else may travel with them", () => {
       const m7m = fx.containers().m7m.toString('latin1');
-      const binary = m7m.replace(/Content-Transfer-Encoding: base64\r\nContent-Disposition: [^\r]*\r\n\r\n[^-]+/, 'Content-Transfer-Encoding: binary\r\n\r\nX\n\r\n');
+      const binary = m7m.replace(
+        /Content-Transfer-Encoding: base64\r\nContent-Disposition: [^\r]*\r\n\r\n[^-]+/,
+        'Content-Transfer-Encoding: binary\r\n\r\nX\n\r\n',
+      );
       const content = readTimestamped(Buffer.from(binary, 'latin1'), { remaining: 100_000 })?.content;
       expect(content && Buffer.from(content).toString('latin1')).to.equal('X\n');
       const withPdf = m7m.replace('------=_Part_7_m7m--', '------=_Part_7_m7m\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.7\r\n------=_Part_7_m7m--');
@@ -564,7 +677,11 @@ describe('p7m verifier', function () {
 
     it('answers malformed containers with a verdict', () => {
       const m7m = fx.containers().m7m.toString('latin1');
-      for (const broken of [m7m.replace(/------=_Part_7_m7m--/, ''), m7m.replace(/application\/timestamp-reply/, 'text/plain'), m7m.replace(/boundary="[^"]+"/, '')]) {
+      for (const broken of [
+        m7m.replace(/------=_Part_7_m7m--/, ''),
+        m7m.replace(/application\/timestamp-reply/, 'text/plain'),
+        m7m.replace(/boundary="[^"]+"/, ''),
+      ]) {
         const v = verifyP7m(Buffer.from(broken, 'latin1'));
         expect(v.outcome).to.equal('not-signed');
         expect(v.reason).to.match(/^malformed envelope: /);
@@ -576,33 +693,72 @@ describe('p7m verifier', function () {
 
   describe('PAdES: the signatures of a PDF', () => {
     /** `pdf` signed by the RSA signer with openssl -noattr (no signed attributes, so no signingTime in the CMS). */
-    const signedWithoutAttributes = (pdf: Buffer, opts: { objectNumber: number; claimedTime?: string | null; header?: string }): Buffer => signPdf(pdf, (data) => {
-      const input = fx.file('pades-noattr.data', data);
-      spawnSync('openssl', ['cms', '-sign', '-binary', '-noattr', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', `${fx.dir}/pades-noattr.cms`,
-        '-signer', `${fx.dir}/rsa.pem`, '-inkey', `${fx.dir}/rsa.key`, '-certfile', `${fx.dir}/int.pem`]);
-      return readFileSync(`${fx.dir}/pades-noattr.cms`);
-    }, { subFilter: 'ETSI.CAdES.detached', ...opts });
+    const signedWithoutAttributes = (pdf: Buffer, opts: { objectNumber: number; claimedTime?: string | null; header?: string }): Buffer =>
+      signPdf(
+        pdf,
+        (data) => {
+          const input = fx.file('pades-noattr.data', data);
+          spawnSync('openssl', [
+            'cms',
+            '-sign',
+            '-binary',
+            '-noattr',
+            '-md',
+            'sha256',
+            '-in',
+            input,
+            '-outform',
+            'DER',
+            '-out',
+            `${fx.dir}/pades-noattr.cms`,
+            '-signer',
+            `${fx.dir}/rsa.pem`,
+            '-inkey',
+            `${fx.dir}/rsa.key`,
+            '-certfile',
+            `${fx.dir}/int.pem`,
+          ]);
+          return readFileSync(`${fx.dir}/pades-noattr.cms`);
+        },
+        { subFilter: 'ETSI.CAdES.detached', ...opts },
+      );
 
     it('verifies an ETSI.CAdES.detached signature over its ByteRange, covering the whole file', () => {
       const v = verifyP7m(fx.pdfs().signed, { trustAnchors: root });
-      expect(v).to.deep.include({ outcome: 'signed', container: 'pdf', levels: 1, pdf: { signatures: [{ subFilter: 'ETSI.CAdES.detached', coversWholeFile: true }], modifiedAfterLastSignature: false } });
+      expect(v).to.deep.include({
+        outcome: 'signed',
+        container: 'pdf',
+        levels: 1,
+        pdf: { signatures: [{ subFilter: 'ETSI.CAdES.detached', coversWholeFile: true }], modifiedAfterLastSignature: false },
+      });
       expect(signer(v)).to.include({ level: 1, subject: 'O=Test, CN=RSA Signer', chain: 'trusted', digestMatches: true, signatureValid: true });
-      expect(verifyP7m(fx.pdfs().adbe, { trustAnchors: root })).to.deep.include({ outcome: 'signed', pdf: { signatures: [{ subFilter: 'adbe.pkcs7.detached', coversWholeFile: true }], modifiedAfterLastSignature: false } });
+      expect(verifyP7m(fx.pdfs().adbe, { trustAnchors: root })).to.deep.include({
+        outcome: 'signed',
+        pdf: { signatures: [{ subFilter: 'adbe.pkcs7.detached', coversWholeFile: true }], modifiedAfterLastSignature: false },
+      });
     });
 
     it('is not Signed when an update follows a signature, even one a later signer signed (the incremental-saving attack); every signature is reported', () => {
       // The first signer signed the first revision; the update after it (here an annotation, it
       // could be new page content) is signed by someone else only.
       const v = verifyP7m(fx.pdfs().twoSignatures, { trustAnchors: root });
-      expect(v).to.include({ outcome: 'not-signed', reason: 'the PDF was changed after its signature 1 (an incremental update), which only a later signature covers' });
+      expect(v).to.include({
+        outcome: 'not-signed',
+        reason: 'the PDF was changed after its signature 1 (an incremental update), which only a later signature covers',
+      });
       expect(v.pdf?.signatures.map((s) => s.coversWholeFile)).to.deep.equal([false, true]);
       // Each signature is still verified and reported, with its number as its level.
-      expect(v.signers.map((s) => [s.level, s.subject, s.problems])).to.deep.equal([[1, 'O=Test, CN=RSA Signer', []], [2, 'O=Test, CN=EC Signer', []]]);
+      expect(v.signers.map((s) => [s.level, s.subject, s.problems])).to.deep.equal([
+        [1, 'O=Test, CN=RSA Signer', []],
+        [2, 'O=Test, CN=EC Signer', []],
+      ]);
       expect(v.levels).to.equal(2);
       // A failing signature is the reason before the update.
       const first = fx.pdfs().twoSignatures;
       const tampered = flipByte(first, first.indexOf(fx.marker) + 1);
-      expect(verifyP7m(tampered, { trustAnchors: root }).reason).to.equal('PDF signature 1: signer 1: the content digest does not match the messageDigest attribute');
+      expect(verifyP7m(tampered, { trustAnchors: root }).reason).to.equal(
+        'PDF signature 1: signer 1: the content digest does not match the messageDigest attribute',
+      );
     });
 
     it('is not Signed when bytes were appended after the last signature (an incremental update could change what it shows)', () => {
@@ -612,20 +768,49 @@ describe('p7m verifier', function () {
     });
 
     it('refuses a PDF signature with two signers (ISO 32000 and PAdES give it one)', () => {
-      const pdf = signPdf(fx.pdfs().unsigned, (data) => {
-        const input = fx.file('two-signers.data', data);
-        spawnSync('openssl', ['cms', '-sign', '-binary', '-md', 'sha256', '-in', input, '-outform', 'DER', '-out', `${fx.dir}/two-signers.cms`,
-          '-signer', `${fx.dir}/rsa.pem`, '-inkey', `${fx.dir}/rsa.key`, '-signer', `${fx.dir}/ec.pem`, '-inkey', `${fx.dir}/ec.key`, '-certfile', `${fx.dir}/int.pem`]);
-        return readFileSync(`${fx.dir}/two-signers.cms`);
-      }, { subFilter: 'ETSI.CAdES.detached', objectNumber: 99 });
+      const pdf = signPdf(
+        fx.pdfs().unsigned,
+        (data) => {
+          const input = fx.file('two-signers.data', data);
+          spawnSync('openssl', [
+            'cms',
+            '-sign',
+            '-binary',
+            '-md',
+            'sha256',
+            '-in',
+            input,
+            '-outform',
+            'DER',
+            '-out',
+            `${fx.dir}/two-signers.cms`,
+            '-signer',
+            `${fx.dir}/rsa.pem`,
+            '-inkey',
+            `${fx.dir}/rsa.key`,
+            '-signer',
+            `${fx.dir}/ec.pem`,
+            '-inkey',
+            `${fx.dir}/ec.key`,
+            '-certfile',
+            `${fx.dir}/int.pem`,
+          ]);
+          return readFileSync(`${fx.dir}/two-signers.cms`);
+        },
+        { subFilter: 'ETSI.CAdES.detached', objectNumber: 99 },
+      );
       expect(verifyP7m(pdf, { trustAnchors: root }).reason).to.equal('PDF signature 1: a PDF signature has one signer');
     });
 
     it('notices a changed signed byte, a changed byte of the CMS padding, and a PDF without signatures', () => {
       const pdf = fx.pdfs().signed;
-      expect(verifyP7m(flipByte(pdf, pdf.indexOf(fx.marker) + 1)).signers[0]?.problems).to.include('the content digest does not match the messageDigest attribute');
+      expect(verifyP7m(flipByte(pdf, pdf.indexOf(fx.marker) + 1)).signers[0]?.problems).to.include(
+        'the content digest does not match the messageDigest attribute',
+      );
       const padding = pdf.lastIndexOf('000>') + 1;
-      expect(verifyP7m(Buffer.concat([pdf.subarray(0, padding), Buffer.from('1'), pdf.subarray(padding + 1)])).reason).to.equal('PDF signature 1: bytes after the CMS in /Contents');
+      expect(verifyP7m(Buffer.concat([pdf.subarray(0, padding), Buffer.from('1'), pdf.subarray(padding + 1)])).reason).to.equal(
+        'PDF signature 1: bytes after the CMS in /Contents',
+      );
       expect(verifyP7m(fx.pdfs().unsigned).reason).to.equal('the PDF has no signature');
     });
 
@@ -637,7 +822,7 @@ describe('p7m verifier', function () {
       expect(now.outcome, now.reason).to.equal('signed');
       // +01'00': an hour earlier in UTC.
       expect(signer(now).signingTime).to.equal(new Date(Math.floor(inAnHour.getTime() / 1000) * 1000 - 3_600_000).toISOString());
-      const before = verifyP7m(noattr("D:20200101120000Z"), { trustAnchors: root });
+      const before = verifyP7m(noattr('D:20200101120000Z'), { trustAnchors: root });
       expect(before.reason).to.equal('PDF signature 1: signer 1: the certificate was not valid at the signing time');
       expect(signer(before).signingTime).to.equal('2020-01-01T12:00:00.000Z');
       // Not a PDF date: no claimed time, judged at the time of the check.
@@ -650,7 +835,8 @@ describe('p7m verifier', function () {
       expect(pdfDate("D:20240229120000+01'00'")?.toISOString()).to.equal('2024-02-29T11:00:00.000Z');
       expect(pdfDate('D:2024')?.toISOString()).to.equal('2024-01-01T00:00:00.000Z');
       expect(pdfDate("D:20241124093000-05'30")?.toISOString()).to.equal('2024-11-24T15:00:00.000Z');
-      for (const bad of ['D:20240230', 'D:20241301', 'D:20240101250000Z', "D:20240101+99'99'", 'D:0099', 'D:2024-01-01', '']) expect(pdfDate(bad), bad).to.equal(null);
+      for (const bad of ['D:20240230', 'D:20241301', 'D:20240101250000Z', "D:20240101+99'99'", 'D:0099', 'D:2024-01-01', ''])
+        expect(pdfDate(bad), bad).to.equal(null);
       // No /M in the signature's dictionary, whose header is split over two lines: the /M of the
       // annotation before it is not the signature's, which is judged without a claimed time.
       const annotated = Buffer.concat([fx.pdfs().unsigned, Buffer.from('5 0 obj << /Type /Annot /M (D:20200101000000Z) >> endobj\n', 'latin1')]);
@@ -661,7 +847,10 @@ describe('p7m verifier', function () {
     });
 
     it('refuses a claimed signing time in the future, and more than 8 signatures in a PDF (each costs a hash of the file)', () => {
-      const future = signedWithoutAttributes(fx.pdfs().unsigned, { objectNumber: 95, claimedTime: `D:${new Date(Date.now() + 3_600_000).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z` });
+      const future = signedWithoutAttributes(fx.pdfs().unsigned, {
+        objectNumber: 95,
+        claimedTime: `D:${new Date(Date.now() + 3_600_000).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`,
+      });
       expect(verifyP7m(future, { trustAnchors: root }).signers[0]?.problems).to.include('the claimed signing time is in the future');
       let many = fx.pdfs().unsigned;
       for (let i = 0; i < 9; i++) many = signPdf(many, (data) => fx.timestampToken(data), { subFilter: 'ETSI.RFC3161', objectNumber: 80 + i });
@@ -683,14 +872,17 @@ describe('p7m verifier', function () {
       // A token over other bytes: the stamped bytes changed after it was made.
       const stamped = stamp(fx.pdfs().unsigned);
       const tampered = flipByte(stamped, stamped.indexOf(fx.marker) + 1);
-      expect(verifyP7m(tampered, { trustAnchors: root }).reason).to.equal('PDF signature 1: document timestamp: the timestamp is of other bytes than the document (messageImprint)');
+      expect(verifyP7m(tampered, { trustAnchors: root }).reason).to.equal(
+        'PDF signature 1: document timestamp: the timestamp is of other bytes than the document (messageImprint)',
+      );
     });
 
     it('refuses ByteRanges that lie: outside the file, not from its start, over other bytes than /Contents', () => {
       const pdf = fx.pdfs().signed.toString('latin1');
       const [b, c, d] = /\/ByteRange \[0 (\d+) (\d+) (\d+)/.exec(pdf)!.slice(1).map(Number) as [number, number, number];
       // The numbers have room for 43 characters (the fixture's placeholder): a lie keeps the file's length.
-      const lie = (range: string): string => verifyP7m(Buffer.from(pdf.replace(/\/ByteRange \[[^\]]{43}\]/, `/ByteRange [${range.padEnd(43, ' ')}]`), 'latin1')).reason ?? '';
+      const lie = (range: string): string =>
+        verifyP7m(Buffer.from(pdf.replace(/\/ByteRange \[[^\]]{43}\]/, `/ByteRange [${range.padEnd(43, ' ')}]`), 'latin1')).reason ?? '';
       expect(lie(`0 ${b} ${c} ${d}`)).to.equal('');
       expect(lie(`0 ${b} ${c} ${d + 1000}`)).to.equal('malformed PDF signature: a /ByteRange lies outside the file or overlaps itself');
       expect(lie(`1 ${b} ${c} ${d}`)).to.equal('malformed PDF signature: a /ByteRange does not start at the beginning of the file');

@@ -2,7 +2,15 @@ import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { verifyP7m } from '../../../src/files/p7m/p7m.verifier.js';
-import { judgeAnchors, qualifiedPerList, servicesOf, statusAt, type JudgeOptions, type ListedService, type ServiceRecord } from '../../../src/files/p7m/p7m.trust.js';
+import {
+  judgeAnchors,
+  qualifiedPerList,
+  servicesOf,
+  statusAt,
+  type JudgeOptions,
+  type ListedService,
+  type ServiceRecord,
+} from '../../../src/files/p7m/p7m.trust.js';
 import verifyTask from '../../../src/files/p7m/p7m.task.js';
 import { createTrustSource } from '../../../src/files/trust/trust.source.js';
 import { p7mFixtures, type P7mFixtures } from '../../support/p7m-fixtures.js';
@@ -25,8 +33,15 @@ describe('chains decided by trusted-list services (status at the signing time)',
     born = Date.parse(int.validFrom);
   });
   const service = (history: Array<[string, number | string]>, o: Partial<ListedService> = {}): ListedService => ({
-    territory: 'IT', provider: 'Certificatore di prova S.p.A.', name: 'Test QC CA', type: CA_QC, certificates: [int], uses: [`${SVC_INFO}ForeSignatures`], listNextUpdate: null,
-    history: history.map(([status, from]) => ({ status: STATUS + status, from: new Date(from) })), ...o,
+    territory: 'IT',
+    provider: 'Certificatore di prova S.p.A.',
+    name: 'Test QC CA',
+    type: CA_QC,
+    certificates: [int],
+    uses: [`${SVC_INFO}ForeSignatures`],
+    listNextUpdate: null,
+    history: history.map(([status, from]) => ({ status: STATUS + status, from: new Date(from) })),
+    ...o,
   });
   const granted = () => service([['granted', '2016-07-01T00:00:00Z']]);
 
@@ -34,7 +49,13 @@ describe('chains decided by trusted-list services (status at the signing time)',
     const v = verifyP7m(fx.der.qualified, { trustServices: [granted()] });
     expect(v).to.include({ outcome: 'signed', chain: 'checked' });
     expect(v.signers[0]).to.include({ chain: 'trusted', qualified: true, fiscalCode: 'RSSMRA80A01H501U' });
-    expect(v.signers[0]?.trustService).to.deep.equal({ territory: 'IT', provider: 'Certificatore di prova S.p.A.', name: 'Test QC CA', status: 'granted', qualified: true });
+    expect(v.signers[0]?.trustService).to.deep.equal({
+      territory: 'IT',
+      provider: 'Certificatore di prova S.p.A.',
+      name: 'Test QC CA',
+      status: 'granted',
+      qualified: true,
+    });
     // Trusted, not qualified: no QcCompliance in the certificate, or a service that is not CA/QC.
     expect(verifyP7m(fx.der.rsa, { trustServices: [granted()] }).signers[0]?.trustService).to.include({ qualified: false });
     const plainCa = service([['granted', '2016-07-01T00:00:00Z']], { type: 'http://uri.etsi.org/TrstSvc/Svctype/CA/PKC' });
@@ -55,17 +76,25 @@ describe('chains decided by trusted-list services (status at the signing time)',
     expect(verifyP7m(fx.der.qualified)).to.include({ outcome: 'signed', chain: 'not-checked' });
   });
 
-  it('does not trust a service withdrawn before the signing time, nor, without a timestamp, one withdrawn since: the signer\'s claimed time proves nothing', () => {
-    const before = service([['withdrawn', born - 60_000], ['granted', '2016-07-01T00:00:00Z']]);
+  it("does not trust a service withdrawn before the signing time, nor, without a timestamp, one withdrawn since: the signer's claimed time proves nothing", () => {
+    const before = service([
+      ['withdrawn', born - 60_000],
+      ['granted', '2016-07-01T00:00:00Z'],
+    ]);
     const v = verifyP7m(fx.der.qualified, { trustServices: [before] });
     expect(v.outcome).to.equal('not-signed');
     expect(v.signers[0]).to.include({ chain: 'untrusted', signatureValid: true });
     expect(v.signers[0]?.problems[0]).to.match(/^chain not trusted: the IT trusted list's service "Test QC CA" was withdrawn at the signing time \(since /);
     expect(v.signers[0]?.trustService).to.equal(undefined);
     // Withdrawn a day after the signature, checked two days after: a backdated signature would look the same.
-    const since = service([['withdrawn', born + DAY], ['granted', '2016-07-01T00:00:00Z']]);
+    const since = service([
+      ['withdrawn', born + DAY],
+      ['granted', '2016-07-01T00:00:00Z'],
+    ]);
     const later = verifyP7m(fx.der.qualified, { trustServices: [since], now: new Date(born + 2 * DAY) });
-    expect(later.signers[0]?.problems[0]).to.match(/^chain not trusted: the IT trusted list's service "Test QC CA" is withdrawn since .*, and no timestamp proves the signature older$/);
+    expect(later.signers[0]?.problems[0]).to.match(
+      /^chain not trusted: the IT trusted list's service "Test QC CA" is withdrawn since .*, and no timestamp proves the signature older$/,
+    );
     // A timestamp proves it: the RSA signer's signature timestamped when the fixtures were made.
     const stamped = verifyP7m(fx.timestamped().valid, { trustServices: [since], now: new Date(born + 2 * DAY) });
     expect(stamped.outcome, stamped.reason).to.equal('signed');
@@ -76,17 +105,24 @@ describe('chains decided by trusted-list services (status at the signing time)',
     expect(verifyP7m(fx.der.rsa, { trustServices: [since], now: new Date(born + 2 * DAY) }).outcome).to.equal('not-signed');
   });
 
-  it('a list past its next update decides nothing; a signer\'s chain may not end at a timestamping service', () => {
+  it("a list past its next update decides nothing; a signer's chain may not end at a timestamping service", () => {
     const stale = service([['granted', '2016-07-01T00:00:00Z']], { listNextUpdate: new Date(Date.now() - DAY) });
-    expect(verifyP7m(fx.der.qualified, { trustServices: [stale] }).signers[0]?.problems[0]).to.match(/^chain not trusted: the IT trusted list is out of date \(its next update was due /);
+    expect(verifyP7m(fx.der.qualified, { trustServices: [stale] }).signers[0]?.problems[0]).to.match(
+      /^chain not trusted: the IT trusted list is out of date \(its next update was due /,
+    );
     const fresh = service([['granted', '2016-07-01T00:00:00Z']], { listNextUpdate: new Date(Date.now() + DAY) });
     expect(verifyP7m(fx.der.qualified, { trustServices: [fresh] }).outcome).to.equal('signed');
     const tsaService = service([['granted', '2016-07-01T00:00:00Z']], { type: TSA_QTST, name: 'A QTST' });
-    expect(verifyP7m(fx.der.qualified, { trustServices: [tsaService] }).signers[0]?.problems[0]).to.equal('chain not trusted: the IT trusted list\'s service "A QTST" is not a certification authority\'s');
+    expect(verifyP7m(fx.der.qualified, { trustServices: [tsaService] }).signers[0]?.problems[0]).to.equal(
+      'chain not trusted: the IT trusted list\'s service "A QTST" is not a certification authority\'s',
+    );
   });
 
   it('a chain that goes on to a trust store certificate is trusted whatever the lists say of a CA on the way', () => {
-    const withdrawn = service([['withdrawn', '2020-01-01T00:00:00Z'], ['granted', '2016-07-01T00:00:00Z']]);
+    const withdrawn = service([
+      ['withdrawn', '2020-01-01T00:00:00Z'],
+      ['granted', '2016-07-01T00:00:00Z'],
+    ]);
     const both = verifyP7m(fx.der.qualified, { trustServices: [withdrawn], trustAnchors: [new X509Certificate(fx.rootPem)] });
     expect(both.outcome, both.reason).to.equal('signed');
     expect(both.signers[0]).to.include({ chain: 'trusted' });
@@ -96,21 +132,50 @@ describe('chains decided by trusted-list services (status at the signing time)',
   it('reads the statuses of the lists before eIDAS (1 July 2016) as they were, whatever order the history came in', () => {
     const o = (at: string): JudgeOptions => ({ role: 'signer', now: new Date(at) });
     const trust = (history: Array<[string, string]>) => ({ anchors: [], services: [service(history)], lists: true });
-    expect(judgeAnchors([int], trust([['accredited', '2010-01-01T00:00:00Z']]), new Date('2015-06-01T00:00:00Z'), o('2015-06-01T00:00:00Z'))).to.include({ trusted: true });
-    expect(judgeAnchors([int], trust([['accredited', '2010-01-01T00:00:00Z']]), new Date('2017-01-01T00:00:00Z'), o('2017-01-01T00:00:00Z'))).to.deep.include({ trusted: false });
-    expect(judgeAnchors([int], trust([['granted', '2016-07-01T00:00:00Z'], ['accredited', '2010-01-01T00:00:00Z']]), new Date('2017-01-01T00:00:00Z'), o('2017-01-01T00:00:00Z')))
-      .to.include({ trusted: true, status: `${STATUS}granted` });
+    expect(judgeAnchors([int], trust([['accredited', '2010-01-01T00:00:00Z']]), new Date('2015-06-01T00:00:00Z'), o('2015-06-01T00:00:00Z'))).to.include({
+      trusted: true,
+    });
+    expect(judgeAnchors([int], trust([['accredited', '2010-01-01T00:00:00Z']]), new Date('2017-01-01T00:00:00Z'), o('2017-01-01T00:00:00Z'))).to.deep.include({
+      trusted: false,
+    });
+    expect(
+      judgeAnchors(
+        [int],
+        trust([
+          ['granted', '2016-07-01T00:00:00Z'],
+          ['accredited', '2010-01-01T00:00:00Z'],
+        ]),
+        new Date('2017-01-01T00:00:00Z'),
+        o('2017-01-01T00:00:00Z'),
+      ),
+    ).to.include({ trusted: true, status: `${STATUS}granted` });
     expect(judgeAnchors([int], trust([['granted', '2016-07-01T00:00:00Z']]), new Date('2015-06-01T00:00:00Z'), o('2015-06-01T00:00:00Z'))).to.deep.equal({
-      trusted: false, why: 'the IT trusted list\'s service "Test QC CA" had no status yet at the signing time',
+      trusted: false,
+      why: 'the IT trusted list\'s service "Test QC CA" had no status yet at the signing time',
     });
     // Of two services with the certificate, one that allowed it is enough.
-    const two = { anchors: [], services: [service([['withdrawn', '2016-07-01T00:00:00Z']]), service([['granted', '2016-07-01T00:00:00Z']], { name: 'Other' })], lists: true };
+    const two = {
+      anchors: [],
+      services: [service([['withdrawn', '2016-07-01T00:00:00Z']]), service([['granted', '2016-07-01T00:00:00Z']], { name: 'Other' })],
+      lists: true,
+    };
     expect(judgeAnchors([int], two, new Date('2020-01-01T00:00:00Z'), o('2020-01-01T00:00:00Z'))).to.deep.include({ trusted: true });
     // A stored history oldest first is put newest first.
-    const [loaded] = servicesOf([{
-      territory: 'IT', provider: 'P', name: 'S', type: CA_QC, certificates: [], uses: [], listNextUpdate: null,
-      history: [{ status: `${STATUS}granted`, from: '2016-07-01T00:00:00Z' }, { status: `${STATUS}withdrawn`, from: '2020-01-01T00:00:00Z' }],
-    }]);
+    const [loaded] = servicesOf([
+      {
+        territory: 'IT',
+        provider: 'P',
+        name: 'S',
+        type: CA_QC,
+        certificates: [],
+        uses: [],
+        listNextUpdate: null,
+        history: [
+          { status: `${STATUS}granted`, from: '2016-07-01T00:00:00Z' },
+          { status: `${STATUS}withdrawn`, from: '2020-01-01T00:00:00Z' },
+        ],
+      },
+    ]);
     expect(statusAt(loaded!, new Date('2021-01-01T00:00:00Z'))?.status).to.equal(`${STATUS}withdrawn`);
   });
 
@@ -130,7 +195,7 @@ describe('chains decided by trusted-list services (status at the signing time)',
     expect(qualifiedPerList(granted(), { ...claims, compliance: false }, at)).to.equal(false);
   });
 
-  it('judges a timestamp\'s TSA by the lists too: qualified when the TSA is a listed TSA/QTST service', () => {
+  it("judges a timestamp's TSA by the lists too: qualified when the TSA is a listed TSA/QTST service", () => {
     const stamped = fx.timestamped().valid;
     const underCa = verifyP7m(stamped, { trustServices: [granted()] }).signers[0]?.timestamp;
     expect(underCa).to.include({ valid: true, chain: 'trusted' });
@@ -143,17 +208,32 @@ describe('chains decided by trusted-list services (status at the signing time)',
 
   it('reaches the worker threads through the trust source: read when the lists change, shared between concurrent checks, decoded once per version', async () => {
     const record = (status: string): ServiceRecord => ({
-      territory: 'IT', provider: 'P', name: 'Test QC CA', type: CA_QC, history: [{ status: STATUS + status, from: '2016-07-01T00:00:00.000Z' }],
-      certificates: [int.raw.toString('base64')], uses: [], listNextUpdate: null,
+      territory: 'IT',
+      provider: 'P',
+      name: 'Test QC CA',
+      type: CA_QC,
+      history: [{ status: STATUS + status, from: '2016-07-01T00:00:00.000Z' }],
+      certificates: [int.raw.toString('base64')],
+      uses: [],
+      listNextUpdate: null,
     });
     let version = 'IT:1';
     let records = [record('granted')];
     const reads = { version: 0, snapshot: 0 };
     let clock = 0;
-    const source = createTrustSource({
-      version: () => { reads.version++; return Promise.resolve(version); },
-      snapshot: () => { reads.snapshot++; return Promise.resolve({ version, services: records }); },
-    }, { refreshMs: 1000, now: () => clock });
+    const source = createTrustSource(
+      {
+        version: () => {
+          reads.version++;
+          return Promise.resolve(version);
+        },
+        snapshot: () => {
+          reads.snapshot++;
+          return Promise.resolve({ version, services: records });
+        },
+      },
+      { refreshMs: 1000, now: () => clock },
+    );
     const [a, b] = await Promise.all([source.current(), source.current()]);
     expect(a).to.equal(b);
     expect(reads).to.deep.equal({ version: 1, snapshot: 1 });

@@ -12,7 +12,16 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
   const pem = (name: string) => readFileSync(`${fx.dir}/${name}`, 'utf8');
   // The list's operator (C=IT) signs; the listed CA/QC service is the intermediate.
   const operator = new X509Certificate(pem('tl-operator.pem'));
-  const xml = trustedListXml({ services: [{ certPem: pem('int.pem'), status: `${STATUS}granted`, statusFrom: '2016-07-01T00:00:00Z', history: [{ status: `${STATUS}accredited`, from: '2010-01-01T00:00:00Z' }] }] });
+  const xml = trustedListXml({
+    services: [
+      {
+        certPem: pem('int.pem'),
+        status: `${STATUS}granted`,
+        statusFrom: '2016-07-01T00:00:00Z',
+        history: [{ status: `${STATUS}accredited`, from: '2010-01-01T00:00:00Z' }],
+      },
+    ],
+  });
   const signed = signTrustedList(xml, pem('tl-operator.key'), pem('tl-operator.pem'));
   const refused = (list: string, signers = [operator]): string => {
     try {
@@ -60,7 +69,9 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
     expect(Buffer.from(/<ds:SignatureValue>([^<]+)</.exec(ecdsa)![1]!.replace(/\s+/g, ''), 'base64')).to.have.length(96);
     expect(refused(ecdsa.replace(`${STATUS}granted`, `${STATUS}withdrawn`), [ecOperator])).to.match(/^the list's signature does not verify/);
     // An RSA algorithm named with the EC operator's key configured: not tried with it.
-    expect(refused(ecdsa.replace('xmldsig-more#ecdsa-sha384', 'xmldsig-more#rsa-sha256'), [ecOperator])).to.match(/the signature algorithm is not for the ec key of C=IT/);
+    expect(refused(ecdsa.replace('xmldsig-more#ecdsa-sha384', 'xmldsig-more#rsa-sha256'), [ecOperator])).to.match(
+      /the signature algorithm is not for the ec key of C=IT/,
+    );
   });
 
   it('refuses an altered list: a status, a certificate, a second signature, a signature moved', () => {
@@ -68,7 +79,9 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
     expect(refused(signed.replace('<tsl:SchemeTerritory>IT', '<tsl:SchemeTerritory>FR'))).to.match(/^the list's signature does not verify/);
     const signature = signed.slice(signed.indexOf('<ds:Signature'), signed.indexOf('</ds:Signature>') + '</ds:Signature>'.length);
     expect(refused(signed.replace('<tsl:SchemeInformation>', `<tsl:SchemeInformation>${signature}`))).to.equal('a trusted list has exactly one signature');
-    expect(refused(signed.replace(signature, '').replace('<tsl:SchemeInformation>', `<tsl:SchemeInformation>${signature}`))).to.equal("the signature is not the list's own (a child of its root)");
+    expect(refused(signed.replace(signature, '').replace('<tsl:SchemeInformation>', `<tsl:SchemeInformation>${signature}`))).to.equal(
+      "the signature is not the list's own (a child of its root)",
+    );
   });
 
   it("accepts a reference to the root's Id, and refuses the signed list wrapped in a forged one (signature wrapping)", () => {
@@ -78,23 +91,35 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
     // A forged root saying "withdrawn", the signed list (its signature moved out) inside it, the signature the forged root's.
     const signature = byId.slice(byId.indexOf('<ds:Signature'), byId.indexOf('</ds:Signature>') + '</ds:Signature>'.length);
     const original = byId.replace(signature, '').replace(/^<\?xml[^>]*>\s*/, '');
-    const forged = (id: string) => xml.replace('Id="tsl-1"', `Id="${id}"`).replace(`${STATUS}granted`, `${STATUS}withdrawn`)
-      .replace('</tsl:SchemeInformation>', `<tsl:SchemeExtensions>${original}</tsl:SchemeExtensions></tsl:SchemeInformation>`)
-      .replace('</tsl:TrustServiceStatusList>\n', '').replace(/<\/tsl:TrustServiceStatusList>$/, `${signature}</tsl:TrustServiceStatusList>`);
+    const forged = (id: string) =>
+      xml
+        .replace('Id="tsl-1"', `Id="${id}"`)
+        .replace(`${STATUS}granted`, `${STATUS}withdrawn`)
+        .replace('</tsl:SchemeInformation>', `<tsl:SchemeExtensions>${original}</tsl:SchemeExtensions></tsl:SchemeInformation>`)
+        .replace('</tsl:TrustServiceStatusList>\n', '')
+        .replace(/<\/tsl:TrustServiceStatusList>$/, `${signature}</tsl:TrustServiceStatusList>`);
     expect(refused(forged('tsl-forged'))).to.equal('the signature does not cover the whole list (one enveloped reference to "" or to the root\'s Id)');
     expect(refused(forged('tsl-1'))).to.match(/^the list's signature does not verify .*multiple elements with the same value for the ID/);
   });
 
-  it('refuses, as a refusal and never a crash, a signature xml-crypto cannot read, and lists that are not a member state\'s', () => {
+  it("refuses, as a refusal and never a crash, a signature xml-crypto cannot read, and lists that are not a member state's", () => {
     const noSignedInfo = signed.replace(/<ds:SignedInfo>[\s\S]*<\/ds:SignedInfo>/, '');
     expect(refused(noSignedInfo)).to.match(/^the list's signature cannot be read: /);
     const twoSignedInfos = signed.replace(/(<ds:SignedInfo>[\s\S]*<\/ds:SignedInfo>)/, '$1$1');
     expect(refused(twoSignedInfos)).to.match(/^the list's signature cannot be read: /);
     const services = [{ certPem: pem('int.pem'), status: `${STATUS}granted`, statusFrom: '2016-07-01T00:00:00Z' }];
     // Issued before its signer's certificate began: refused.
-    const early = signTrustedList(xml.replace(/<tsl:ListIssueDateTime>[^<]+/, '<tsl:ListIssueDateTime>2015-01-01T00:00:00Z'), pem('tl-operator.key'), pem('tl-operator.pem'));
+    const early = signTrustedList(
+      xml.replace(/<tsl:ListIssueDateTime>[^<]+/, '<tsl:ListIssueDateTime>2015-01-01T00:00:00Z'),
+      pem('tl-operator.key'),
+      pem('tl-operator.pem'),
+    );
     expect(refused(early)).to.equal("the list's signer's certificate was not valid when the list was issued (2015-01-01T00:00:00.000Z)");
-    const otherType = signTrustedList(trustedListXml({ services, listType: 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/CClist' }), pem('tl-operator.key'), pem('tl-operator.pem'));
+    const otherType = signTrustedList(
+      trustedListXml({ services, listType: 'http://uri.etsi.org/TrstSvc/TrustedList/TSLType/CClist' }),
+      pem('tl-operator.key'),
+      pem('tl-operator.pem'),
+    );
     expect(refused(otherType)).to.equal("not a member state's trusted list (TSLType http://uri.etsi.org/TrstSvc/TrustedList/TSLType/CClist)");
     // The digest is of what the signature covers: the same list re-serialized (another KeyInfo) has the same.
     const keyInfoless = signed.replace(/<ds:KeyInfo>[\s\S]*<\/ds:KeyInfo>/, '');
@@ -104,7 +129,9 @@ describe('EU trusted lists (ETSI TS 119 612), read offline', () => {
   it('refuses what a DOM reader and the digest would read differently, and what XML parsers are attacked with', () => {
     // xml-crypto digests a processing instruction's data as text: a status hidden in one.
     expect(refused(signed.replace(`>${STATUS}granted<`, `><?p ${STATUS}granted?><`))).to.equal('the list has a processing instruction');
-    expect(refused(signed.replace('<?xml version="1.0" encoding="UTF-8"?>', '<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x "y">]>'))).to.equal('the list has a DOCTYPE');
+    expect(refused(signed.replace('<?xml version="1.0" encoding="UTF-8"?>', '<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x "y">]>'))).to.equal(
+      'the list has a DOCTYPE',
+    );
     expect(refused(signed.replace('</tsl:SchemeInformation>', '</tsl:Scheme>'))).to.match(/^XML (error|fatalError)|not well-formed/);
     expect(refused('<a/>')).to.equal('not a trusted list (TrustServiceStatusList)');
   });

@@ -7,7 +7,17 @@ const base: GuaranteeRecord = {
   id: '0190a000-0000-7000-8000-000000000001',
   orgId: '0190a000-0000-7000-8000-0000000000aa',
   transactionId: null,
-  details: { policyNumber: null, actType: null, checkCode: null, emittedAt: null, effectiveAt: null, expiresAt: null, isFixedExpiry: null, cig: null, batchCode: null },
+  details: {
+    policyNumber: null,
+    actType: null,
+    checkCode: null,
+    emittedAt: null,
+    effectiveAt: null,
+    expiresAt: null,
+    isFixedExpiry: null,
+    cig: null,
+    batchCode: null,
+  },
   economics: { garantedAmount: null, contractAmount: null, isAutomaticRenewal: null },
   noteShared: '',
   signEmissionAt: null,
@@ -48,7 +58,11 @@ describe('guarantee serializers', () => {
   });
 
   it('writes dates as UTC RFC 3339 with milliseconds and amounts as numbers', () => {
-    const v1 = toV1({ ...base, economics: { garantedAmount: 10.5, contractAmount: 0, isAutomaticRenewal: true }, signEmissionAt: new Date('2025-01-01T00:00:00+02:00') });
+    const v1 = toV1({
+      ...base,
+      economics: { garantedAmount: 10.5, contractAmount: 0, isAutomaticRenewal: true },
+      signEmissionAt: new Date('2025-01-01T00:00:00+02:00'),
+    });
     expect(v1.createdAt).to.equal('2025-05-01T12:00:00.500Z');
     expect(v1.sign.emissionAt).to.equal('2024-12-31T22:00:00.000Z');
     expect(v1.economics).to.deep.equal({ garantedAmount: 10.5, contractAmount: 0, isAutomaticRenewal: true });

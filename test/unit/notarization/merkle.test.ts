@@ -19,7 +19,13 @@ describe('Merkle trees (RFC 6962 shape)', () => {
   it('hashes leaves and nodes with distinct prefixes and splits at the largest power of two below n', () => {
     const [a, b, c] = digests(3) as [string, string, string];
     expect(buildTree([a]).root).to.equal(hex(leafHash(a)));
-    expect(hex(leafHash(a))).to.equal(hex(createHash('sha256').update(Buffer.concat([Buffer.from([0]), Buffer.from(a, 'hex')])).digest()));
+    expect(hex(leafHash(a))).to.equal(
+      hex(
+        createHash('sha256')
+          .update(Buffer.concat([Buffer.from([0]), Buffer.from(a, 'hex')]))
+          .digest(),
+      ),
+    );
     // n = 3: k = 2, so root = node(node(a, b), c).
     expect(buildTree([a, b, c]).root).to.equal(hex(nodeHash(nodeHash(leafHash(a), leafHash(b)), leafHash(c))));
   });
@@ -35,7 +41,7 @@ describe('Merkle trees (RFC 6962 shape)', () => {
     const { root, paths } = buildTree(ds);
     const path = paths[6] ?? [];
     expect(rootFromPath(digest(99), path)).to.not.equal(root);
-    const flipped = path.map((s, i) => (i === 1 ? { ...s, side: s.side === 'left' ? 'right' as const : 'left' as const } : s));
+    const flipped = path.map((s, i) => (i === 1 ? { ...s, side: s.side === 'left' ? ('right' as const) : ('left' as const) } : s));
     expect(rootFromPath(ds[6] as string, flipped)).to.not.equal(root);
     const changed = path.map((s, i) => (i === 0 ? { ...s, hash: digest(98) } : s));
     expect(rootFromPath(ds[6] as string, changed)).to.not.equal(root);

@@ -8,8 +8,14 @@ import { verifyProof } from '../../../src/notarization/proof.js';
 const record: GuaranteeV2 = {
   details: { actType: null, checkCode: null, emittedAt: null, effectiveAt: null, expiresAt: null, isFixedExpiry: null, cig: null, batchCode: null },
   economics: { garantedAmount: null, contractAmount: null, isAutomaticRenewal: null },
-  note: { shared: '' }, sign: { emissionAt: null }, txHash: null, notarizationStatus: 'COMPLETE', docs: [],
-  createdAt: '2026-11-23T02:31:07.243Z', id: '01a2063e-2aeb-7015-89dd-221cf9156a3c', orgId: '01a2063d-fd0d-7406-bcb2-977977e358c8',
+  note: { shared: '' },
+  sign: { emissionAt: null },
+  txHash: null,
+  notarizationStatus: 'COMPLETE',
+  docs: [],
+  createdAt: '2026-11-23T02:31:07.243Z',
+  id: '01a2063e-2aeb-7015-89dd-221cf9156a3c',
+  orgId: '01a2063d-fd0d-7406-bcb2-977977e358c8',
 };
 
 /** An EVM proof of `record` in a batch of 3, its transaction signed by `wallet` (or carrying `raw`). */
@@ -17,16 +23,48 @@ function evmProof(raw: (root: string) => Promise<string>): Promise<Record<string
   const digest = guaranteeDigest(record);
   const { root, paths } = buildTree([digest, 'aa'.repeat(32), 'bb'.repeat(32)]);
   return raw(root).then((signed) => {
-    const tx = (() => { try { return Transaction.from(signed); } catch { return undefined; } })();
+    const tx = (() => {
+      try {
+        return Transaction.from(signed);
+      } catch {
+        return undefined;
+      }
+    })();
     return {
-      guaranteeId: record.id, notarizationStatus: 'COMPLETE', canonicalization: 'guarantee-registry/notarization/v1', digest, leafIndex: 0, batchSize: 3,
-      path: paths[0], root, anchor: { kind: 'evm', txHash: tx?.hash ?? `0x${'cd'.repeat(32)}`, anchoredAt: '2026-11-23T02:32:00.000Z', chainId: 31337, blockNumber: 5, from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', rawTransaction: signed },
+      guaranteeId: record.id,
+      notarizationStatus: 'COMPLETE',
+      canonicalization: 'guarantee-registry/notarization/v1',
+      digest,
+      leafIndex: 0,
+      batchSize: 3,
+      path: paths[0],
+      root,
+      anchor: {
+        kind: 'evm',
+        txHash: tx?.hash ?? `0x${'cd'.repeat(32)}`,
+        anchoredAt: '2026-11-23T02:32:00.000Z',
+        chainId: 31337,
+        blockNumber: 5,
+        from: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
+        rawTransaction: signed,
+      },
     };
   });
 }
 
 const wallet = new Wallet('0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80');
-const sign = (root: string) => wallet.signTransaction({ type: 2, chainId: 31337, nonce: 0, to: wallet.address, value: 0n, data: `0x${root}`, gasLimit: 30000n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n });
+const sign = (root: string) =>
+  wallet.signTransaction({
+    type: 2,
+    chainId: 31337,
+    nonce: 0,
+    to: wallet.address,
+    value: 0n,
+    data: `0x${root}`,
+    gasLimit: 30000n,
+    maxFeePerGas: 1n,
+    maxPriorityFeePerGas: 1n,
+  });
 
 describe('proof verification (offline)', () => {
   it('accepts an EVM proof whose signed transaction hashes to txHash, carries the root and comes from the named sender', async () => {
@@ -37,7 +75,17 @@ describe('proof verification (offline)', () => {
 
   it('answers a verdict, never an exception, for a signed transaction whose signature is not on the curve', async () => {
     const proof = await evmProof((root) => {
-      const tx = Transaction.from({ type: 2, chainId: 31337, nonce: 0, to: wallet.address, value: 0n, data: `0x${root}`, gasLimit: 30000n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n });
+      const tx = Transaction.from({
+        type: 2,
+        chainId: 31337,
+        nonce: 0,
+        to: wallet.address,
+        value: 0n,
+        data: `0x${root}`,
+        gasLimit: 30000n,
+        maxFeePerGas: 1n,
+        maxPriorityFeePerGas: 1n,
+      });
       tx.signature = Signature.from({ r: `0x${'0'.repeat(63)}5`, s: `0x${'0'.repeat(63)}7`, v: 27 });
       return Promise.resolve(tx.serialized);
     });

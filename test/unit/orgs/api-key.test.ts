@@ -34,7 +34,10 @@ describe('presentedKey', () => {
   });
 
   it('keeps repeated header lines apart, whatever their case', () => {
-    expect(credentialHeaders(['Host', 'x', 'X-API-Key', 'a', 'x-api-key', 'b', 'AUTHORIZATION', 'Bearer c'])).to.deep.equal({ 'x-api-key': ['a', 'b'], authorization: ['Bearer c'] });
+    expect(credentialHeaders(['Host', 'x', 'X-API-Key', 'a', 'x-api-key', 'b', 'AUTHORIZATION', 'Bearer c'])).to.deep.equal({
+      'x-api-key': ['a', 'b'],
+      authorization: ['Bearer c'],
+    });
     expect(presentedKey(credentialHeaders(['X-Api-Key', 'a', 'x-api-key', 'a']))).to.equal(undefined);
   });
 });
@@ -44,7 +47,12 @@ describe('key authentication cache', () => {
     const { key, prefix, hash } = generateApiKey();
     let stored: StoredApiKey = { prefix, orgId: 'o', hash, revokedAt: null };
     let lookups = 0;
-    const repo = { findApiKey: () => { lookups++; return Promise.resolve(stored); } } as unknown as OrgRepository;
+    const repo = {
+      findApiKey: () => {
+        lookups++;
+        return Promise.resolve(stored);
+      },
+    } as unknown as OrgRepository;
     let clock = 0;
     const svc = createOrgService(repo, { cacheTtlMs: 1000, now: () => clock });
     expect(await svc.authenticate(key)).to.deep.equal({ orgId: 'o', keyPrefix: prefix });
@@ -60,7 +68,12 @@ describe('key authentication cache', () => {
   it('remembers a prefix that matched no key for a minute: a client hammering with a wrong key costs one lookup', async () => {
     const { key } = generateApiKey();
     let lookups = 0;
-    const repo = { findApiKey: () => { lookups++; return Promise.resolve(undefined); } } as unknown as OrgRepository;
+    const repo = {
+      findApiKey: () => {
+        lookups++;
+        return Promise.resolve(undefined);
+      },
+    } as unknown as OrgRepository;
     let clock = 0;
     const svc = createOrgService(repo, { now: () => clock });
     for (let i = 0; i < 100; i++) expect(await svc.authenticate(key)).to.equal(undefined);

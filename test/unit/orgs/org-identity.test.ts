@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { isPartitaIva, normalizeRegister, normalizeVat } from '../../../src/orgs/org-identity.js';
 import { ValidationError } from '../../../src/shared/errors.js';
 
-describe('organizations\' public identifiers', () => {
+describe("organizations' public identifiers", () => {
   it('checks an Italian partita IVA by its check digit', () => {
     // Two numbers whose check digit is right, and the same with a digit changed.
     for (const valid of ['00743110157', '12345678903']) expect(isPartitaIva(valid), valid).to.equal(true);

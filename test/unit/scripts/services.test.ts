@@ -11,7 +11,10 @@ function fake(name: LocalService['name'], events: string[], fails = false): Loca
       events.push(`start ${name}`);
       return fails ? Promise.reject(new Error(`${name} would not start`)) : Promise.resolve();
     },
-    stop() { events.push(`stop ${name}`); return Promise.resolve(); },
+    stop() {
+      events.push(`stop ${name}`);
+      return Promise.resolve();
+    },
     env: () => ({ [`FAKE_${name.toUpperCase()}_URL`]: `fake://${name}` }),
   };
 }
@@ -20,7 +23,10 @@ describe('services up', () => {
   it('stops what it started when another service fails to start, then fails', async () => {
     const events: string[] = [];
     const before = startedByThisProcess.bench.length;
-    const err = await up('bench', undefined, [fake('redis', events), fake('clamd', events, true)]).then(() => undefined, (e: unknown) => e);
+    const err = await up('bench', undefined, [fake('redis', events), fake('clamd', events, true)]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((err as Error).message).to.equal('clamd would not start');
     expect(events.filter((e) => e.startsWith('stop')).sort()).to.deep.equal(['stop clamd', 'stop redis']);
     // Remembered as started by this process, for a caller interrupted mid-start.
@@ -43,7 +49,10 @@ describe('services up', () => {
 
   it('starts a service that is not run by default only when named (the EVM chain: tests, or NOTARIZATION_ANCHOR=evm)', async () => {
     const events: string[] = [];
-    const optional = { ...fake('evm', events), byDefault: (profile: string, env: NodeJS.ProcessEnv) => profile === 'test' || env.NOTARIZATION_ANCHOR === 'evm' };
+    const optional = {
+      ...fake('evm', events),
+      byDefault: (profile: string, env: NodeJS.ProcessEnv) => profile === 'test' || env.NOTARIZATION_ANCHOR === 'evm',
+    };
     expect((await up('bench', undefined, [fake('redis', events), optional])).started).to.deep.equal(['redis']);
     expect((await up('bench', ['evm'], [fake('redis', events), optional])).started).to.deep.equal(['evm']);
     expect((await up('test', undefined, [optional])).started).to.deep.equal(['evm']);

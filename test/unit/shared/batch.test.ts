@@ -4,7 +4,13 @@ import { createBatcher } from '../../../src/shared/batch.js';
 describe('batching calls of one turn of the event loop', () => {
   it('hands the calls of one turn to one run, each caller getting its own result', async () => {
     const runs: number[][] = [];
-    const double = createBatcher((xs: number[]) => { runs.push(xs); return Promise.resolve(xs.map((x) => x * 2)); }, { maxItems: 100 });
+    const double = createBatcher(
+      (xs: number[]) => {
+        runs.push(xs);
+        return Promise.resolve(xs.map((x) => x * 2));
+      },
+      { maxItems: 100 },
+    );
     expect(await Promise.all([double(1), double(2), double(3)])).to.deep.equal([2, 4, 6]);
     expect(await double(4)).to.equal(8);
     expect(runs).to.deep.equal([[1, 2, 3], [4]]);
@@ -12,7 +18,13 @@ describe('batching calls of one turn of the event loop', () => {
 
   it('runs a full batch at once, without waiting for the turn to end', async () => {
     const runs: number[][] = [];
-    const same = createBatcher((xs: number[]) => { runs.push(xs); return Promise.resolve(xs); }, { maxItems: 2 });
+    const same = createBatcher(
+      (xs: number[]) => {
+        runs.push(xs);
+        return Promise.resolve(xs);
+      },
+      { maxItems: 2 },
+    );
     const results = Promise.all([same(1), same(2), same(3)]);
     await Promise.resolve(); // a microtask: the turn (and its setImmediate) has not ended
     expect(runs).to.deep.equal([[1, 2]]);
@@ -35,7 +47,12 @@ describe('batching calls of one turn of the event loop', () => {
     expect(outcomes.every((o) => o.status === 'rejected')).to.equal(true);
   });
   it('settles every caller of a run that throws instead of rejecting', async () => {
-    const throwing = createBatcher((): Promise<number[]> => { throw new Error('thrown'); }, { maxItems: 10 });
+    const throwing = createBatcher(
+      (): Promise<number[]> => {
+        throw new Error('thrown');
+      },
+      { maxItems: 10 },
+    );
     const outcomes = await Promise.allSettled([throwing(1), throwing(2)]);
     expect(outcomes.map((o) => o.status)).to.deep.equal(['rejected', 'rejected']);
   });
@@ -43,8 +60,17 @@ describe('batching calls of one turn of the event loop', () => {
   it('serial: keeps one run in flight; the calls made meanwhile go together in the next', async () => {
     const runs: number[][] = [];
     let release: () => void = () => undefined;
-    const gate = new Promise<void>((resolve) => { release = resolve; });
-    const slow = createBatcher(async (xs: number[]) => { runs.push(xs); if (runs.length === 1) await gate; return xs; }, { maxItems: 100, serial: true });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const slow = createBatcher(
+      async (xs: number[]) => {
+        runs.push(xs);
+        if (runs.length === 1) await gate;
+        return xs;
+      },
+      { maxItems: 100, serial: true },
+    );
     const first = slow(1);
     await new Promise((resolve) => setImmediate(resolve));
     expect(runs).to.deep.equal([[1]]);
@@ -62,7 +88,9 @@ describe('batching calls of one turn of the event loop', () => {
   function gatedRuns() {
     const runs: Array<{ items: number[]; at: number; release: () => void }> = [];
     const run = async (items: number[]): Promise<number[]> => {
-      await new Promise<void>((resolve) => { runs.push({ items, at: performance.now(), release: resolve }); });
+      await new Promise<void>((resolve) => {
+        runs.push({ items, at: performance.now(), release: resolve });
+      });
       return items;
     };
     return { runs, run };
@@ -101,7 +129,10 @@ describe('batching calls of one turn of the event loop', () => {
     await turn(); // idle again
     const next = spaced(1);
     await turn();
-    expect(runs.map((r) => r.items), 'an idle batcher holds nothing back').to.deep.equal([[0], [1]]);
+    expect(
+      runs.map((r) => r.items),
+      'an idle batcher holds nothing back',
+    ).to.deep.equal([[0], [1]]);
     // Full when the run in flight ends: it goes at once.
     const full = [spaced(2), spaced(3), spaced(4)];
     await turn();

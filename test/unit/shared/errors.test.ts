@@ -17,7 +17,11 @@ describe('error mapping', () => {
     const result = schema.safeParse({ 'a/b': { 'c~d': 'x', extra: 1 } });
     expect(result.success).to.equal(false);
     if (!result.success) {
-      expect(problemsOf(result.error).map((p) => p.pointer).sort()).to.deep.equal(['#/a~1b/c~0d', '#/a~1b/extra']);
+      expect(
+        problemsOf(result.error)
+          .map((p) => p.pointer)
+          .sort(),
+      ).to.deep.equal(['#/a~1b/c~0d', '#/a~1b/extra']);
     }
   });
 });

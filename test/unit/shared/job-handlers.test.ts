@@ -5,21 +5,39 @@ import { later, processorFor, stop } from '../../../src/shared/job-handlers.js';
 /** Just what a processor touches of a job: its name, and moveToDelayed. */
 function jobNamed(name: string) {
   const moved: number[] = [];
-  const job = { name, data: {}, moveToDelayed: (at: number) => { moved.push(at); return Promise.resolve(); } } as unknown as Job<object>;
+  const job = {
+    name,
+    data: {},
+    moveToDelayed: (at: number) => {
+      moved.push(at);
+      return Promise.resolve();
+    },
+  } as unknown as Job<unknown, unknown, never>;
   return { job, moved };
 }
 
 describe('typed job handlers', () => {
   const names = ['look', 'scan'] as const;
 
-  it('refuses at start-up a handler map that does not match the queue\'s job names', () => {
+  it("refuses at start-up a handler map that does not match the queue's job names", () => {
     expect(() => processorFor('q', names, { look: () => Promise.resolve(1) } as never)).to.throw('queue q: handlers for [look] but job names [look, scan]');
-    expect(() => processorFor('q', ['look'], { look: () => Promise.resolve(1), extra: () => Promise.resolve(2) } as never)).to.throw(/handlers for \[extra, look\]/);
+    expect(() => processorFor('q', ['look'], { look: () => Promise.resolve(1), extra: () => Promise.resolve(2) } as never)).to.throw(
+      /handlers for \[extra, look\]/,
+    );
   });
 
-  it('runs the handler of the job\'s name; a name no handler knows fails for good, never as another job', async () => {
+  it("runs the handler of the job's name; a name no handler knows fails for good, never as another job", async () => {
     const ran: string[] = [];
-    const processor = processorFor('q', names, { look: () => { ran.push('look'); return Promise.resolve('looked'); }, scan: () => { ran.push('scan'); return Promise.resolve('scanned'); } });
+    const processor = processorFor('q', names, {
+      look: () => {
+        ran.push('look');
+        return Promise.resolve('looked');
+      },
+      scan: () => {
+        ran.push('scan');
+        return Promise.resolve('scanned');
+      },
+    });
     expect(await processor(jobNamed('scan').job, 'token')).to.equal('scanned');
     const err = await processor(jobNamed('toString').job, 'token').catch((e: unknown) => e);
     expect(err).to.be.instanceOf(UnrecoverableError);

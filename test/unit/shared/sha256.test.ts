@@ -7,7 +7,7 @@ describe('SHA-256 shared by Node and the verification page', () => {
     expect(SHA256_IMPLEMENTATION).to.equal('node:crypto');
   });
 
-  it('gives the bytes of the page\'s JavaScript implementation, for strings (UTF-8, lone surrogates too) and bytes in parts', () => {
+  it("gives the bytes of the page's JavaScript implementation, for strings (UTF-8, lone surrogates too) and bytes in parts", () => {
     const strings = ['', 'abc', 'perché €', '𝄞 guarantee', 'lone \ud800 surrogate', 'x'.repeat(10_000)];
     for (const s of strings) {
       expect(sha256Hex(s), JSON.stringify(s)).to.equal(bytesToHex(sha256Portable(s)));

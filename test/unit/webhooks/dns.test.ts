@@ -7,21 +7,31 @@ import { dnsResolver } from '../../../src/webhooks/ssrf.js';
 async function silentNameServer(): Promise<{ address: string; queries: () => number; close(): void }> {
   const socket: Socket = createSocket('udp4');
   let queries = 0;
-  socket.on('message', () => { queries += 1; });
+  socket.on('message', () => {
+    queries += 1;
+  });
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
   return { address: `127.0.0.1:${socket.address().port}`, queries: () => queries, close: () => socket.close() };
 }
 
-const threadPoolTask = () => new Promise<void>((resolve, reject) => { pbkdf2('x', 'y', 1, 32, 'sha256', (err) => (err ? reject(err) : resolve())); });
+const threadPoolTask = () =>
+  new Promise<void>((resolve, reject) => {
+    pbkdf2('x', 'y', 1, 32, 'sha256', (err) => (err ? reject(err) : resolve()));
+  });
 
 describe('webhook name resolution (dnsResolver)', () => {
-  it('gives up on a name server that never answers within its time limit, without holding libuv\'s thread pool', async () => {
+  it("gives up on a name server that never answers within its time limit, without holding libuv's thread pool", async () => {
     const server = await silentNameServer();
     try {
       const resolve = dnsResolver({ timeoutMs: 600, servers: [server.address] });
       const started = Date.now();
       // More lookups than the pool has threads (4): dns.lookup (getaddrinfo) would hold them all.
-      const lookups = Array.from({ length: 8 }, (_, i) => resolve(`tenant-${i}.example.test`).then(() => 'resolved', (err: Error) => err.message));
+      const lookups = Array.from({ length: 8 }, (_, i) =>
+        resolve(`tenant-${i}.example.test`).then(
+          () => 'resolved',
+          (err: Error) => err.message,
+        ),
+      );
       // Meanwhile, work on the thread pool (what database and Redis connects, file reads and crypto share) goes through at once.
       const poolStart = Date.now();
       await Promise.all(Array.from({ length: 8 }, threadPoolTask));

@@ -11,8 +11,29 @@ describe('webhooks: the address policy', () => {
   const policy = createAddressPolicy([]);
   it('allows public unicast addresses only', () => {
     for (const ok of ['8.8.8.8', '93.184.216.34', '2606:4700::1']) expect(policy.refusal(ok), ok).to.equal(undefined);
-    for (const bad of ['127.0.0.1', '10.0.0.1', '172.16.5.4', '192.168.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '255.255.255.255', '224.0.0.1',
-      '192.0.0.192', '::1', '::', 'fe80::1', 'fd00:ec2::254', 'fc00::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '64:ff9b::a00:1', '2002:a00:1::', 'ff02::1', 'not-an-ip']) {
+    for (const bad of [
+      '127.0.0.1',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.0.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '255.255.255.255',
+      '224.0.0.1',
+      '192.0.0.192',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00:ec2::254',
+      'fc00::1',
+      '::ffff:10.0.0.1',
+      '::ffff:127.0.0.1',
+      '64:ff9b::a00:1',
+      '2002:a00:1::',
+      'ff02::1',
+      'not-an-ip',
+    ]) {
       expect(policy.refusal(bad), bad).to.be.a('string');
     }
   });
@@ -26,7 +47,17 @@ describe('webhooks: the address policy', () => {
     expect(allow.refusal('10.2.0.1')).to.be.a('string');
   });
   it('refuses a name when any of its addresses is refused, or when it does not resolve', async () => {
-    const resolver = (h: string) => Promise.resolve(h === 'mixed.test' ? [{ address: '8.8.8.8', family: 4 }, { address: '10.0.0.1', family: 4 }] : h === 'ok.test' ? [{ address: '8.8.8.8', family: 4 }] : []);
+    const resolver = (h: string) =>
+      Promise.resolve(
+        h === 'mixed.test'
+          ? [
+              { address: '8.8.8.8', family: 4 },
+              { address: '10.0.0.1', family: 4 },
+            ]
+          : h === 'ok.test'
+            ? [{ address: '8.8.8.8', family: 4 }]
+            : [],
+      );
     expect(await checkHost('ok.test', resolver, policy)).to.have.length(1);
     for (const host of ['mixed.test', 'none.test']) {
       try {
@@ -45,7 +76,15 @@ describe('webhooks: endpoint URLs', () => {
     expect(c.ok && c.normalized).to.equal('https://example.com/a/c?q=1');
   });
   it('refuses what is not an absolute http(s) URL without credentials, or too long', () => {
-    for (const [input, allowHttp] of [[undefined, true], ['', true], ['x', true], ['http://a.example/', false], ['file:///etc/passwd', true], ['https://u:p@a.example/', true], [`https://a.example/${'x'.repeat(2048)}`, true]] as const) {
+    for (const [input, allowHttp] of [
+      [undefined, true],
+      ['', true],
+      ['x', true],
+      ['http://a.example/', false],
+      ['file:///etc/passwd', true],
+      ['https://u:p@a.example/', true],
+      [`https://a.example/${'x'.repeat(2048)}`, true],
+    ] as const) {
       expect(checkEndpointUrl(input, { allowHttp }).ok, String(input)).to.equal(false);
     }
   });
@@ -59,7 +98,7 @@ describe('webhooks: retry delays', () => {
     expect(retryDelay(schedule, 3, new Error('x'), () => 1)).to.equal(2_160_000);
     expect(retryDelay(schedule, 9, new Error('x'), () => 0.5)).to.equal(1_800_000);
   });
-  it('takes the receiver\'s Retry-After, at most a day', () => {
+  it("takes the receiver's Retry-After, at most a day", () => {
     expect(retryDelay(schedule, 1, new DeliveryFailedError('429', 42_000))).to.equal(42_000);
     expect(retryDelay(schedule, 1, new DeliveryFailedError('429', 10 * MAX_RETRY_AFTER_MS))).to.equal(MAX_RETRY_AFTER_MS);
   });
@@ -132,8 +171,12 @@ describe('webhooks: the per-endpoint bound', () => {
     const slots = createEndpointSlots(1, 1000);
     await slots.acquire('a');
     const order: string[] = [];
-    const second = slots.acquire('a').then((ok) => { order.push(`second ${ok}`); });
-    const third = slots.acquire('a').then((ok) => { order.push(`third ${ok}`); });
+    const second = slots.acquire('a').then((ok) => {
+      order.push(`second ${ok}`);
+    });
+    const third = slots.acquire('a').then((ok) => {
+      order.push(`third ${ok}`);
+    });
     expect(slots.usage('a')).to.deep.equal({ inFlight: 1, waiting: 2 });
     slots.release('a');
     await second;
@@ -176,12 +219,21 @@ describe('webhooks: the outbox relay while Redis is away', () => {
     let queued = 0;
     const event = { id: 'e1', orgId: 'o1', createdAt: new Date() };
     const repo = {
-      undispatched: () => { reads++; return Promise.resolve([event]); },
+      undispatched: () => {
+        reads++;
+        return Promise.resolve([event]);
+      },
       fanOut: () => Promise.resolve([]),
       markDispatched: () => Promise.resolve(),
     };
     let redisUp = false;
-    const jobs = { queue: () => { if (!redisUp) return Promise.reject(new Error('Redis is away')); queued++; return Promise.resolve(); } };
+    const jobs = {
+      queue: () => {
+        if (!redisUp) return Promise.reject(new Error('Redis is away'));
+        queued++;
+        return Promise.resolve();
+      },
+    };
     const relay = createRelay({ repo: repo as never, jobs, logger: createLogger('silent'), settings: { retryMs: 1000 } });
     relay.wake();
     await until('the first round', () => reads === 1);
@@ -191,7 +243,10 @@ describe('webhooks: the outbox relay while Redis is away', () => {
     expect(reads).to.equal(1);
     // Redis is back: the retry relays the backlog, and commits wake the relay again.
     redisUp = true;
-    repo.undispatched = () => { reads++; return Promise.resolve(queued ? [] : [event]); };
+    repo.undispatched = () => {
+      reads++;
+      return Promise.resolve(queued ? [] : [event]);
+    };
     await until('the retry to relay the backlog', () => queued === 1);
     const before = reads;
     relay.wake();
@@ -203,7 +258,14 @@ describe('webhooks: the outbox relay while Redis is away', () => {
     const { createRelay } = await import('../../../src/webhooks/outbox.js');
     const { createLogger } = await import('../../../src/shared/logger.js');
     let reads = 0;
-    const repo = { undispatched: () => { reads++; return Promise.resolve([]); }, fanOut: () => Promise.resolve([]), markDispatched: () => Promise.resolve() };
+    const repo = {
+      undispatched: () => {
+        reads++;
+        return Promise.resolve([]);
+      },
+      fanOut: () => Promise.resolve([]),
+      markDispatched: () => Promise.resolve(),
+    };
     const relay = createRelay({ repo: repo as never, jobs: { queue: () => Promise.resolve() }, logger: createLogger('silent') });
     for (let i = 0; i < 50; i++) relay.wake();
     expect(reads).to.equal(0);

@@ -22,4 +22,18 @@ export interface Migration {
   down(params: { context: Query }): Promise<void>;
 }
 
-export const migrations: Migration[] = [initial, claimOwnerAndCreatedOrder, fileVerdicts, webhooks, webhookAttemptSuccesses, notarization, evmAnchor, selfHealing, organizationIdentity, publicVerification, verificationKey, verificationWrites, trustedLists];
+export const migrations: Migration[] = [
+  initial,
+  claimOwnerAndCreatedOrder,
+  fileVerdicts,
+  webhooks,
+  webhookAttemptSuccesses,
+  notarization,
+  evmAnchor,
+  selfHealing,
+  organizationIdentity,
+  publicVerification,
+  verificationKey,
+  verificationWrites,
+  trustedLists,
+];
