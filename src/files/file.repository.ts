@@ -17,8 +17,8 @@ export interface NewFile {
   createdAt: Date;
 }
 
-export const FILE_STATUSES = ['In Progress', 'Clean', 'Infected', 'Error', 'Signed'] as const;
-export type FileStatus = (typeof FILE_STATUSES)[number];
+import type { FileStatus } from './file.statuses.js';
+export { FILE_STATUSES, type FileStatus } from './file.statuses.js';
 
 /** A file as the pipeline and the extended view see it: as issued, plus what the scan and the check recorded. */
 export interface FileRecord extends NewFile {

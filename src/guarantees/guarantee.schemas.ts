@@ -116,31 +116,8 @@ export const createGuaranteeV2 = z
 export type CreateGuaranteeV1 = z.output<typeof createGuaranteeV1>;
 export type CreateGuaranteeV2 = z.output<typeof createGuaranteeV2>;
 
-const positiveInt = (name: string, max: number) =>
-  z
-    .string()
-    .regex(/^[1-9]\d{0,15}$/, `${name} must be a whole number >= 1`)
-    .transform(Number)
-    .refine((n) => n <= max, `${name} must be at most ${max}`);
-
-export const MAX_LIMIT = 100;
-
-/** A query string is text, validated as such; the document shows the integer it stands for (generated clients then take numbers). */
-const asInteger =
-  (maximum: number, fallback: number) =>
-  ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
-    for (const key of Object.keys(jsonSchema)) if (key !== 'description') delete jsonSchema[key];
-    Object.assign(jsonSchema, { type: 'integer', minimum: 1, maximum, default: fallback });
-  };
-
-export const listQuery = z.object({
-  page: positiveInt('page', Number.MAX_SAFE_INTEGER)
-    .default(1)
-    .meta({ description: 'Page number, from 1.', override: asInteger(Number.MAX_SAFE_INTEGER, 1) }),
-  limit: positiveInt('limit', MAX_LIMIT)
-    .default(10)
-    .meta({ description: `Items per page, 1 to ${MAX_LIMIT}.`, override: asInteger(MAX_LIMIT, 10) }),
-});
+/** Paging, as every list of the API pages (src/shared/validation.ts). */
+export { MAX_LIMIT, pagingQuery as listQuery } from '../shared/validation.js';
 
 // ---- Responses -------------------------------------------------------------------------
 

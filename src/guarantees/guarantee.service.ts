@@ -6,6 +6,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldProblem } from '../shared/errors.js';
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
+import { REJECTED_FILE_STATUSES as REJECTED_STATUSES } from '../files/file.statuses.js';
 import { UUID_PATTERN } from '../shared/validation.js';
 import type { Outbox } from '../webhooks/outbox.js';
 import type { GuaranteeRepository } from './guarantee.repository.js';
@@ -16,7 +17,7 @@ import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
 const UUID = new RegExp(`^${UUID_PATTERN}$`);
 
 /** Files in these states can never be attached: their content is unsafe or unknown. */
-const REJECTED_FILE_STATUSES = new Set(['Infected', 'Error']);
+const REJECTED_FILE_STATUSES = new Set<string>(REJECTED_STATUSES);
 
 /** Turns a validated v1 or v2 body into the domain's normalized form (absent and null alike). */
 export function normalize(input: CreateGuaranteeV1 | CreateGuaranteeV2): NewGuarantee {

@@ -2,6 +2,7 @@
 // the batches and the proofs. Every change of state is conditional on the state it leaves, so
 // that a retried or overlapping step changes nothing twice.
 import { execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { ACCEPTED_FILE_STATUSES, REJECTED_FILE_STATUSES, sqlStatusList } from '../files/file.statuses.js';
 import type { PathStep } from './merkle.js';
 import type { AnchorKind, Submission } from './anchor.js';
 
@@ -91,7 +92,7 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
         db,
         `SELECT g.id, g.org_id, d.file_key, f.status FROM guarantees g
           JOIN guarantee_docs d ON d.guarantee_id = g.id JOIN files f ON f.object_key = d.file_key
-        WHERE g.notary_state = 'waiting' AND f.status IN ('Infected', 'Error')
+        WHERE g.notary_state = 'waiting' AND f.status IN (${sqlStatusList(REJECTED_FILE_STATUSES)})
         ORDER BY g.id, d.position LIMIT ${Math.trunc(limit)}`,
         [],
       );
@@ -106,7 +107,7 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
         db,
         `SELECT g.id FROM guarantees g WHERE g.notary_state = 'waiting' AND NOT EXISTS (
           SELECT 1 FROM guarantee_docs d JOIN files f ON f.object_key = d.file_key
-          WHERE d.guarantee_id = g.id AND f.status NOT IN ('Clean', 'Signed'))
+          WHERE d.guarantee_id = g.id AND f.status NOT IN (${sqlStatusList(ACCEPTED_FILE_STATUSES)}))
         ORDER BY g.id LIMIT ${Math.trunc(limit)}`,
         [],
       );

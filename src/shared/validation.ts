@@ -81,3 +81,30 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, wha
   const errors = problemsOf(result.error);
   throw new ValidationError(`Invalid ${what}: ${errors.map((e) => `${e.pointer.slice(1) || '/'} ${e.detail}`).join('; ')}`, errors);
 }
+
+const positiveInt = (name: string, max: number) =>
+  z
+    .string()
+    .regex(/^[1-9]\d{0,15}$/, `${name} must be a whole number >= 1`)
+    .transform(Number)
+    .refine((n) => n <= max, `${name} must be at most ${max}`);
+
+export const MAX_LIMIT = 100;
+
+/** A query string is text, validated as such; the document shows the integer it stands for (generated clients then take numbers). */
+const asInteger =
+  (maximum: number, fallback: number) =>
+  ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+    for (const key of Object.keys(jsonSchema)) if (key !== 'description') delete jsonSchema[key];
+    Object.assign(jsonSchema, { type: 'integer', minimum: 1, maximum, default: fallback });
+  };
+
+/** `?page=&limit=` of every list of the API: page from 1, limit 1 to MAX_LIMIT (default 10). */
+export const pagingQuery = z.object({
+  page: positiveInt('page', Number.MAX_SAFE_INTEGER)
+    .default(1)
+    .meta({ description: 'Page number, from 1.', override: asInteger(Number.MAX_SAFE_INTEGER, 1) }),
+  limit: positiveInt('limit', MAX_LIMIT)
+    .default(10)
+    .meta({ description: `Items per page, 1 to ${MAX_LIMIT}.`, override: asInteger(MAX_LIMIT, 10) }),
+});

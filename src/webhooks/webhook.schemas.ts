@@ -1,8 +1,7 @@
 // Request and response schemas of the webhook endpoints (seed 9 and 10, and the management
 // endpoints beyond the seed).
 import { z } from 'zod';
-import { dateTime } from '../shared/validation.js';
-import { listQuery } from '../guarantees/guarantee.schemas.js';
+import { dateTime, pagingQuery } from '../shared/validation.js';
 
 export const registerWebhook = z
   .strictObject({
@@ -50,7 +49,7 @@ export const rotateResult = z
   })
   .meta({ id: 'RotateWebhookSecretResult' });
 
-export const attemptsQuery = listQuery;
+export const attemptsQuery = pagingQuery;
 
 export const attemptList = z
   .object({

@@ -1,0 +1,12 @@
+// The statuses of an uploaded file, owned here: other domains read them through these names,
+// never by typing the words out (a guarantee's service and notarization both judge files).
+export const FILE_STATUSES = ['In Progress', 'Clean', 'Infected', 'Error', 'Signed'] as const;
+export type FileStatus = (typeof FILE_STATUSES)[number];
+
+/** Judged unfit: a guarantee that names such a file is refused, and cannot be notarized. */
+export const REJECTED_FILE_STATUSES: readonly FileStatus[] = ['Infected', 'Error'];
+/** Judged fit: scanned clean (and, for a public v2 document, its signatures checked). */
+export const ACCEPTED_FILE_STATUSES: readonly FileStatus[] = ['Clean', 'Signed'];
+
+/** Statuses as an SQL list for `IN (...)`: literals from the constants above, never input. */
+export const sqlStatusList = (statuses: readonly FileStatus[]): string => statuses.map((s) => `'${s}'`).join(', ');
