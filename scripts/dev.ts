@@ -13,10 +13,8 @@ const { env } = await up('dev');
 applyEnv(env, localAppEnv('dev'));
 
 const { getConfig } = await import('../config/index.js');
-const { runCli } = await import('../src/cli.js');
+const { runCli, withOrganizations } = await import('../src/cli.js');
 const { createSequelize } = await import('../src/shared/db/sequelize.js');
-const { createOrgRepository } = await import('../src/orgs/org.repository.js');
-const { createOrgService } = await import('../src/orgs/org.service.js');
 const { createLogger } = await import('../src/shared/logger.js');
 const { startServer } = await import('../src/server.js');
 const { startWorkers } = await import('../workers/index.js');
@@ -29,9 +27,8 @@ if ((await runCli(['migrate'])) !== 0) process.exit(1);
 /** The development key is kept in .data/dev/api-key so that every `npm start` prints a working one. */
 async function developmentKey(): Promise<string> {
   const file = join(context('dev').dataDir, 'api-key');
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
-  try {
-    const orgs = createOrgService(createOrgRepository(db));
+  // The CLI's own organizations service (what `cli org create` and `cli key create` use).
+  return withOrganizations(config, async (orgs) => {
     if (existsSync(file)) {
       const key = readFileSync(file, 'utf8').trim();
       if (await orgs.authenticate(key)) return key;
@@ -40,9 +37,7 @@ async function developmentKey(): Promise<string> {
     const { key } = await orgs.createApiKey(org.id);
     writeFileSync(file, key, { mode: 0o600 });
     return key;
-  } finally {
-    await db.close();
-  }
+  });
 }
 
 /** NOTARIZATION_ANCHOR=evm on the local chain: its first development account anchors (unless a key is set). */

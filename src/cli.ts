@@ -161,9 +161,7 @@ export async function runCli(argv: string[]): Promise<number> {
     say(USAGE);
     return 2;
   }
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
-  try {
-    const orgs = createOrgService(createOrgRepository(db));
+  return withOrganizations(config, async (orgs) => {
     const identity = { vat: options.get('--vat'), register: options.get('--register'), name: options.get('--name') };
     const described = (o: { name: string; vatNumber: string | null; register: string | null }) =>
       `"${o.name}"${o.vatNumber ? `, VAT ${o.vatNumber}` : ''}${o.register ? `, ${o.register}` : ''}`;
@@ -193,12 +191,23 @@ export async function runCli(argv: string[]): Promise<number> {
       return 2;
     }
     return 0;
-  } catch (err) {
+  }).catch((err: unknown) => {
     if (err instanceof AppError && err.expose) {
       say(err.message);
       return 1;
     }
     throw err;
+  });
+}
+
+/**
+ * Runs `work` with the organizations service on a connection of its own, closed after: what
+ * `org` and `key` do, and what `npm start` uses to make its development key.
+ */
+export async function withOrganizations<T>(config: Config, work: (orgs: ReturnType<typeof createOrgService>) => Promise<T>): Promise<T> {
+  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
+  try {
+    return await work(createOrgService(createOrgRepository(db)));
   } finally {
     await db.close();
   }
