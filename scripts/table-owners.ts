@@ -34,7 +34,6 @@ const ALLOWED: Record<string, string> = {
   'src/notarization/notarization.repository.ts guarantees': 'notarization marks the records it anchors',
   'src/notarization/notarization.repository.ts guarantee_docs': "notarization marks the documents' notarized_at",
   'src/notarization/notarization.repository.ts files': "notarization waits for the documents' verdicts",
-  'src/webhooks/endpoint.repository.ts organizations': "registrations of one organization take its row's lock in turn",
 };
 
 const SQL_REFERENCE = /\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\s+`?([a-z_]+)`?/g;

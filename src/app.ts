@@ -59,7 +59,8 @@ export type RegistryApp = Koa & { routes: readonly string[] };
 export function createApp(deps: AppDeps): RegistryApp {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
-  const orgs = createOrgService(createOrgRepository(db));
+  const orgRepo = createOrgRepository(db);
+  const orgs = createOrgService(orgRepo);
   const events = deps.events ?? createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
   const secrets = createSecretBox(config.ENCRYPTION_KEY);
   const guaranteeRepo = createGuaranteeRepository(db);
@@ -76,6 +77,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   });
   const webhooks = createWebhookService({
     repo: events.repo,
+    organizations: orgRepo,
     secrets,
     resolver: deps.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }),
     policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),

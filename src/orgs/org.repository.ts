@@ -1,6 +1,6 @@
 // Organizations and API keys in the database. Returns plain objects.
 import { v7 as uuidv7 } from 'uuid';
-import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
+import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 
 export interface Organization {
   id: string;
@@ -21,6 +21,14 @@ export const FIND_API_KEY_SQL = 'SELECT prefix, org_id, key_hash, revoked_at FRO
 
 export function createOrgRepository(db: Sequelize) {
   return {
+    /**
+     * Takes the organization's row lock until `t` ends, so that another domain's changes for one
+     * organization take turns (webhook registrations); false when there is no such organization.
+     */
+    async lockForUpdate(orgId: string, t: Transaction): Promise<boolean> {
+      return (await select(db, 'SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId], t)).length === 1;
+    },
+
     async createOrganization(name: string, identity: { vatNumber?: string; register?: string } = {}): Promise<Organization> {
       const org = { id: uuidv7(), name, vatNumber: identity.vatNumber ?? null, register: identity.register ?? null, createdAt: new Date() };
       await execute(db, 'INSERT INTO organizations (id, name, vat_number, register_entry, guarantee_count, created_at) VALUES ($1, $2, $3, $4, 0, $5)', [

@@ -5,11 +5,6 @@ import { ENDPOINT_COLUMNS, toEndpoint, type EndpointRecord, type EndpointRow } f
 
 export function createEndpointRepository(db: Sequelize) {
   return {
-    /** Takes the organization's row lock until the transaction ends (registrations of one organization in turn). */
-    async lockOrganization(orgId: string, t: Transaction): Promise<boolean> {
-      return (await select(db, 'SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId], t)).length === 1;
-    },
-
     async countEndpoints(orgId: string, t?: Transaction): Promise<number> {
       const [row] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM webhook_endpoints WHERE org_id = $1', [orgId], t);
       return Number(row?.n ?? 0);

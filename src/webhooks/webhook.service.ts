@@ -5,6 +5,7 @@
 // events back in the outbox); the relay queues them, so it works while Redis is away too.
 import { createHash, randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
+import type { Transaction } from '../shared/db/sequelize.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { SecretContext, type SecretBox } from '../shared/secrets.js';
 import { UUID_PATTERN } from '../shared/validation.js';
@@ -31,6 +32,8 @@ export function newSecret(): string {
 
 export function createWebhookService(deps: {
   repo: WebhookRepository;
+  /** The organizations' owner: a registration takes its organization's row lock (orgs). */
+  organizations: { lockForUpdate(orgId: string, t: Transaction): Promise<boolean> };
   secrets: SecretBox;
   resolver: Resolver;
   policy: AddressPolicy;
@@ -73,7 +76,7 @@ export function createWebhookService(deps: {
       const urlHash = createHash('sha256').update(checked.normalized).digest();
       return repo.transaction(async (t) => {
         // Registrations of one organization take turns: the duplicate check and the limit hold.
-        if (!(await repo.lockOrganization(orgId, t))) throw new NotFoundError('The organization no longer exists.');
+        if (!(await deps.organizations.lockForUpdate(orgId, t))) throw new NotFoundError('The organization no longer exists.');
         const existing = await repo.endpointByUrl(orgId, urlHash, t);
         if (existing) return { webhookId: existing.id, secret: secrets.open(existing.secretEnc, SecretContext.webhook(existing.id)), created: false };
         if ((await repo.countEndpoints(orgId, t)) >= MAX_WEBHOOKS_PER_ORG) {
