@@ -464,52 +464,19 @@ function build(): P7mFixtures {
   );
   write('tsa-serial', '01\n');
   let stamps = 0;
-  const timestampToken = (data: Buffer, imprintHash = 'sha256'): Buffer => {
+  /** A TimeStampToken (`openssl ts -token_out`) over `data`, or the whole TimeStampResp (a .tsr, as a .m7m carries it). */
+  const stamp = (data: Buffer, imprintHash: string, as: 'token' | 'reply'): Buffer => {
     const n = ++stamps;
+    const out = `stamp-${n}.${as === 'token' ? 'tst' : 'tsr'}`;
     write(`stamp-${n}.bin`, data);
     ssl('ts', '-query', '-data', `stamp-${n}.bin`, `-${imprintHash}`, '-cert', '-no_nonce', '-out', `stamp-${n}.tsq`);
-    ssl(
-      'ts',
-      '-reply',
-      '-config',
-      'ts.cnf',
-      '-queryfile',
-      `stamp-${n}.tsq`,
-      '-signer',
-      'tsa.pem',
-      '-inkey',
-      'tsa.key',
-      '-chain',
-      'int.pem',
-      '-token_out',
-      '-out',
-      `stamp-${n}.tst`,
-    );
-    return read(`stamp-${n}.tst`);
+    // prettier-ignore
+    ssl('ts', '-reply', '-config', 'ts.cnf', '-queryfile', `stamp-${n}.tsq`, '-signer', 'tsa.pem', '-inkey', 'tsa.key', '-chain', 'int.pem',
+      ...(as === 'token' ? ['-token_out'] : []), '-out', out);
+    return read(out);
   };
-  // The same as a TimeStampResp (a .tsr), as a .m7m carries it.
-  const timestampReply = (data: Buffer): Buffer => {
-    const n = ++stamps;
-    write(`stamp-${n}.bin`, data);
-    ssl('ts', '-query', '-data', `stamp-${n}.bin`, '-sha256', '-cert', '-no_nonce', '-out', `stamp-${n}.tsq`);
-    ssl(
-      'ts',
-      '-reply',
-      '-config',
-      'ts.cnf',
-      '-queryfile',
-      `stamp-${n}.tsq`,
-      '-signer',
-      'tsa.pem',
-      '-inkey',
-      'tsa.key',
-      '-chain',
-      'int.pem',
-      '-out',
-      `stamp-${n}.tsr`,
-    );
-    return read(`stamp-${n}.tsr`);
-  };
+  const timestampToken = (data: Buffer, imprintHash = 'sha256'): Buffer => stamp(data, imprintHash, 'token');
+  const timestampReply = (data: Buffer): Buffer => stamp(data, 'sha256', 'reply');
   let containers: Containers | undefined;
   let pdfs: SignedPdfs | undefined;
   let signatures = 0;
