@@ -63,6 +63,9 @@ export interface VerifyOptions {
   maxNesting?: number;
 }
 
+/** The options as the checks below receive them: the time of the check fixed once. */
+type CheckOptions = VerifyOptions & { now: Date };
+
 /** The outcome of a .p7m check, as stored with the file and shown to API clients (JSON-safe). */
 export interface SignatureVerdict {
   /** 'signed': every signer at every level passed and, when trust anchors were given, every chain is trusted. */
@@ -164,7 +167,8 @@ export function verifyP7m(input: Uint8Array, options: VerifyOptions = {}): Signa
   const budget: NodeBudget = { remaining: maxNodes };
   let reason: string | undefined;
   try {
-    reason = checkContainer(input, options, trust, found, budget);
+    // One time of the check for the whole verification (signers, timestamps, lists' freshness).
+    reason = checkContainer(input, { ...options, now: options.now ?? new Date() }, trust, found, budget);
   } catch (err) {
     reason = err instanceof LimitError ? `envelope too complex (more than ${maxNodes} ASN.1 nodes)` : `malformed envelope: ${short(err)}`;
   }
@@ -208,7 +212,7 @@ const DOCUMENT_TIMESTAMP = 'ETSI.RFC3161';
  * has one SignerInfo (ISO 32000, PAdES), verified over its ByteRange as a .p7m is; its signers'
  * `level` is its number.
  */
-function checkPdf(pdf: Buffer, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
+function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
   found.container = 'pdf';
   let signatures: PdfSignature[];
   try {
@@ -240,7 +244,7 @@ function checkPdf(pdf: Buffer, options: VerifyOptions, trust: Trust, found: Foun
     : `the PDF was changed after its signature ${updated + 1} (an incremental update), which only a later signature covers`;
 }
 
-function checkPdfSignature(sig: PdfSignature, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
+function checkPdfSignature(sig: PdfSignature, options: CheckOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
   const timestamp = sig.subFilter === DOCUMENT_TIMESTAMP;
   if (sig.subFilter !== null && !timestamp && !DETACHED_SUBFILTERS.has(sig.subFilter)) return `unsupported SubFilter ${sig.subFilter}`;
   try {
@@ -252,7 +256,7 @@ function checkPdfSignature(sig: PdfSignature, options: VerifyOptions, trust: Tru
       const t = checkTimestamp(
         parseExact(sig.cms.subarray(0, end), budget, 'the document timestamp'),
         sig.signed,
-        { trust, budget, checkedAt: options.now ?? new Date() },
+        { trust, budget, checkedAt: options.now },
         'the document',
       );
       (found.timestamps ??= []).push(t);
@@ -268,7 +272,7 @@ function checkPdfSignature(sig: PdfSignature, options: VerifyOptions, trust: Tru
  * A `.tsd` or `.m7m`: its timestamps over what they cover, then the envelope inside; any
  * other input: the envelope itself.
  */
-function checkContainer(input: Uint8Array, options: VerifyOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
+function checkContainer(input: Uint8Array, options: CheckOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
   if (!(input instanceof Uint8Array)) return 'not a CMS SignedData envelope';
   if (input.length > (options.maxBytes ?? MAX_ENVELOPE_BYTES)) return 'envelope too large';
   if (isPdf(input)) return checkPdf(Buffer.from(input.buffer, input.byteOffset, input.byteLength), options, trust, found, budget);
@@ -278,7 +282,7 @@ function checkContainer(input: Uint8Array, options: VerifyOptions, trust: Trust,
   if (!stamped) return check(envelope, options, trust, found, budget);
   found.container = stamped.kind;
   found.timestamps = stamped.stamps.map((s, i) =>
-    checkTimestamp(s.token, s.imprintOver, { trust, budget, checkedAt: options.now ?? new Date() }, i === 0 ? 'the document' : 'the timestamp it renews'),
+    checkTimestamp(s.token, s.imprintOver, { trust, budget, checkedAt: options.now }, i === 0 ? 'the document' : 'the timestamp it renews'),
   );
   if (!stamped.content) return `the ${stamped.kind} does not carry the timestamped document`;
   const times = found.timestamps.filter((t) => t.valid && t.time).map((t) => Date.parse(t.time!));
@@ -296,7 +300,7 @@ interface Detached {
 /** Fills `found` level by level from a decoded envelope; returns why it is not signed, if it is not. */
 function check(
   top: ReturnType<typeof decode>,
-  options: VerifyOptions,
+  options: CheckOptions,
   trust: Trust,
   found: Found,
   budget: NodeBudget,
@@ -307,7 +311,7 @@ function check(
   found.encoding = top.encoding;
   const maxNodes = options.maxNodes ?? 200_000;
   const maxNesting = options.maxNesting ?? 4;
-  const now = options.now ?? new Date();
+  const { now } = options;
   let firstFailure: string | undefined;
   let der = top.der;
   for (let level = 1; ; level++) {
