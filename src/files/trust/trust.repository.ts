@@ -22,6 +22,9 @@ export interface ImportedList {
 export type ImportOutcome = { result: 'imported'; services: number; replaced: number | null } | { result: 'unchanged' } | { result: 'refused'; why: string };
 
 const der64 = (c: X509Certificate) => c.raw.toString('base64');
+/** What identifies the kept lists: territory, sequence number and digest of each. */
+const versionOf = (lists: ReadonlyArray<{ territory: string; sequence_number: number; sha256: Buffer }>): string =>
+  lists.map((l) => `${l.territory}:${l.sequence_number}:${l.sha256.toString('hex')}`).join(',');
 /** Two first imports of one territory at once: one waits on the other's lock or collides with its row. */
 const ER_LOCK_DEADLOCK = 1213;
 
@@ -147,7 +150,7 @@ export function createTrustRepository(db: Sequelize) {
         }>(db, 'SELECT territory, service_type, provider, name, history, certificates, uses FROM trust_services ORDER BY id', [], transaction);
         const nextUpdate = new Map(lists.map((l) => [l.territory, l.next_update]));
         return {
-          version: lists.map((l) => `${l.territory}:${l.sequence_number}:${l.sha256.toString('hex')}`).join(','),
+          version: versionOf(lists),
           services: rows
             .filter((r) => nextUpdate.has(r.territory))
             .map((r) => ({
@@ -171,7 +174,7 @@ export function createTrustRepository(db: Sequelize) {
         'SELECT territory, sequence_number, sha256 FROM trusted_lists WHERE removed_at IS NULL ORDER BY territory',
         [],
       );
-      return lists.map((l) => `${l.territory}:${l.sequence_number}:${l.sha256.toString('hex')}`).join(',');
+      return versionOf(lists);
     },
   };
 }
