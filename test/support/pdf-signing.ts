@@ -10,17 +10,17 @@ const PLACEHOLDER = '0000000000 0000000000 0000000000 0000000000';
 /**
  * `pdf` with one more signature: `signDetached` gets the bytes the ByteRange covers and returns
  * a detached CMS SignedData (DER) over them, or for ETSI.RFC3161 (a document timestamp) a
- * TimeStampToken. `claimedTime` is the dictionary's /M (a PDF date; null: none), `header` its object's header.
+ * TimeStampToken. `claimedTime` is the dictionary's /M (a PDF date; null: none), `header` its object's header, `entries` more of its dictionary (after /M).
  */
 export function signPdf(
   pdf: Buffer,
   signDetached: (data: Buffer) => Buffer,
-  opts: { subFilter: string; objectNumber: number; claimedTime?: string | null; header?: string },
+  opts: { subFilter: string; objectNumber: number; claimedTime?: string | null; header?: string; entries?: string },
 ): Buffer {
   const type = opts.subFilter === 'ETSI.RFC3161' ? 'DocTimeStamp' : 'Sig';
   const m = opts.claimedTime === null ? '' : ` /M (${opts.claimedTime ?? 'D:20261124090000Z'})`;
   const dict =
-    `\n${opts.header ?? `${opts.objectNumber} 0 obj`}\n<< /Type /${type} /Filter /Adobe.PPKLite /SubFilter /${opts.subFilter}${m}\n` +
+    `\n${opts.header ?? `${opts.objectNumber} 0 obj`}\n<< /Type /${type} /Filter /Adobe.PPKLite /SubFilter /${opts.subFilter}${m}${opts.entries ?? ''}\n` +
     `/ByteRange [${PLACEHOLDER}]\n/Contents <${'0'.repeat(CONTENTS_HEX)}> >>\nendobj\n%%EOF\n`;
   const text = Buffer.concat([pdf, Buffer.from(dict, 'latin1')]);
   const lt = text.lastIndexOf('/Contents <') + '/Contents '.length;

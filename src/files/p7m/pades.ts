@@ -37,8 +37,6 @@ export function isPdf(input: Uint8Array): boolean {
 }
 
 const BYTE_RANGE = Buffer.from('/ByteRange', 'latin1');
-const SUB_FILTER = /\/SubFilter\s*\/([A-Za-z0-9.#_-]{1,64})/g;
-const SUB_FILTER_ONE = /\/SubFilter\s*\/([A-Za-z0-9.#_-]{1,64})/;
 const RANGE = /^\s*\[\s*(\d{1,10})\s+(\d{1,10})\s+(\d{1,10})\s+(\d{1,10})\s*\]/;
 
 /**
@@ -72,31 +70,28 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfS
   if (!/\/Contents\s*$/.test(pdf.toString('latin1', Math.max(0, length1 - 32), length1))) malformed('the gap of a /ByteRange is not the /Contents value');
   const hex = gap.toString('latin1', 1, gap.length - 1).replace(/\s+/g, '');
   if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) malformed('a /Contents value is not hexadecimal');
-  // The dictionary around the gap: its /SubFilter is the last one before the gap since the
-  // dictionary opened, or the first one after the gap before the dictionary closes.
+  // The signature's own dictionary, an indirect object (its bytes cannot sit in a compressed
+  // stream): from its object's start to the gap, and from the gap to its end within the signed
+  // bytes. Its /SubFilter and /M are read there only, never from another object; without both
+  // bounds in the window neither is read.
   const before = pdf.toString('latin1', Math.max(0, length1 - DICTIONARY_WINDOW), length1);
-  const after = pdf.toString('latin1', start2, Math.min(pdf.length, start2 + DICTIONARY_WINDOW));
-  const opened = before.lastIndexOf('<<');
-  const ownBefore = [...before.slice(Math.max(0, opened)).matchAll(SUB_FILTER)].at(-1)?.[1];
-  const closes = after.indexOf('>>');
-  const ownAfter = SUB_FILTER_ONE.exec(after.slice(0, closes < 0 ? after.length : closes))?.[1];
-  // A signature dictionary is an indirect object (its bytes cannot sit in a compressed
-  // stream): its /M is between the object's start and its end, both within the window and the
-  // end within the signed bytes; otherwise the time is not read (never another object's).
+  const signedAfter = pdf.toString('latin1', start2, Math.min(start2 + length2, start2 + DICTIONARY_WINDOW));
   const objectStart = [...before.matchAll(/\d+\s+\d+\s+obj\b/g)].at(-1)?.index ?? -1;
-  const signedAfter = after.slice(0, length2);
   const objectEnd = signedAfter.indexOf('endobj');
-  const M = /\/M\s*\(([^)]{1,40})\)/;
-  const m = objectStart < 0 || objectEnd < 0 ? null : (M.exec(before.slice(objectStart)) ?? M.exec(signedAfter.slice(0, objectEnd)));
+  const own = objectStart < 0 || objectEnd < 0 ? undefined : { before: before.slice(objectStart), after: signedAfter.slice(0, objectEnd) };
+  /** The entry's value: the last before the gap, else the first after it. */
+  const entry = (re: RegExp): string | undefined => (own ? ([...own.before.matchAll(re)].at(-1)?.[1] ?? [...own.after.matchAll(re)][0]?.[1]) : undefined);
+  const subFilter = entry(/\/SubFilter\s*\/([A-Za-z0-9.#_-]{1,64})/g);
+  const claimed = entry(/\/M\s*\(([^)]{1,40})\)/g);
   let end = start2 + length2;
   while (end < pdf.length && [0x0a, 0x0d, 0x20, 0x09, 0x00].includes(pdf[end]!)) end++;
   return {
     byteRange: range,
     cms: Buffer.from(hex, 'hex'),
-    subFilter: ownBefore ?? ownAfter ?? null,
+    subFilter: subFilter ?? null,
     signed: [pdf.subarray(0, length1), pdf.subarray(start2, start2 + length2)],
     coversWholeFile: end === pdf.length,
-    claimedTime: m ? pdfDate(m[1]!) : null,
+    claimedTime: claimed === undefined ? null : pdfDate(claimed),
   };
 }
 

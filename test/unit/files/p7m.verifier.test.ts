@@ -869,6 +869,16 @@ describe('p7m verifier', function () {
       expect(lta.timestamps?.[0]?.valid).to.equal(true);
       expect(lta.signers.map((s) => [s.level, s.problems.length])).to.deep.equal([[1, 0]]);
       expect(lta.pdf?.signatures.map((s) => s.subFilter)).to.deep.equal(['ETSI.CAdES.detached', 'ETSI.RFC3161']);
+      // A dictionary with nested dictionaries after its /SubFilter (as signing tools write /Prop_Build)
+      // is still read as the signature's own: a document timestamp, not a CMS signature.
+      const nested = signPdf(fx.pdfs().unsigned, (data) => fx.timestampToken(data), {
+        subFilter: 'ETSI.RFC3161',
+        objectNumber: 98,
+        entries: ' /Prop_Build << /App << /Name /Test /REx (1.0) >> /Filter << /Name /Adobe.PPKLite >> >>',
+      });
+      const read = verifyP7m(nested, { trustAnchors: root });
+      expect(read.pdf?.signatures.map((s) => s.subFilter)).to.deep.equal(['ETSI.RFC3161']);
+      expect(read.reason).to.equal('the PDF has document timestamps but no signature');
       // A token over other bytes: the stamped bytes changed after it was made.
       const stamped = stamp(fx.pdfs().unsigned);
       const tampered = flipByte(stamped, stamped.indexOf(fx.marker) + 1);
