@@ -12,6 +12,7 @@
 import { KeyObject, X509Certificate, createHash, createPrivateKey, createPublicKey, sign, verify, type BinaryLike, type KeyLike } from 'node:crypto';
 import { DOMParser, type Document, type Element } from '@xmldom/xmldom';
 import { SignedXml, type SignatureAlgorithm } from 'xml-crypto';
+import { validAt } from '../p7m/p7m.certs.js';
 
 const TSL_NS = 'http://uri.etsi.org/02231/v2#';
 const DS_NS = 'http://www.w3.org/2000/09/xmldsig#';
@@ -197,7 +198,7 @@ function readSigned(text: string, signers: readonly X509Certificate[]): TrustedL
   // ETSI TS 119 612 §5.7.1: the operator's certificate is of the list's territory. So a
   // signer configured for one country cannot speak for another's services.
   // The operator signed it when it was issued: its certificate must have been valid then.
-  if (list.issuedAt.getTime() < Date.parse(signedBy.validFrom) || list.issuedAt.getTime() > Date.parse(signedBy.validTo)) {
+  if (!validAt(signedBy, list.issuedAt)) {
     throw new TrustedListError(`the list's signer's certificate was not valid when the list was issued (${list.issuedAt.toISOString()})`);
   }
   const country = countryOf(signedBy);
