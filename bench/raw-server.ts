@@ -12,7 +12,7 @@ import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } f
 import { v7 as uuidv7 } from 'uuid';
 import { GUARANTEE_SQL } from '../src/guarantees/guarantee.repository.js';
 import { INSERT_EVENT_SQL } from '../src/webhooks/webhook.repository.js';
-import { FIND_API_KEY_SQL } from '../src/orgs/org.repository.js';
+import { FIND_API_KEY_SQL, REGISTRY_SQL } from '../src/orgs/org.repository.js';
 import { toPositional } from '../src/shared/db/sequelize.js';
 
 const stmt = (sql: string) => {
@@ -22,11 +22,11 @@ const stmt = (sql: string) => {
 
 const Q = {
   key: stmt(FIND_API_KEY_SQL),
-  nextPlace: stmt(GUARANTEE_SQL.nextPlace),
+  nextPlace: stmt(REGISTRY_SQL.takePlace),
   insert: stmt(GUARANTEE_SQL.insert),
   byId: stmt(GUARANTEE_SQL.findById),
   byTx: stmt(GUARANTEE_SQL.findByTransactionId),
-  count: stmt(GUARANTEE_SQL.count),
+  count: stmt(REGISTRY_SQL.size),
   list: stmt(GUARANTEE_SQL.listBySeq),
   event: stmt(INSERT_EVENT_SQL),
 };

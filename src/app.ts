@@ -64,7 +64,14 @@ export function createApp(deps: AppDeps): RegistryApp {
   const events = deps.events ?? createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
   const secrets = createSecretBox(config.ENCRYPTION_KEY);
   const guaranteeRepo = createGuaranteeRepository(db);
-  const guarantees = createGuaranteeService({ repo: guaranteeRepo, idempotency: createIdempotencyStore(db), outbox: events.outbox });
+  const fileRepo = createFileRepository(db, events.outbox);
+  const guarantees = createGuaranteeService({
+    repo: guaranteeRepo,
+    registry: orgRepo,
+    files: fileRepo,
+    idempotency: createIdempotencyStore(db),
+    outbox: events.outbox,
+  });
   const proofs = createProofService(createNotarizationRepository(db));
   const verifications = createVerificationService({
     guarantees: guaranteeRepo,
@@ -85,7 +92,7 @@ export function createApp(deps: AppDeps): RegistryApp {
     wake: events.relay.wake,
   });
   const files = createFileService({
-    repo: createFileRepository(db, events.outbox),
+    repo: fileRepo,
     storage: deps.storage ?? createStorage(config),
     policy: { allowedFileTypes: config.ALLOWED_FILE_TYPES, maxBytes: config.MAX_UPLOAD_BYTES, ttlSeconds: config.UPLOAD_URL_TTL_SECONDS },
     jobs: createFileJobs(queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS }),

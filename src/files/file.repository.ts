@@ -20,6 +20,14 @@ export interface NewFile {
 import type { FileStatus } from './file.statuses.js';
 export { FILE_STATUSES, type FileStatus } from './file.statuses.js';
 
+/** What a guarantee's document takes from its file. */
+export interface FileForDoc {
+  key: string;
+  status: FileStatus;
+  originalFileName: string | null;
+  checksum: string | null;
+}
+
 /** A file as the pipeline and the extended view see it: as issued, plus what the scan and the check recorded. */
 export interface FileRecord extends NewFile {
   status: FileStatus;
@@ -147,6 +155,23 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
 
   return {
     /** The status of this organization's file by its UUID or its whole key; another organization's is absent. */
+    /**
+     * The organization's files among `keys`, as a guarantee's documents name them (keys of other
+     * organizations, or never issued, are simply absent).
+     */
+    async forDocs(orgId: string, keys: readonly string[]): Promise<FileForDoc[]> {
+      if (!keys.length) return [];
+      const marks = keys.map((_, i) => `$${i + 2}`).join(', ');
+      const rows = await select<{ object_key: string; status: FileStatus; original_file_name: string | null; checksum: string | null }>(
+        db,
+        `SELECT object_key, status, original_file_name, checksum FROM files WHERE org_id = $1 AND object_key IN (${marks})`,
+        [orgId, ...keys],
+        undefined,
+        { prepared: false },
+      );
+      return rows.map((r) => ({ key: r.object_key, status: r.status, originalFileName: r.original_file_name, checksum: r.checksum }));
+    },
+
     async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<{ uuid: string; status: FileStatus; judged: boolean } | undefined> {
       const [where, bind] = byRef(orgId, by);
       const [row] = await select<{ uuid: string; status: FileStatus; judged: number }>(

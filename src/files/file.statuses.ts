@@ -8,5 +8,3 @@ export const REJECTED_FILE_STATUSES: readonly FileStatus[] = ['Infected', 'Error
 /** Judged fit: scanned clean (and, for a public v2 document, its signatures checked). */
 export const ACCEPTED_FILE_STATUSES: readonly FileStatus[] = ['Clean', 'Signed'];
 
-/** Statuses as an SQL list for `IN (...)`: literals from the constants above, never input. */
-export const sqlStatusList = (statuses: readonly FileStatus[]): string => statuses.map((s) => `'${s}'`).join(', ');

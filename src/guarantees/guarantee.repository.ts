@@ -1,7 +1,10 @@
 // Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
 // (create, get, list) are a handful of indexed statements and no per-row model work.
 import { createHash } from 'node:crypto';
-import { execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { FILE_SQL } from '../files/file.sql.js';
+import { ISSUER_SQL, REGISTRY_SQL, type IssuerRow } from '../orgs/org.repository.js';
+import { createNotaryState } from './notary-state.js';
 import type { ActType, DocRecord, GuaranteeRecord, NewGuarantee, NotarizationStatus } from './guarantee.types.js';
 
 interface Row {
@@ -57,27 +60,23 @@ export function verificationKey(policyNumber: string, checkCode: string): Buffer
     .digest();
 }
 
+/** A guarantee's rows: one per document (or one without), each with its file's checksum and verdict. */
 const FROM = `FROM guarantees g
   LEFT JOIN guarantee_docs d ON d.guarantee_id = g.id
-  LEFT JOIN files f ON f.object_key = d.file_key`;
+  ${FILE_SQL.ofKey('f', 'd.file_key', 'LEFT JOIN')}`;
 
 /**
  * The statements of the hot paths, with positional bind parameters. Exported so that the API
  * benchmark's raw baseline runs exactly the same SQL.
  */
 export const GUARANTEE_SQL = {
-  /** Takes the organization's row lock, its next number and a createdAt (epoch ms) handed back as the insert id. */
-  nextPlace: `UPDATE organizations SET guarantee_count = guarantee_count + 1,
-    last_created_ms = LAST_INSERT_ID(GREATEST($2, COALESCE(last_created_ms, 0) + 1)) WHERE id = $1`,
-  /** The sequence number is the organization's count, just advanced under the same lock. */
+  /** The sequence number is the organization's registry count, just advanced under its lock (orgs' takeRegistryPlace). */
   insert: `INSERT INTO guarantees (id, org_id, seq, transaction_id, policy_number, act_type, check_code,
     emitted_at, effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount,
     is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at)
-    SELECT $1, o.id, o.guarantee_count, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, NULL, 'PENDING', $18, $19
-    FROM organizations o WHERE o.id = $2`,
+    VALUES ($1, $2, ${REGISTRY_SQL.seqOf('$2')}, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, NULL, 'PENDING', $18, $19)`,
   findById: `SELECT ${COLUMNS} ${FROM} WHERE g.id = $1 AND g.org_id = $2 ORDER BY d.position`,
   findByTransactionId: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.transaction_id = $2 ORDER BY d.position`,
-  count: 'SELECT guarantee_count AS n FROM organizations WHERE id = $1',
   listBySeq: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.seq > $2 AND g.seq <= $3 ORDER BY g.seq DESC, d.position`,
   /**
    * A public verification: one seek of ix_guarantees_verification_key, the SHA-256 of the
@@ -87,9 +86,8 @@ export const GUARANTEE_SQL = {
    * guarantee's columns made MariaDB build a temporary table and sort it for every lookup,
    * three quarters of the statement's cost (measured); the few rows are ordered in process.
    */
-  findForVerification: `SELECT ${COLUMNS}, f.status AS doc_status, f.signature AS doc_signature,
-    o.name AS org_name, o.vat_number AS org_vat, o.register_entry AS org_register
-    ${FROM} JOIN organizations o ON o.id = g.org_id
+  findForVerification: `SELECT ${COLUMNS}, f.status AS doc_status, f.signature AS doc_signature, ${ISSUER_SQL.columns('o')}
+    ${FROM} ${ISSUER_SQL.join('o', 'g.org_id')}
     WHERE g.verification_key = $1
       AND ($2 IS NULL OR BINARY g.cig = BINARY $2) AND ($3 IS NULL OR g.garanted_amount = CAST($3 AS DECIMAL(15,2)))`,
 } as const;
@@ -150,41 +148,21 @@ export interface VerificationHit {
   files: Array<{ key: string; status: string | null; signature: string | null }>;
 }
 
-interface VerificationRow extends Row {
+interface VerificationRow extends Row, IssuerRow {
   doc_status: string | null;
   doc_signature: string | null;
-  org_name: string;
-  org_vat: string | null;
-  org_register: string | null;
-}
-
-export interface FileForDoc {
-  key: string;
-  status: string;
-  originalFileName: string | null;
-  checksum: string | null;
 }
 
 export function createGuaranteeRepository(db: Sequelize) {
   return {
+    /** Where each guarantee stands in notarization: notarization moves it through these. */
+    notary: createNotaryState(db),
+
     transaction<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
       return db.transaction(work);
     },
 
-    /**
-     * Takes the organization's next place in its registry: its count advances (the next
-     * sequence number, which insert reads) and the createdAt, later than the previous
-     * guarantee's by at least a millisecond whatever the clock of the process (`now`), comes
-     * back in one statement. The row lock serializes registrations within one organization
-     * until the transaction ends; a rollback gives the place back, so sequences have no gaps.
-     * Undefined when the organization is unknown.
-     */
-    async nextPlace(orgId: string, now: Date, t: Transaction): Promise<{ createdAt: Date } | undefined> {
-      const { affectedRows, insertId } = await write(db, GUARANTEE_SQL.nextPlace, [orgId, now.getTime()], t);
-      return affectedRows === 1 ? { createdAt: new Date(insertId) } : undefined;
-    },
-
-    /** Inserts under the lock taken by nextPlace, in the same transaction. */
+    /** Inserts under the registry place taken by orgs' takeRegistryPlace, in the same transaction. */
     async insert(g: NewGuarantee & { id: string; orgId: string; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {
       const d = g.details;
       const e = g.economics;
@@ -269,12 +247,6 @@ export function createGuaranteeRepository(db: Sequelize) {
       return [...hits.values()];
     },
 
-    /** The organization's number of guarantees: one primary-key read of its counter. */
-    async count(orgId: string): Promise<number> {
-      const [row] = await select<{ n: string }>(db, GUARANTEE_SQL.count, [orgId]);
-      return row ? Number(row.n) : 0;
-    },
-
     /**
      * The guarantees whose sequence numbers fall in (fromSeq, toSeq], newest first: a range
      * seek on (org_id, seq), as cheap for the millionth row as for the first.
@@ -282,20 +254,6 @@ export function createGuaranteeRepository(db: Sequelize) {
     async listBySeq(orgId: string, fromSeqExclusive: number, toSeqInclusive: number): Promise<GuaranteeRecord[]> {
       const rows = await select<Row>(db, GUARANTEE_SQL.listBySeq, [orgId, fromSeqExclusive, toSeqInclusive]);
       return fold(rows).map((r) => r.record);
-    },
-
-    /** This organization's files among `keys` (keys of other organizations are simply absent). */
-    async filesForKeys(orgId: string, keys: string[]): Promise<FileForDoc[]> {
-      if (!keys.length) return [];
-      const marks = keys.map((_, i) => `$${i + 2}`).join(', ');
-      const rows = await select<{ object_key: string; status: string; original_file_name: string | null; checksum: string | null }>(
-        db,
-        `SELECT object_key, status, original_file_name, checksum FROM files WHERE org_id = $1 AND object_key IN (${marks})`,
-        [orgId, ...keys],
-        undefined,
-        { prepared: false },
-      );
-      return rows.map((r) => ({ key: r.object_key, status: r.status, originalFileName: r.original_file_name, checksum: r.checksum }));
     },
   };
 }

@@ -6,9 +6,11 @@ import { v7 as uuidv7 } from 'uuid';
 import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldProblem } from '../shared/errors.js';
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
-import { REJECTED_FILE_STATUSES as REJECTED_STATUSES } from '../files/file.statuses.js';
+import { REJECTED_FILE_STATUSES as REJECTED_STATUSES, type FileStatus } from '../files/file.statuses.js';
 import { UUID_PATTERN } from '../shared/validation.js';
 import type { Outbox } from '../webhooks/outbox.js';
+import type { FileRepository } from '../files/file.repository.js';
+import type { OrgRepository } from '../orgs/org.repository.js';
 import type { GuaranteeRepository } from './guarantee.repository.js';
 import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
 import { toV2 } from './guarantee.serializer.js';
@@ -17,7 +19,7 @@ import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
 const UUID = new RegExp(`^${UUID_PATTERN}$`);
 
 /** Files in these states can never be attached: their content is unsafe or unknown. */
-const REJECTED_FILE_STATUSES = new Set<string>(REJECTED_STATUSES);
+const REJECTED_FILE_STATUSES = new Set<FileStatus>(REJECTED_STATUSES);
 
 /** Turns a validated v1 or v2 body into the domain's normalized form (absent and null alike). */
 export function normalize(input: CreateGuaranteeV1 | CreateGuaranteeV2): NewGuarantee {
@@ -78,15 +80,24 @@ export interface CreateResult {
   created: boolean;
 }
 
-export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempotency: IdempotencyStore; outbox: Outbox; now?: () => Date }) {
-  const { repo, idempotency, outbox } = deps;
+export function createGuaranteeService(deps: {
+  repo: GuaranteeRepository;
+  /** The organizations' owner: each organization's registry (its place taken per registration, its size). */
+  registry: Pick<OrgRepository, 'takeRegistryPlace' | 'registrySize'>;
+  /** The files' owner: what a document takes from the file its key names. */
+  files: Pick<FileRepository, 'forDocs'>;
+  idempotency: IdempotencyStore;
+  outbox: Outbox;
+  now?: () => Date;
+}) {
+  const { repo, registry, files: fileRepo, idempotency, outbox } = deps;
   const now = deps.now ?? (() => new Date());
 
   /** Checks docs[].key and fills originalFileName; returns each key's checksum (null until scanned). */
   async function resolveDocs(orgId: string, g: NewGuarantee): Promise<Map<string, string | null>> {
     const files = new Map(
       (
-        await repo.filesForKeys(
+        await fileRepo.forDocs(
           orgId,
           g.docs.map((d) => d.key),
         )
@@ -124,7 +135,7 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
     try {
       return await repo.transaction(async (t) => {
         // Under the organization's lock: createdAt strictly follows registration order.
-        const place = await repo.nextPlace(orgId, now(), t);
+        const place = await registry.takeRegistryPlace(orgId, now(), t);
         if (place === undefined) throw new NotFoundError('The organization no longer exists.');
         const { createdAt } = place;
         const record: GuaranteeRecord = {
@@ -184,7 +195,7 @@ export function createGuaranteeService(deps: { repo: GuaranteeRepository; idempo
      * dense (1..total), so the page is the range (total - page*limit, total - (page-1)*limit].
      */
     async list(orgId: string, page: number, limit: number): Promise<{ totalItems: number; guarantees: GuaranteeRecord[] }> {
-      const totalItems = await repo.count(orgId);
+      const totalItems = await registry.registrySize(orgId);
       const top = totalItems - (page - 1) * limit;
       if (top <= 0) return { totalItems, guarantees: [] };
       return { totalItems, guarantees: await repo.listBySeq(orgId, Math.max(0, top - limit), top) };

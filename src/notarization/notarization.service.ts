@@ -25,6 +25,9 @@ export const NOTARY_LOCK = 'guarantee_registry_notary';
 /** Batches sealed per cycle at most: a backlog is worked off over several cycles, none of them endless. */
 export const MAX_BATCHES_PER_CYCLE = 50;
 
+/** A record of the batch being sealed was no longer waiting: the seal rolls back. */
+const NOT_WAITING = new Error('a guarantee of the batch is no longer waiting');
+
 export interface CycleResult {
   blocked: number;
   batches: number;
@@ -34,7 +37,8 @@ export interface CycleResult {
 
 export function createNotarizationService(deps: {
   repo: NotarizationRepository;
-  guarantees: Pick<GuaranteeRepository, 'findByIds'>;
+  /** The guarantees' owner: their records, and where each stands in notarization (which only it writes). */
+  guarantees: Pick<GuaranteeRepository, 'findByIds' | 'notary'>;
   outbox: Outbox;
   anchor: Anchor;
   batchSize: number;
@@ -42,6 +46,7 @@ export function createNotarizationService(deps: {
   now?: () => Date;
 }) {
   const { repo, guarantees, outbox, anchor, batchSize, logger } = deps;
+  const { notary } = guarantees;
   const now = deps.now ?? (() => new Date());
 
   /** Throws unless this process still holds the notarizers' lock (its connection may have been killed). */
@@ -66,6 +71,12 @@ export function createNotarizationService(deps: {
     const records = members ?? (await guarantees.findByIds(await repo.members(batch.id)));
     const completed = await repo.transaction(async (t) => {
       if (!(await repo.complete(batch.id, receipt, t))) return false;
+      await notary.markDone(
+        records.map((g) => g.id),
+        receipt.txHash,
+        receipt.anchoredAt,
+        t,
+      );
       await outbox.addMany(
         t,
         'guarantee.notarized',
@@ -110,14 +121,14 @@ export function createNotarizationService(deps: {
 
   async function blockSettled(result: CycleResult): Promise<void> {
     for (;;) {
-      const { found, full } = await repo.blocked(500);
+      const { found, full } = await notary.blocked(500);
       const before = result.blocked;
       for (const b of found) {
         const reason = `Doc ${b.key} is ${b.status}: the record will not be notarized.`;
         const [record] = await guarantees.findByIds([b.id]);
         if (!record) continue;
         const blocked = await repo.transaction(async (t) => {
-          if (!(await repo.block(b.id, reason, t))) return false;
+          if (!(await notary.block(b.id, reason, t))) return false;
           await outbox.add(t, b.orgId, 'guarantee.notarization_blocked', toV2({ ...record, notarizationReason: reason }), now());
           return true;
         });
@@ -133,23 +144,30 @@ export function createNotarizationService(deps: {
 
   /** Seals and anchors one batch of eligible records; how many it took. */
   async function batchOnce(result: CycleResult, held: () => Promise<boolean>): Promise<number> {
-    const ids = await repo.eligible(batchSize);
+    const ids = await notary.eligible(batchSize);
     if (!ids.length) return 0;
     const records = await guarantees.findByIds(ids);
     const digests = records.map((g) => guaranteeDigest(toV2(g)));
     const { root, paths } = buildTree(digests);
     await stillExclusive(held);
-    const batchId = await repo.seal(
-      anchor.kind,
-      root,
-      records.map((g, i) => ({
-        guaranteeId: g.id,
-        leafIndex: i,
-        digest: digests[i] as string,
-        path: paths[i] ?? [],
-      })),
-      now(),
-    );
+    const proofs = records.map((g, i) => ({ guaranteeId: g.id, leafIndex: i, digest: digests[i] as string, path: paths[i] ?? [] }));
+    // One transaction: the records move from waiting to batched and the batch is written, or
+    // (one of them blocked meanwhile) neither.
+    const batchId = await repo
+      .transaction(async (t) => {
+        if (
+          (await notary.markBatched(
+            records.map((g) => g.id),
+            t,
+          )) !== records.length
+        )
+          throw NOT_WAITING;
+        return repo.insertBatch(anchor.kind, root, proofs, now(), t);
+      })
+      .catch((err: unknown) => {
+        if (err === NOT_WAITING) return undefined;
+        throw err;
+      });
     if (batchId === undefined) return 0;
     result.batches++;
     const n = await anchorBatch({ id: batchId, root, size: records.length }, held, undefined, records);
@@ -195,7 +213,8 @@ export function createProofService(repo: Pick<NotarizationRepository, 'proofOf'>
   return {
     /** The proof of one of the organization's guarantees, or where it stands without one. */
     async proof(orgId: string, record: GuaranteeRecord): Promise<NotarizationProof | PendingProof> {
-      const row = await repo.proofOf(orgId, record.id);
+      if (record.orgId !== orgId) throw new Error('proof asked for a record of another organization');
+      const row = await repo.proofOf(record.id);
       if (!row || row.batch.state !== 'anchored' || !row.batch.txHash || !row.batch.anchoredAt) {
         return { guaranteeId: record.id, notarizationStatus: 'PENDING', ...(record.notarizationReason !== null && { reason: record.notarizationReason }) };
       }

@@ -1,6 +1,6 @@
 // Organizations and API keys in the database. Returns plain objects.
 import { v7 as uuidv7 } from 'uuid';
-import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 
 export interface Organization {
   id: string;
@@ -19,8 +19,58 @@ export interface StoredApiKey {
 /** The key lookup of every request (cache miss); exported for the API benchmark's raw baseline. */
 export const FIND_API_KEY_SQL = 'SELECT prefix, org_id, key_hash, revoked_at FROM api_keys WHERE prefix = $1';
 
+/**
+ * An organization's registry of guarantees, kept on its row: how many it registered (the last
+ * one's sequence number) and when the last one was registered. Only this folder writes them:
+ * guarantees take a place with takeRegistryPlace and read the number just taken through
+ * `seqOf`, a fragment for their INSERT. Exported for the API benchmark's raw baseline.
+ */
+export const REGISTRY_SQL = {
+  /** Takes the organization's row lock, its next number and a createdAt (epoch ms) handed back as the insert id. */
+  takePlace: `UPDATE organizations SET guarantee_count = guarantee_count + 1,
+    last_created_ms = LAST_INSERT_ID(GREATEST($2, COALESCE(last_created_ms, 0) + 1)) WHERE id = $1`,
+  /** The number takePlace just took, as a scalar subquery on the organization id bound at `param` (same transaction). */
+  seqOf: (param: string) => `(SELECT guarantee_count FROM organizations WHERE id = ${param})`,
+  size: 'SELECT guarantee_count AS n FROM organizations WHERE id = $1',
+} as const;
+
+/**
+ * An organization's public identity beside another domain's rows (a public verification shows
+ * its issuer): the join on the organization id column `orgIdColumn`, as `alias`, and its columns.
+ */
+export const ISSUER_SQL = {
+  join: (alias: string, orgIdColumn: string) => `JOIN organizations ${alias} ON ${alias}.id = ${orgIdColumn}`,
+  columns: (alias: string) => `${alias}.name AS org_name, ${alias}.vat_number AS org_vat, ${alias}.register_entry AS org_register`,
+} as const;
+
+/** The columns ISSUER_SQL.columns reads. */
+export interface IssuerRow {
+  org_name: string;
+  org_vat: string | null;
+  org_register: string | null;
+}
+
 export function createOrgRepository(db: Sequelize) {
   return {
+    /**
+     * Takes the organization's next place in its registry: its count advances (the next
+     * sequence number, which REGISTRY_SQL.seqOf reads) and the createdAt, later than the
+     * previous guarantee's by at least a millisecond whatever the clock of the process (`now`),
+     * comes back in one statement. The row lock serializes registrations within one
+     * organization until `t` ends; a rollback gives the place back, so sequences have no gaps.
+     * Undefined when the organization is unknown.
+     */
+    async takeRegistryPlace(orgId: string, now: Date, t: Transaction): Promise<{ createdAt: Date } | undefined> {
+      const { affectedRows, insertId } = await write(db, REGISTRY_SQL.takePlace, [orgId, now.getTime()], t);
+      return affectedRows === 1 ? { createdAt: new Date(insertId) } : undefined;
+    },
+
+    /** How many guarantees the organization registered: one primary-key read of its counter. */
+    async registrySize(orgId: string): Promise<number> {
+      const [row] = await select<{ n: string }>(db, REGISTRY_SQL.size, [orgId]);
+      return row ? Number(row.n) : 0;
+    },
+
     /**
      * Takes the organization's row lock until `t` ends, so that another domain's changes for one
      * organization take turns (webhook registrations); false when there is no such organization.

@@ -4,6 +4,8 @@ import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createGuaranteeRepository } from '../../src/guarantees/guarantee.repository.js';
 import { createGuaranteeService } from '../../src/guarantees/guarantee.service.js';
 import { toV2 } from '../../src/guarantees/guarantee.serializer.js';
+import { createFileRepository } from '../../src/files/file.repository.js';
+import { createOrgRepository } from '../../src/orgs/org.repository.js';
 import { createIdempotencyStore } from '../../src/shared/idempotency.js';
 
 describe('registration order across processes', () => {
@@ -17,6 +19,8 @@ describe('registration order across processes', () => {
     // Another API process, its clock an hour behind.
     const behind = createGuaranteeService({
       repo: createGuaranteeRepository(db),
+      registry: createOrgRepository(db),
+      files: createFileRepository(db, events.outbox),
       idempotency: createIdempotencyStore(db),
       outbox: events.outbox,
       now: () => new Date(Date.now() - 3_600_000),
@@ -72,7 +76,14 @@ describe('Idempotency-Key claims', () => {
         return store.complete(orgId, key, owner, response, t);
       },
     };
-    const svc = createGuaranteeService({ repo: createGuaranteeRepository(db), idempotency: thief, outbox: (await harness()).events.outbox });
+    const { outbox } = (await harness()).events;
+    const svc = createGuaranteeService({
+      repo: createGuaranteeRepository(db),
+      registry: createOrgRepository(db),
+      files: createFileRepository(db, outbox),
+      idempotency: thief,
+      outbox,
+    });
     const err = await svc
       .create(org.orgId, { details: { policyNumber: 'P' } }, { respond: toV2, idempotency: { key: 'stolen', scope: 'POST /api/v2/guarantees' } })
       .then(
