@@ -3,7 +3,7 @@
 // never both record one, and a file that has a verdict never gets another. A change of
 // status writes the `file.status.changed` event in the same transaction.
 import { execute, select, truncate, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
-import type { Outbox } from '../webhooks/outbox.js';
+import type { Outbox } from '../shared/events/outbox.js';
 
 export interface NewFile {
   uuid: string;

@@ -8,7 +8,7 @@ import { ConflictError, NotFoundError, ValidationError, type FieldProblem } from
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
 import { REJECTED_FILE_STATUSES as REJECTED_STATUSES, type FileStatus } from '../files/file.statuses.js';
 import { UUID_PATTERN } from '../shared/validation.js';
-import type { Outbox } from '../webhooks/outbox.js';
+import type { Outbox } from '../shared/events/outbox.js';
 import type { FileRepository } from '../files/file.repository.js';
 import type { OrgRepository } from '../orgs/org.repository.js';
 import type { GuaranteeRepository } from './guarantee.repository.js';

@@ -12,7 +12,7 @@ import type { GuaranteeRepository } from '../guarantees/guarantee.repository.js'
 import { toV2 } from '../guarantees/guarantee.serializer.js';
 import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
 import type { Logger } from '../shared/logger.js';
-import type { Outbox } from '../webhooks/outbox.js';
+import type { Outbox } from '../shared/events/outbox.js';
 import type { Anchor, BatchToAnchor, Submission } from './anchor.js';
 import { CANONICAL_SCHEMA, guaranteeDigest } from './canonical.js';
 import { buildTree } from './merkle.js';

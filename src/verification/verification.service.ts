@@ -13,7 +13,7 @@ import { guaranteeDigest } from '../notarization/canonical.js';
 import type { ProofService } from '../notarization/notarization.service.js';
 import { createBatcher } from '../shared/batch.js';
 import { NotFoundError } from '../shared/errors.js';
-import type { Outbox } from '../webhooks/outbox.js';
+import type { Outbox } from '../shared/events/outbox.js';
 import { signReceipt, type ReceiptPayload } from './receipt.js';
 import type { PublicJwk, SigningKey, SigningKeys } from './signing-keys.js';
 import type { VerificationRepository } from './verification.repository.js';

@@ -1,14 +1,17 @@
-// The event plumbing a process needs to emit events: the outbox (written inside the caller's
-// transactions) and this process's relay, woken by the outbox after each commit. The relay
-// may have a database pool of its own (`relayDb`): in a busy process its four statements a
-// round would otherwise each queue behind the requests' transactions for a connection, which
-// was most of the time from commit to delivery in a burst.
+// Webhooks as the consumer of the domain events (src/shared/events): the outbox keeps events
+// in webhooks' table, the relay hands each committed event to webhooks, which makes one
+// delivery per endpoint of its organization and queues them; frequent events are taken at
+// write time, their deliveries made in the writer's script. This is the event plumbing a
+// process needs to emit events. The relay may have a database pool of its own (`relayDb`): in
+// a busy process its four statements a round would otherwise each queue behind the requests'
+// transactions for a connection, which was most of the time from commit to delivery in a burst.
 import type { Sequelize } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import { withTimeout } from '../shared/time-limit.js';
-import { createOutbox, createRelay, type Outbox, type Relay } from './outbox.js';
+import { createOutbox, type Outbox } from '../shared/events/outbox.js';
+import { createRelay, type Relay } from '../shared/events/relay.js';
 import { createWebhookJobs, type WebhookQueue } from './webhook.jobs.js';
-import { createWebhookRepository, type DeliveryRef, type WebhookRepository } from './webhook.repository.js';
+import { createWebhookRepository, pendingDeliveries, type DeliveryRef, type WebhookRepository } from './webhook.repository.js';
 
 /** How long a writer's deliveries may take to reach the queue before they are left to the reconciler. */
 const DISPATCH_TIMEOUT_MS = 2_000;
@@ -31,7 +34,11 @@ export function createEvents(db: Sequelize, queue: WebhookQueue, retrySchedule: 
   const repo = createWebhookRepository(db);
   const relayRepo = relayDb === db ? repo : createWebhookRepository(relayDb);
   const jobs = createWebhookJobs(queue, retrySchedule);
-  const relay = createRelay({ repo: relayRepo, jobs, logger });
+  const relay = createRelay({
+    source: relayRepo,
+    consume: async (events) => jobs.queue(await relayRepo.fanOut(events, new Date())),
+    logger,
+  });
   // Deliveries fanned out by their writer: queued once, within a time limit; on failure they
   // wait in the database for the reconciler (pending past their due time). After a failure,
   // none is tried for DISPATCH_PAUSE_MS: under load every batch would otherwise wait on a
@@ -52,7 +59,17 @@ export function createEvents(db: Sequelize, queue: WebhookQueue, retrySchedule: 
   return {
     repo,
     relay,
-    outbox: createOutbox(repo, relay.wake, dispatch),
+    outbox: createOutbox({
+      store: repo,
+      onCommit: relay.wake,
+      atWrite: {
+        statements: (type, events, at) => repo.fannedOutStatements(type, events, at),
+        taken: (results) => {
+          const deliveries = results.flatMap((r) => pendingDeliveries(r as Parameters<typeof pendingDeliveries>[0]));
+          if (deliveries.length) dispatch(deliveries);
+        },
+      },
+    }),
     async reconcile({ graceMs = 60_000, againMs = 5 * 60_000, limit = 1000 } = {}) {
       const at = Date.now();
       const overdue = await repo.takeOverdue(new Date(at - graceMs), new Date(at + againMs), limit);

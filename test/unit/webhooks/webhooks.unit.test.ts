@@ -213,7 +213,7 @@ describe('webhooks: the outbox relay while Redis is away', () => {
   };
 
   it('starts no round of its own on each commit while a failed round waits for its retry', async () => {
-    const { createRelay } = await import('../../../src/webhooks/outbox.js');
+    const { createRelay } = await import('../../../src/shared/events/relay.js');
     const { createLogger } = await import('../../../src/shared/logger.js');
     let reads = 0;
     let queued = 0;
@@ -223,18 +223,15 @@ describe('webhooks: the outbox relay while Redis is away', () => {
         reads++;
         return Promise.resolve([event]);
       },
-      fanOut: () => Promise.resolve([]),
       markDispatched: () => Promise.resolve(),
     };
     let redisUp = false;
-    const jobs = {
-      queue: () => {
-        if (!redisUp) return Promise.reject(new Error('Redis is away'));
-        queued++;
-        return Promise.resolve();
-      },
+    const consume = () => {
+      if (!redisUp) return Promise.reject(new Error('Redis is away'));
+      queued++;
+      return Promise.resolve();
     };
-    const relay = createRelay({ repo: repo as never, jobs, logger: createLogger('silent'), settings: { retryMs: 1000 } });
+    const relay = createRelay({ source: repo, consume, logger: createLogger('silent'), settings: { retryMs: 1000 } });
     relay.wake();
     await until('the first round', () => reads === 1);
     // A hundred commits while the retry waits (a second away): no round each.
@@ -255,7 +252,7 @@ describe('webhooks: the outbox relay while Redis is away', () => {
   });
 
   it('relays the commits of one moment in one round, a few milliseconds after the first', async () => {
-    const { createRelay } = await import('../../../src/webhooks/outbox.js');
+    const { createRelay } = await import('../../../src/shared/events/relay.js');
     const { createLogger } = await import('../../../src/shared/logger.js');
     let reads = 0;
     const repo = {
@@ -263,10 +260,9 @@ describe('webhooks: the outbox relay while Redis is away', () => {
         reads++;
         return Promise.resolve([]);
       },
-      fanOut: () => Promise.resolve([]),
       markDispatched: () => Promise.resolve(),
     };
-    const relay = createRelay({ repo: repo as never, jobs: { queue: () => Promise.resolve() }, logger: createLogger('silent') });
+    const relay = createRelay({ source: repo, consume: () => Promise.resolve(), logger: createLogger('silent') });
     for (let i = 0; i < 50; i++) relay.wake();
     expect(reads).to.equal(0);
     await until('the round', () => reads >= 1);
