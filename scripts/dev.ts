@@ -13,8 +13,7 @@ const { env } = await up('dev');
 applyEnv(env, localAppEnv('dev'));
 
 const { getConfig } = await import('../config/index.js');
-const { runCli, withOrganizations } = await import('../src/cli.js');
-const { createSequelize } = await import('../src/shared/db/sequelize.js');
+const { runCli, withCore, withOrganizations } = await import('../src/cli.js');
 const { createLogger } = await import('../src/shared/logger.js');
 const { startServer } = await import('../src/server.js');
 const { startWorkers } = await import('../workers/index.js');
@@ -43,16 +42,11 @@ async function developmentKey(): Promise<string> {
 /** NOTARIZATION_ANCHOR=evm on the local chain: its first development account anchors (unless a key is set). */
 async function developmentAnchorKey(): Promise<void> {
   if (config.NOTARIZATION_ANCHOR !== 'evm' || !env.EVM_RPC_URL) return;
-  const { createAnchorKeys } = await import('../src/notarization/anchor-keys.js');
-  const { createSecretBox } = await import('../src/shared/secrets.js');
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
-  try {
-    const keys = createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY));
-    if (!(await keys.evmKey()))
-      logger.info({ address: await keys.setEvmKey(DEV_CHAIN_KEY) }, "the local chain's development account anchors notarization batches");
-  } finally {
-    await db.close();
-  }
+  // The CLI's core (what `cli evm set-key` uses).
+  await withCore(config, async ({ repos: { anchorKeys } }) => {
+    if (!(await anchorKeys.evmKey()))
+      logger.info({ address: await anchorKeys.setEvmKey(DEV_CHAIN_KEY) }, "the local chain's development account anchors notarization batches");
+  });
 }
 
 const key = await developmentKey();

@@ -2,21 +2,13 @@
 import { Router } from '@koa/router';
 import Koa from 'koa';
 import type { Config } from '../config/index.js';
-import { createFileRepository } from './files/file.repository.js';
+import type { WebServices } from './composition.js';
 import { registerFileRoutes } from './files/file.routes.js';
-import { createFileJobs } from './files/file.jobs.js';
-import { createFileService } from './files/file.service.js';
 import { registerStorageEventRoutes, STORAGE_EVENTS_PATH } from './files/storage-events.routes.js';
-import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
 import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
-import { createGuaranteeService } from './guarantees/guarantee.service.js';
-import { createNotarizationRepository } from './notarization/notarization.repository.js';
 import { registerNotarizationRoutes } from './notarization/notarization.routes.js';
-import { createProofService } from './notarization/notarization.service.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { authenticate, type AuthState } from './orgs/auth.middleware.js';
-import { createOrgRepository } from './orgs/org.repository.js';
-import { createOrgService } from './orgs/org.service.js';
 import type { OpenQueues } from './queues.js';
 import type { Sequelize } from './shared/db/sequelize.js';
 import { adminBoard } from './shared/http/admin.js';
@@ -25,32 +17,21 @@ import { createBodyBudget } from './shared/http/body-budget.js';
 import { errorHandler } from './shared/http/error-handler.js';
 import { createMetrics, observe, type HttpMetrics } from './shared/http/observability.js';
 import { registerOpsRoutes } from './shared/http/ops.routes.js';
-import { createIdempotencyStore } from './shared/idempotency.js';
 import type { Logger } from './shared/logger.js';
-import { createSecretBox } from './shared/secrets.js';
-import { createStorage, type Storage } from './shared/storage.js';
-import { createSigningKeys } from './verification/signing-keys.js';
-import { createVerificationRepository } from './verification/verification.repository.js';
 import { perAddressLimit, registerVerificationRoutes } from './verification/verification.routes.js';
-import { createVerificationService } from './verification/verification.service.js';
 import { registerVerifyPage } from './verification/verify-page.js';
-import { createEvents, type Events } from './webhooks/events.js';
-import { createAddressPolicy, dnsResolver, type Resolver } from './webhooks/ssrf.js';
 import { registerWebhookRoutes } from './webhooks/webhook.routes.js';
-import { createWebhookService } from './webhooks/webhook.service.js';
 
 export interface AppDeps {
   config: Config;
   logger: Logger;
+  /** The pool the readiness check pings. */
   db: Sequelize;
   metrics?: HttpMetrics;
-  storage?: Storage;
-  /** The queues the API enqueues to and Bull Board shows (the caller owns their connection). */
+  /** The queues Bull Board shows (the caller owns their connection). */
   queues: OpenQueues;
-  /** The outbox and this process's relay (made here when absent; the caller stops its relay). */
-  events?: Events;
-  /** Resolves webhook hosts for the SSRF check (the system's DNS by default; tests inject one). */
-  resolver?: Resolver;
+  /** The API's services, built by the composition root (src/composition.ts). */
+  services: WebServices;
 }
 
 /** The Koa application, with the routes it answers ("get /api/v2/guarantees/{id}"), which the OpenAPI document must match (test/integration/ops.test.ts). */
@@ -59,45 +40,7 @@ export type RegistryApp = Koa & { routes: readonly string[] };
 export function createApp(deps: AppDeps): RegistryApp {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
-  const orgRepo = createOrgRepository(db);
-  const orgs = createOrgService(orgRepo);
-  const events = deps.events ?? createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
-  const secrets = createSecretBox(config.ENCRYPTION_KEY);
-  const guaranteeRepo = createGuaranteeRepository(db);
-  const fileRepo = createFileRepository(db, events.outbox);
-  const guarantees = createGuaranteeService({
-    repo: guaranteeRepo,
-    registry: orgRepo,
-    files: fileRepo,
-    idempotency: createIdempotencyStore(db),
-    outbox: events.outbox,
-  });
-  const proofs = createProofService(createNotarizationRepository(db));
-  const verifications = createVerificationService({
-    guarantees: guaranteeRepo,
-    proofs,
-    repo: createVerificationRepository(db),
-    outbox: events.outbox,
-    keys: createSigningKeys(db, secrets),
-    configuredKey: config.VERIFICATION_SIGNING_KEY,
-    publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
-  });
-  const webhooks = createWebhookService({
-    repo: events.repo,
-    organizations: orgRepo,
-    secrets,
-    resolver: deps.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }),
-    policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
-    settings: { allowHttp: config.WEBHOOK_ALLOW_HTTP ?? config.NODE_ENV !== 'production', rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },
-    wake: events.relay.wake,
-  });
-  const files = createFileService({
-    repo: fileRepo,
-    storage: deps.storage ?? createStorage(config),
-    policy: { allowedFileTypes: config.ALLOWED_FILE_TYPES, maxBytes: config.MAX_UPLOAD_BYTES, ttlSeconds: config.UPLOAD_URL_TTL_SECONDS },
-    jobs: createFileJobs(queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS }),
-    logger,
-  });
+  const { orgs, guarantees, proofs, verifications, webhooks, files } = deps.services;
 
   // Behind a router, the client's address is the last X-Forwarded-For hop, the one the router
   // appended: the hops before it are whatever the client sent.

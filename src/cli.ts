@@ -15,20 +15,16 @@
 //   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}, or the
 //                          guarantee's JSON and the proof's), then against the anchor when reachable
 import { getConfig, type Config } from '../config/index.js';
-import { createAnchorKeys } from './notarization/anchor-keys.js';
+import { cliServices, openCore, type Core } from './composition.js';
+import type { OrgService } from './orgs/org.service.js';
 import { verifyCommand } from './notarization/verify.command.js';
-import { createOrgRepository } from './orgs/org.repository.js';
-import { createOrgService } from './orgs/org.service.js';
 import { migrate } from './shared/db/migrator.js';
-import { createSequelize } from './shared/db/sequelize.js';
 import { AppError } from './shared/errors.js';
 import { createLogger } from './shared/logger.js';
 import { configureUploadEvents } from './files/storage-events.setup.js';
 import { trustCommand } from './files/trust/trust.command.js';
-import { createSecretBox, SecretContext } from './shared/secrets.js';
+import { SecretContext } from './shared/secrets.js';
 import { createStorage } from './shared/storage.js';
-import { createSigningKeys } from './verification/signing-keys.js';
-import { createWebhookRepository } from './webhooks/webhook.repository.js';
 
 const USAGE = `usage:
   cli org create <name> [--vat <VAT number>] [--register <register entry>]
@@ -51,42 +47,42 @@ const say = (message: string) => process.stderr.write(`${message}\n`);
  * Seals again, under the first ENCRYPTION_KEY and bound to its row, every stored secret that
  * is not (an older key's, or sealed before secrets were bound); returns how many.
  */
-async function resealSecrets(config: Config): Promise<number> {
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
-  try {
-    const box = createSecretBox(config.ENCRYPTION_KEY);
-    const repo = createWebhookRepository(db);
-    let resealed = 0;
-    for (const row of await repo.sealedSecrets()) {
-      if (box.isCurrent(row.secretEnc) && (!row.previousSecretEnc || box.isCurrent(row.previousSecretEnc))) continue;
-      const context = SecretContext.webhook(row.id);
-      let next: { secretEnc: Buffer; previousSecretEnc: Buffer | null };
-      try {
-        next = {
-          secretEnc: box.seal(box.open(row.secretEnc, context), context),
-          previousSecretEnc: row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc, context), context),
-        };
-      } catch (err) {
-        say(`webhook ${row.id}: its secret does not open (${(err as Error).message}); left as it is`);
-        continue;
-      }
-      // Only if unchanged since it was read: a rotation meanwhile wins.
-      if (await repo.resealSecrets(row.id, row, next)) resealed++;
+async function resealSecrets(core: Core): Promise<number> {
+  const box = core.secrets;
+  const repo = core.repos.webhooks;
+  let resealed = 0;
+  for (const row of await repo.sealedSecrets()) {
+    if (box.isCurrent(row.secretEnc) && (!row.previousSecretEnc || box.isCurrent(row.previousSecretEnc))) continue;
+    const context = SecretContext.webhook(row.id);
+    let next: { secretEnc: Buffer; previousSecretEnc: Buffer | null };
+    try {
+      next = {
+        secretEnc: box.seal(box.open(row.secretEnc, context), context),
+        previousSecretEnc: row.previousSecretEnc && box.seal(box.open(row.previousSecretEnc, context), context),
+      };
+    } catch (err) {
+      say(`webhook ${row.id}: its secret does not open (${(err as Error).message}); left as it is`);
+      continue;
     }
-    const keys = await createAnchorKeys(db, box).reseal();
-    const receiptKeys = await createSigningKeys(db, box).reseal();
-    say(`re-sealed ${resealed} webhook secret(s), ${keys} anchor key(s) and ${receiptKeys} receipt signing key(s) under the first ENCRYPTION_KEY`);
-    return resealed + keys + receiptKeys;
-  } finally {
-    await db.close();
+    // Only if unchanged since it was read: a rotation meanwhile wins.
+    if (await repo.resealSecrets(row.id, row, next)) resealed++;
   }
+  const keys = await core.repos.anchorKeys.reseal();
+  const receiptKeys = await core.repos.signingKeys.reseal();
+  say(`re-sealed ${resealed} webhook secret(s), ${keys} anchor key(s) and ${receiptKeys} receipt signing key(s) under the first ENCRYPTION_KEY`);
+  return resealed + keys + receiptKeys;
 }
 
 export async function runCli(argv: string[]): Promise<number> {
   const [noun, verb, arg] = argv;
-  if (noun === 'verify') return verifyCommand(argv.slice(1), say, USAGE);
+  if (noun === 'verify') {
+    // Where the registry is configured, its ledger and its anchor's address are read too.
+    const config = configIfAny();
+    if (!config) return verifyCommand(argv.slice(1), say, USAGE);
+    return withCore(config, (core) => verifyCommand(argv.slice(1), say, USAGE, { config, db: core.db, anchorKeys: core.repos.anchorKeys }));
+  }
   const config = getConfig();
-  if (noun === 'trust') return trustCommand(argv.slice(1), config, say, USAGE);
+  if (noun === 'trust') return trustCommand(argv.slice(1), config, say, USAGE, (work) => withCore(config, (core) => work(core.repos.trust)));
   if (noun === 'migrate' && verb === undefined) {
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
@@ -113,14 +109,13 @@ export async function runCli(argv: string[]): Promise<number> {
   if (noun === 'secrets' && verb === 'reencrypt' && argv.length === 2) {
     // After putting a new key first in ENCRYPTION_KEY: every secret sealed under an older key
     // is sealed again under the new one; then the old key can be removed from the list.
-    const n = await resealSecrets(config);
+    const n = await withCore(config, resealSecrets);
     process.stdout.write(`${n}\n`);
     return 0;
   }
   if (noun === 'evm' && (verb === 'set-key' || verb === 'address') && argv.length === 2) {
-    const db = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
-    try {
-      const keys = createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY));
+    return withCore(config, async (core) => {
+      const keys = core.repos.anchorKeys;
       if (verb === 'address') {
         const key = await keys.evmKey();
         if (!key) {
@@ -137,15 +132,13 @@ export async function runCli(argv: string[]): Promise<number> {
       say(`stored the EVM anchor key, sealed under ENCRYPTION_KEY; fund ${address} with gas`);
       process.stdout.write(`${address}\n`);
       return 0;
-    } catch (err) {
+    }).catch((err: unknown) => {
       if (err instanceof AppError && err.expose) {
         say(err.message);
         return 1;
       }
       throw err;
-    } finally {
-      await db.close();
-    }
+    });
   }
   // Options after the positional arguments: `--vat`, `--register`, `--name`, each with a value.
   const options = new Map<string, string>();
@@ -200,17 +193,32 @@ export async function runCli(argv: string[]): Promise<number> {
   });
 }
 
-/**
- * Runs `work` with the organizations service on a connection of its own, closed after: what
- * `org` and `key` do, and what `npm start` uses to make its development key.
- */
-export async function withOrganizations<T>(config: Config, work: (orgs: ReturnType<typeof createOrgService>) => Promise<T>): Promise<T> {
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 2 });
+/** The configuration when there is one (a third party verifying a proof has none). */
+function configIfAny(): Config | undefined {
   try {
-    return await work(createOrgService(createOrgRepository(db)));
-  } finally {
-    await db.close();
+    return getConfig();
+  } catch {
+    return undefined;
   }
+}
+
+/**
+ * Runs `work` over the composition root's core (src/composition.ts) on a pool of two
+ * connections of its own, closed after: every command that touches the database, and what
+ * `npm start` uses for its development key and anchor.
+ */
+export async function withCore<T>(config: Config, work: (core: Core) => Promise<T>): Promise<T> {
+  const core = openCore(config, createLogger(config.LOG_LEVEL, process.stderr), { poolMax: 2 });
+  try {
+    return await work(core);
+  } finally {
+    await core.close();
+  }
+}
+
+/** Runs `work` with the organizations service: what `org` and `key` do, and what `npm start` uses to make its development key. */
+export async function withOrganizations<T>(config: Config, work: (orgs: OrgService) => Promise<T>): Promise<T> {
+  return withCore(config, (core) => work(cliServices.organizations(core)));
 }
 
 const isMain = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/cli.js');

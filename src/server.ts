@@ -4,18 +4,19 @@ import { createServer } from 'node:http';
 import { getConfig } from '../config/index.js';
 import { createApp } from './app.js';
 import { openQueues } from './queues.js';
-import { createEvents } from './webhooks/events.js';
-import { createSequelize } from './shared/db/sequelize.js';
+import { openCore, openEvents, webServices } from './composition.js';
 import { createMetrics } from './shared/http/observability.js';
 import { createLogger } from './shared/logger.js';
 import { producerConnection, watchRedisHealth } from './shared/queues.js';
+import { createStorage } from './shared/storage.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
 
 export async function startServer(): Promise<{ port: number; close: () => Promise<void> }> {
   const config = getConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+  // The composition root builds the pools, secrets, repositories, events and services (src/composition.ts).
+  const core = openCore(config, logger);
   const metrics = createMetrics();
   // Redis serves uploads (enqueueing checks), store events and Bull Board; guarantees never need it.
   const redis = producerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
@@ -23,9 +24,10 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   const queues = openQueues(redis, config.QUEUE_PREFIX, logger);
   // Events committed here (guarantee.created) are relayed to the delivery queue by this
   // process, on a connection of the relay's own (never queued behind requests).
-  const relayDb = createSequelize({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
-  const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger, relayDb);
-  const app = createApp({ config, logger, db, metrics, queues, events });
+  const emitting = openEvents(core, queues);
+  const { events } = emitting;
+  const services = webServices(core, emitting, { queues, storage: createStorage(config) });
+  const app = createApp({ config, logger, db: core.db, metrics, queues, services });
   const handle = app.callback();
   const server = createServer((req, res) => {
     void handle(req, res);
@@ -59,8 +61,7 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
       await events.relay.stop();
       await queues.close();
       redis.disconnect();
-      await relayDb.close();
-      await db.close();
+      await core.close();
       logger.info('shut down');
     })());
   return { port, close };

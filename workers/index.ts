@@ -5,39 +5,14 @@
 //   signature    checks .p7m signatures of public v2 documents, on worker threads
 //   webhooks     delivers webhook events (signed, retried); relays outbox events nobody relayed
 //   notarization batches the digests of records whose docs are settled and anchors their Merkle roots
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Worker, type Job, type WorkerOptions } from 'bullmq';
 import { getConfig, type Config } from '../config/index.js';
-import { createAntivirus } from '../src/files/antivirus.js';
-import {
-  createFileJobs,
-  FileJob,
-  FileQueue,
-  SWEEP_IDLE_MS,
-  type CheckJobName,
-  type CheckPayload,
-  type ScanPayload,
-  type SignaturePayload,
-} from '../src/files/file.jobs.js';
-import { createFileRepository } from '../src/files/file.repository.js';
-import { createScanService, NOT_VERSIONED } from '../src/files/scan.service.js';
-import { MAX_ENVELOPE_BYTES } from '../src/files/p7m/p7m.limits.js';
-import { createVerifyPool } from '../src/files/signature.pool.js';
-import { createSignatureService } from '../src/files/signature.service.js';
-import { createTrustRepository } from '../src/files/trust/trust.repository.js';
-import { createTrustSource } from '../src/files/trust/trust.source.js';
-import { createGuaranteeRepository } from '../src/guarantees/guarantee.repository.js';
-import { createAnchorKeys } from '../src/notarization/anchor-keys.js';
-import type { Anchor } from '../src/notarization/anchor.js';
-import { createEvmAnchor, evmProvider } from '../src/notarization/evm.anchor.js';
-import { createLedgerAnchor } from '../src/notarization/ledger.anchor.js';
+import { openCore, openEvents, workerServices } from '../src/composition.js';
+import { FileJob, FileQueue, SWEEP_IDLE_MS, type CheckJobName, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
+import { NOT_VERSIONED } from '../src/files/scan.service.js';
 import { NOTARIZATION_QUEUE, NotarizationJob, notarizationSchedule, type NotarizationPayload } from '../src/notarization/notarization.jobs.js';
-import { createNotarizationRepository } from '../src/notarization/notarization.repository.js';
-import { createNotarizationService } from '../src/notarization/notarization.service.js';
 import { openQueues } from '../src/queues.js';
-import { createSequelize } from '../src/shared/db/sequelize.js';
-import { createIdempotencyStore } from '../src/shared/idempotency.js';
 import { createLogger, type Logger } from '../src/shared/logger.js';
 import {
   MAINTENANCE_QUEUE,
@@ -50,14 +25,9 @@ import {
 import { later, processorFor, stop, type Handler } from '../src/shared/job-handlers.js';
 import { keepSchedules, type Schedule } from '../src/shared/schedules.js';
 import { isLastAttempt, producerConnection, workerConnection } from '../src/shared/queues.js';
-import { redactingProxy, secretPartsOfUrl } from '../src/shared/redact.js';
-import { createSecretBox } from '../src/shared/secrets.js';
 import { TimeLimitError, withTimeout } from '../src/shared/time-limit.js';
 import { createStorage } from '../src/shared/storage.js';
-import { createDeliveryService } from '../src/webhooks/delivery.service.js';
-import { createEvents } from '../src/webhooks/events.js';
-import { createSender } from '../src/webhooks/sender.js';
-import { createAddressPolicy, dnsResolver, type Resolver } from '../src/webhooks/ssrf.js';
+import type { Resolver } from '../src/webhooks/ssrf.js';
 import { BACKOFF_TYPE, DELIVER, retryDelay, WEBHOOK_QUEUE, type DeliveryPayload } from '../src/webhooks/webhook.jobs.js';
 
 export const WORKER_NAMES = ['maintenance', 'scan', 'signature', 'webhooks', 'notarization'] as const;
@@ -82,7 +52,8 @@ export interface WorkerOptionsForTests {
 export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, opts: WorkerOptionsForTests = {}): Promise<RunningWorkers> {
   const config = opts.config ?? getConfig();
   const log = opts.logger ?? createLogger(config.LOG_LEVEL);
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+  // The composition root builds the pools, secrets, repositories, events and services (src/composition.ts).
+  const core = openCore(config, log);
   const connection = workerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
   connection.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error'));
   // Enqueueing from inside a job uses a connection of its own that fails fast (the job retries).
@@ -92,23 +63,9 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const storage = createStorage(config);
   // Events committed here (file.status.changed) are relayed by this process's relay, on a
   // connection of its own.
-  const relayDb = createSequelize({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
-  const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, log, relayDb);
-  const repo = createFileRepository(db, events.outbox);
-  const jobs = createFileJobs(queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS });
-  const scans = createScanService({
-    repo,
-    storage,
-    jobs,
-    logger: log,
-    antivirus: createAntivirus({ socket: config.CLAMD_SOCKET, host: config.CLAMD_HOST, port: config.CLAMD_PORT }, { timeoutMs: config.SCAN_TIMEOUT_MS }),
-    settings: {
-      graceMs: config.UPLOAD_GRACE_SECONDS * 1000,
-      pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS,
-      clamdStreams: config.SCAN_CONCURRENCY,
-      scanAttempts: config.SCAN_ATTEMPTS,
-    },
-  });
+  const emitting = openEvents(core, queues);
+  const { events } = emitting;
+  const scans = workerServices.scans(core, emitting, { queues, storage });
   const workers: Array<Pick<Worker, 'close' | 'name'>> = [];
   // What the workers use, closed after them.
   const closers: Array<() => Promise<unknown>> = [];
@@ -141,7 +98,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const starters: Record<WorkerName, () => Promise<void> | void> = {
     maintenance: () => {
       const handlers = maintenanceHandlers({
-        idempotency: createIdempotencyStore(db),
+        idempotency: core.repos.idempotency,
         sweepUploads: () => scans.sweep(SWEEP_IDLE_MS),
         reconcileDeliveries: () => events.reconcile(),
       });
@@ -178,59 +135,26 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       );
     },
     signature: () => {
-      // Trusted lists are in use where they are configured (TRUSTED_LIST_SIGNERS): then chains are
-      // checked against the lists imported, and with none imported no list trusts anything.
-      const trustedLists = config.TRUSTED_LIST_SIGNERS
-        ? createTrustSource(createTrustRepository(db), { refreshMs: config.TRUSTED_LISTS_REFRESH_SECONDS * 1000 })
-        : undefined;
-      const pool = createVerifyPool({
-        threads: config.SIGNATURE_CONCURRENCY,
-        trustPem: config.SIGNATURE_TRUST_STORE ? readFileSync(config.SIGNATURE_TRUST_STORE, 'utf8') : undefined,
-        ...(trustedLists && { trustServices: () => trustedLists.current() }),
-      });
-      // The verifier refuses larger envelopes anyway; nothing larger is read into memory.
-      const signatures = createSignatureService({
-        repo,
-        storage,
-        verify: pool.verify,
-        maxBytes: Math.min(config.MAX_UPLOAD_BYTES, MAX_ENVELOPE_BYTES),
-        logger: log,
-      });
+      const signatures = workerServices.signatures(core, emitting, { storage });
       run<SignaturePayload, typeof FileJob.verify>(
         FileQueue.signatures,
         [FileJob.verify],
         {
-          [FileJob.verify]: (job) => signatures.check(job.data.uuid, isLastAttempt(job)),
+          [FileJob.verify]: (job) => signatures.service.check(job.data.uuid, isLastAttempt(job)),
         },
         config.SIGNATURE_CONCURRENCY,
       );
-      closers.push(() => pool.close());
+      closers.push(signatures.close);
     },
     webhooks: () => {
-      const sender = createSender({
-        resolver: opts.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }),
-        policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
-        timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      });
-      const deliveries = createDeliveryService({
-        repo: events.repo,
-        sender,
-        secrets: createSecretBox(config.ENCRYPTION_KEY),
-        logger: log,
-        settings: {
-          disableAfterMs: config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000,
-          endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
-          attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
-          retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
-        },
-      });
+      const deliveries = workerServices.deliveries(core, { ...(opts.resolver && { resolver: opts.resolver }) });
       const schedule = config.WEBHOOK_RETRY_SCHEDULE;
       run<DeliveryPayload, typeof DELIVER>(
         WEBHOOK_QUEUE,
         [DELIVER],
         {
           [DELIVER]: async (job) => {
-            const outcome = await deliveries.deliver(job.data.eventId, job.data.endpointId, { made: job.attemptsMade, last: isLastAttempt(job) });
+            const outcome = await deliveries.service.deliver(job.data.eventId, job.data.endpointId, { made: job.attemptsMade, last: isLastAttempt(job) });
             // The endpoint has its share in flight: come back shortly, without spending an attempt.
             if (outcome === 'busy') return later(100 + Math.floor(Math.random() * 400));
             return typeof outcome === 'object' ? stop(outcome.giveUp) : outcome;
@@ -244,49 +168,21 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         },
       );
       events.relay.start(RELAY_EVERY_MS, RELAY_MIN_AGE_MS);
-      closers.push(() => sender.close());
+      closers.push(deliveries.close);
     },
     notarization: () => {
-      // NOTARIZATION_ANCHOR: the embedded ledger, or an EVM chain.
-      // The RPC URL carries the provider's API key, and ethers puts it in its errors: they are
-      // redacted before they reach the job's failure (Bull Board) or a log line.
-      const anchor: Anchor =
-        config.NOTARIZATION_ANCHOR === 'evm'
-          ? redactingProxy(
-              createEvmAnchor({
-                db,
-                provider: evmProvider(config.EVM_RPC_URL as string, config.EVM_CHAIN_ID as number),
-                keys: createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)),
-                settings: { chainId: config.EVM_CHAIN_ID as number, confirmations: config.EVM_CONFIRMATIONS },
-                logger: log,
-              }),
-              secretPartsOfUrl(config.EVM_RPC_URL as string),
-            )
-          : createLedgerAnchor(db);
-      // The notarizers' lock lives on a connection of its own, outside the pool the cycle works with.
-      const lockDb = createSequelize({ url: config.DATABASE_URL, poolMax: 1, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
-      const notary = createNotarizationService({
-        repo: createNotarizationRepository(db, lockDb),
-        guarantees: createGuaranteeRepository(db),
-        outbox: events.outbox,
-        anchor,
-        batchSize: config.NOTARIZATION_BATCH_SIZE,
-        logger: log,
-      });
+      const notary = workerServices.notarizer(core, emitting);
       schedules.push(notarizationSchedule(queues.notarization, config.NOTARIZATION_INTERVAL_MS));
       run<NotarizationPayload, typeof NotarizationJob.notarize>(
         NOTARIZATION_QUEUE,
         [NotarizationJob.notarize],
         {
-          [NotarizationJob.notarize]: async () => (await notary.cycle()) ?? { skipped: 'another process is notarizing' },
+          [NotarizationJob.notarize]: async () => (await notary.service.cycle()) ?? { skipped: 'another process is notarizing' },
         },
         1,
       );
       // After the worker, which lets a cycle under way finish with its lock and anchor.
-      closers.push(async () => {
-        await anchor.close?.();
-        await lockDb.close();
-      });
+      closers.push(notary.close);
     },
   };
 
@@ -305,8 +201,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       producer.disconnect();
       connection.disconnect();
       storage.client.destroy();
-      await relayDb.close();
-      await db.close();
+      await core.close();
     },
   };
 }

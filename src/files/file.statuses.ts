@@ -7,4 +7,3 @@ export type FileStatus = (typeof FILE_STATUSES)[number];
 export const REJECTED_FILE_STATUSES: readonly FileStatus[] = ['Infected', 'Error'];
 /** Judged fit: scanned clean (and, for a public v2 document, its signatures checked). */
 export const ACCEPTED_FILE_STATUSES: readonly FileStatus[] = ['Clean', 'Signed'];
-

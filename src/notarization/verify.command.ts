@@ -2,10 +2,9 @@
 // registry's ledger, or the chain). What a script needs goes on stdout ("verified", "NOT
 // verified", "verified offline only"), each check on stderr.
 import { readFileSync } from 'node:fs';
-import { getConfig } from '../../config/index.js';
-import { createSequelize } from '../shared/db/sequelize.js';
-import { createSecretBox } from '../shared/secrets.js';
-import { createAnchorKeys } from './anchor-keys.js';
+import type { Config } from '../../config/index.js';
+import type { Sequelize } from '../shared/db/sequelize.js';
+import type { AnchorKeys } from './anchor-keys.js';
 import { checkOnChain, evmProvider, evmSenderOf } from './evm.anchor.js';
 import { redactText, secretPartsOfUrl } from '../shared/redact.js';
 import { createLedgerAnchor } from './ledger.anchor.js';
@@ -26,13 +25,11 @@ function verifyOptions(args: string[]): { files: string[]; rpc?: string; from?: 
   return files.length >= 1 && files.length <= 2 ? { files, ...opts } : undefined;
 }
 
-/** The configuration when there is one (a third party verifying a proof has none). */
-function configIfAny() {
-  try {
-    return getConfig();
-  } catch {
-    return undefined;
-  }
+/** The registry's side, when the command runs where it is configured (a third party verifying a proof has none). */
+export interface RegistryAccess {
+  config: Config;
+  db: Sequelize;
+  anchorKeys: Pick<AnchorKeys, 'evmAddress'>;
 }
 
 /**
@@ -45,7 +42,7 @@ function configIfAny() {
  *   3 verified offline only: consistent, but the anchor (or the EVM sender) was not checked,
  *     so the proof could have been made by anyone
  */
-export async function verifyCommand(args: string[], say: (message: string) => void, usage: string): Promise<number> {
+export async function verifyCommand(args: string[], say: (message: string) => void, usage: string, registry?: RegistryAccess): Promise<number> {
   const parsed = verifyOptions(args);
   if (!parsed) {
     say(usage);
@@ -68,62 +65,58 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
     return 1;
   }
   const { anchor, root } = result.proof;
-  const config = configIfAny();
+  const config = registry?.config;
+  const db = registry?.db;
   let unchecked: string | undefined;
   let failed = false;
-  const db = config && createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
-  try {
-    if (anchor.kind === 'ledger') {
-      if (!db) unchecked = 'no database configured (DATABASE_URL) to read the ledger from';
-      else {
-        const found = await createLedgerAnchor(db)
-          .check(anchor.txHash)
-          .catch((err: unknown) => {
-            unchecked = `the database did not answer (${(err as Error).message})`;
-            return null;
-          });
-        if (found !== null) {
-          // The proof's entry hashes to txHash (checked above), and so does the ledger's (check()).
-          line(found !== undefined, 'the ledger holds an entry with this hash');
-          if (found) line(found.intact, "the ledger's chain from this entry to its head is intact", found.problem);
-          failed = !found?.intact;
-        }
-      }
-    } else {
-      const url = parsed.rpc ?? config?.EVM_RPC_URL;
-      // The sender to expect: --from, else the one of the registry's keys that the registry
-      // recorded for this transaction (its key may have changed since), else its key now.
-      const from =
-        parsed.from ??
-        (config && db
-          ? await evmSenderOf(db, anchor.txHash)
-              .then((sender) => sender ?? createAnchorKeys(db, createSecretBox(config.ENCRYPTION_KEY)).evmAddress())
-              .catch(() => undefined)
-          : undefined);
-      if (!url) unchecked = 'no --rpc URL (or EVM_RPC_URL) to read the chain from';
-      else {
-        const provider = evmProvider(url, anchor.chainId ?? 1, 15_000);
-        try {
-          const onChain = await checkOnChain(provider, {
-            txHash: anchor.txHash,
-            root,
-            chainId: anchor.chainId ?? 0,
-            from: from ?? anchor.from ?? '',
-            blockNumber: anchor.blockNumber,
-          });
-          for (const c of onChain) line(c.ok, c.name, c.detail);
-          failed = !onChain.every((c) => c.ok);
-          if (!from) unchecked = "the sender was not compared with the registry's address (give it with --from)";
-        } catch (err) {
-          // The URL may carry an API key: it is named by neither the message nor the error.
-          unchecked = `the EVM node did not answer (${redactText((err as Error).message, secretPartsOfUrl(url))})`;
-        } finally {
-          provider.destroy();
-        }
+  if (anchor.kind === 'ledger') {
+    if (!db) unchecked = 'no database configured (DATABASE_URL) to read the ledger from';
+    else {
+      const found = await createLedgerAnchor(db)
+        .check(anchor.txHash)
+        .catch((err: unknown) => {
+          unchecked = `the database did not answer (${(err as Error).message})`;
+          return null;
+        });
+      if (found !== null) {
+        // The proof's entry hashes to txHash (checked above), and so does the ledger's (check()).
+        line(found !== undefined, 'the ledger holds an entry with this hash');
+        if (found) line(found.intact, "the ledger's chain from this entry to its head is intact", found.problem);
+        failed = !found?.intact;
       }
     }
-  } finally {
-    await db?.close();
+  } else {
+    const url = parsed.rpc ?? config?.EVM_RPC_URL;
+    // The sender to expect: --from, else the one of the registry's keys that the registry
+    // recorded for this transaction (its key may have changed since), else its key now.
+    const from =
+      parsed.from ??
+      (registry && db
+        ? await evmSenderOf(db, anchor.txHash)
+            .then((sender) => sender ?? registry.anchorKeys.evmAddress())
+            .catch(() => undefined)
+        : undefined);
+    if (!url) unchecked = 'no --rpc URL (or EVM_RPC_URL) to read the chain from';
+    else {
+      const provider = evmProvider(url, anchor.chainId ?? 1, 15_000);
+      try {
+        const onChain = await checkOnChain(provider, {
+          txHash: anchor.txHash,
+          root,
+          chainId: anchor.chainId ?? 0,
+          from: from ?? anchor.from ?? '',
+          blockNumber: anchor.blockNumber,
+        });
+        for (const c of onChain) line(c.ok, c.name, c.detail);
+        failed = !onChain.every((c) => c.ok);
+        if (!from) unchecked = "the sender was not compared with the registry's address (give it with --from)";
+      } catch (err) {
+        // The URL may carry an API key: it is named by neither the message nor the error.
+        unchecked = `the EVM node did not answer (${redactText((err as Error).message, secretPartsOfUrl(url))})`;
+      } finally {
+        provider.destroy();
+      }
+    }
   }
   if (failed) {
     process.stdout.write('NOT verified\n');

@@ -2,16 +2,15 @@
 // in webhooks' table, the relay hands each committed event to webhooks, which makes one
 // delivery per endpoint of its organization and queues them; frequent events are taken at
 // write time, their deliveries made in the writer's script. This is the event plumbing a
-// process needs to emit events. The relay may have a database pool of its own (`relayDb`): in
+// process needs to emit events. The relay may have a database pool of its own (`relayRepo` over it): in
 // a busy process its four statements a round would otherwise each queue behind the requests'
 // transactions for a connection, which was most of the time from commit to delivery in a burst.
-import type { Sequelize } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import { withTimeout } from '../shared/time-limit.js';
 import { createOutbox, type Outbox } from '../shared/events/outbox.js';
 import { createRelay, type Relay } from '../shared/events/relay.js';
 import { createWebhookJobs, type WebhookQueue } from './webhook.jobs.js';
-import { createWebhookRepository, pendingDeliveries, type DeliveryRef, type WebhookRepository } from './webhook.repository.js';
+import { pendingDeliveries, type DeliveryRef, type WebhookRepository } from './webhook.repository.js';
 
 /** How long a writer's deliveries may take to reach the queue before they are left to the reconciler. */
 const DISPATCH_TIMEOUT_MS = 2_000;
@@ -19,7 +18,6 @@ const DISPATCH_TIMEOUT_MS = 2_000;
 const DISPATCH_PAUSE_MS = 5_000;
 
 export interface Events {
-  repo: WebhookRepository;
   outbox: Outbox;
   relay: Relay;
   /**
@@ -30,9 +28,16 @@ export interface Events {
   reconcile(opts?: { graceMs?: number; againMs?: number; limit?: number }): Promise<number>;
 }
 
-export function createEvents(db: Sequelize, queue: WebhookQueue, retrySchedule: readonly number[], logger: Logger, relayDb: Sequelize = db): Events {
-  const repo = createWebhookRepository(db);
-  const relayRepo = relayDb === db ? repo : createWebhookRepository(relayDb);
+/** `relayRepo`: the webhook repository over the relay's own pool (by default `repo`). */
+export function createEvents(deps: {
+  repo: WebhookRepository;
+  relayRepo?: WebhookRepository;
+  queue: WebhookQueue;
+  retrySchedule: readonly number[];
+  logger: Logger;
+}): Events {
+  const { repo, queue, retrySchedule, logger } = deps;
+  const relayRepo = deps.relayRepo ?? repo;
   const jobs = createWebhookJobs(queue, retrySchedule);
   const relay = createRelay({
     source: relayRepo,
@@ -57,7 +62,6 @@ export function createEvents(db: Sequelize, queue: WebhookQueue, retrySchedule: 
     });
   };
   return {
-    repo,
     relay,
     outbox: createOutbox({
       store: repo,

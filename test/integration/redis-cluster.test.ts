@@ -3,14 +3,12 @@
 // uploads pipeline, the outbox relay, webhook deliveries and notarization run on it.
 import { expect } from 'chai';
 import supertest from 'supertest';
-import { createApp } from '../../src/app.js';
 import { openQueues } from '../../src/queues.js';
 import { select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { producerConnection } from '../../src/shared/queues.js';
-import { createEvents } from '../../src/webhooks/events.js';
 import { startWorkers } from '../../workers/index.js';
-import { FAST_PIPELINE, configWith, eventually, harness, newOrg, presign, uploadForm, waitForStatus } from '../support/harness.js';
+import { FAST_PIPELINE, configWith, eventually, harness, newOrg, presign, uploadForm, waitForStatus, appOver, eventsOver } from '../support/harness.js';
 import { receiver } from '../support/receiver.js';
 import { redisCluster } from '../support/redis-cluster.js';
 
@@ -27,8 +25,8 @@ describe('on a Redis Cluster', function () {
     const producer = producerConnection(config.REDIS_URL, true);
     producer.on('error', () => undefined);
     const queues = openQueues(producer, config.QUEUE_PREFIX, silent);
-    const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, silent);
-    const http = supertest(createApp({ config, logger: silent, db, queues, events }).callback());
+    const events = eventsOver(db, queues.webhooks, config, silent);
+    const http = supertest(appOver({ config, logger: silent, db, queues, events }).callback());
     const workers = await startWorkers(['scan', 'webhooks', 'notarization', 'maintenance'], { config, logger: silent });
     const hooks = await receiver('/cluster');
     try {

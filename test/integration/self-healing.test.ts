@@ -8,7 +8,6 @@ import { createHash } from 'node:crypto';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { v7 as uuidv7 } from 'uuid';
 import supertest from 'supertest';
-import { createApp } from '../../src/app.js';
 import type { Job } from 'bullmq';
 import { createFileJobs, FileDedup, type CheckPayload } from '../../src/files/file.jobs.js';
 import { openQueues } from '../../src/queues.js';
@@ -17,7 +16,6 @@ import { createLogger } from '../../src/shared/logger.js';
 import { MaintenanceJob } from '../../src/shared/maintenance.jobs.js';
 import { producerConnection } from '../../src/shared/queues.js';
 import { createStorage, type Storage } from '../../src/shared/storage.js';
-import { createEvents } from '../../src/webhooks/events.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
 import {
   FAST_PIPELINE,
@@ -32,6 +30,8 @@ import {
   uploadForm,
   waitForStatus,
   type TestOrg,
+  appOver,
+  eventsOver,
 } from '../support/harness.js';
 import { p7mFixtures } from '../support/p7m-fixtures.js';
 import { privateRedis } from '../support/private-redis.js';
@@ -150,8 +150,8 @@ describe('self-healing: uploads after outages', function () {
     const deadRedis = producerConnection(`redis://127.0.0.1:${await freePort()}/0`);
     deadRedis.on('error', () => undefined);
     const queues = openQueues(deadRedis, config.QUEUE_PREFIX, silent);
-    const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, silent);
-    const http = supertest(createApp({ config, logger: silent, db, queues, events }).callback());
+    const events = eventsOver(db, queues.webhooks, config, silent);
+    const http = supertest(appOver({ config, logger: silent, db, queues, events }).callback());
     let workers: RunningWorkers | undefined;
     try {
       const rows = [];
@@ -311,8 +311,8 @@ describe('self-healing: what Redis loses is rebuilt', function () {
       const producer = producerConnection(redis.url);
       producer.on('error', () => undefined);
       const queues = openQueues(producer, config.QUEUE_PREFIX, silent);
-      const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, silent);
-      const http = supertest(createApp({ config, logger: silent, db, queues, events }).callback());
+      const events = eventsOver(db, queues.webhooks, config, silent);
+      const http = supertest(appOver({ config, logger: silent, db, queues, events }).callback());
       const workerConfig = configWith({
         REDIS_URL: redis.url,
         NOTARIZATION_INTERVAL_MS: '300',

@@ -3,12 +3,11 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
 import supertest from 'supertest';
-import { configWith, eventually, fileRow, harness, newOrg, pendingJob, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { configWith, eventually, fileRow, harness, newOrg, pendingJob, presign, uploadForm, waitForStatus, type TestOrg, appOver } from '../support/harness.js';
 import { FileDedup } from '../../src/files/file.jobs.js';
 import { SCAN_FAILED } from '../../src/files/scan.service.js';
 import { FAST_PIPELINE } from '../support/harness.js';
 import { tcpProxy, freePort } from '../support/tcp-proxy.js';
-import { createApp } from '../../src/app.js';
 import { createAntivirus } from '../../src/files/antivirus.js';
 import { configureUploadEvents } from '../../src/files/storage-events.setup.js';
 import { execute } from '../../src/shared/db/sequelize.js';
@@ -105,7 +104,7 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
 
   it('radosgw pushes the upload event to the ingress, which queues a check at once', async () => {
     const { config, db, queues } = await harness();
-    const app = createApp({ config, logger: silent, db, queues });
+    const app = appOver({ config, logger: silent, db, queues });
     const handle = app.callback();
     const server = createServer((req, res) => {
       void handle(req, res);
@@ -195,7 +194,7 @@ describe('the store-events ingress in the access log', () => {
         done();
       },
     });
-    const app = createApp({ config, logger: createLogger('info', sink), db, queues });
+    const app = appOver({ config, logger: createLogger('info', sink), db, queues });
     const { storageEventsToken } = await import('../../src/files/storage-events.routes.js');
     const token = storageEventsToken(config.ENCRYPTION_KEY[0] as Buffer);
     const res = await supertest(app.callback()).post(`/internal/storage-events/${token}`).send({ Records: [] });

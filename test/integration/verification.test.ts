@@ -11,17 +11,15 @@ import supertest from 'supertest';
 import { v7 as uuidv7 } from 'uuid';
 import { GUARANTEE_SQL, verificationKey } from '../../src/guarantees/guarantee.repository.js';
 import { verifyProof } from '../../src/notarization/proof.js';
-import { createApp } from '../../src/app.js';
 import { openQueues } from '../../src/queues.js';
 import { execute, script, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { producerConnection } from '../../src/shared/queues.js';
-import { createEvents } from '../../src/webhooks/events.js';
 import { fanOutStatements, pendingDeliveries } from '../../src/webhooks/webhook.repository.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
 import { RECEIPT_TYPE } from '../../src/verification/receipt.js';
 import { checksum, create, notarizeAll, registered, unique } from '../support/guarantees.js';
-import { appWith, configWith, eventually, harness, issueFile, newOrg } from '../support/harness.js';
+import { appWith, configWith, eventually, harness, issueFile, newOrg, appOver, eventsOver } from '../support/harness.js';
 import { receiver } from '../support/receiver.js';
 import { freePort } from '../support/tcp-proxy.js';
 
@@ -397,7 +395,7 @@ describe("public verification: guarantee.verified reaches the issuer's webhooks"
   });
 
   it("writes a batch's events, byte for byte, for the organizations with an endpoint registered by then, a disabled one included (kept for a replay), and only for them", async () => {
-    const { db, events } = await harness();
+    const { db, webhooks } = await harness();
     const { org: active, hooks } = await withEndpoint();
     const { org: disabled, hooks: disabledHooks } = await withEndpoint();
     const { org: late, hooks: lateHooks } = await withEndpoint();
@@ -411,7 +409,7 @@ describe("public verification: guarantee.verified reaches the issuer's webhooks"
       body: JSON.stringify({ n: i, s: 'é 😀 \\ " \n \u2028 \u0000 \\u00e9' }),
     }));
     try {
-      const results = await script(db, events.repo.fannedOutStatements('guarantee.verified', rows, at));
+      const results = await script(db, webhooks.fannedOutStatements('guarantee.verified', rows, at));
       const written = await select<{ id: string; org_id: string; body: string; status: string; created_at: Date; dispatched_at: Date }>(
         db,
         `SELECT e.id, e.org_id, e.body, e.created_at, e.dispatched_at, d.status FROM webhook_events e JOIN webhook_deliveries d ON d.event_id = e.id
@@ -455,10 +453,10 @@ describe("public verification: guarantee.verified reaches the issuer's webhooks"
   };
 
   it("writes a verification's event and deliveries through the endpoints' index, and reads events by primary key only", async () => {
-    const { events } = await harness();
+    const { webhooks } = await harness();
     const at = new Date();
     const plans = async (orgId: string) =>
-      explain(events.repo.fannedOutStatements('guarantee.verified', [{ id: '00000000-0000-7000-8000-000000000000', orgId, body: '{}' }], at));
+      explain(webhooks.fannedOutStatements('guarantee.verified', [{ id: '00000000-0000-7000-8000-000000000000', orgId, body: '{}' }], at));
     const { org, hooks } = await withEndpoint();
     try {
       for (const orgId of [(await newOrg()).orgId, org.orgId]) {
@@ -504,9 +502,9 @@ describe("public verification: guarantee.verified reaches the issuer's webhooks"
         warnings.push(line);
       },
     });
-    const deadEvents = createEvents(db, deadQueues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, logger);
+    const deadEvents = eventsOver(db, deadQueues.webhooks, config, logger);
     const http = supertest(
-      createApp({ config: configWith({ VERIFY_RATE_PER_MINUTE: '0' }), logger: silent, db, queues: deadQueues, events: deadEvents }).callback(),
+      appOver({ config: configWith({ VERIFY_RATE_PER_MINUTE: '0' }), logger: silent, db, queues: deadQueues, events: deadEvents }).callback(),
     );
     let workers: RunningWorkers | undefined;
     try {

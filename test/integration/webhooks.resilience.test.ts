@@ -4,14 +4,12 @@
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import supertest from 'supertest';
-import { createApp } from '../../src/app.js';
 import { openQueues } from '../../src/queues.js';
 import { select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { producerConnection } from '../../src/shared/queues.js';
-import { createEvents } from '../../src/webhooks/events.js';
 import { startWorkers } from '../../workers/index.js';
-import { configWith, eventually, harness, newOrg, type TestOrg } from '../support/harness.js';
+import { configWith, eventually, harness, newOrg, type TestOrg, appOver, eventsOver } from '../support/harness.js';
 import { receiver, type Received } from '../support/receiver.js';
 import { tcpProxy } from '../support/tcp-proxy.js';
 
@@ -37,8 +35,8 @@ describe('webhooks: resilience', function () {
     const redis = producerConnection(viaProxy);
     redis.on('error', () => undefined);
     const queues = openQueues(redis, config.QUEUE_PREFIX, silent);
-    const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, silent);
-    const http = supertest(createApp({ config, logger: silent, db, queues, events }).callback());
+    const events = eventsOver(db, queues.webhooks, config, silent);
+    const http = supertest(appOver({ config, logger: silent, db, queues, events }).callback());
     const workers = await startWorkers(['webhooks'], { config: configWith({ ...FAST, REDIS_URL: viaProxy }), logger: silent });
     const a = await receiver('/a');
     const b = await receiver('/b');

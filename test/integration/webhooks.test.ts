@@ -626,7 +626,7 @@ describe('webhooks: deliveries read and recorded in batches', () => {
       const a = await registered(org, `${rx.url}/a`);
       const b = await registered(org, `${rx.url}/b`);
       await createGuarantee(org, 'batched');
-      const { db, events } = await harness();
+      const { db, webhooks } = await harness();
       const rows = await eventually('two deliveries', async () => {
         const r = await select<{ event_id: string; endpoint_id: string }>(
           db,
@@ -639,13 +639,13 @@ describe('webhooks: deliveries read and recorded in batches', () => {
       const missing = { eventId: keys[0]?.eventId ?? '', endpointId: '01900000-0000-7000-8000-000000000000' };
       const [body] = await select<{ body: string }>(db, 'SELECT body FROM webhook_events WHERE id = $1', [keys[0]?.eventId]);
 
-      const many = await events.repo.deliveryContexts([keys[1], missing, keys[0]].filter((k) => k !== undefined));
+      const many = await webhooks.deliveryContexts([keys[1], missing, keys[0]].filter((k) => k !== undefined));
       expect(many.map((c) => c?.endpoint.id)).to.deep.equal([keys[1]?.endpointId, undefined, keys[0]?.endpointId]);
       expect(many[0]).to.include({ status: 'pending', body: body?.body });
       expect([a.id, b.id]).to.include(many[2]?.endpoint.id);
-      const one = await events.repo.deliveryContexts([keys[0]].filter((k) => k !== undefined));
+      const one = await webhooks.deliveryContexts([keys[0]].filter((k) => k !== undefined));
       expect(one[0]?.endpoint.url).to.equal(many[2]?.endpoint.url);
-      expect(await events.repo.deliveryContexts([missing])).to.deep.equal([undefined]);
+      expect(await webhooks.deliveryContexts([missing])).to.deep.equal([undefined]);
     } finally {
       await rx.close();
     }
@@ -657,7 +657,7 @@ describe('webhooks: deliveries read and recorded in batches', () => {
     try {
       const { id } = await registered(org, rx.url);
       for (let i = 0; i < 3; i++) await createGuarantee(org, `recorded-${i}`);
-      const { db, events } = await harness();
+      const { db, webhooks } = await harness();
       const keys = (
         await eventually('three deliveries', async () => {
           const r = await select<{ event_id: string }>(db, 'SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
@@ -667,7 +667,7 @@ describe('webhooks: deliveries read and recorded in batches', () => {
       const at = new Date();
       const ok = { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' } as const;
       const bad = { at, durationMs: 5, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'pending' } as const;
-      await events.repo.recordAttempts(keys.map((k, i) => ({ ...k, outcome: i === 1 ? bad : ok, wasFailing: false })));
+      await webhooks.recordAttempts(keys.map((k, i) => ({ ...k, outcome: i === 1 ? bad : ok, wasFailing: false })));
       const deliveries = await select<{ event_id: string; status: string; attempts: number; last_error: string | null }>(
         db,
         'SELECT event_id, status, attempts, last_error FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id',
@@ -729,13 +729,13 @@ describe('webhooks: deliveries read and recorded in batches', () => {
 
   it("never marks failed a delivery that succeeded meanwhile (an older job overlapping a replay's)", async () => {
     const { keys, status } = await threeDeliveries('overlap');
-    const { events } = await harness();
+    const { webhooks } = await harness();
     const at = new Date();
     const key = keys[0] as { eventId: string; endpointId: string };
-    await events.repo.recordAttempts([
+    await webhooks.recordAttempts([
       { ...key, outcome: { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' }, wasFailing: false },
     ]);
-    await events.repo.recordAttempts([
+    await webhooks.recordAttempts([
       { ...key, outcome: { at, durationMs: 3, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'failed' }, wasFailing: false },
     ]);
     expect((await status())[0]).to.equal('succeeded 1');
@@ -743,17 +743,17 @@ describe('webhooks: deliveries read and recorded in batches', () => {
 
   it('counts a success as after failing_since when it finished after it, even if it started before', async () => {
     const { keys, id } = await threeDeliveries('finished');
-    const { events } = await harness();
+    const { webhooks } = await harness();
     const since = new Date();
     const started = (msBefore: number) => new Date(since.getTime() - msBefore);
     const ok = (at: Date, durationMs: number) => ({ at, durationMs, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' }) as const;
     // Finished 100 ms before `since`: not after it.
-    await events.repo.recordAttempts([{ ...(keys[0] as { eventId: string; endpointId: string }), outcome: ok(started(600), 500), wasFailing: false }]);
-    expect(await events.repo.succeededSince(id, since, 15_000)).to.equal(false);
+    await webhooks.recordAttempts([{ ...(keys[0] as { eventId: string; endpointId: string }), outcome: ok(started(600), 500), wasFailing: false }]);
+    expect(await webhooks.succeededSince(id, since, 15_000)).to.equal(false);
     // Started 2 s before `since`, finished 1 s after it.
-    await events.repo.recordAttempts([{ ...(keys[1] as { eventId: string; endpointId: string }), outcome: ok(started(2000), 3000), wasFailing: false }]);
-    expect(await events.repo.succeededSince(id, since, 15_000)).to.equal(true);
+    await webhooks.recordAttempts([{ ...(keys[1] as { eventId: string; endpointId: string }), outcome: ok(started(2000), 3000), wasFailing: false }]);
+    expect(await webhooks.succeededSince(id, since, 15_000)).to.equal(true);
     // An attempt cannot have run longer than the attempt timeout: one that started earlier is not looked for.
-    expect(await events.repo.succeededSince(id, since, 1000)).to.equal(false);
+    expect(await webhooks.succeededSince(id, since, 1000)).to.equal(false);
   });
 });

@@ -7,9 +7,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { createApp } from '../../src/app.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { configWith, harness } from './harness.js';
+import { configWith, harness, appOver } from './harness.js';
 
 export const SCREENSHOTS = join(process.cwd(), 'test-output', 'screenshots');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -25,7 +24,7 @@ export async function serve(overrides: Record<string, string> = {}): Promise<Ser
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const app = createApp({
+  const app = appOver({
     config: configWith({ PUBLIC_BASE_URL: origin, ...overrides }),
     logger: createLogger('silent'),
     db: base.db,

@@ -11,10 +11,13 @@ import { createOrgRepository } from '../../src/orgs/org.repository.js';
 import { createOrgService, type OrgService } from '../../src/orgs/org.service.js';
 import { migrate } from '../../src/shared/db/migrator.js';
 import { createSequelize, execute, select, type Sequelize } from '../../src/shared/db/sequelize.js';
-import { createLogger } from '../../src/shared/logger.js';
+import { createLogger, type Logger } from '../../src/shared/logger.js';
 import { openQueues, type OpenQueues } from '../../src/queues.js';
 import { producerConnection, type RedisConnection } from '../../src/shared/queues.js';
 import { createEvents, type Events } from '../../src/webhooks/events.js';
+import { createWebhookRepository, type WebhookRepository } from '../../src/webhooks/webhook.repository.js';
+import { emittingWith, openCore, openEvents, webServices } from '../../src/composition.js';
+import { createStorage, type Storage } from '../../src/shared/storage.js';
 import type { Resolver } from '../../src/webhooks/ssrf.js';
 
 export interface Harness {
@@ -28,6 +31,8 @@ export interface Harness {
   redis: RedisConnection;
   /** The outbox and the app's relay. */
   events: Events;
+  /** The webhooks' repository, over `db`. */
+  webhooks: WebhookRepository;
 }
 
 let shared: Harness | undefined;
@@ -44,6 +49,36 @@ export function configWith(overrides: Record<string, string>): Config {
   return parseConfig({ ...process.env, ...overrides });
 }
 
+/**
+ * The app over `db`, composed as server.ts composes it (src/composition.ts): its events are
+ * `events` when given (the harness's, or a test's over queues of its own), else events of its
+ * own over `queues`, relayed on the same pool.
+ */
+export function appOver(o: {
+  config: Config;
+  logger?: Logger;
+  db: Sequelize;
+  queues: OpenQueues;
+  events?: Events;
+  storage?: Storage;
+  resolver?: Resolver;
+}): RegistryApp {
+  const logger = o.logger ?? createLogger('silent');
+  const core = openCore(o.config, logger, { db: o.db });
+  const emitting = o.events ? emittingWith(core, o.events) : openEvents(core, o.queues, { sharedRelayPool: true });
+  const services = webServices(core, emitting, {
+    queues: o.queues,
+    storage: o.storage ?? createStorage(o.config),
+    ...(o.resolver && { resolver: o.resolver }),
+  });
+  return createApp({ config: o.config, logger, db: o.db, queues: o.queues, services });
+}
+
+/** Events over `db` for the webhook queue `queue`, as a process makes them (its relay on `db`). */
+export function eventsOver(db: Sequelize, queue: OpenQueues['webhooks'], config: Config, logger: Logger): Events {
+  return createEvents({ repo: createWebhookRepository(db), queue, retrySchedule: config.WEBHOOK_RETRY_SCHEDULE, logger });
+}
+
 /** The shared app, migrated once per run. */
 export async function harness(): Promise<Harness> {
   if (!shared) {
@@ -52,9 +87,19 @@ export async function harness(): Promise<Harness> {
     const db = createSequelize({ url: config.DATABASE_URL, poolMax: 20, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
     const redis = producerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
     const queues = openQueues(redis, config.QUEUE_PREFIX, createLogger('silent'));
-    const events = createEvents(db, queues.webhooks, config.WEBHOOK_RETRY_SCHEDULE, createLogger('silent'));
-    const app = createApp({ config, logger: createLogger('silent'), db, queues, events });
-    shared = { config, db, app, http: supertest(app.callback()), orgs: createOrgService(createOrgRepository(db)), queues, redis, events };
+    const events = eventsOver(db, queues.webhooks, config, createLogger('silent'));
+    const app = appOver({ config, db, queues, events });
+    shared = {
+      config,
+      db,
+      app,
+      http: supertest(app.callback()),
+      orgs: createOrgService(createOrgRepository(db)),
+      queues,
+      redis,
+      events,
+      webhooks: createWebhookRepository(db),
+    };
   }
   return shared;
 }
@@ -66,9 +111,8 @@ export async function appWith(overrides: Record<string, string>, db?: Sequelize,
   const database = db ?? base.db;
   const events = database === base.db ? base.events : undefined;
   return supertest(
-    createApp({
+    appOver({
       config,
-      logger: createLogger('silent'),
       db: database,
       queues: base.queues,
       ...(events && { events }),

@@ -12,14 +12,20 @@
 import type { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { Config } from '../../../config/index.js';
-import { createSequelize } from '../../shared/db/sequelize.js';
 import { loadTrustAnchors } from '../p7m/p7m.verifier.js';
-import { createTrustRepository } from './trust.repository.js';
+import type { TrustRepository } from './trust.repository.js';
 import { readTrustedList, TrustedListError } from './trusted-list.js';
 
 const MAX_FILE_BYTES = 32 * 1024 * 1024;
 
-export async function trustCommand(args: string[], config: Config, say: (m: string) => void, usage: string): Promise<number> {
+/** `withRepo` runs its work with the trust repository (the CLI's core, closed after). */
+export async function trustCommand(
+  args: string[],
+  config: Config,
+  say: (m: string) => void,
+  usage: string,
+  withRepo: (work: (repo: TrustRepository) => Promise<number>) => Promise<number>,
+): Promise<number> {
   const [verb, ...rest] = args;
   const valid = (verb === 'import' && rest.length > 0) || (verb === 'list' && rest.length === 0) || (verb === 'remove' && rest.length === 1);
   if (!valid) {
@@ -34,9 +40,7 @@ export async function trustCommand(args: string[], config: Config, say: (m: stri
     }
     signers = loadTrustAnchors(readFileSync(config.TRUSTED_LIST_SIGNERS, 'utf8'));
   }
-  const db = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
-  try {
-    const repo = createTrustRepository(db);
+  return withRepo(async (repo) => {
     if (verb === 'list') {
       for (const l of await repo.lists()) {
         const next = l.nextUpdate ? l.nextUpdate.toISOString() : '-';
@@ -65,14 +69,12 @@ export async function trustCommand(args: string[], config: Config, say: (m: stri
       }
     }
     return refused > 0 ? 1 : 0;
-  } finally {
-    await db.close();
-  }
+  });
 }
 
 type Imported = { ok: true; territory: string; sequence: number; message: string } | { ok: false; message: string };
 
-async function importOne(file: string, signers: X509Certificate[], repo: ReturnType<typeof createTrustRepository>): Promise<Imported> {
+async function importOne(file: string, signers: X509Certificate[], repo: TrustRepository): Promise<Imported> {
   let bytes: Buffer;
   try {
     if (statSync(file).size > MAX_FILE_BYTES) return { ok: false, message: 'larger than 32 MB' };

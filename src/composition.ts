@@ -1,0 +1,264 @@
+// The composition root. One place builds, from the configuration, what the process kinds share:
+// the database pools, the secret box, the repositories (one of each), the events (the outbox
+// and this process's relay) and the services. The web process (server.ts), the workers
+// (workers/index.ts) and the CLI (cli.ts, and scripts/dev.ts through it) each open one core
+// and hand what it built to the parts that use them; no other module opens a pool or a secret
+// box. Tests open a core over their own pool (`db`).
+import { readFileSync } from 'node:fs';
+import type { Config } from '../config/index.js';
+import { createAntivirus } from './files/antivirus.js';
+import { createFileJobs } from './files/file.jobs.js';
+import { createFileRepository, type FileRepository } from './files/file.repository.js';
+import { createFileService } from './files/file.service.js';
+import { createScanService } from './files/scan.service.js';
+import { createVerifyPool } from './files/signature.pool.js';
+import { createSignatureService } from './files/signature.service.js';
+import { createTrustRepository } from './files/trust/trust.repository.js';
+import { createTrustSource } from './files/trust/trust.source.js';
+import { MAX_ENVELOPE_BYTES } from './files/p7m/p7m.limits.js';
+import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
+import { createGuaranteeService } from './guarantees/guarantee.service.js';
+import type { Anchor } from './notarization/anchor.js';
+import { createAnchorKeys } from './notarization/anchor-keys.js';
+import { createEvmAnchor, evmProvider } from './notarization/evm.anchor.js';
+import { createLedgerAnchor } from './notarization/ledger.anchor.js';
+import { createNotarizationRepository } from './notarization/notarization.repository.js';
+import { createNotarizationService, createProofService } from './notarization/notarization.service.js';
+import { createOrgRepository } from './orgs/org.repository.js';
+import { createOrgService } from './orgs/org.service.js';
+import type { OpenQueues } from './queues.js';
+import { createSequelize, type Sequelize } from './shared/db/sequelize.js';
+import { createIdempotencyStore } from './shared/idempotency.js';
+import type { Logger } from './shared/logger.js';
+import { redactingProxy, secretPartsOfUrl } from './shared/redact.js';
+import { createSecretBox, type SecretBox } from './shared/secrets.js';
+import type { Storage } from './shared/storage.js';
+import { createSigningKeys } from './verification/signing-keys.js';
+import { createVerificationRepository } from './verification/verification.repository.js';
+import { createVerificationService } from './verification/verification.service.js';
+import { createDeliveryService } from './webhooks/delivery.service.js';
+import { createEvents, type Events } from './webhooks/events.js';
+import { createSender } from './webhooks/sender.js';
+import { createAddressPolicy, dnsResolver, type Resolver } from './webhooks/ssrf.js';
+import { createWebhookRepository } from './webhooks/webhook.repository.js';
+import { createWebhookService } from './webhooks/webhook.service.js';
+
+/** One repository per owner of tables (README, "Who writes which table"), over the core's pool. */
+function repositoriesOver(db: Sequelize, secrets: SecretBox) {
+  return {
+    orgs: createOrgRepository(db),
+    guarantees: createGuaranteeRepository(db),
+    webhooks: createWebhookRepository(db),
+    verification: createVerificationRepository(db),
+    idempotency: createIdempotencyStore(db),
+    trust: createTrustRepository(db),
+    anchorKeys: createAnchorKeys(db, secrets),
+    signingKeys: createSigningKeys(db, secrets),
+  };
+}
+
+export type Repositories = ReturnType<typeof repositoriesOver>;
+
+export interface Core {
+  config: Config;
+  logger: Logger;
+  db: Sequelize;
+  secrets: SecretBox;
+  repos: Repositories;
+  /** A pool of one connection of its own (the relay's, the notarizers' lock), closed with the core. */
+  ownPool(): Sequelize;
+  close(): Promise<void>;
+}
+
+/**
+ * The core of a process: its pool (`poolMax` connections, DATABASE_POOL_MAX by default; or
+ * `db`, the caller's, which the core then does not close), the secret box and the repositories.
+ */
+export function openCore(config: Config, logger: Logger, opts: { db?: Sequelize; poolMax?: number } = {}): Core {
+  const pool = (poolMax: number) => createSequelize({ url: config.DATABASE_URL, poolMax, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+  const db = opts.db ?? pool(opts.poolMax ?? config.DATABASE_POOL_MAX);
+  const owned: Sequelize[] = opts.db ? [] : [db];
+  const secrets = createSecretBox(config.ENCRYPTION_KEY);
+  return {
+    config,
+    logger,
+    db,
+    secrets,
+    repos: repositoriesOver(db, secrets),
+    ownPool() {
+      const extra = pool(1);
+      owned.push(extra);
+      return extra;
+    },
+    async close() {
+      for (const p of owned.splice(0).reverse()) await p.close();
+    },
+  };
+}
+
+/** What emits events: the outbox and this process's relay, and the files' repository, which writes through it. */
+export interface Emitting {
+  events: Events;
+  files: FileRepository;
+}
+
+/**
+ * The events of a process that queues webhook deliveries to `queues.webhooks`. The relay runs on
+ * a pool of its own unless `sharedRelayPool` (in a busy process its statements would otherwise
+ * queue behind the requests' transactions for a connection).
+ */
+export function openEvents(core: Core, queues: Pick<OpenQueues, 'webhooks'>, opts: { sharedRelayPool?: boolean } = {}): Emitting {
+  const { config, logger, repos } = core;
+  const relayRepo = opts.sharedRelayPool ? repos.webhooks : createWebhookRepository(core.ownPool());
+  return emittingWith(core, createEvents({ repo: repos.webhooks, relayRepo, queue: queues.webhooks, retrySchedule: config.WEBHOOK_RETRY_SCHEDULE, logger }));
+}
+
+/** What emits `events`, made elsewhere (tests give events over a queue of theirs). */
+export function emittingWith(core: Core, events: Events): Emitting {
+  return { events, files: createFileRepository(core.db, events.outbox) };
+}
+
+/** The API's services. */
+export function webServices(core: Core, emitting: Emitting, deps: { queues: OpenQueues; storage: Storage; resolver?: Resolver }) {
+  const { config, logger, repos, secrets } = core;
+  const { events, files: fileRepo } = emitting;
+  const proofs = createProofService(createNotarizationRepository(core.db));
+  return {
+    orgs: createOrgService(repos.orgs),
+    guarantees: createGuaranteeService({
+      repo: repos.guarantees,
+      registry: repos.orgs,
+      files: fileRepo,
+      idempotency: repos.idempotency,
+      outbox: events.outbox,
+    }),
+    proofs,
+    verifications: createVerificationService({
+      guarantees: repos.guarantees,
+      proofs,
+      repo: repos.verification,
+      outbox: events.outbox,
+      keys: repos.signingKeys,
+      configuredKey: config.VERIFICATION_SIGNING_KEY,
+      publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
+    }),
+    webhooks: createWebhookService({
+      repo: repos.webhooks,
+      organizations: repos.orgs,
+      secrets,
+      resolver: deps.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }),
+      policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
+      settings: { allowHttp: config.WEBHOOK_ALLOW_HTTP ?? config.NODE_ENV !== 'production', rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },
+      wake: events.relay.wake,
+    }),
+    files: createFileService({
+      repo: fileRepo,
+      storage: deps.storage,
+      policy: { allowedFileTypes: config.ALLOWED_FILE_TYPES, maxBytes: config.MAX_UPLOAD_BYTES, ttlSeconds: config.UPLOAD_URL_TTL_SECONDS },
+      jobs: createFileJobs(deps.queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS }),
+      logger,
+    }),
+  };
+}
+
+export type WebServices = ReturnType<typeof webServices>;
+
+/** The workers' services, each built when its worker starts (a process runs some of them). */
+export const workerServices = {
+  scans(core: Core, emitting: Emitting, deps: { queues: OpenQueues; storage: Storage }) {
+    const { config, logger } = core;
+    return createScanService({
+      repo: emitting.files,
+      storage: deps.storage,
+      jobs: createFileJobs(deps.queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS }),
+      logger,
+      antivirus: createAntivirus({ socket: config.CLAMD_SOCKET, host: config.CLAMD_HOST, port: config.CLAMD_PORT }, { timeoutMs: config.SCAN_TIMEOUT_MS }),
+      settings: {
+        graceMs: config.UPLOAD_GRACE_SECONDS * 1000,
+        pollMaxMs: config.UPLOAD_POLL_MAX_INTERVAL_MS,
+        clamdStreams: config.SCAN_CONCURRENCY,
+        scanAttempts: config.SCAN_ATTEMPTS,
+      },
+    });
+  },
+
+  /** The signature checks, with their pool of verifier threads (closed by `close`). */
+  signatures(core: Core, emitting: Emitting, deps: { storage: Storage }) {
+    const { config, logger, repos } = core;
+    // Trusted lists are in use where they are configured (TRUSTED_LIST_SIGNERS): then chains are
+    // checked against the lists imported, and with none imported no list trusts anything.
+    const trustedLists = config.TRUSTED_LIST_SIGNERS ? createTrustSource(repos.trust, { refreshMs: config.TRUSTED_LISTS_REFRESH_SECONDS * 1000 }) : undefined;
+    const pool = createVerifyPool({
+      threads: config.SIGNATURE_CONCURRENCY,
+      trustPem: config.SIGNATURE_TRUST_STORE ? readFileSync(config.SIGNATURE_TRUST_STORE, 'utf8') : undefined,
+      ...(trustedLists && { trustServices: () => trustedLists.current() }),
+    });
+    // The verifier refuses larger envelopes anyway; nothing larger is read into memory.
+    const service = createSignatureService({
+      repo: emitting.files,
+      storage: deps.storage,
+      verify: pool.verify,
+      maxBytes: Math.min(config.MAX_UPLOAD_BYTES, MAX_ENVELOPE_BYTES),
+      logger,
+    });
+    return { service, close: () => pool.close() };
+  },
+
+  /** Webhook deliveries, with their sender (closed by `close`). */
+  deliveries(core: Core, deps: { resolver?: Resolver }) {
+    const { config, logger, repos, secrets } = core;
+    const sender = createSender({
+      resolver: deps.resolver ?? dnsResolver({ timeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS, servers: config.WEBHOOK_DNS_SERVERS }),
+      policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    });
+    const service = createDeliveryService({
+      repo: repos.webhooks,
+      sender,
+      secrets,
+      logger,
+      settings: {
+        disableAfterMs: config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000,
+        endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+        attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
+        retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+      },
+    });
+    return { service, close: () => sender.close() };
+  },
+
+  /** The notarizer with its anchor (NOTARIZATION_ANCHOR: the embedded ledger, or an EVM chain) and its lock's own connection. */
+  notarizer(core: Core, emitting: Emitting) {
+    const { config, logger, db, repos } = core;
+    // The RPC URL carries the provider's API key, and ethers puts it in its errors: they are
+    // redacted before they reach the job's failure (Bull Board) or a log line.
+    const anchor: Anchor =
+      config.NOTARIZATION_ANCHOR === 'evm'
+        ? redactingProxy(
+            createEvmAnchor({
+              db,
+              provider: evmProvider(config.EVM_RPC_URL as string, config.EVM_CHAIN_ID as number),
+              keys: repos.anchorKeys,
+              settings: { chainId: config.EVM_CHAIN_ID as number, confirmations: config.EVM_CONFIRMATIONS },
+              logger,
+            }),
+            secretPartsOfUrl(config.EVM_RPC_URL as string),
+          )
+        : createLedgerAnchor(db);
+    // The notarizers' lock lives on a connection of its own, outside the pool the cycle works with.
+    const service = createNotarizationService({
+      repo: createNotarizationRepository(db, core.ownPool()),
+      guarantees: repos.guarantees,
+      outbox: emitting.events.outbox,
+      anchor,
+      batchSize: config.NOTARIZATION_BATCH_SIZE,
+      logger,
+    });
+    return { service, close: async () => anchor.close?.() };
+  },
+};
+
+/** The CLI's services (cli.ts). */
+export const cliServices = {
+  organizations: (core: Core) => createOrgService(core.repos.orgs),
+};
