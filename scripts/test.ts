@@ -37,7 +37,7 @@ let ok = false;
 try {
   // Tools the tests themselves use: Info-ZIP builds the archives the scanner is tested with;
   // Debian's Chromium opens the verification page (npm cannot download a browser here).
-  ensurePackages(['zip', 'chromium'], ['zip', 'chromium']);
+  ensurePackages(['zip', 'chromium'], ['zip', 'chromium'], [], 'zip and chromium (for tests)');
   const result = await up('test');
   applyEnv(result.env, localAppEnv('test'), {
     LOG_LEVEL: 'silent',

@@ -54,14 +54,16 @@ export async function up(profile: Profile, only?: readonly ServiceName[], all: r
   const services = localServices(profile, all, only);
   for (const s of services) s.install();
   const started: ServiceName[] = [];
-  const t0 = Date.now();
+  // One line per service as it starts and one when it answers (installers wrote theirs above).
   const results = await Promise.allSettled(
     services.map(async (s) => {
       if (await s.isUp(ctx).catch(() => false)) return;
-      log(`starting ${s.name} (${profile})`);
+      log(`${s.name}: starting (${profile})`);
+      const t0 = Date.now();
       started.push(s.name);
       startedByThisProcess[profile].push(s.name);
       await s.start(ctx);
+      log(`${s.name}: ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     }),
   );
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -70,7 +72,6 @@ export async function up(profile: Profile, only?: readonly ServiceName[], all: r
     await down(profile, started, all);
     throw failed.reason;
   }
-  if (started.length) log(`${started.join(', ')} up in ${Date.now() - t0} ms`);
   return { env: Object.assign({}, ...services.map((s) => s.env(ctx))) as Record<string, string>, started };
 }
 

@@ -2,9 +2,9 @@
 // file (never to our stdout, so that a daemon can never hold a CI pipe open), its pid to a
 // file, and can be found and stopped by a later `services down`.
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { dirname } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 // Debian installs the daemons (mariadbd, clamd, redis-server's helpers) in /usr/sbin, which a
@@ -121,20 +121,51 @@ export function which(binary: string): boolean {
 
 let aptUpdated = false;
 
-/** Installs Debian packages when a binary is missing: as root with apt-get, otherwise says how. */
-export function ensurePackages(binaries: string[], packages: string[], extraFlags: string[] = []): void {
-  if (binaries.every(which)) return;
+/**
+ * Where apt-get's and dpkg's output goes (hundreds of lines on a bare machine): a log file under
+ * .data/, whose tail is printed only when an installation fails.
+ */
+export const INSTALL_LOG = process.env.INSTALL_LOG ?? join(import.meta.dirname, '..', '..', '.data', 'install.log');
+const TAIL_LINES = 30;
+
+/** Runs an installer with its output appended to INSTALL_LOG; its exit status. APT_GET names a stand-in for apt-get (the tests' own). */
+function installer(command: string, args: string[]): number | null {
+  mkdirSync(dirname(INSTALL_LOG), { recursive: true });
+  appendFileSync(INSTALL_LOG, `\n$ ${command} ${args.join(' ')}   (${new Date().toISOString()})\n`);
+  const fd = openSync(INSTALL_LOG, 'a');
+  try {
+    return spawnSync(process.env.APT_GET ?? command, args, { stdio: ['ignore', fd, fd], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The last lines of the install log, for an error message. */
+function installLogTail(): string {
+  const lines = readFileSync(INSTALL_LOG, 'utf8').trimEnd().split('\n');
+  return lines.slice(-TAIL_LINES).join('\n');
+}
+
+/**
+ * Installs Debian packages when a binary is missing: as root with apt-get, otherwise says how.
+ * `label` names what they are for in the one progress line. True when something was installed.
+ */
+export function ensurePackages(binaries: string[], packages: string[], extraFlags: string[] = [], label = packages.join(' ')): boolean {
+  if (binaries.every(which)) return false;
   const cmd = `apt-get install -y ${extraFlags.join(' ')} ${packages.join(' ')}`.replace(/\s+/g, ' ');
   if (process.getuid?.() !== 0) {
     throw new Error(`missing ${binaries.filter((b) => !which(b)).join(', ')}: run as root: apt-get update && ${cmd}`);
   }
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const t0 = Date.now();
+  log(`${label}: installing ${packages.join(' ')} (output in ${relative(process.cwd(), INSTALL_LOG) || INSTALL_LOG})`);
   if (!aptUpdated) {
-    log('apt-get update');
-    spawnSync('apt-get', ['update', '-qq'], { stdio: ['ignore', process.stderr, process.stderr], env });
+    installer('apt-get', ['update', '-qq']);
     aptUpdated = true;
   }
-  log(cmd);
-  const res = spawnSync('apt-get', ['install', '-y', '-qq', ...extraFlags, ...packages], { stdio: ['ignore', process.stderr, process.stderr], env });
-  if (res.status !== 0 || !binaries.every(which)) throw new Error(`could not install ${packages.join(' ')}`);
+  const status = installer('apt-get', ['install', '-y', '-qq', ...extraFlags, ...packages]);
+  if (status !== 0 || !binaries.every(which)) {
+    throw new Error(`could not install ${packages.join(' ')} (apt-get exited with ${status}); the end of ${INSTALL_LOG}:\n${installLogTail()}`);
+  }
+  log(`${label}: installed in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  return true;
 }
