@@ -1,5 +1,6 @@
 // What the webhook tables hold, as the service sees it: endpoints, events, deliveries and
 // attempts, and the row mappers the repositories share.
+import type { StoredEvent } from '../shared/events/outbox.js';
 
 export interface EndpointRecord {
   id: string;
@@ -43,15 +44,8 @@ export const toEndpoint = (r: EndpointRow): EndpointRecord => ({
   createdAt: r.created_at,
 });
 
-export interface EventRecord {
-  id: string;
-  orgId: string;
-  type: string;
-  body: string;
-  createdAt: Date;
-  /** Set when the writer fans the event out itself (the relay then never reads it). */
-  dispatchedAt?: Date;
-}
+/** An event as the outbox stores it in webhooks' table (src/shared/events). */
+export type EventRecord = StoredEvent;
 
 export interface DeliveryRef {
   eventId: string;
