@@ -1,7 +1,8 @@
 /* eslint-disable @typescript-eslint/no-unsafe-assignment, @typescript-eslint/no-unsafe-member-access, @typescript-eslint/no-explicit-any --
    the baseline reads untyped rows and bodies on purpose: it has no validation layer. */
 // The API benchmark's raw baseline: a bare node:http server running the same SQL as the
-// application (the very statements, imported from the repositories) through a plain mysql2
+// application (the very statements, imported from the repositories; a registration as the same
+// one-round-trip script) through a plain mysql2
 // pool, with no framework, no validation, no logging and no metrics. Keys are cached for 1 s
 // as the application caches them, so both do the same database work per request.
 //
@@ -10,9 +11,9 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
-import { GUARANTEE_SQL } from '../src/guarantees/guarantee.repository.js';
-import { INSERT_EVENT_SQL } from '../src/webhooks/webhook.repository.js';
-import { FIND_API_KEY_SQL, REGISTRY_SQL } from '../src/orgs/org.repository.js';
+import { GUARANTEE_SQL, REGISTRATION, registrationStatements, uuidAt } from '../src/guarantees/guarantee.repository.js';
+import { lateEventStatement } from '../src/webhooks/webhook.repository.js';
+import { FIND_API_KEY_SQL, REGISTRY_SQL, registryPlaceStatements } from '../src/orgs/org.repository.js';
 import { toPositional } from '../src/shared/db/sequelize.js';
 
 const stmt = (sql: string) => {
@@ -22,13 +23,10 @@ const stmt = (sql: string) => {
 
 const Q = {
   key: stmt(FIND_API_KEY_SQL),
-  nextPlace: stmt(REGISTRY_SQL.takePlace),
-  insert: stmt(GUARANTEE_SQL.insert),
   byId: stmt(GUARANTEE_SQL.findById),
   byTx: stmt(GUARANTEE_SQL.findByTransactionId),
   count: stmt(REGISTRY_SQL.size),
   list: stmt(GUARANTEE_SQL.listBySeq),
-  event: stmt(INSERT_EVENT_SQL),
 };
 
 const pool = mysql.createPool({
@@ -38,6 +36,17 @@ const pool = mysql.createPool({
   supportBigNumbers: true,
   bigNumberStrings: true,
 });
+// Registrations' scripts: several statements in one query (as the application's script pool).
+const scripts = mysql.createPool({
+  uri: process.env.DATABASE_URL,
+  connectionLimit: Number(process.env.DATABASE_POOL_MAX ?? 20),
+  timezone: 'Z',
+  supportBigNumbers: true,
+  bigNumberStrings: true,
+  multipleStatements: true,
+});
+/** Marks for the values MariaDB fills in under the lock (random: no request carries them). */
+const LATE = { id: `late-id-${randomUUID()}`, at: `late-at-${randomUUID()}` };
 const cache = new Map<string, { orgId: string; hash: Buffer; until: number }>();
 
 async function orgOf(req: IncomingMessage): Promise<string | undefined> {
@@ -114,60 +123,72 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
     const [existing] = await pool.execute<RowDataPacket[]>(...Q.byTx([orgId, txId]));
     if (existing.length) return shape(existing)[0];
   }
-  const conn = await pool.getConnection();
-  try {
-    await conn.beginTransaction();
-    const [place] = await conn.execute<ResultSetHeader>(...Q.nextPlace([orgId, Date.now()]));
-    const createdAt = new Date(place.insertId);
-    const id = uuidv7({ msecs: createdAt.getTime() });
-    await conn.execute(
-      ...Q.insert([
-        id,
-        orgId,
-        txId,
-        d.policyNumber ?? null,
-        d.actType ?? null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        null,
-        body.economics?.garantedAmount ?? null,
-        null,
-        null,
-        '',
-        null,
-        hash,
-        createdAt,
-      ]),
-    );
-    const record = {
-      details: { transactionId: txId, policyNumber: d.policyNumber, actType: d.actType },
-      economics: body.economics,
-      note: { shared: '' },
-      txHash: null,
-      notarizationStatus: 'PENDING',
-      docs: [],
-      createdAt,
-      id,
+  // The same one-round-trip script as the application's registration (guarantee.repository.ts,
+  // REGISTRATION): the organization's place, the record and its event, whose id and createdAt
+  // MariaDB fills in under the lock.
+  const idTail = uuidv7().slice(13);
+  const record = {
+    details: { transactionId: txId, policyNumber: d.policyNumber, actType: d.actType },
+    economics: body.economics,
+    note: { shared: '' },
+    txHash: null,
+    notarizationStatus: 'PENDING',
+    docs: [],
+    createdAt: LATE.at,
+    id: LATE.id,
+    orgId,
+  };
+  const statements = [
+    ...registryPlaceStatements(orgId, new Date(), REGISTRATION.ms),
+    ...registrationStatements({
       orgId,
-    };
-    // The same durable work as the app: the guarantee.created event in the outbox, in the same transaction.
-    await conn.execute(
-      ...Q.event([
-        uuidv7({ msecs: createdAt.getTime() }),
-        orgId,
-        'guarantee.created',
-        JSON.stringify({ type: 'guarantee.created', timestamp: createdAt.toISOString(), data: record }),
-        createdAt,
-      ]),
-    );
-    await conn.commit();
-    return record;
+      requestHash: hash,
+      idTail,
+      transactionId: txId,
+      details: {
+        policyNumber: d.policyNumber ?? null,
+        actType: d.actType ?? null,
+        checkCode: null,
+        emittedAt: null,
+        effectiveAt: null,
+        expiresAt: null,
+        isFixedExpiry: null,
+        cig: null,
+        batchCode: null,
+      },
+      economics: { garantedAmount: body.economics?.garantedAmount ?? null, contractAmount: null, isAutomaticRenewal: null },
+      noteShared: '',
+      signEmissionAt: null,
+      docs: [],
+    }),
+    lateEventStatement({
+      id: uuidv7(),
+      orgId,
+      type: 'guarantee.created',
+      body: JSON.stringify({ type: 'guarantee.created', timestamp: LATE.at, data: record }),
+      late: [
+        { mark: LATE.at, sql: REGISTRATION.iso },
+        { mark: LATE.id, sql: REGISTRATION.id },
+      ],
+      createdAtSql: REGISTRATION.at,
+      whenSql: REGISTRATION.placed,
+    }),
+  ];
+  const sql = ['START TRANSACTION'];
+  const values: unknown[] = [];
+  for (const st of statements) {
+    const p = toPositional(st.sql);
+    sql.push(p.sql);
+    for (const i of p.order) values.push(st.bind[i] ?? null);
+  }
+  sql.push('COMMIT');
+  const conn = await scripts.getConnection();
+  try {
+    const [results] = await conn.query<ResultSetHeader[]>(sql.join(';\n'), values);
+    const ms = Number((results[1] as ResultSetHeader).insertId);
+    return { ...record, id: uuidAt(ms, idTail), createdAt: new Date(ms) };
   } catch (err) {
-    await conn.rollback();
+    await conn.query('ROLLBACK');
     throw err;
   } finally {
     conn.release();

@@ -75,7 +75,9 @@ export interface Core {
  * `db`, the caller's, which the core then does not close), the secret box and the repositories.
  */
 export function openCore(config: Config, logger: Logger, opts: { db?: Sequelize; poolMax?: number } = {}): Core {
-  const pool = (poolMax: number) => createSequelize({ url: config.DATABASE_URL, poolMax, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+  const pool = (poolMax: number) =>
+    // Registrations run as one-round-trip scripts on the scripts' pool: as many at once as the requests' pool allows.
+    createSequelize({ url: config.DATABASE_URL, poolMax, scriptPoolMax: poolMax, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
   const db = opts.db ?? pool(opts.poolMax ?? config.DATABASE_POOL_MAX);
   const owned: Sequelize[] = opts.db ? [] : [db];
   const secrets = createSecretBox(config.ENCRYPTION_KEY);

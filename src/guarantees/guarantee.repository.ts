@@ -1,7 +1,7 @@
 // Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
 // (create, get, list) are a handful of indexed statements and no per-row model work.
 import { createHash } from 'node:crypto';
-import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, script, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 import { FILE_SQL } from '../files/file.sql.js';
 import { ISSUER_SQL, REGISTRY_SQL, type IssuerRow } from '../orgs/org.repository.js';
 import { createNotaryState } from './notary-state.js';
@@ -65,16 +65,57 @@ const FROM = `FROM guarantees g
   LEFT JOIN guarantee_docs d ON d.guarantee_id = g.id
   ${FILE_SQL.ofKey('f', 'd.file_key', 'LEFT JOIN')}`;
 
+const INSERT_COLUMNS = `id, org_id, seq, transaction_id, policy_number, act_type, check_code,
+    emitted_at, effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount,
+    is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at`;
+/** A new row's values: the id and createdAt as given (parameters or session variables), the rest $2..$18. */
+const insertValues = (id: string, createdAt: string) =>
+  `${id}, $2, ${REGISTRY_SQL.seqOf('$2')}, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, NULL, 'PENDING', $18, ${createdAt}`;
+
+/**
+ * A registration as one script (src/shared/db/sequelize.ts script()): START TRANSACTION, the
+ * organization's registry place (orgs' registryPlaceStatements, which leave its createdAt in
+ * epoch ms in `ms`), the values derived from it here (`at`, `iso`, `id`), the record, its docs,
+ * its event, COMMIT, in one round trip. The organization's lock is then held only while
+ * MariaDB runs these statements: never across a round trip, nor a turn of a busy event loop
+ * (four of each under the lock before, which halved the creates' throughput: bench/README.md).
+ */
+export const REGISTRATION = {
+  ms: '@reg_ms',
+  at: '@reg_at',
+  iso: '@reg_iso',
+  id: '@reg_id',
+  /** The condition under which the script writes: the organization's place was taken. */
+  placed: '@reg_ms IS NOT NULL',
+} as const;
+
+/** The derivations, each a statement of its own (within one SET, MariaDB does not promise to read a variable after assigning it). */
+const REGISTRATION_SQL = [
+  // Epoch milliseconds as a DATETIME(3) in UTC (the pool's time zone), whatever the session's.
+  `SET @reg_at = TIMESTAMPADD(MICROSECOND, @reg_ms * 1000, TIMESTAMP'1970-01-01 00:00:00')`,
+  `SET @reg_iso = CONCAT(DATE_FORMAT(@reg_at, '%Y-%m-%dT%H:%i:%s.'), LPAD(@reg_ms MOD 1000, 3, '0'), 'Z')`,
+  // A uuidv7 whose 48-bit time is createdAt's milliseconds; its other bits ($1: '-7xxx-yxxx-xxxxxxxxxxxx') drawn by the process.
+  `SET @reg_id = CONCAT(SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 1, 8), '-', SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 9, 4), $1)`,
+];
+
+/** The uuidv7 the script makes of createdAt's milliseconds and the process's `tail` (as REGISTRATION_SQL does). */
+export function uuidAt(ms: number, tail: string): string {
+  const h = ms.toString(16).padStart(12, '0');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}${tail}`;
+}
+
 /**
  * The statements of the hot paths, with positional bind parameters. Exported so that the API
  * benchmark's raw baseline runs exactly the same SQL.
  */
 export const GUARANTEE_SQL = {
   /** The sequence number is the organization's registry count, just advanced under its lock (orgs' takeRegistryPlace). */
-  insert: `INSERT INTO guarantees (id, org_id, seq, transaction_id, policy_number, act_type, check_code,
-    emitted_at, effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount,
-    is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at)
-    VALUES ($1, $2, ${REGISTRY_SQL.seqOf('$2')}, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, NULL, 'PENDING', $18, $19)`,
+  insert: `INSERT INTO guarantees (${INSERT_COLUMNS}) VALUES (${insertValues('$1', '$19')})`,
+  /**
+   * The same row in a registration's script (REGISTRATION): its id and createdAt from the
+   * script's session variables, written only when the organization's place was taken.
+   */
+  register: `INSERT INTO guarantees (${INSERT_COLUMNS}) SELECT ${insertValues('@reg_id', '@reg_at')} FROM DUAL WHERE @reg_ms IS NOT NULL`,
   findById: `SELECT ${COLUMNS} ${FROM} WHERE g.id = $1 AND g.org_id = $2 ORDER BY d.position`,
   findByTransactionId: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.transaction_id = $2 ORDER BY d.position`,
   listBySeq: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.seq > $2 AND g.seq <= $3 ORDER BY g.seq DESC, d.position`,
@@ -91,6 +132,50 @@ export const GUARANTEE_SQL = {
     WHERE g.verification_key = $1
       AND ($2 IS NULL OR BINARY g.cig = BINARY $2) AND ($3 IS NULL OR g.garanted_amount = CAST($3 AS DECIMAL(15,2)))`,
 } as const;
+
+/** $2..$18 of GUARANTEE_SQL.insert and .register: a new record's values but its id and createdAt. */
+function rowValues(g: NewGuarantee & { orgId: string; requestHash: Buffer }): unknown[] {
+  const d = g.details;
+  const e = g.economics;
+  return [
+    g.orgId,
+    g.transactionId,
+    d.policyNumber,
+    d.actType,
+    d.checkCode,
+    d.emittedAt,
+    d.effectiveAt,
+    d.expiresAt,
+    d.isFixedExpiry,
+    d.cig,
+    d.batchCode,
+    e.garantedAmount,
+    e.contractAmount,
+    e.isAutomaticRenewal,
+    g.noteShared,
+    g.signEmissionAt,
+    g.requestHash,
+  ];
+}
+
+/**
+ * A registration's statements after its place is taken into REGISTRATION.ms (see
+ * REGISTRATION): the derived values, the record and its docs, written only when the place was
+ * taken. `idTail` is the id's part after its time ('-7xxx-yxxx-xxxxxxxxxxxx'). Exported for the
+ * API benchmark's raw baseline.
+ */
+export function registrationStatements(g: NewGuarantee & { orgId: string; requestHash: Buffer; idTail: string }): Statement[] {
+  const statements: Statement[] = REGISTRATION_SQL.map((sql, i) => ({ sql, bind: i === 2 ? [g.idTail] : [] }));
+  statements.push({ sql: GUARANTEE_SQL.register, bind: [null, ...rowValues(g), null] });
+  if (g.docs.length) {
+    const rows = g.docs.map((_, i) => `SELECT @reg_id, $${i * 3 + 1}, $${i * 3 + 2}, $${i * 3 + 3}, ${i} FROM DUAL WHERE ${REGISTRATION.placed}`);
+    statements.push({
+      sql: `INSERT INTO guarantee_docs (guarantee_id, type, file_key, original_file_name, position) ${rows.join(' UNION ALL ')}`,
+      bind: g.docs.flatMap((doc) => [doc.type, doc.key, doc.originalFileName]),
+    });
+  }
+  return statements;
+}
 
 const bool = (v: number | null): boolean | null => (v === null ? null : v !== 0);
 const num = (v: string | null): number | null => (v === null ? null : Number(v));
@@ -162,36 +247,17 @@ export function createGuaranteeRepository(db: Sequelize) {
       return db.transaction(work);
     },
 
+    /** A registration's statements after its place is taken (see the function). */
+    registrationStatements,
+
+    /** Runs a registration's script (see REGISTRATION); each statement's result. */
+    async runRegistration(statements: readonly Statement[]): Promise<unknown[]> {
+      return script(db, statements);
+    },
+
     /** Inserts under the registry place taken by orgs' takeRegistryPlace, in the same transaction. */
     async insert(g: NewGuarantee & { id: string; orgId: string; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {
-      const d = g.details;
-      const e = g.economics;
-      await execute(
-        db,
-        GUARANTEE_SQL.insert,
-        [
-          g.id,
-          g.orgId,
-          g.transactionId,
-          d.policyNumber,
-          d.actType,
-          d.checkCode,
-          d.emittedAt,
-          d.effectiveAt,
-          d.expiresAt,
-          d.isFixedExpiry,
-          d.cig,
-          d.batchCode,
-          e.garantedAmount,
-          e.contractAmount,
-          e.isAutomaticRenewal,
-          g.noteShared,
-          g.signEmissionAt,
-          g.requestHash,
-          g.createdAt,
-        ],
-        t,
-      );
+      await execute(db, GUARANTEE_SQL.insert, [g.id, ...rowValues(g), g.createdAt], t);
       if (g.docs.length) {
         const values = g.docs.map((_, i) => `($1, $${i * 3 + 2}, $${i * 3 + 3}, $${i * 3 + 4}, ${i})`).join(', ');
         await execute(

@@ -1,7 +1,9 @@
 // Registering and reading guarantees. Creation needs the database only (no Redis): one
 // transaction takes the organization's next sequence number, inserts the record and its docs,
 // writes the `guarantee.created` event to the outbox, and records the Idempotency-Key
-// response when there is one.
+// response when there is one. Without an Idempotency-Key that transaction is one script, sent
+// in one round trip (registerInOneRoundTrip).
+import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldProblem } from '../shared/errors.js';
@@ -11,12 +13,18 @@ import { UUID_PATTERN } from '../shared/validation.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import type { FileRepository } from '../files/file.repository.js';
 import type { OrgRepository } from '../orgs/org.repository.js';
-import type { GuaranteeRepository } from './guarantee.repository.js';
+import { REGISTRATION, uuidAt, type GuaranteeRepository } from './guarantee.repository.js';
 import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
 import { toV2 } from './guarantee.serializer.js';
 import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
 
 const UUID = new RegExp(`^${UUID_PATTERN}$`);
+
+/**
+ * What a registration's event carries for the values MariaDB fills in under the organization's
+ * lock (its id and createdAt): random per process, so that no request can carry one.
+ */
+const LATE = { id: `late-id-${randomBytes(16).toString('hex')}`, createdAt: `late-at-${randomBytes(16).toString('hex')}` };
 
 /** Files in these states can never be attached: their content is unsafe or unknown. */
 const REJECTED_FILE_STATUSES = new Set<FileStatus>(REJECTED_STATUSES);
@@ -83,7 +91,7 @@ export interface CreateResult {
 export function createGuaranteeService(deps: {
   repo: GuaranteeRepository;
   /** The organizations' owner: each organization's registry (its place taken per registration, its size). */
-  registry: Pick<OrgRepository, 'takeRegistryPlace' | 'registrySize'>;
+  registry: Pick<OrgRepository, 'takeRegistryPlace' | 'registryPlaceStatements' | 'registrySize'>;
   /** The files' owner: what a document takes from the file its key names. */
   files: Pick<FileRepository, 'forDocs'>;
   idempotency: IdempotencyStore;
@@ -126,6 +134,46 @@ export function createGuaranteeService(deps: {
     return existing.record;
   }
 
+  /**
+   * A registration in one round trip (REGISTRATION in guarantee.repository.ts): the
+   * organization's place, the record, its docs and its `guarantee.created` event in one script,
+   * the event's id and createdAt filled in by MariaDB under the lock (LATE marks). The record
+   * the response shows is the one written: same id, createdAt and sequence as on the
+   * transaction's path, which registrations with an Idempotency-Key take (their stored
+   * response is written under the same lock).
+   */
+  async function registerInOneRoundTrip(orgId: string, g: NewGuarantee, hash: Buffer, checksums: Map<string, string | null>) {
+    const idTail = uuidv7().slice(13);
+    const statements = [
+      ...registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms),
+      ...repo.registrationStatements({ ...g, orgId, requestHash: hash, idTail }),
+    ];
+    const record: GuaranteeRecord = {
+      ...g,
+      id: '',
+      orgId,
+      createdAt: new Date(0),
+      txHash: null,
+      notarizationStatus: 'PENDING',
+      notarizationReason: null,
+      docs: g.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null, notarizedAt: null })),
+    };
+    const event = outbox.inScript(
+      orgId,
+      'guarantee.created',
+      { ...toV2(record), id: LATE.id, createdAt: LATE.createdAt },
+      { sql: REGISTRATION.at, iso: { mark: LATE.createdAt, sql: REGISTRATION.iso } },
+      [{ mark: LATE.id, sql: REGISTRATION.id }],
+      REGISTRATION.placed,
+    );
+    statements.push(event.statement);
+    const [place] = (await repo.runRegistration(statements)) as [{ affectedRows: number; insertId: number }];
+    if (place.affectedRows !== 1) throw new NotFoundError('The organization no longer exists.');
+    event.committed();
+    const ms = Number(place.insertId);
+    return { ...record, id: uuidAt(ms, idTail), createdAt: new Date(ms) };
+  }
+
   async function register(orgId: string, g: NewGuarantee, hash: Buffer, opts: CreateOptions, claim?: { key: string; owner: string }): Promise<CreateResult> {
     if (g.transactionId !== null) {
       const existing = await existingForTransaction(orgId, g.transactionId, hash);
@@ -133,6 +181,7 @@ export function createGuaranteeService(deps: {
     }
     const checksums = await resolveDocs(orgId, g);
     try {
+      if (!claim) return { status: 200, body: opts.respond(await registerInOneRoundTrip(orgId, g, hash, checksums)), created: true };
       return await repo.transaction(async (t) => {
         // Under the organization's lock: createdAt strictly follows registration order.
         const place = await registry.takeRegistryPlace(orgId, now(), t);

@@ -1,6 +1,6 @@
 // Organizations and API keys in the database. Returns plain objects.
 import { v7 as uuidv7 } from 'uuid';
-import { execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, select, write, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 
 export interface Organization {
   id: string;
@@ -35,6 +35,19 @@ export const REGISTRY_SQL = {
 } as const;
 
 /**
+ * takeRegistryPlace for a one-round-trip script (src/shared/db/sequelize.ts): its statements
+ * leave the createdAt taken (epoch ms) in the session variable `msVar`, NULL when the
+ * organization is unknown; the lock is held until the script's COMMIT. Exported for the API
+ * benchmark's raw baseline.
+ */
+export function registryPlaceStatements(orgId: string, now: Date, msVar: string): Statement[] {
+  return [
+    { sql: REGISTRY_SQL.takePlace, bind: [orgId, now.getTime()] },
+    { sql: `SET ${msVar} = IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL)`, bind: [] },
+  ];
+}
+
+/**
  * An organization's public identity beside another domain's rows (a public verification shows
  * its issuer): the join on the organization id column `orgIdColumn`, as `alias`, and its columns.
  */
@@ -64,6 +77,9 @@ export function createOrgRepository(db: Sequelize) {
       const { affectedRows, insertId } = await write(db, REGISTRY_SQL.takePlace, [orgId, now.getTime()], t);
       return affectedRows === 1 ? { createdAt: new Date(insertId) } : undefined;
     },
+
+    /** takeRegistryPlace as statements of a one-round-trip script (see the function). */
+    registryPlaceStatements,
 
     /** How many guarantees the organization registered: one primary-key read of its counter. */
     async registrySize(orgId: string): Promise<number> {

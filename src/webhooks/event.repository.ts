@@ -2,6 +2,7 @@
 // in their cause's transaction, the relay's reads and marks, and the statements a group commit
 // runs to write events already fanned out.
 import { execute, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
+import type { LateEvent } from '../shared/events/outbox.js';
 import { deliveryRefs, type DeliveryRef, type EventRecord, type PendingRow } from './webhook.records.js';
 
 /** The outbox write of every create (exported so that the API bench's raw baseline does the same durable work). */
@@ -91,6 +92,22 @@ export function fanOutStatements(events: ReadonlyArray<{ id: string; orgId: stri
   ];
 }
 
+/**
+ * The statement of an event completed in its writer's script: each late value's mark in the
+ * body replaced by its SQL expression, written only when the writer's condition holds.
+ * Exported for the API benchmark's raw baseline.
+ */
+export function lateEventStatement(e: LateEvent): Statement {
+  let body = '$4';
+  e.late.forEach((v, i) => {
+    body = `REPLACE(${body}, $${i + 5}, ${v.sql})`;
+  });
+  return {
+    sql: `INSERT INTO webhook_events (id, org_id, type, body, created_at) SELECT $1, $2, $3, ${body}, ${e.createdAtSql} FROM DUAL WHERE ${e.whenSql}`,
+    bind: [e.id, e.orgId, e.type, e.body, ...e.late.map((v) => v.mark)],
+  };
+}
+
 export function createEventRepository(db: Sequelize) {
   return {
     async insertEvent(e: EventRecord, t: Transaction): Promise<void> {
@@ -134,6 +151,8 @@ export function createEventRepository(db: Sequelize) {
     fannedOutStatements(type: string, events: readonly FannedOutEvent[], at: Date): Statement[] {
       return fannedOutEventStatements(type, events, at);
     },
+
+    lateEventStatement,
 
     async markDispatched(ids: string[], at: Date): Promise<void> {
       if (ids.length) await execute(db, 'UPDATE webhook_events SET dispatched_at = $1 WHERE id IN ($2)', [at, ids], undefined, { prepared: false });

@@ -261,3 +261,103 @@ describe('POST /api/v{1,2}/guarantees', () => {
     });
   });
 });
+
+describe('a registration in one round trip (the organization’s place, the record, its docs and its event in one script)', () => {
+  async function eventsOf(orgId: string) {
+    const { db } = await harness();
+    return select<{ id: string; body: string; created_at: Date }>(
+      db,
+      "SELECT id, body, created_at FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.created' ORDER BY created_at, id",
+      [orgId],
+    );
+  }
+
+  it('writes the event the response shows: the same id and createdAt, filled in under the lock, with and without an Idempotency-Key', async () => {
+    const org = await newOrg();
+    const key = await issueFile(org.orgId, { status: 'Clean', checksum: 'ab'.repeat(32), fileName: 'polizza.pdf' });
+    const post = (body: object, headers: Record<string, string> = {}) =>
+      harness().then(({ http }) => http.post('/api/v2/guarantees').set('X-API-Key', org.key).set(headers).send(body));
+    const plain = await post({ ...FULL_V2, docs: [{ type: 'BAIL_ACT', key }] });
+    const claimed = await post({ ...FULL_V2, details: { ...FULL_V2.details, transactionId: 'TX-0002' } }, { 'Idempotency-Key': 'one' });
+    expect([plain.status, claimed.status]).to.deep.equal([200, 200]);
+    const events = await eventsOf(org.orgId);
+    expect(events).to.have.length(2);
+    for (const [i, response] of [plain, claimed].entries()) {
+      const event = events[i] as { body: string; created_at: Date };
+      const body = JSON.parse(event.body) as { type: string; timestamp: string; data: Record<string, unknown> };
+      expect(body.data).to.deep.equal(response.body);
+      expect(body.timestamp).to.equal(response.body.createdAt);
+      expect(event.created_at.toISOString()).to.equal(response.body.createdAt);
+      // A uuidv7 whose time is createdAt's milliseconds.
+      expect(parseInt((response.body.id as string).replace('-', '').slice(0, 12), 16)).to.equal(Date.parse(response.body.createdAt as string));
+      expect(event.body).to.not.match(/late-(id|at)-/);
+    }
+    expect(plain.body.docs[0]).to.include({ key, checksum: 'ab'.repeat(32), originalFileName: 'polizza.pdf' });
+    const rows = await rowsOf(org.orgId);
+    expect(rows.map((r) => [r.id, Number(r.seq)])).to.deep.equal([
+      [plain.body.id, 1],
+      [claimed.body.id, 2],
+    ]);
+    const { db } = await harness();
+    const docs = await select<{ guarantee_id: string; file_key: string }>(db, 'SELECT guarantee_id, file_key FROM guarantee_docs WHERE guarantee_id = $1', [
+      plain.body.id,
+    ]);
+    expect(docs).to.deep.equal([{ guarantee_id: plain.body.id, file_key: key }]);
+  });
+
+  it('leaves nothing behind when its script fails: no record, no event, no number taken', async () => {
+    const org = await newOrg();
+    const { http, db } = await harness();
+    const first = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ details: { transactionId: 'ONCE', policyNumber: 'A' } });
+    expect(first.status).to.equal(200);
+    // The same transactionId with other content, raced past the service's read: the script's
+    // insert hits the unique index, and its whole transaction rolls back.
+    const { createGuaranteeRepository, REGISTRATION } = await import('../../src/guarantees/guarantee.repository.js');
+    const { registryPlaceStatements } = await import('../../src/orgs/org.repository.js');
+    const repo = createGuaranteeRepository(db);
+    const statements = [
+      ...registryPlaceStatements(org.orgId, new Date(), REGISTRATION.ms),
+      ...repo.registrationStatements({
+        orgId: org.orgId,
+        requestHash: Buffer.alloc(32),
+        idTail: '-7000-8000-000000000000',
+        transactionId: 'ONCE',
+        details: {
+          policyNumber: 'B',
+          actType: null,
+          checkCode: null,
+          emittedAt: null,
+          effectiveAt: null,
+          expiresAt: null,
+          isFixedExpiry: null,
+          cig: null,
+          batchCode: null,
+        },
+        economics: { garantedAmount: null, contractAmount: null, isAutomaticRenewal: null },
+        noteShared: '',
+        signEmissionAt: null,
+        docs: [],
+      }),
+    ];
+    const failed = await repo.runRegistration(statements).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect((failed as { errno?: number } | undefined)?.errno).to.equal(1062);
+    expect((await rowsOf(org.orgId)).map((r) => Number(r.seq))).to.deep.equal([1]);
+    const list = await http.get('/api/v2/guarantees').set('X-API-Key', org.key);
+    expect(list.body.totalItems).to.equal(1);
+    expect(await eventsOf(org.orgId)).to.have.length(1);
+    const next = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ details: { policyNumber: 'C' } });
+    expect((await rowsOf(org.orgId)).map((r) => [r.id, Number(r.seq)])).to.deep.equal([
+      [first.body.id, 1],
+      [next.body.id, 2],
+    ]);
+  });
+});

@@ -20,6 +20,8 @@ export interface DatabaseOptions {
   clientGraceMs?: number;
   /** Connections that take several statements in one query: only the scripts' own pool (script()). */
   multipleStatements?: boolean;
+  /** Connections of the scripts' own pool (script()): 1 by default; the API's creates run as scripts, as many as its requests. */
+  scriptPoolMax?: number;
 }
 
 const optionsOf = new WeakMap<Sequelize, DatabaseOptions>();
@@ -190,9 +192,10 @@ export interface Statement {
  * Runs `statements` as one transaction in one round trip, START TRANSACTION and COMMIT
  * included, and returns each statement's result. For writes that many requests wait for
  * together (the public verifications' group commit): five round trips to the database were
- * most of the time its batch waited, and the requests behind it with it. The values are
- * escaped by mysql2 as on every text query; only this function's own pool (one connection
- * per database, made on first use) allows several statements in one query. A statement that
+ * most of the time its batch waited, and the requests behind it with it; a registration,
+ * whose organization's lock is then held for the server's work only. The values are escaped by
+ * mysql2 as on every text query; only this function's own pool (scriptPoolMax connections per
+ * database, made on first use) allows several statements in one query. A statement that
  * fails ends the script there, and the transaction is rolled back.
  */
 export async function script(db: Sequelize, statements: readonly Statement[]): Promise<unknown[]> {
@@ -200,7 +203,7 @@ export async function script(db: Sequelize, statements: readonly Statement[]): P
   if (!pool) {
     const opts = optionsOf.get(db);
     if (!opts) throw new Error('script() needs a database made by createSequelize');
-    pool = createSequelize({ ...opts, poolMax: 1, multipleStatements: true });
+    pool = createSequelize({ ...opts, poolMax: opts.scriptPoolMax ?? 1, multipleStatements: true });
     scriptPools.set(db, pool);
   }
   const sql = ['START TRANSACTION'];

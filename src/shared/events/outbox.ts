@@ -22,11 +22,38 @@ export interface StoredEvent {
   dispatchedAt?: Date;
 }
 
+/**
+ * A value an event's writer learns only as its one-round-trip script runs (a guarantee's id and
+ * createdAt, taken under its organization's lock): the writer puts `mark` in the event's data,
+ * and the script replaces it with the SQL expression `sql` (a session variable the script set
+ * before). Marks are random per process, so no request can carry one.
+ */
+export interface LateValue {
+  mark: string;
+  sql: string;
+}
+
+/** An event whose body and time are completed by its writer's script (see Outbox.inScript). */
+export interface LateEvent {
+  id: string;
+  orgId: string;
+  type: string;
+  /** The body with marks. */
+  body: string;
+  late: readonly LateValue[];
+  /** SQL: the event's time (DATETIME(3)). */
+  createdAtSql: string;
+  /** SQL: the condition under which the script writes the event (its change happened). */
+  whenSql: string;
+}
+
 /** Where events are kept: written in the producer's transaction. */
 export interface EventStore {
   insertEvent(e: StoredEvent, t: Transaction): Promise<void>;
   /** Many events in one statement. */
   insertEvents(events: readonly StoredEvent[], t: Transaction): Promise<void>;
+  /** The statement that writes a late event, for its writer's script. */
+  lateEventStatement(e: LateEvent): Statement;
 }
 
 /** A consumer that takes events at write time, in the writer's one-round-trip script (src/shared/db/sequelize.ts). */
@@ -40,6 +67,21 @@ export interface WriteTimeConsumer {
 export interface Outbox {
   /** Writes an event in transaction `t`; the relay is woken once `t` commits. Returns its id. */
   add(t: Transaction, orgId: string, type: EventType, data: unknown, at?: Date): Promise<string>;
+  /**
+   * An event written by its producer's one-round-trip script (src/shared/db/sequelize.ts), for a
+   * change whose values are known only as the script runs: `data` carries the marks of `late`
+   * values, `at` gives the event's time (its SQL expression and the mark of its ISO string in
+   * the body), and the event is written only when `whenSql` holds. `committed` wakes the relay
+   * once the script has committed.
+   */
+  inScript(
+    orgId: string,
+    type: EventType,
+    data: unknown,
+    at: { sql: string; iso: LateValue },
+    late: readonly LateValue[],
+    whenSql: string,
+  ): { statement: Statement; committed: () => void };
   /** Writes many events of one type in transaction `t` (one statement per 500); returns their ids. */
   addMany(t: Transaction, type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at?: Date): Promise<string[]>;
   /**
@@ -92,6 +134,19 @@ export function createOutbox(deps: { store: EventStore; onCommit?: () => void; a
       await store.insertEvent({ id, orgId, type, body: eventBody(type, at, data), createdAt: at }, t);
       t.afterCommit(onCommit);
       return id;
+    },
+    inScript(orgId, type, data, at, late, whenSql) {
+      const body = JSON.stringify({ type, timestamp: at.iso.mark, data });
+      const statement = store.lateEventStatement({
+        id: uuidv7(),
+        orgId,
+        type,
+        body,
+        late: [at.iso, ...late],
+        createdAtSql: at.sql,
+        whenSql,
+      });
+      return { statement, committed: onCommit };
     },
     async addMany(t, type, events, at = new Date()) {
       const rows = rowsOf(type, events, at);
