@@ -138,12 +138,13 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
     id: LATE.id,
     orgId,
   };
+  const place = registryPlaceStatements(orgId, new Date(), REGISTRATION.ms);
   const statements = [
-    ...registryPlaceStatements(orgId, new Date(), REGISTRATION.ms),
-    ...registrationStatements({
+    ...registrationStatements(place, {
       orgId,
       requestHash: hash,
       idTail,
+      eventIdTail: uuidv7().slice(13),
       transactionId: txId,
       details: {
         policyNumber: d.policyNumber ?? null,
@@ -162,7 +163,7 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
       docs: [],
     }),
     lateEventStatement({
-      id: uuidv7(),
+      idSql: REGISTRATION.eventId,
       orgId,
       type: 'guarantee.created',
       body: JSON.stringify({ type: 'guarantee.created', timestamp: LATE.at, data: record }),
@@ -185,7 +186,8 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
   const conn = await scripts.getConnection();
   try {
     const [results] = await conn.query<ResultSetHeader[]>(sql.join(';\n'), values);
-    const ms = Number((results[1] as ResultSetHeader).insertId);
+    // START TRANSACTION, SET @reg_ms = NULL, then the place taken.
+    const ms = Number((results[2] as ResultSetHeader).insertId);
     return { ...record, id: uuidAt(ms, idTail), createdAt: new Date(ms) };
   } catch (err) {
     await conn.query('ROLLBACK');

@@ -85,20 +85,16 @@ export const REGISTRATION = {
   at: '@reg_at',
   iso: '@reg_iso',
   id: '@reg_id',
+  /** The id of its event: a uuidv7 of the same time, so that events follow registrations. */
+  eventId: '@reg_event_id',
   /** The condition under which the script writes: the organization's place was taken. */
   placed: '@reg_ms IS NOT NULL',
 } as const;
 
-/** The derivations, each a statement of its own (within one SET, MariaDB does not promise to read a variable after assigning it). */
-const REGISTRATION_SQL = [
-  // Epoch milliseconds as a DATETIME(3) in UTC (the pool's time zone), whatever the session's.
-  `SET @reg_at = TIMESTAMPADD(MICROSECOND, @reg_ms * 1000, TIMESTAMP'1970-01-01 00:00:00')`,
-  `SET @reg_iso = CONCAT(DATE_FORMAT(@reg_at, '%Y-%m-%dT%H:%i:%s.'), LPAD(@reg_ms MOD 1000, 3, '0'), 'Z')`,
-  // A uuidv7 whose 48-bit time is createdAt's milliseconds; its other bits ($1: '-7xxx-yxxx-xxxxxxxxxxxx') drawn by the process.
-  `SET @reg_id = CONCAT(SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 1, 8), '-', SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 9, 4), $1)`,
-];
+/** A uuidv7 whose 48-bit time is createdAt's milliseconds and whose other bits ('-7xxx-yxxx-xxxxxxxxxxxx', bound at `tail`) the process drew. */
+const uuidFromMs = (tail: string) => `CONCAT(SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 1, 8), '-', SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 9, 4), ${tail})`;
 
-/** The uuidv7 the script makes of createdAt's milliseconds and the process's `tail` (as REGISTRATION_SQL does). */
+/** The uuidv7 the script makes of createdAt's milliseconds and the process's `tail` (as uuidFromMs does). */
 export function uuidAt(ms: number, tail: string): string {
   const h = ms.toString(16).padStart(12, '0');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}${tail}`;
@@ -115,7 +111,7 @@ export const GUARANTEE_SQL = {
    * The same row in a registration's script (REGISTRATION): its id and createdAt from the
    * script's session variables, written only when the organization's place was taken.
    */
-  register: `INSERT INTO guarantees (${INSERT_COLUMNS}) SELECT ${insertValues('@reg_id', '@reg_at')} FROM DUAL WHERE @reg_ms IS NOT NULL`,
+  register: `INSERT INTO guarantees (${INSERT_COLUMNS}) SELECT ${insertValues('@reg_id', '@reg_at')} FROM DUAL WHERE ${REGISTRATION.placed}`,
   findById: `SELECT ${COLUMNS} ${FROM} WHERE g.id = $1 AND g.org_id = $2 ORDER BY d.position`,
   findByTransactionId: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.transaction_id = $2 ORDER BY d.position`,
   listBySeq: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.seq > $2 AND g.seq <= $3 ORDER BY g.seq DESC, d.position`,
@@ -159,14 +155,29 @@ function rowValues(g: NewGuarantee & { orgId: string; requestHash: Buffer }): un
 }
 
 /**
- * A registration's statements after its place is taken into REGISTRATION.ms (see
- * REGISTRATION): the derived values, the record and its docs, written only when the place was
- * taken. `idTail` is the id's part after its time ('-7xxx-yxxx-xxxxxxxxxxxx'). Exported for the
- * API benchmark's raw baseline.
+ * A registration's script but its event (see REGISTRATION), in order: @reg_ms cleared, the
+ * organization's `place` statements (orgs' registryPlaceStatements, which set it), the values
+ * derived from it (each a statement of its own: within one SET, MariaDB does not promise to
+ * read a variable after assigning it), the record and its docs, written only when the place
+ * was taken. The caller appends the event's statement, which reads the derived values.
+ * `idTail` and `eventIdTail` are the ids' parts after their time ('-7xxx-yxxx-xxxxxxxxxxxx').
+ * Exported for the API benchmark's raw baseline.
  */
-export function registrationStatements(g: NewGuarantee & { orgId: string; requestHash: Buffer; idTail: string }): Statement[] {
-  const statements: Statement[] = REGISTRATION_SQL.map((sql, i) => ({ sql, bind: i === 2 ? [g.idTail] : [] }));
-  statements.push({ sql: GUARANTEE_SQL.register, bind: [null, ...rowValues(g), null] });
+export function registrationStatements(
+  place: readonly Statement[],
+  g: NewGuarantee & { orgId: string; requestHash: Buffer; idTail: string; eventIdTail: string },
+): Statement[] {
+  const statements: Statement[] = [
+    // Never a value a previous script left on this pooled connection.
+    { sql: 'SET @reg_ms = NULL', bind: [] },
+    ...place,
+    // Epoch milliseconds as a DATETIME(3) in UTC (the pool's time zone), whatever the session's.
+    { sql: `SET @reg_at = TIMESTAMPADD(MICROSECOND, @reg_ms * 1000, TIMESTAMP'1970-01-01 00:00:00')`, bind: [] },
+    { sql: `SET @reg_iso = CONCAT(DATE_FORMAT(@reg_at, '%Y-%m-%dT%H:%i:%s.'), LPAD(@reg_ms MOD 1000, 3, '0'), 'Z')`, bind: [] },
+    { sql: `SET @reg_id = ${uuidFromMs('$1')}`, bind: [g.idTail] },
+    { sql: `SET @reg_event_id = ${uuidFromMs('$1')}`, bind: [g.eventIdTail] },
+    { sql: GUARANTEE_SQL.register, bind: [null, ...rowValues(g), null] },
+  ];
   if (g.docs.length) {
     const rows = g.docs.map((_, i) => `SELECT @reg_id, $${i * 3 + 1}, $${i * 3 + 2}, $${i * 3 + 3}, ${i} FROM DUAL WHERE ${REGISTRATION.placed}`);
     statements.push({
@@ -252,7 +263,7 @@ export function createGuaranteeRepository(db: Sequelize) {
 
     /** Runs a registration's script (see REGISTRATION); each statement's result. */
     async runRegistration(statements: readonly Statement[]): Promise<unknown[]> {
-      return script(db, statements);
+      return script(db, statements, 'registrations');
     },
 
     /** Inserts under the registry place taken by orgs' takeRegistryPlace, in the same transaction. */

@@ -5,7 +5,7 @@
 // in one round trip (registerInOneRoundTrip).
 import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
+import { ER_DUP_ENTRY, mysqlErrno, type Statement } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError, ValidationError, type FieldProblem } from '../shared/errors.js';
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
 import { REJECTED_FILE_STATUSES as REJECTED_STATUSES, type FileStatus } from '../files/file.statuses.js';
@@ -144,10 +144,8 @@ export function createGuaranteeService(deps: {
    */
   async function registerInOneRoundTrip(orgId: string, g: NewGuarantee, hash: Buffer, checksums: Map<string, string | null>) {
     const idTail = uuidv7().slice(13);
-    const statements = [
-      ...registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms),
-      ...repo.registrationStatements({ ...g, orgId, requestHash: hash, idTail }),
-    ];
+    const place = registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms);
+    const statements = repo.registrationStatements(place, { ...g, orgId, requestHash: hash, idTail, eventIdTail: uuidv7().slice(13) });
     const record: GuaranteeRecord = {
       ...g,
       id: '',
@@ -158,19 +156,22 @@ export function createGuaranteeService(deps: {
       notarizationReason: null,
       docs: g.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null, notarizedAt: null })),
     };
-    const event = outbox.inScript(
+    const event = outbox.inScript({
       orgId,
-      'guarantee.created',
-      { ...toV2(record), id: LATE.id, createdAt: LATE.createdAt },
-      { sql: REGISTRATION.at, iso: { mark: LATE.createdAt, sql: REGISTRATION.iso } },
-      [{ mark: LATE.id, sql: REGISTRATION.id }],
-      REGISTRATION.placed,
-    );
+      type: 'guarantee.created',
+      data: { ...toV2(record), id: LATE.id, createdAt: LATE.createdAt },
+      idSql: REGISTRATION.eventId,
+      at: { sql: REGISTRATION.at, iso: { mark: LATE.createdAt, sql: REGISTRATION.iso } },
+      late: [{ mark: LATE.id, sql: REGISTRATION.id }],
+      whenSql: REGISTRATION.placed,
+    });
     statements.push(event.statement);
-    const [place] = (await repo.runRegistration(statements)) as [{ affectedRows: number; insertId: number }];
-    if (place.affectedRows !== 1) throw new NotFoundError('The organization no longer exists.');
+    const results = await repo.runRegistration(statements);
+    // The result of place's first statement: the organization's row, and the createdAt taken.
+    const taken = results[statements.indexOf(place[0] as Statement)] as { affectedRows: number; insertId: number };
+    if (taken.affectedRows !== 1) throw new NotFoundError('The organization no longer exists.');
     event.committed();
-    const ms = Number(place.insertId);
+    const ms = Number(taken.insertId);
     return { ...record, id: uuidAt(ms, idTail), createdAt: new Date(ms) };
   }
 

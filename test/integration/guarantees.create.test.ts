@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
-import { select } from '../../src/shared/db/sequelize.js';
+import { execute, select } from '../../src/shared/db/sequelize.js';
 
 const FULL_V2 = {
   details: {
@@ -265,9 +265,9 @@ describe('POST /api/v{1,2}/guarantees', () => {
 describe('a registration in one round trip (the organization’s place, the record, its docs and its event in one script)', () => {
   async function eventsOf(orgId: string) {
     const { db } = await harness();
-    return select<{ id: string; body: string; created_at: Date }>(
+    return select<{ id: string; body: string; created_at: Date; dispatched_at: Date | null }>(
       db,
-      "SELECT id, body, created_at FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.created' ORDER BY created_at, id",
+      "SELECT id, body, created_at, dispatched_at FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.created' ORDER BY created_at, id",
       [orgId],
     );
   }
@@ -288,10 +288,15 @@ describe('a registration in one round trip (the organization’s place, the reco
       expect(body.data).to.deep.equal(response.body);
       expect(body.timestamp).to.equal(response.body.createdAt);
       expect(event.created_at.toISOString()).to.equal(response.body.createdAt);
-      // A uuidv7 whose time is createdAt's milliseconds.
-      expect(parseInt((response.body.id as string).replace('-', '').slice(0, 12), 16)).to.equal(Date.parse(response.body.createdAt as string));
+      // The record's id and its event's: uuidv7s whose time is createdAt's milliseconds.
+      const msOf = (uuid: string) => parseInt(uuid.replace('-', '').slice(0, 12), 16);
+      expect(msOf(response.body.id as string)).to.equal(Date.parse(response.body.createdAt as string));
+      expect(msOf((events[i] as { id: string }).id)).to.equal(Date.parse(response.body.createdAt as string));
       expect(event.body).to.not.match(/late-(id|at)-/);
     }
+    // The organization has no webhook endpoint: no delivery could be made of the script's
+    // event, which is written dispatched (the relay never reads it).
+    expect(events[0]?.dispatched_at?.toISOString()).to.equal(plain.body.createdAt);
     expect(plain.body.docs[0]).to.include({ key, checksum: 'ab'.repeat(32), originalFileName: 'polizza.pdf' });
     const rows = await rowsOf(org.orgId);
     expect(rows.map((r) => [r.id, Number(r.seq)])).to.deep.equal([
@@ -303,6 +308,32 @@ describe('a registration in one round trip (the organization’s place, the reco
       plain.body.id,
     ]);
     expect(docs).to.deep.equal([{ guarantee_id: plain.body.id, file_key: key }]);
+  });
+
+  it('leaves its event to the relay when the organization has an endpoint, which receives it', async () => {
+    const org = await newOrg();
+    const { http, db } = await harness();
+    // An endpoint registered straight in its table (no receiver is needed to see the delivery made).
+    await execute(
+      db,
+      `INSERT INTO webhook_endpoints (id, org_id, url, url_hash, secret_enc, status, created_at, updated_at)
+       VALUES (UUID(), $1, 'https://example.com/hook', UNHEX(SHA2(UUID(), 256)), X'00', 'active', NOW(3) - INTERVAL 1 SECOND, NOW(3))`,
+      [org.orgId],
+    );
+    const created = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ details: { policyNumber: 'W' } });
+    expect(created.status).to.equal(200);
+    const [event] = await eventsOf(org.orgId);
+    expect(JSON.parse(event?.body ?? '{}').data.id).to.equal(created.body.id);
+    // Relayed: its delivery to the endpoint is made.
+    for (let i = 0; i < 100; i++) {
+      const [delivery] = await select<{ n: string }>(db, 'SELECT COUNT(*) AS n FROM webhook_deliveries WHERE event_id = $1', [event?.id]);
+      if (Number(delivery?.n) === 1) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect.fail('the event was not relayed to its delivery');
   });
 
   it('leaves nothing behind when its script fails: no record, no event, no number taken', async () => {
@@ -319,11 +350,11 @@ describe('a registration in one round trip (the organization’s place, the reco
     const { registryPlaceStatements } = await import('../../src/orgs/org.repository.js');
     const repo = createGuaranteeRepository(db);
     const statements = [
-      ...registryPlaceStatements(org.orgId, new Date(), REGISTRATION.ms),
-      ...repo.registrationStatements({
+      ...repo.registrationStatements(registryPlaceStatements(org.orgId, new Date(), REGISTRATION.ms), {
         orgId: org.orgId,
         requestHash: Buffer.alloc(32),
         idTail: '-7000-8000-000000000000',
+        eventIdTail: '-7000-8000-000000000001',
         transactionId: 'ONCE',
         details: {
           policyNumber: 'B',

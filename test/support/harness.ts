@@ -84,7 +84,7 @@ export async function harness(): Promise<Harness> {
   if (!shared) {
     const config = getConfig();
     await migrate(config.DATABASE_URL, createLogger('silent'));
-    const db = createSequelize({ url: config.DATABASE_URL, poolMax: 20, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+    const db = createSequelize({ url: config.DATABASE_URL, poolMax: 20, scriptPoolMax: 20, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
     const redis = producerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
     const queues = openQueues(redis, config.QUEUE_PREFIX, createLogger('silent'));
     const events = eventsOver(db, queues.webhooks, config, createLogger('silent'));

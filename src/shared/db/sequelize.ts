@@ -20,13 +20,20 @@ export interface DatabaseOptions {
   clientGraceMs?: number;
   /** Connections that take several statements in one query: only the scripts' own pool (script()). */
   multipleStatements?: boolean;
-  /** Connections of the scripts' own pool (script()): 1 by default; the API's creates run as scripts, as many as its requests. */
+  /** Connections of the registrations' scripts (script()'s `registrations` lane): 1 by default; the API's, as many as its requests'. */
   scriptPoolMax?: number;
 }
 
 const optionsOf = new WeakMap<Sequelize, DatabaseOptions>();
 /** Each database's pool for scripts (script()), made on first use and closed with it. */
-const scriptPools = new WeakMap<Sequelize, Sequelize>();
+/**
+ * The pools of script(), per database and lane: `serial` (one connection: the verifications'
+ * group commit, one batch at a time) and `registrations` (scriptPoolMax connections: every
+ * registration is a script, and those of a busy organization wait for its lock on theirs, never
+ * on the group commit's).
+ */
+export type ScriptLane = 'serial' | 'registrations';
+const scriptPools = new WeakMap<Sequelize, Map<ScriptLane, Sequelize>>();
 
 export function createSequelize(opts: DatabaseOptions): Sequelize {
   const db = new Sequelize(opts.url, {
@@ -79,7 +86,7 @@ export function createSequelize(opts: DatabaseOptions): Sequelize {
   optionsOf.set(db, opts);
   const close = db.close.bind(db);
   db.close = async () => {
-    await scriptPools.get(db)?.close();
+    for (const pool of scriptPools.get(db)?.values() ?? []) await pool.close();
     return close();
   };
   return db;
@@ -198,13 +205,15 @@ export interface Statement {
  * database, made on first use) allows several statements in one query. A statement that
  * fails ends the script there, and the transaction is rolled back.
  */
-export async function script(db: Sequelize, statements: readonly Statement[]): Promise<unknown[]> {
-  let pool = scriptPools.get(db);
+export async function script(db: Sequelize, statements: readonly Statement[], lane: ScriptLane = 'serial'): Promise<unknown[]> {
+  const lanes = scriptPools.get(db) ?? new Map<ScriptLane, Sequelize>();
+  scriptPools.set(db, lanes);
+  let pool = lanes.get(lane);
   if (!pool) {
     const opts = optionsOf.get(db);
     if (!opts) throw new Error('script() needs a database made by createSequelize');
-    pool = createSequelize({ ...opts, poolMax: opts.scriptPoolMax ?? 1, multipleStatements: true });
-    scriptPools.set(db, pool);
+    pool = createSequelize({ ...opts, poolMax: lane === 'registrations' ? (opts.scriptPoolMax ?? 1) : 1, multipleStatements: true });
+    lanes.set(lane, pool);
   }
   const sql = ['START TRANSACTION'];
   const values: unknown[] = [];

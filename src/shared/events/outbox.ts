@@ -35,7 +35,8 @@ export interface LateValue {
 
 /** An event whose body and time are completed by its writer's script (see Outbox.inScript). */
 export interface LateEvent {
-  id: string;
+  /** SQL: the event's id. */
+  idSql: string;
   orgId: string;
   type: string;
   /** The body with marks. */
@@ -70,18 +71,19 @@ export interface Outbox {
   /**
    * An event written by its producer's one-round-trip script (src/shared/db/sequelize.ts), for a
    * change whose values are known only as the script runs: `data` carries the marks of `late`
-   * values, `at` gives the event's time (its SQL expression and the mark of its ISO string in
-   * the body), and the event is written only when `whenSql` holds. `committed` wakes the relay
-   * once the script has committed.
+   * values, `idSql` gives its id and `at` its time (its SQL expression and the mark of its ISO
+   * string in the body), and the event is written only when `whenSql` holds. `committed` wakes
+   * the relay once the script has committed.
    */
-  inScript(
-    orgId: string,
-    type: EventType,
-    data: unknown,
-    at: { sql: string; iso: LateValue },
-    late: readonly LateValue[],
-    whenSql: string,
-  ): { statement: Statement; committed: () => void };
+  inScript(e: {
+    orgId: string;
+    type: EventType;
+    data: unknown;
+    idSql: string;
+    at: { sql: string; iso: LateValue };
+    late: readonly LateValue[];
+    whenSql: string;
+  }): { statement: Statement; committed: () => void };
   /** Writes many events of one type in transaction `t` (one statement per 500); returns their ids. */
   addMany(t: Transaction, type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at?: Date): Promise<string[]>;
   /**
@@ -135,17 +137,9 @@ export function createOutbox(deps: { store: EventStore; onCommit?: () => void; a
       t.afterCommit(onCommit);
       return id;
     },
-    inScript(orgId, type, data, at, late, whenSql) {
+    inScript({ orgId, type, data, idSql, at, late, whenSql }) {
       const body = JSON.stringify({ type, timestamp: at.iso.mark, data });
-      const statement = store.lateEventStatement({
-        id: uuidv7(),
-        orgId,
-        type,
-        body,
-        late: [at.iso, ...late],
-        createdAtSql: at.sql,
-        whenSql,
-      });
+      const statement = store.lateEventStatement({ idSql, orgId, type, body, late: [at.iso, ...late], createdAtSql: at.sql, whenSql });
       return { statement, committed: onCommit };
     },
     async addMany(t, type, events, at = new Date()) {
