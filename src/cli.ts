@@ -204,11 +204,12 @@ function configIfAny(): Config | undefined {
 
 /**
  * Runs `work` over the composition root's core (src/composition.ts) on a pool of two
- * connections of its own, closed after: every command that touches the database, and what
+ * connections of its own and no statement time limit (as the CLI had before), closed after:
+ * every command that touches the database, and what
  * `npm start` uses for its development key and anchor.
  */
 export async function withCore<T>(config: Config, work: (core: Core) => Promise<T>): Promise<T> {
-  const core = openCore(config, createLogger(config.LOG_LEVEL, process.stderr), { poolMax: 2 });
+  const core = openCore(config, createLogger(config.LOG_LEVEL, process.stderr), { poolMax: 2, statementTimeLimit: false });
   try {
     return await work(core);
   } finally {

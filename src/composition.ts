@@ -73,11 +73,14 @@ export interface Core {
 /**
  * The core of a process: its pool (`poolMax` connections, DATABASE_POOL_MAX by default; or
  * `db`, the caller's, which the core then does not close), the secret box and the repositories.
+ * `statementTimeLimit: false` for the CLI.
  */
-export function openCore(config: Config, logger: Logger, opts: { db?: Sequelize; poolMax?: number } = {}): Core {
+export function openCore(config: Config, logger: Logger, opts: { db?: Sequelize; poolMax?: number; statementTimeLimit?: boolean } = {}): Core {
+  // The processes' statements stop at DATABASE_STATEMENT_TIMEOUT_MS; an operator's command (the CLI: a reseal, an import) is not cut short.
+  const limit = opts.statementTimeLimit === false ? {} : { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS };
   const pool = (poolMax: number) =>
     // Registrations run as one-round-trip scripts on the scripts' pool: as many at once as the requests' pool allows.
-    createSequelize({ url: config.DATABASE_URL, poolMax, scriptPoolMax: poolMax, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+    createSequelize({ url: config.DATABASE_URL, poolMax, scriptPoolMax: poolMax, ...limit });
   const db = opts.db ?? pool(opts.poolMax ?? config.DATABASE_POOL_MAX);
   const owned: Sequelize[] = opts.db ? [] : [db];
   const secrets = createSecretBox(config.ENCRYPTION_KEY);

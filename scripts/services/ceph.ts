@@ -170,7 +170,12 @@ export const s3: LocalService = {
   name: 's3',
   externalWhen: ['S3_BUCKET'],
   install() {
-    ensurePackages(['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'monmaptool'], ['ceph-mon', 'ceph-osd', 'radosgw'], ['--no-install-recommends'], 's3');
+    return ensurePackages(
+      ['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'monmaptool'],
+      ['ceph-mon', 'ceph-osd', 'radosgw'],
+      ['--no-install-recommends'],
+      's3',
+    );
   },
   async isUp(ctx) {
     const p = paths(ctx);

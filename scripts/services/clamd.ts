@@ -12,7 +12,7 @@ export const clamd: LocalService = {
   name: 'clamd',
   externalWhen: ['CLAMD_HOST', 'CLAMD_SOCKET'],
   install() {
-    ensurePackages(['clamd', 'sigtool'], ['clamav', 'clamav-daemon'], [], 'clamd');
+    return ensurePackages(['clamd', 'sigtool'], ['clamav', 'clamav-daemon'], [], 'clamd');
   },
   async isUp(ctx) {
     if (readPid(join(dirOf(ctx), 'daemon.pid')) === undefined) return false;

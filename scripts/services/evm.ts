@@ -28,6 +28,7 @@ export const evm: LocalService = {
   byDefault: (profile, env) => profile === 'test' || env.NOTARIZATION_ANCHOR === 'evm',
   install() {
     // An npm devDependency: `npm install` (which npm start and npm test run first) brings it.
+    return undefined;
   },
   async isUp(ctx) {
     if (readPid(join(dirOf(ctx), 'daemon.pid')) === undefined) return false;

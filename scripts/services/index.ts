@@ -52,18 +52,20 @@ export async function up(profile: Profile, only?: readonly ServiceName[], all: r
   const ctx = context(profile);
   mkdirSync(ctx.dataDir, { recursive: true });
   const services = localServices(profile, all, only);
-  for (const s of services) s.install();
+  const installed = new Map(services.map((s) => [s.name, s.install()]));
   const started: ServiceName[] = [];
-  // One line per service as it starts and one when it answers (installers wrote theirs above).
+  // One line per service once it answers, with its times (an installation said it began, above).
   const results = await Promise.allSettled(
     services.map(async (s) => {
       if (await s.isUp(ctx).catch(() => false)) return;
-      log(`${s.name}: starting (${profile})`);
       const t0 = Date.now();
       started.push(s.name);
       startedByThisProcess[profile].push(s.name);
       await s.start(ctx);
-      log(`${s.name}: ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      const install = installed.get(s.name);
+      log(
+        `${s.name}: ${install === undefined ? '' : `installed in ${install.toFixed(1)} s, `}ready in ${((Date.now() - t0) / 1000).toFixed(1)} s (${profile})`,
+      );
     }),
   );
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

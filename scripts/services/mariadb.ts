@@ -23,7 +23,7 @@ export const mariadb: LocalService = {
   name: 'mariadb',
   externalWhen: ['DATABASE_URL'],
   install() {
-    ensurePackages(['mariadbd', 'mariadb-install-db', 'mariadb'], ['mariadb-server', 'mariadb-client'], [], 'mariadb');
+    return ensurePackages(['mariadbd', 'mariadb-install-db', 'mariadb'], ['mariadb-server', 'mariadb-client'], [], 'mariadb');
   },
   async isUp(ctx) {
     const p = paths(ctx);

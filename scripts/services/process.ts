@@ -128,13 +128,14 @@ let aptUpdated = false;
 export const INSTALL_LOG = process.env.INSTALL_LOG ?? join(import.meta.dirname, '..', '..', '.data', 'install.log');
 const TAIL_LINES = 30;
 
-/** Runs an installer with its output appended to INSTALL_LOG; its exit status. APT_GET names a stand-in for apt-get (the tests' own). */
-function installer(command: string, args: string[]): number | null {
+/** Runs an installer with its output appended to INSTALL_LOG: its exit status, or why it did not start. APT_GET names a stand-in for apt-get (the tests' own). */
+function installer(command: string, args: string[]): number | string | null {
   mkdirSync(dirname(INSTALL_LOG), { recursive: true });
   appendFileSync(INSTALL_LOG, `\n$ ${command} ${args.join(' ')}   (${new Date().toISOString()})\n`);
   const fd = openSync(INSTALL_LOG, 'a');
   try {
-    return spawnSync(process.env.APT_GET ?? command, args, { stdio: ['ignore', fd, fd], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status;
+    const run = spawnSync(process.env.APT_GET ?? command, args, { stdio: ['ignore', fd, fd], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    return run.error ? `${process.env.APT_GET ?? command} did not start: ${run.error.message}` : run.status;
   } finally {
     closeSync(fd);
   }
@@ -148,10 +149,11 @@ function installLogTail(): string {
 
 /**
  * Installs Debian packages when a binary is missing: as root with apt-get, otherwise says how.
- * `label` names what they are for in the one progress line. True when something was installed.
+ * `label` names what they are for in the one line it prints. The seconds it took, or undefined
+ * when nothing was missing.
  */
-export function ensurePackages(binaries: string[], packages: string[], extraFlags: string[] = [], label = packages.join(' ')): boolean {
-  if (binaries.every(which)) return false;
+export function ensurePackages(binaries: string[], packages: string[], extraFlags: string[] = [], label = packages.join(' ')): number | undefined {
+  if (binaries.every(which)) return undefined;
   const cmd = `apt-get install -y ${extraFlags.join(' ')} ${packages.join(' ')}`.replace(/\s+/g, ' ');
   if (process.getuid?.() !== 0) {
     throw new Error(`missing ${binaries.filter((b) => !which(b)).join(', ')}: run as root: apt-get update && ${cmd}`);
@@ -164,8 +166,8 @@ export function ensurePackages(binaries: string[], packages: string[], extraFlag
   }
   const status = installer('apt-get', ['install', '-y', '-qq', ...extraFlags, ...packages]);
   if (status !== 0 || !binaries.every(which)) {
-    throw new Error(`could not install ${packages.join(' ')} (apt-get exited with ${status}); the end of ${INSTALL_LOG}:\n${installLogTail()}`);
+    const why = typeof status === 'string' ? status : `apt-get exited with ${status}`;
+    throw new Error(`could not install ${packages.join(' ')} (${why}); the end of ${INSTALL_LOG}:\n${installLogTail()}`);
   }
-  log(`${label}: installed in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  return true;
+  return (Date.now() - t0) / 1000;
 }

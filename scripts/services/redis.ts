@@ -10,7 +10,7 @@ export const redis: LocalService = {
   name: 'redis',
   externalWhen: ['REDIS_URL'],
   install() {
-    ensurePackages(['redis-server'], ['redis-server'], [], 'redis');
+    return ensurePackages(['redis-server'], ['redis-server'], [], 'redis');
   },
   async isUp(ctx) {
     if (readPid(join(dirOf(ctx), 'daemon.pid')) === undefined) return false;

@@ -47,7 +47,8 @@ export interface LocalService {
   externalWhen: string[];
   /** Whether `up` without a list starts it (default: always); otherwise only when named. */
   byDefault?(profile: Profile, env: NodeJS.ProcessEnv): boolean;
-  install(): void;
+  /** Installs what is missing: the seconds it took, or undefined when nothing was. */
+  install(): number | undefined;
   isUp(ctx: ServiceContext): Promise<boolean>;
   start(ctx: ServiceContext): Promise<void>;
   stop(ctx: ServiceContext): Promise<void>;

@@ -154,7 +154,6 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
   }
 
   return {
-    /** The status of this organization's file by its UUID or its whole key; another organization's is absent. */
     /**
      * The organization's files among `keys`, as a guarantee's documents name them (keys of other
      * organizations, or never issued, are simply absent).
@@ -172,6 +171,7 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
       return rows.map((r) => ({ key: r.object_key, status: r.status, originalFileName: r.original_file_name, checksum: r.checksum }));
     },
 
+    /** The status of this organization's file by its UUID or its whole key; another organization's is absent. */
     async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<{ uuid: string; status: FileStatus; judged: boolean } | undefined> {
       const [where, bind] = byRef(orgId, by);
       const [row] = await select<{ uuid: string; status: FileStatus; judged: number }>(

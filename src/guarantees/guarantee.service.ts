@@ -201,7 +201,7 @@ export function createGuaranteeService(deps: {
         await repo.insert({ ...record, requestHash: hash }, t);
         await outbox.add(t, orgId, 'guarantee.created', toV2(record), createdAt);
         const response: StoredResponse = { status: 200, body: opts.respond(record) };
-        if (claim) await idempotency.complete(orgId, claim.key, claim.owner, response, t);
+        await idempotency.complete(orgId, claim.key, claim.owner, response, t);
         return { ...response, created: true };
       });
     } catch (err) {
