@@ -102,7 +102,7 @@ for (const path of ['src', 'workers', 'scripts'].flatMap((dir) => filesUnder(joi
   // Code only: prose in comments may say "from files" without being SQL.
   const code = withoutComments(readFileSync(path, 'utf8'));
   for (const m of code.matchAll(KEYWORD)) {
-    for (const table of tablesAt(code.slice((m.index) + m[0].length, (m.index) + m[0].length + 300))) {
+    for (const table of tablesAt(code.slice(m.index + m[0].length, m.index + m[0].length + 300))) {
       const owner = OWNERS[table];
       if (!owner || file.startsWith(owner)) continue;
       problems.push(`${file} names ${table} in SQL, which ${owner} owns: call the owner's functions or use its fragments`);
