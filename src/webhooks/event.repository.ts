@@ -129,12 +129,12 @@ export function createEventRepository(db: Sequelize) {
       await execute(db, sql, bind, t, { prepared: false });
     },
 
-    /** Events not yet handed to the delivery queue, oldest first, committed before `before`. */
-    async undispatched(limit: number, before: Date): Promise<Array<{ id: string; orgId: string; createdAt: Date }>> {
+    /** Events not yet handed to the delivery queue, oldest first; only those whose time is before `before` when given. */
+    async undispatched(limit: number, before?: Date): Promise<Array<{ id: string; orgId: string; createdAt: Date }>> {
       const rows = await select<{ id: string; org_id: string; created_at: Date }>(
         db,
-        `SELECT id, org_id, created_at FROM webhook_events WHERE dispatched_at IS NULL AND created_at < $1 ORDER BY id LIMIT ${Math.trunc(limit)}`,
-        [before],
+        `SELECT id, org_id, created_at FROM webhook_events WHERE dispatched_at IS NULL ${before ? 'AND created_at < $1' : ''} ORDER BY id LIMIT ${Math.trunc(limit)}`,
+        before ? [before] : [],
       );
       return rows.map((r) => ({ id: r.id, orgId: r.org_id, createdAt: r.created_at }));
     },

@@ -19,8 +19,8 @@ export const WAKE_DELAY_MS = 10;
 
 /** The events the relay moves: those not yet handed to the consumer. */
 export interface RelaySource {
-  /** Events not yet dispatched, oldest first, committed before `before`. */
-  undispatched(limit: number, before: Date): Promise<Array<{ id: string; orgId: string; createdAt: Date }>>;
+  /** Events not yet dispatched, oldest first; only those whose time is before `before` when given. */
+  undispatched(limit: number, before?: Date): Promise<Array<{ id: string; orgId: string; createdAt: Date }>>;
   markDispatched(ids: string[], at: Date): Promise<void>;
 }
 
@@ -41,8 +41,8 @@ export function createRelay(deps: { source: RelaySource; consume: EventConsumer;
   let stopped = false;
   let soon: NodeJS.Timeout | undefined;
 
-  /** Moves one batch of events committed before `before`; returns how many. */
-  async function relayOnce(before: Date): Promise<number> {
+  /** Moves one batch of events (those whose time is before `before`, when given); returns how many. */
+  async function relayOnce(before: Date | undefined): Promise<number> {
     const events = await source.undispatched(batch, before);
     if (!events.length) return 0;
     await consume(events);
@@ -56,8 +56,10 @@ export function createRelay(deps: { source: RelaySource; consume: EventConsumer;
   async function drain(minAgeMs: number): Promise<void> {
     do {
       again = false;
-      // A wake-up relays everything committed so far; the interval only what is minAgeMs old.
-      while ((await relayOnce(new Date(now().getTime() - minAgeMs + 1))) === batch) {
+      // A wake-up relays everything committed so far, whatever its time (a registration's
+      // createdAt runs ahead of the clock when one organization registers more than one a
+      // millisecond); the interval only what is minAgeMs old.
+      while ((await relayOnce(minAgeMs > 0 ? new Date(now().getTime() - minAgeMs + 1) : undefined)) === batch) {
         /* next batch */
       }
     } while (again);

@@ -251,6 +251,28 @@ describe('webhooks: the outbox relay while Redis is away', () => {
     await relay.stop();
   });
 
+  it("relays on a wake-up whatever the events' time (a busy organization's createdAt runs ahead of the clock); the interval only events minAgeMs old", async () => {
+    const { createRelay } = await import('../../../src/shared/events/relay.js');
+    const { createLogger } = await import('../../../src/shared/logger.js');
+    const asked: Array<Date | undefined> = [];
+    const source = {
+      undispatched: (_limit: number, before?: Date) => {
+        asked.push(before);
+        return Promise.resolve([]);
+      },
+      markDispatched: () => Promise.resolve(),
+    };
+    const at = new Date('2026-11-24T12:00:00.000Z');
+    const relay = createRelay({ source, consume: () => Promise.resolve(), logger: createLogger('silent'), now: () => at });
+    relay.wake();
+    await until('the wake-up round', () => asked.length === 1);
+    expect(asked[0]).to.equal(undefined);
+    relay.start(10, 2_000);
+    await until('an interval round', () => asked.length >= 2);
+    expect(asked[1]?.toISOString()).to.equal('2026-11-24T11:59:58.001Z');
+    await relay.stop();
+  });
+
   it('relays the commits of one moment in one round, a few milliseconds after the first', async () => {
     const { createRelay } = await import('../../../src/shared/events/relay.js');
     const { createLogger } = await import('../../../src/shared/logger.js');
