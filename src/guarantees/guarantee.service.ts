@@ -170,7 +170,7 @@ export function createGuaranteeService(deps: {
     // The result of place's first statement: the organization's row, and the createdAt taken.
     const taken = results[statements.indexOf(place[0] as Statement)] as { affectedRows: number; insertId: number };
     if (taken.affectedRows !== 1) throw new NotFoundError('The organization no longer exists.');
-    event.committed();
+    event.committed(results[statements.indexOf(event.statement)]);
     const ms = Number(taken.insertId);
     return { ...record, id: uuidAt(ms, idTail), createdAt: new Date(ms) };
   }

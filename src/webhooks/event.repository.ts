@@ -111,9 +111,15 @@ export function lateEventStatement(e: LateEvent): Statement {
   const noEndpoint = `(SELECT 1 FROM webhook_endpoints ep WHERE ep.org_id = $1 AND ep.created_at <= ${e.createdAtSql} LIMIT 1) IS NULL`;
   return {
     sql: `INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at)
-    SELECT ${e.idSql}, $1, $2, ${body}, ${e.createdAtSql}, IF(${noEndpoint}, ${e.createdAtSql}, NULL) FROM DUAL WHERE ${e.whenSql}`,
+    SELECT ${e.idSql}, $1, $2, ${body}, ${e.createdAtSql}, IF(${noEndpoint}, ${e.createdAtSql}, NULL) FROM DUAL WHERE ${e.whenSql}
+    RETURNING dispatched_at`,
     bind: [e.orgId, e.type, e.body, ...e.late.map((v) => v.mark)],
   };
+}
+
+/** Whether lateEventStatement's event waits for the relay: written, and not dispatched. */
+export function lateEventPending(result: unknown): boolean {
+  return Array.isArray(result) && result.some((row: { dispatched_at?: Date | null }) => row.dispatched_at === null);
 }
 
 export function createEventRepository(db: Sequelize) {
@@ -161,6 +167,7 @@ export function createEventRepository(db: Sequelize) {
     },
 
     lateEventStatement,
+    lateEventPending,
 
     async markDispatched(ids: string[], at: Date): Promise<void> {
       if (ids.length) await execute(db, 'UPDATE webhook_events SET dispatched_at = $1 WHERE id IN ($2)', [at, ids], undefined, { prepared: false });

@@ -55,6 +55,8 @@ export interface EventStore {
   insertEvents(events: readonly StoredEvent[], t: Transaction): Promise<void>;
   /** The statement that writes a late event, for its writer's script. */
   lateEventStatement(e: LateEvent): Statement;
+  /** From that statement's result: whether the event waits for the relay (it may have been written dispatched, or not at all). */
+  lateEventPending(result: unknown): boolean;
 }
 
 /** A consumer that takes events at write time, in the writer's one-round-trip script (src/shared/db/sequelize.ts). */
@@ -72,8 +74,9 @@ export interface Outbox {
    * An event written by its producer's one-round-trip script (src/shared/db/sequelize.ts), for a
    * change whose values are known only as the script runs: `data` carries the marks of `late`
    * values, `idSql` gives its id and `at` its time (its SQL expression and the mark of its ISO
-   * string in the body), and the event is written only when `whenSql` holds. `committed` wakes
-   * the relay once the script has committed.
+   * string in the body), and the event is written only when `whenSql` holds. Once the script
+   * has committed, `committed` with the statement's result wakes the relay if the event waits
+   * for it.
    */
   inScript(e: {
     orgId: string;
@@ -83,7 +86,7 @@ export interface Outbox {
     at: { sql: string; iso: LateValue };
     late: readonly LateValue[];
     whenSql: string;
-  }): { statement: Statement; committed: () => void };
+  }): { statement: Statement; committed: (result: unknown) => void };
   /** Writes many events of one type in transaction `t` (one statement per 500); returns their ids. */
   addMany(t: Transaction, type: EventType, events: ReadonlyArray<{ orgId: string; data: unknown }>, at?: Date): Promise<string[]>;
   /**
@@ -140,7 +143,12 @@ export function createOutbox(deps: { store: EventStore; onCommit?: () => void; a
     inScript({ orgId, type, data, idSql, at, late, whenSql }) {
       const body = JSON.stringify({ type, timestamp: at.iso.mark, data });
       const statement = store.lateEventStatement({ idSql, orgId, type, body, late: [at.iso, ...late], createdAtSql: at.sql, whenSql });
-      return { statement, committed: onCommit };
+      return {
+        statement,
+        committed: (result) => {
+          if (store.lateEventPending(result)) onCommit();
+        },
+      };
     },
     async addMany(t, type, events, at = new Date()) {
       const rows = rowsOf(type, events, at);
