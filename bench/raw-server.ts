@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
 import { GUARANTEE_SQL, REGISTRATION, registrationStatements, uuidAt } from '../src/guarantees/guarantee.repository.js';
+import { normalize } from '../src/guarantees/guarantee.service.js';
 import { lateEventStatement } from '../src/webhooks/webhook.repository.js';
 import { FIND_API_KEY_SQL, REGISTRY_SQL, registryPlaceStatements } from '../src/orgs/org.repository.js';
 import { toPositional } from '../src/shared/db/sequelize.js';
@@ -29,22 +30,16 @@ const Q = {
   list: stmt(GUARANTEE_SQL.listBySeq),
 };
 
-const pool = mysql.createPool({
+const POOL = {
   uri: process.env.DATABASE_URL,
   connectionLimit: Number(process.env.DATABASE_POOL_MAX ?? 20),
   timezone: 'Z',
   supportBigNumbers: true,
   bigNumberStrings: true,
-});
+};
+const pool = mysql.createPool(POOL);
 // Registrations' scripts: several statements in one query (as the application's script pool).
-const scripts = mysql.createPool({
-  uri: process.env.DATABASE_URL,
-  connectionLimit: Number(process.env.DATABASE_POOL_MAX ?? 20),
-  timezone: 'Z',
-  supportBigNumbers: true,
-  bigNumberStrings: true,
-  multipleStatements: true,
-});
+const scripts = mysql.createPool({ ...POOL, multipleStatements: true });
 /** Marks for the values MariaDB fills in under the lock (random: no request carries them). */
 const LATE = { id: `late-id-${randomUUID()}`, at: `late-at-${randomUUID()}` };
 const cache = new Map<string, { orgId: string; hash: Buffer; until: number }>();
@@ -145,22 +140,8 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
       requestHash: hash,
       idTail,
       eventIdTail: uuidv7().slice(13),
-      transactionId: txId,
-      details: {
-        policyNumber: d.policyNumber ?? null,
-        actType: d.actType ?? null,
-        checkCode: null,
-        emittedAt: null,
-        effectiveAt: null,
-        expiresAt: null,
-        isFixedExpiry: null,
-        cig: null,
-        batchCode: null,
-      },
-      economics: { garantedAmount: body.economics?.garantedAmount ?? null, contractAmount: null, isAutomaticRenewal: null },
-      noteShared: '',
-      signEmissionAt: null,
-      docs: [],
+      // The app's own normalization of the body (its defaults), without its validation.
+      ...normalize(body),
     }),
     lateEventStatement({
       idSql: REGISTRATION.eventId,

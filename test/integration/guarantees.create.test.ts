@@ -348,6 +348,7 @@ describe('a registration in one round trip (the organization’s place, the reco
     // insert hits the unique index, and its whole transaction rolls back.
     const { createGuaranteeRepository, REGISTRATION } = await import('../../src/guarantees/guarantee.repository.js');
     const { registryPlaceStatements } = await import('../../src/orgs/org.repository.js');
+    const { normalize } = await import('../../src/guarantees/guarantee.service.js');
     const repo = createGuaranteeRepository(db);
     const statements = [
       ...repo.registrationStatements(registryPlaceStatements(org.orgId, new Date(), REGISTRATION.ms), {
@@ -355,22 +356,7 @@ describe('a registration in one round trip (the organization’s place, the reco
         requestHash: Buffer.alloc(32),
         idTail: '-7000-8000-000000000000',
         eventIdTail: '-7000-8000-000000000001',
-        transactionId: 'ONCE',
-        details: {
-          policyNumber: 'B',
-          actType: null,
-          checkCode: null,
-          emittedAt: null,
-          effectiveAt: null,
-          expiresAt: null,
-          isFixedExpiry: null,
-          cig: null,
-          batchCode: null,
-        },
-        economics: { garantedAmount: null, contractAmount: null, isAutomaticRenewal: null },
-        noteShared: '',
-        signEmissionAt: null,
-        docs: [],
+        ...normalize({ details: { transactionId: 'ONCE', policyNumber: 'B' } }),
       }),
     ];
     const failed = await repo.runRegistration(statements).then(
