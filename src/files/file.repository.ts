@@ -160,11 +160,10 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
      */
     async forDocs(orgId: string, keys: readonly string[]): Promise<FileForDoc[]> {
       if (!keys.length) return [];
-      const marks = keys.map((_, i) => `$${i + 2}`).join(', ');
       const rows = await select<{ object_key: string; status: FileStatus; original_file_name: string | null; checksum: string | null }>(
         db,
-        `SELECT object_key, status, original_file_name, checksum FROM files WHERE org_id = $1 AND object_key IN (${marks})`,
-        [orgId, ...keys],
+        'SELECT object_key, status, original_file_name, checksum FROM files WHERE org_id = $1 AND object_key IN ($2)',
+        [orgId, keys],
         undefined,
         { prepared: false },
       );

@@ -294,8 +294,7 @@ export function createGuaranteeRepository(db: Sequelize) {
     /** The guarantees `ids` (of any organization: for the workers), in id order. */
     async findByIds(ids: readonly string[]): Promise<GuaranteeRecord[]> {
       if (!ids.length) return [];
-      const marks = ids.map((_, i) => `$${i + 1}`).join(', ');
-      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.id IN (${marks}) ORDER BY g.id, d.position`, [...ids], undefined, {
+      const rows = await select<Row>(db, `SELECT ${COLUMNS} ${FROM} WHERE g.id IN ($1) ORDER BY g.id, d.position`, [ids], undefined, {
         prepared: false,
       });
       return fold(rows).map((r) => r.record);

@@ -7,7 +7,7 @@ import { execute, select, type Sequelize, type Transaction } from '../shared/db/
 import { ACCEPTED_FILE_STATUSES, REJECTED_FILE_STATUSES } from '../files/file.statuses.js';
 import { FILE_SQL } from '../files/file.sql.js';
 
-const marks = (n: number, from = 1) => Array.from({ length: n }, (_, i) => `$${i + from}`).join(', ');
+/** Text protocol: a list bound at one `$n` is written out as the list (`IN ($1)`). */
 const TEXT = { prepared: false } as const;
 /** Ids per statement: a batch of thousands is marked in a few statements of bounded size. */
 const CHUNK = 1000;
@@ -62,8 +62,8 @@ export function createNotaryState(db: Sequelize) {
         const chunk = ids.slice(i, i + CHUNK);
         // By primary key: through the state index the update would also lock the gaps of the
         // 'waiting' range, where new registrations insert.
-        const sql = `UPDATE guarantees FORCE INDEX (PRIMARY) SET notary_state = 'batched' WHERE notary_state = 'waiting' AND id IN (${marks(chunk.length)})`;
-        moved += await execute(db, sql, chunk, t, TEXT);
+        const sql = `UPDATE guarantees FORCE INDEX (PRIMARY) SET notary_state = 'batched' WHERE notary_state = 'waiting' AND id IN ($1)`;
+        moved += await execute(db, sql, [chunk], t, TEXT);
       }
       return moved;
     },
@@ -75,12 +75,12 @@ export function createNotaryState(db: Sequelize) {
         await execute(
           db,
           `UPDATE guarantees FORCE INDEX (PRIMARY) SET notary_state = 'done', notarization_status = 'COMPLETE', tx_hash = $1
-          WHERE notary_state = 'batched' AND id IN (${marks(chunk.length, 2)})`,
-          [txHash, ...chunk],
+          WHERE notary_state = 'batched' AND id IN ($2)`,
+          [txHash, chunk],
           t,
           TEXT,
         );
-        await execute(db, `UPDATE guarantee_docs SET notarized_at = $1 WHERE guarantee_id IN (${marks(chunk.length, 2)})`, [anchoredAt, ...chunk], t, TEXT);
+        await execute(db, 'UPDATE guarantee_docs SET notarized_at = $1 WHERE guarantee_id IN ($2)', [anchoredAt, chunk], t, TEXT);
       }
     },
   };
