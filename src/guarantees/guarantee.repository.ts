@@ -91,10 +91,20 @@ export const REGISTRATION = {
   placed: '@reg_ms IS NOT NULL',
 } as const;
 
-/** A uuidv7 whose 48-bit time is createdAt's milliseconds and whose other bits ('-7xxx-yxxx-xxxxxxxxxxxx', bound at `tail`) the process drew. */
-const uuidFromMs = (tail: string) => `CONCAT(SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 1, 8), '-', SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 9, 4), ${tail})`;
+/** A uuidv7 whose 48-bit time is createdAt's milliseconds and whose other bits ('-7xxx-yxxx-xxxxxxxxxxxx', bound at $1) the process drew. */
+const UUID_FROM_MS = `CONCAT(SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 1, 8), '-', SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 9, 4), $1)`;
 
-/** The uuidv7 the script makes of createdAt's milliseconds and the process's `tail` (as uuidFromMs does). */
+/** The values a registration's script derives from @reg_ms, each a statement of its own (within one SET, MariaDB does not promise to read a variable after assigning it). */
+const DERIVE_SQL = {
+  clear: 'SET @reg_ms = NULL',
+  // Epoch milliseconds as a DATETIME(3) in UTC (the pool's time zone), whatever the session's.
+  at: `SET @reg_at = TIMESTAMPADD(MICROSECOND, @reg_ms * 1000, TIMESTAMP'1970-01-01 00:00:00')`,
+  iso: `SET @reg_iso = CONCAT(DATE_FORMAT(@reg_at, '%Y-%m-%dT%H:%i:%s.'), LPAD(@reg_ms MOD 1000, 3, '0'), 'Z')`,
+  id: `SET @reg_id = ${UUID_FROM_MS}`,
+  eventId: `SET @reg_event_id = ${UUID_FROM_MS}`,
+} as const;
+
+/** The uuidv7 the script makes of createdAt's milliseconds and the process's `tail` (as UUID_FROM_MS does). */
 export function uuidAt(ms: number, tail: string): string {
   const h = ms.toString(16).padStart(12, '0');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}${tail}`;
@@ -157,9 +167,7 @@ function rowValues(g: NewGuarantee & { orgId: string; requestHash: Buffer }): un
 /**
  * A registration's script but its event (see REGISTRATION), in order: @reg_ms cleared, the
  * organization's `place` statements (orgs' registryPlaceStatements, which set it), the values
- * derived from it (each a statement of its own: within one SET, MariaDB does not promise to
- * read a variable after assigning it), the record and its docs, written only when the place
- * was taken. The caller appends the event's statement, which reads the derived values.
+ * derived from it (DERIVE_SQL), the record and its docs, written only when the place was taken. The caller appends the event's statement, which reads the derived values.
  * `idTail` and `eventIdTail` are the ids' parts after their time ('-7xxx-yxxx-xxxxxxxxxxxx').
  * Exported for the API benchmark's raw baseline.
  */
@@ -169,13 +177,12 @@ export function registrationStatements(
 ): Statement[] {
   const statements: Statement[] = [
     // Never a value a previous script left on this pooled connection.
-    { sql: 'SET @reg_ms = NULL', bind: [] },
+    { sql: DERIVE_SQL.clear, bind: [] },
     ...place,
-    // Epoch milliseconds as a DATETIME(3) in UTC (the pool's time zone), whatever the session's.
-    { sql: `SET @reg_at = TIMESTAMPADD(MICROSECOND, @reg_ms * 1000, TIMESTAMP'1970-01-01 00:00:00')`, bind: [] },
-    { sql: `SET @reg_iso = CONCAT(DATE_FORMAT(@reg_at, '%Y-%m-%dT%H:%i:%s.'), LPAD(@reg_ms MOD 1000, 3, '0'), 'Z')`, bind: [] },
-    { sql: `SET @reg_id = ${uuidFromMs('$1')}`, bind: [g.idTail] },
-    { sql: `SET @reg_event_id = ${uuidFromMs('$1')}`, bind: [g.eventIdTail] },
+    { sql: DERIVE_SQL.at, bind: [] },
+    { sql: DERIVE_SQL.iso, bind: [] },
+    { sql: DERIVE_SQL.id, bind: [g.idTail] },
+    { sql: DERIVE_SQL.eventId, bind: [g.eventIdTail] },
     { sql: GUARANTEE_SQL.register, bind: [null, ...rowValues(g), null] },
   ];
   if (g.docs.length) {

@@ -142,20 +142,26 @@ export function createGuaranteeService(deps: {
    * transaction's path, which registrations with an Idempotency-Key take (their stored
    * response is written under the same lock).
    */
-  async function registerInOneRoundTrip(orgId: string, g: NewGuarantee, hash: Buffer, checksums: Map<string, string | null>) {
-    const idTail = uuidv7().slice(13);
-    const place = registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms);
-    const statements = repo.registrationStatements(place, { ...g, orgId, requestHash: hash, idTail, eventIdTail: uuidv7().slice(13) });
-    const record: GuaranteeRecord = {
+  /** The record a registration writes, with the id and createdAt its organization's place gave (or stand-ins, in the script). */
+  function newRecord(orgId: string, g: NewGuarantee, checksums: Map<string, string | null>, id: string, createdAt: Date): GuaranteeRecord {
+    return {
       ...g,
-      id: '',
+      id,
       orgId,
-      createdAt: new Date(0),
+      createdAt,
       txHash: null,
       notarizationStatus: 'PENDING',
       notarizationReason: null,
       docs: g.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null, notarizedAt: null })),
     };
+  }
+
+  async function registerInOneRoundTrip(orgId: string, g: NewGuarantee, hash: Buffer, checksums: Map<string, string | null>) {
+    const idTail = uuidv7().slice(13);
+    const place = registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms);
+    const statements = repo.registrationStatements(place, { ...g, orgId, requestHash: hash, idTail, eventIdTail: uuidv7().slice(13) });
+    // The event's id and createdAt are the marks MariaDB replaces: the record's are stand-ins until then.
+    const record = newRecord(orgId, g, checksums, '', new Date(0));
     const event = outbox.inScript({
       orgId,
       type: 'guarantee.created',
@@ -188,16 +194,7 @@ export function createGuaranteeService(deps: {
         const place = await registry.takeRegistryPlace(orgId, now(), t);
         if (place === undefined) throw new NotFoundError('The organization no longer exists.');
         const { createdAt } = place;
-        const record: GuaranteeRecord = {
-          ...g,
-          id: uuidv7({ msecs: createdAt.getTime() }),
-          orgId,
-          createdAt,
-          txHash: null,
-          notarizationStatus: 'PENDING',
-          notarizationReason: null,
-          docs: g.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null, notarizedAt: null })),
-        };
+        const record = newRecord(orgId, g, checksums, uuidv7({ msecs: createdAt.getTime() }), createdAt);
         await repo.insert({ ...record, requestHash: hash }, t);
         await outbox.add(t, orgId, 'guarantee.created', toV2(record), createdAt);
         const response: StoredResponse = { status: 200, body: opts.respond(record) };

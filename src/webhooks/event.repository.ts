@@ -5,8 +5,8 @@ import { execute, select, type Sequelize, type Statement, type Transaction } fro
 import type { LateEvent } from '../shared/events/outbox.js';
 import { deliveryRefs, type DeliveryRef, type EventRecord, type PendingRow } from './webhook.records.js';
 
-/** The outbox write of every create (exported so that the API bench's raw baseline does the same durable work). */
-export const INSERT_EVENT_SQL = 'INSERT INTO webhook_events (id, org_id, type, body, created_at) VALUES ($1, $2, $3, $4, $5)';
+/** An event written in its cause's transaction (a registration's own is lateEventStatement's). */
+const INSERT_EVENT_SQL = 'INSERT INTO webhook_events (id, org_id, type, body, created_at) VALUES ($1, $2, $3, $4, $5)';
 
 function insertEventsStatement(events: readonly EventRecord[]): Statement {
   const values = events.map((_, i) => `($${i * 6 + 1}, $${i * 6 + 2}, $${i * 6 + 3}, $${i * 6 + 4}, $${i * 6 + 5}, $${i * 6 + 6})`).join(', ');

@@ -19,7 +19,7 @@ export {
   type EventRecord,
   type RecordedAttempt,
 } from './webhook.records.js';
-export { INSERT_EVENT_SQL, fanOutStatements, lateEventStatement, type FannedOutEvent } from './event.repository.js';
+export { fanOutStatements, lateEventStatement } from './event.repository.js';
 
 export function createWebhookRepository(db: Sequelize) {
   return {

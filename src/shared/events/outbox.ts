@@ -76,7 +76,10 @@ export interface Outbox {
    * values, `idSql` gives its id and `at` its time (its SQL expression and the mark of its ISO
    * string in the body), and the event is written only when `whenSql` holds. Once the script
    * has committed, `committed` with the statement's result wakes the relay if the event waits
-   * for it.
+   * for it. The script must hold the organization's row lock, as a registration's does: the
+   * store may write the event dispatched when no consumer could want it (webhooks: no endpoint
+   * registered by then), and only that lock, which a registration of an endpoint takes too,
+   * makes the answer final.
    */
   inScript(e: {
     orgId: string;
