@@ -16,7 +16,7 @@ import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
 import { databaseName, rootSql } from '../scripts/services/mariadb.js';
 import { migrate } from '../src/shared/db/migrator.js';
-import { log, newKey, procfileFlags, startServer, watchRss } from './support.js';
+import { figureOf, log, newKey, procfileFlags, startServer, watchRss, type Figure } from './support.js';
 import { createLogger } from '../src/shared/logger.js';
 
 export const BIG = 1_000_000;
@@ -125,14 +125,6 @@ export async function sampleIds(url: string, orgId: string, n: number): Promise<
   return rows.map((r) => r.id as string);
 }
 
-interface Figure {
-  reqs: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-}
-
 /**
  * Measures the app and the raw baseline in alternating rounds (app, raw, app, raw...), so that
  * the machine's drift during a figure falls on both alike; req/s is total requests over total
@@ -153,15 +145,7 @@ async function measurePair(urls: [string, string], key: string, scenario: Scenar
   for (let i = 0; i < rounds; i++) {
     for (const j of [0, 1] as const) results[j]?.push(await run(urls[j], opts.duration / rounds));
   }
-  const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-  const figure = (rs: autocannon.Result[]): Figure => ({
-    reqs: rs.reduce((n, r) => n + r.requests.total, 0) / rs.reduce((t, r) => t + r.duration, 0),
-    p50: median(rs.map((r) => r.latency.p50)),
-    p99: median(rs.map((r) => r.latency.p99)),
-    non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
-    errors: rs.reduce((n, r) => n + r.errors + r.timeouts, 0),
-  });
-  return [figure(results[0] ?? []), figure(results[1] ?? [])];
+  return [figureOf(results[0] ?? []), figureOf(results[1] ?? [])];
 }
 
 interface Scenario {

@@ -1,8 +1,9 @@
 // What the benchmarks share: logging, compiled processes started as the Procfile starts them,
-// their peak memory, and API keys made straight in the database.
+// their peak memory, API keys made straight in the database, and autocannon rounds' figures.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
 import { generateApiKey } from '../src/orgs/api-key.js';
@@ -105,4 +106,25 @@ export function cpuDelta(before: Record<string, number>, after: Record<string, n
     .sort((a, b) => b[1] - a[1])
     .map(([k, s]) => `${k} ${s.toFixed(1)}`)
     .join(', ');
+}
+
+/** A server's figure over autocannon rounds: requests per second over them all, the median of their p50s and p99s. */
+export interface Figure {
+  reqs: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+export const median = (xs: number[]): number => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
+export function figureOf(rs: autocannon.Result[]): Figure {
+  return {
+    reqs: rs.reduce((n, r) => n + r.requests.total, 0) / rs.reduce((t, r) => t + r.duration, 0),
+    p50: median(rs.map((r) => r.latency.p50)),
+    p99: median(rs.map((r) => r.latency.p99)),
+    non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
+    errors: rs.reduce((n, r) => n + r.errors + r.timeouts, 0),
+  };
 }

@@ -23,7 +23,7 @@ import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
 import { databaseName } from '../scripts/services/mariadb.js';
 import { BIG, BIG_ORG_NAME, prepareDatabase, sampleIds } from './api.js';
-import { cpuSeconds, idleCpuSeconds, log, newKey, procfileFlags, processCpuSeconds, startServer } from './support.js';
+import { cpuSeconds, figureOf, idleCpuSeconds, log, median, newKey, procfileFlags, processCpuSeconds, startServer } from './support.js';
 
 interface Options {
   duration: number;
@@ -106,14 +106,6 @@ async function emptyBenchRedis(): Promise<void> {
   } finally {
     redis.disconnect();
   }
-}
-
-interface Figure {
-  reqs: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
 }
 
 const randomSeq = () => 1 + SHORT_SEQ + Math.floor(Math.random() * (BIG - SHORT_SEQ));
@@ -203,15 +195,7 @@ export async function benchVerify(argv: string[]): Promise<void> {
       results[0]?.push(await measured(0, getById, opts.duration / opts.rounds));
       results[1]?.push(await measured(1, verify, opts.duration / opts.rounds));
     }
-    const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
-    const figure = (rs: autocannon.Result[]): Figure => ({
-      reqs: rs.reduce((s, r) => s + r.requests.total, 0) / rs.reduce((t, r) => t + r.duration, 0),
-      p50: median(rs.map((r) => r.latency.p50)),
-      p99: median(rs.map((r) => r.latency.p99)),
-      non2xx: rs.reduce((s, r) => s + r.non2xx, 0),
-      errors: rs.reduce((s, r) => s + r.errors + r.timeouts, 0),
-    });
-    const [g, v] = [figure(results[0] ?? []), figure(results[1] ?? [])];
+    const [g, v] = [figureOf(results[0] ?? []), figureOf(results[1] ?? [])];
     lines.push(
       `get by id        ${g.reqs.toFixed(0).padStart(6)} req/s p50 ${g.p50} ms p99 ${g.p99} ms${g.non2xx + g.errors ? ` | non-2xx/errors ${g.non2xx}/${g.errors}` : ''}`,
     );
