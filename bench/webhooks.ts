@@ -1,4 +1,4 @@
-// `npm run bench -- webhooks [--events N] [--burst N] [--rounds N]`
+// `npm run bench -- webhooks [--events N] [--burst N] [--rounds N] [--paced R]`
 //
 // Webhook deliveries against the bench profile's real servers, the service run as production
 // runs it (compiled; the Procfile's web and `worker webhooks` processes):
@@ -10,9 +10,11 @@
 //   at the same concurrency, timed the same way; the two alternate, 2 rounds each by default.
 //   Also a bare undici POST loop to the receiver.
 // - latency: a burst of M guarantees created at once through the API with the worker running;
-//   event committed (its timestamp) → received, p50 and p99.
+//   event committed (its timestamp) → received, p50 and p99. Then M more offered at R/s (300
+//   by default; 0: none), which measures the delivery path at a load that does not depend on
+//   how fast creates are.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { cpus } from 'node:os';
 import { Queue } from 'bullmq';
@@ -24,6 +26,7 @@ import { parseConfig } from '../config/index.js';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { down, up } from '../scripts/services/index.js';
 import { migrate } from '../src/shared/db/migrator.js';
+import { firstAttemptsKey } from '../src/webhooks/webhook.jobs.js';
 import { createLogger } from '../src/shared/logger.js';
 import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer } from './support.js';
 
@@ -32,14 +35,36 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 };
 
+/**
+ * Seconds each process's main thread has spent ready to run but waiting for a core
+ * (schedstat's run_delay); for MariaDB, all its threads (one per connection).
+ */
+function runQueueSeconds(patterns: Record<string, (cmdline: string) => boolean>): Record<string, number> {
+  const out: Record<string, number> = Object.fromEntries(Object.keys(patterns).map((k) => [k, 0]));
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      const name = Object.keys(patterns).find((k) => patterns[k]?.(cmdline));
+      if (!name) continue;
+      const threads = name === 'mariadb' ? readdirSync(`/proc/${pid}/task`) : [pid];
+      for (const t of threads) out[name] = (out[name] ?? 0) + Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return out;
+}
+
 export async function benchWebhooks(argv: string[]): Promise<void> {
   let events = 5000;
   let burst = 1000;
   let rounds = 2;
+  let paced = 300;
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--events') events = Number(argv[++i]);
     else if (argv[i] === '--burst') burst = Number(argv[++i]);
     else if (argv[i] === '--rounds') rounds = Number(argv[++i]);
+    else if (argv[i] === '--paced') paced = Number(argv[++i]);
     else throw new Error(`unknown option ${argv[i]}`);
   }
   const { env, started } = await up('bench', ['mariadb', 'redis']);
@@ -106,12 +131,16 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
   };
   const post = (path: string, body: unknown) =>
     fetch(`${api}${path}`, { method: 'POST', headers: { 'x-api-key': apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const createMany = async (n: number, concurrency: number, tag: string) => {
+  // `perSecond`: the i-th create starts no sooner than i/perSecond seconds after the first.
+  const createMany = async (n: number, concurrency: number, tag: string, perSecond?: number) => {
     let next = 0;
+    const start = Date.now();
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         while (next < n) {
           const i = next++;
+          const due = perSecond ? start + (i * 1000) / perSecond - Date.now() : 0;
+          if (due > 0) await new Promise((r) => setTimeout(r, due));
           const res = await post('/api/v2/guarantees', {
             details: { policyNumber: `${tag}-${i}`, actType: 'BAIL_ACT' },
             economics: { garantedAmount: 15000.5 },
@@ -132,6 +161,7 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     );
     return Object.fromEntries((rows as Array<{ Variable_name: string; Value: string }>).map((r) => [r.Variable_name, Number(r.Value)]));
   };
+  const redisCommands = async () => Number(/total_commands_processed:(\d+)/.exec(await redis.info('stats'))?.[1] ?? NaN);
   const perDelivery = (a: Record<string, number>, b: Record<string, number>, n: number) =>
     Object.keys(b)
       .map((k) => `${k} ${(((b[k] ?? 0) - (a[k] ?? 0)) / n).toFixed(2)}`)
@@ -172,8 +202,7 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     for (let round = 1; round <= rounds; round++) {
       log(`round ${round}: creating ${events} guarantees (no worker running)`);
       await createMany(events, 32, `tp${round}`);
-      for (let i = 0; i < 200 && (await redis.llen(`${config.QUEUE_PREFIX}:webhook-deliveries:wait`)) < events; i++)
-        await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 200 && (await redis.llen(firstAttemptsKey(config.QUEUE_PREFIX))) < events; i++) await new Promise((r) => setTimeout(r, 50));
       service = await deliverAll([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
       serviceRates.push(service.rate);
 
@@ -217,35 +246,62 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     say(`   database, per delivery, last round, service: ${service.db}`);
     say(`   database, per delivery, last round, raw: ${raw.db}`);
 
-    // Latency: a burst with the worker running.
+    // Latency: bursts with the worker running, as fast as 50 clients can create (the rate
+    // then depends on how fast a create is), and offered at a fixed rate (`--paced`), which
+    // compares the delivery path at the same load whatever the creates cost.
     const latencyWorker = await startProcess([...procfileFlags('worker'), 'dist/workers/index.js', 'webhooks'], 'workers started');
-    byId.clear();
-    const before = Date.now();
-    await createMany(burst, 50, 'burst');
-    const [burstRows] = await db.query('SELECT id, created_at FROM webhook_events WHERE org_id = ? AND created_at >= ? ORDER BY id', [
-      orgId,
-      new Date(before - 1),
-    ]);
-    const ids = burstRows as Array<{ id: string; created_at: Date }>;
-    while (ids.some((r) => !byId.has(r.id))) await new Promise((r) => setTimeout(r, 20));
-    const latencies = ids.map((r) => (byId.get(r.id) as number) - r.created_at.getTime());
-    say(
-      `event committed -> delivered, burst of ${ids.length} created at once (50 clients): p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`,
-    );
-    // Where the time went: written -> relayed to the queue -> attempted by the worker -> received.
-    const [stages] = await db.query(
-      `SELECT ev.id, ev.created_at, ev.dispatched_at, MIN(a.attempted_at) AS attempted_at FROM webhook_events ev
-      JOIN webhook_attempts a ON a.event_id = ev.id WHERE ev.id IN (?) GROUP BY ev.id`,
-      [ids.map((r) => r.id)],
-    );
-    type Stages = { id: string; created_at: Date; dispatched_at: Date; attempted_at: Date };
-    const stage = (f: (r: Stages) => number) => {
-      const xs = (stages as Stages[]).map(f);
-      return `p50 ${pct(xs, 50).toFixed(0)} / p99 ${pct(xs, 99).toFixed(0)} ms`;
+    const latency = async (label: string, perSecond: number | undefined) => {
+      byId.clear();
+      const cpu0 = cpuSeconds(processes);
+      const waited0 = runQueueSeconds(processes);
+      const db0 = await dbStatus();
+      const redis0 = await redisCommands();
+      const before = Date.now();
+      await createMany(burst, 50, `burst-${label}`, perSecond);
+      const createdInMs = Date.now() - before;
+      const [burstRows] = await db.query('SELECT id, created_at FROM webhook_events WHERE org_id = ? AND created_at >= ? ORDER BY id', [
+        orgId,
+        new Date(before - 1),
+      ]);
+      const ids = burstRows as Array<{ id: string; created_at: Date }>;
+      while (ids.some((r) => !byId.has(r.id))) await new Promise((r) => setTimeout(r, 20));
+      const deliveredInMs = Date.now() - before;
+      const cpu = cpuDelta(cpu0, cpuSeconds(processes));
+      const waited = runQueueSeconds(processes);
+      const redisPerEvent = ((await redisCommands()) - redis0) / burst;
+      const dbPerEvent = perDelivery(db0, await dbStatus(), burst);
+      const latencies = ids.map((r) => (byId.get(r.id) as number) - r.created_at.getTime());
+      say(
+        `event committed -> delivered, burst of ${ids.length} ${label} (50 clients): p50 ${pct(latencies, 50).toFixed(0)} ms, p99 ${pct(latencies, 99).toFixed(0)} ms`,
+      );
+      // Where the time went: written -> relayed to the queue -> attempted by the worker -> received.
+      const [stages] = await db.query(
+        `SELECT ev.id, ev.created_at, ev.dispatched_at, MIN(a.attempted_at) AS attempted_at FROM webhook_events ev
+        JOIN webhook_attempts a ON a.event_id = ev.id WHERE ev.id IN (?) GROUP BY ev.id`,
+        [ids.map((r) => r.id)],
+      );
+      type Stages = { id: string; created_at: Date; dispatched_at: Date; attempted_at: Date };
+      const stage = (f: (r: Stages) => number) => {
+        const xs = (stages as Stages[]).map(f);
+        return `p50 ${pct(xs, 50).toFixed(0)} / p99 ${pct(xs, 99).toFixed(0)} ms`;
+      };
+      say(
+        `   written -> relayed ${stage((r) => r.dispatched_at.getTime() - r.created_at.getTime())}; relayed -> attempted ${stage((r) => r.attempted_at.getTime() - r.dispatched_at.getTime())}; attempted -> received ${stage((r) => (byId.get(r.id) as number) - r.attempted_at.getTime())}`,
+      );
+      say(
+        `   created in ${createdInMs} ms (${((burst * 1000) / createdInMs).toFixed(0)}/s), all delivered in ${deliveredInMs} ms; CPU seconds meanwhile: ${cpu}`,
+      );
+      // Seconds each process's main thread was ready to run but waited for a core: when every
+      // one waits about as long as it runs, the two cores are the limit.
+      say(
+        `   waiting for a core meanwhile, s: ${Object.keys(waited)
+          .map((k) => `${k} ${((waited[k] ?? 0) - (waited0[k] ?? 0)).toFixed(2)}`)
+          .join(', ')}`,
+      );
+      say(`   per event (its create and its delivery): Redis commands ${redisPerEvent.toFixed(1)}; database ${dbPerEvent}`);
     };
-    say(
-      `   written -> relayed ${stage((r) => r.dispatched_at.getTime() - r.created_at.getTime())}; relayed -> attempted ${stage((r) => r.attempted_at.getTime() - r.dispatched_at.getTime())}; attempted -> received ${stage((r) => (byId.get(r.id) as number) - r.attempted_at.getTime())}`,
-    );
+    await latency('created at once', undefined);
+    if (paced > 0) await latency(`offered at ${paced}/s`, paced);
     await stop(latencyWorker);
   } finally {
     redis.disconnect();

@@ -112,10 +112,20 @@ export interface Emitting {
  * a pool of its own unless `sharedRelayPool` (in a busy process its statements would otherwise
  * queue behind the requests' transactions for a connection).
  */
-export function openEvents(core: Core, queues: Pick<OpenQueues, 'webhooks'>, opts: { sharedRelayPool?: boolean } = {}): Emitting {
+export function openEvents(core: Core, queues: Pick<OpenQueues, 'webhooks' | 'webhookFirstAttempts'>, opts: { sharedRelayPool?: boolean } = {}): Emitting {
   const { config, logger, repos } = core;
   const relayRepo = opts.sharedRelayPool ? repos.webhooks : createWebhookRepository(core.ownPool());
-  return emittingWith(core, createEvents({ repo: repos.webhooks, relayRepo, queue: queues.webhooks, retrySchedule: config.WEBHOOK_RETRY_SCHEDULE, logger }));
+  return emittingWith(
+    core,
+    createEvents({
+      repo: repos.webhooks,
+      relayRepo,
+      firstAttempts: queues.webhookFirstAttempts,
+      queue: queues.webhooks,
+      retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+      logger,
+    }),
+  );
 }
 
 /** What emits `events`, made elsewhere (tests give events over a queue of theirs). */

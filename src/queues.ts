@@ -6,7 +6,7 @@ import { NOTARIZATION_QUEUE, type NotarizationQueue } from './notarization/notar
 import type { Logger } from './shared/logger.js';
 import type { RedisConnection } from './shared/queues.js';
 import { MAINTENANCE_QUEUE, type MaintenancePayload } from './shared/maintenance.jobs.js';
-import { WEBHOOK_QUEUE, type WebhookQueue } from './webhooks/webhook.jobs.js';
+import { firstAttemptsList, WEBHOOK_QUEUE, type FirstAttemptsList, type WebhookQueue } from './webhooks/webhook.jobs.js';
 
 export interface Queues extends FileQueues {
   maintenance: Queue<MaintenancePayload>;
@@ -14,7 +14,8 @@ export interface Queues extends FileQueues {
   notarization: NotarizationQueue;
 }
 
-export type OpenQueues = Queues & { all: Queue[]; close(): Promise<void> };
+/** The queues, and the list new webhook deliveries wait on for their first attempt (not a queue: not in Bull Board). */
+export type OpenQueues = Queues & { webhookFirstAttempts: FirstAttemptsList; all: Queue[]; close(): Promise<void> };
 
 export function openQueues(connection: RedisConnection, prefix: string, logger: Logger): OpenQueues {
   const open = <T>(name: string) => {
@@ -33,6 +34,7 @@ export function openQueues(connection: RedisConnection, prefix: string, logger: 
   const all: Queue[] = Object.values(queues);
   return {
     ...queues,
+    webhookFirstAttempts: firstAttemptsList(connection, prefix),
     all,
     close: async () => {
       await Promise.all(all.map((q) => q.close()));

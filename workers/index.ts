@@ -3,7 +3,7 @@
 //   maintenance  purges expired Idempotency-Key records; restarts the watch of stalled uploads
 //   scan         watches for uploads (polling, hints) and scans them with clamd
 //   signature    checks .p7m signatures of public v2 documents, on worker threads
-//   webhooks     delivers webhook events (signed, retried); relays outbox events nobody relayed
+//   webhooks     delivers webhook events (first attempts off a list, retries as jobs); relays outbox events nobody relayed
 //   notarization batches the digests of records whose docs are settled and anchors their Merkle roots
 import { hostname } from 'node:os';
 import { Worker, type Job, type WorkerOptions } from 'bullmq';
@@ -28,7 +28,8 @@ import { isLastAttempt, producerConnection, workerConnection } from '../src/shar
 import { TimeLimitError, withTimeout } from '../src/shared/time-limit.js';
 import { createStorage } from '../src/shared/storage.js';
 import type { Resolver } from '../src/webhooks/ssrf.js';
-import { BACKOFF_TYPE, DELIVER, retryDelay, WEBHOOK_QUEUE, type DeliveryPayload } from '../src/webhooks/webhook.jobs.js';
+import { startFirstAttempts } from '../src/webhooks/first-attempts.js';
+import { BACKOFF_TYPE, createWebhookJobs, DELIVER, firstAttemptsTaker, retryDelay, WEBHOOK_QUEUE, type DeliveryPayload } from '../src/webhooks/webhook.jobs.js';
 
 export const WORKER_NAMES = ['maintenance', 'scan', 'signature', 'webhooks', 'notarization'] as const;
 export type WorkerName = (typeof WORKER_NAMES)[number];
@@ -149,12 +150,15 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     webhooks: () => {
       const deliveries = workerServices.deliveries(core, { ...(opts.resolver && { resolver: opts.resolver }) });
       const schedule = config.WEBHOOK_RETRY_SCHEDULE;
+      // Attempts made before the job: its first, when it was made off the first attempts' list.
+      const madeBefore = (job?: { data?: unknown }) => (job?.data as Partial<DeliveryPayload> | undefined)?.made ?? 0;
       run<DeliveryPayload, typeof DELIVER>(
         WEBHOOK_QUEUE,
         [DELIVER],
         {
           [DELIVER]: async (job) => {
-            const outcome = await deliveries.service.deliver(job.data.eventId, job.data.endpointId, { made: job.attemptsMade, last: isLastAttempt(job) });
+            const made = madeBefore(job) + job.attemptsMade;
+            const outcome = await deliveries.service.deliver(job.data.eventId, job.data.endpointId, { made, last: isLastAttempt(job) });
             // The endpoint has its share in flight: come back shortly, without spending an attempt.
             if (outcome === 'busy') return later(100 + Math.floor(Math.random() * 400));
             return typeof outcome === 'object' ? stop(outcome.giveUp) : outcome;
@@ -163,11 +167,25 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
         config.WEBHOOK_CONCURRENCY,
         {
           settings: {
-            backoffStrategy: (attemptsMade: number, type?: string, err?: Error) => (type === BACKOFF_TYPE ? retryDelay(schedule, attemptsMade, err) : 1000),
+            backoffStrategy: (attemptsMade: number, type?: string, err?: Error, job?: { data?: unknown }) =>
+              type === BACKOFF_TYPE ? retryDelay(schedule, madeBefore(job) + attemptsMade, err) : 1000,
           },
         },
       );
+      // New deliveries: taken from the first attempts' list, on a blocking connection of its own.
+      const blocking = workerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
+      blocking.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error (first attempts)'));
+      const firstAttempts = startFirstAttempts({
+        // A lease outlasts an attempt (WEBHOOK_TIMEOUT_MS) and its recording, as a job's lock would.
+        taker: firstAttemptsTaker({ blocking, regular: producer }, config.QUEUE_PREFIX, config.WEBHOOK_TIMEOUT_MS + config.WORKER_LOCK_DURATION_MS),
+        deliver: (eventId, endpointId, attempt) => deliveries.service.deliver(eventId, endpointId, attempt),
+        jobs: createWebhookJobs(queues.webhooks, schedule),
+        settings: { concurrency: config.WEBHOOK_CONCURRENCY, retrySchedule: schedule },
+        logger: log,
+      });
       events.relay.start(RELAY_EVERY_MS, RELAY_MIN_AGE_MS);
+      // Before the deliveries' pools: the attempts under way end first (each within its time limit).
+      closers.push(() => withTimeout(firstAttempts.close(), config.WORKER_LOCK_DURATION_MS, 'closing the first attempts').catch(() => undefined));
       closers.push(deliveries.close);
     },
     notarization: () => {

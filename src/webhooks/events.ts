@@ -1,6 +1,7 @@
 // Webhooks as the consumer of the domain events (src/shared/events): the outbox keeps events
 // in webhooks' table, the relay hands each committed event to webhooks, which makes one
-// delivery per endpoint of its organization and queues them; frequent events are taken at
+// delivery per endpoint of its organization and leaves them on the first attempts' list
+// (webhook.jobs.ts); frequent events are taken at
 // write time, their deliveries made in the writer's script. This is the event plumbing a
 // process needs to emit events. The relay may have a database pool of its own (`relayRepo` over it): in
 // a busy process its four statements a round would otherwise each queue behind the requests'
@@ -9,10 +10,10 @@ import type { Logger } from '../shared/logger.js';
 import { withTimeout } from '../shared/time-limit.js';
 import { createOutbox, type Outbox } from '../shared/events/outbox.js';
 import { createRelay, type Relay } from '../shared/events/relay.js';
-import { createWebhookJobs, type WebhookQueue } from './webhook.jobs.js';
+import { createWebhookJobs, type FirstAttemptsList, type WebhookQueue } from './webhook.jobs.js';
 import { pendingDeliveries, type DeliveryRef, type WebhookRepository } from './webhook.repository.js';
 
-/** How long a writer's deliveries may take to reach the queue before they are left to the reconciler. */
+/** How long a writer's deliveries may take to reach the first attempts' list before they are left to the reconciler. */
 const DISPATCH_TIMEOUT_MS = 2_000;
 /** How long, after a failure to queue them, a writer's deliveries are left to the reconciler. */
 const DISPATCH_PAUSE_MS = 5_000;
@@ -32,16 +33,19 @@ export interface Events {
 export function createEvents(deps: {
   repo: WebhookRepository;
   relayRepo?: WebhookRepository;
+  /** Where new deliveries go. */
+  firstAttempts: FirstAttemptsList;
+  /** Where the reconciler queues overdue ones. */
   queue: WebhookQueue;
   retrySchedule: readonly number[];
   logger: Logger;
 }): Events {
-  const { repo, queue, retrySchedule, logger } = deps;
+  const { repo, firstAttempts, queue, retrySchedule, logger } = deps;
   const relayRepo = deps.relayRepo ?? repo;
   const jobs = createWebhookJobs(queue, retrySchedule);
   const relay = createRelay({
     source: relayRepo,
-    consume: async (events) => jobs.queue(await relayRepo.fanOut(events, new Date())),
+    consume: async (events) => firstAttempts.push(await relayRepo.fanOut(events, new Date())),
     logger,
   });
   // Deliveries fanned out by their writer: queued once, within a time limit; on failure they
@@ -51,7 +55,7 @@ export function createEvents(deps: {
   let pausedUntil = 0;
   const dispatch = (deliveries: DeliveryRef[]): void => {
     if (Date.now() < pausedUntil) return;
-    withTimeout(jobs.queue(deliveries), DISPATCH_TIMEOUT_MS, 'queueing webhook deliveries').catch((err: unknown) => {
+    withTimeout(firstAttempts.push(deliveries), DISPATCH_TIMEOUT_MS, 'queueing webhook deliveries').catch((err: unknown) => {
       if (Date.now() >= pausedUntil) {
         logger.warn(
           { err: (err as Error).message, deliveries: deliveries.length, pauseMs: DISPATCH_PAUSE_MS },

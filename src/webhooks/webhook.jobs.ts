@@ -1,10 +1,18 @@
-// The delivery queue: one job per delivery (event × endpoint). Job ids are fresh; BullMQ's
-// deduplication on the delivery (and its replay count) keeps one job per delivery while it is
-// waiting, delayed or running, so the relay and the reconciler may queue the same delivery
-// twice harmlessly, and a finished job (kept for Bull Board) never blocks queueing it again.
-// Retries follow WEBHOOK_RETRY_SCHEDULE, with jitter, or the receiver's Retry-After.
+// How deliveries wait for a worker. A new delivery waits on a plain Redis list, the first
+// attempts' list: the relay pushes a round's deliveries in one command, and a webhooks worker
+// takes up to a hundred in one and attempts them at once (src/webhooks/first-attempts.ts).
+// What must wait longer is a job of the delivery queue: a retry after a failed attempt (on the
+// schedule), a delivery whose endpoint had its share in flight, one the reconciler queues
+// again. A job per delivery cost a webhooks worker three Redis round trips and a job to parse
+// and store on every delivery, most of its CPU in a burst: with creates twice as fast it fell
+// behind them (bench/README.md, "first attempts").
+//
+// Job ids are fresh; BullMQ's deduplication on the delivery (and its replay count) keeps one
+// job per delivery while it is waiting, delayed or running, so the reconciler may queue a
+// delivery again harmlessly, and a finished job (kept for Bull Board) never blocks queueing it
+// again. Retries follow WEBHOOK_RETRY_SCHEDULE, with jitter, or the receiver's Retry-After.
 import type { Queue } from 'bullmq';
-import { KEEP_FAILED } from '../shared/queues.js';
+import { KEEP_FAILED, type RedisConnection } from '../shared/queues.js';
 import type { DeliveryRef } from './webhook.repository.js';
 
 export const WEBHOOK_QUEUE = 'webhook-deliveries';
@@ -14,6 +22,8 @@ export const BACKOFF_TYPE = 'webhook-schedule';
 export interface DeliveryPayload {
   eventId: string;
   endpointId: string;
+  /** Attempts made before the job was queued (its first one, off the first attempts' list). */
+  made?: number;
 }
 
 export type WebhookQueue = Queue<DeliveryPayload, unknown, typeof DELIVER>;
@@ -24,25 +34,133 @@ export const deliveryDedupId = (d: DeliveryRef) => `wh:${d.eventId}:${d.endpoint
 const KEEP_DONE = { age: 3600, count: 10_000 };
 
 export function createWebhookJobs(queue: WebhookQueue, schedule: readonly number[]) {
+  const job = (d: DeliveryRef, made: number, delayMs: number) => ({
+    name: DELIVER as typeof DELIVER,
+    data: { eventId: d.eventId, endpointId: d.endpointId, ...(made > 0 && { made }) },
+    opts: {
+      deduplication: { id: deliveryDedupId(d) },
+      // Every attempt of the schedule, those made before the job included.
+      attempts: Math.max(1, schedule.length + 1 - made),
+      backoff: { type: BACKOFF_TYPE },
+      ...(delayMs > 0 && { delay: delayMs }),
+      removeOnComplete: KEEP_DONE,
+      removeOnFail: KEEP_FAILED,
+    },
+  });
   return {
+    /** Jobs for deliveries due now (no attempt made yet, or none recorded). */
     async queue(deliveries: readonly DeliveryRef[]): Promise<void> {
       if (!deliveries.length) return;
-      await queue.addBulk(
-        deliveries.map((d) => ({
-          name: DELIVER,
-          data: { eventId: d.eventId, endpointId: d.endpointId },
-          opts: {
-            deduplication: { id: deliveryDedupId(d) },
-            attempts: schedule.length + 1,
-            backoff: { type: BACKOFF_TYPE },
-            removeOnComplete: KEEP_DONE,
-            removeOnFail: KEEP_FAILED,
-          },
-        })),
-      );
+      await queue.addBulk(deliveries.map((d) => job(d, 0, 0)));
+    },
+    /** A job for the rest of a delivery's schedule: `made` attempts made already, the next due in `delayMs`. */
+    async retry(delivery: DeliveryRef, made: number, delayMs: number): Promise<void> {
+      const { name, data, opts } = job(delivery, made, delayMs);
+      await queue.add(name, data, opts);
     },
   };
 }
+
+/** The first attempts' list of a queue prefix: beside BullMQ's keys, in the same hash slot on a cluster (a prefix's {tag}). */
+export const firstAttemptsKey = (prefix: string) => `${prefix}:webhook-first-attempts`;
+
+/** The most deliveries the list holds: past it, the oldest are dropped, and the reconciler queues them once overdue. */
+export const FIRST_ATTEMPTS_MAX = 100_000;
+
+/** A delivery on the list: `[eventId, endpointId, replays]`. */
+const encode = (d: DeliveryRef) => JSON.stringify([d.eventId, d.endpointId, d.replays]);
+
+function decode(item: string): DeliveryRef | undefined {
+  try {
+    const [eventId, endpointId, replays] = JSON.parse(item) as unknown[];
+    if (typeof eventId === 'string' && typeof endpointId === 'string' && Number.isInteger(replays)) return { eventId, endpointId, replays: replays as number };
+  } catch {
+    /* not ours: dropped */
+  }
+  return undefined;
+}
+
+/** Where the relay leaves new deliveries (the producer's side of the first attempts' list). */
+export interface FirstAttemptsList {
+  push(deliveries: readonly DeliveryRef[]): Promise<void>;
+  /** How many wait (for tests and metrics). */
+  length(): Promise<number>;
+}
+
+export function firstAttemptsList(connection: RedisConnection, prefix: string): FirstAttemptsList {
+  const key = firstAttemptsKey(prefix);
+  return {
+    async push(deliveries) {
+      if (!deliveries.length) return;
+      await connection
+        .multi()
+        .rpush(key, ...deliveries.map(encode))
+        .ltrim(key, -FIRST_ATTEMPTS_MAX, -1)
+        .exec()
+        .then((results) => {
+          const failed = results?.find(([err]) => err);
+          if (!results || failed) throw failed?.[0] ?? new Error('the first attempts list was not written');
+        });
+    },
+    length: () => connection.llen(key),
+  };
+}
+
+/** The first attempts' leases: what workers took and have not finished, by when they must have. */
+const leasesKey = (prefix: string) => `${firstAttemptsKey(prefix)}:leased`;
+
+/**
+ * Leases what a worker just took (ARGV[3..], until ARGV[2]), and puts back at the head of the
+ * list what was leased until before now (ARGV[1]) and never finished: its worker died.
+ */
+const LEASE_SCRIPT = `
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, 1000)
+if #expired > 0 then
+  redis.call('ZREM', KEYS[2], unpack(expired))
+  redis.call('LPUSH', KEYS[1], unpack(expired))
+end
+for i = 3, #ARGV do redis.call('ZADD', KEYS[2], ARGV[2], ARGV[i]) end
+return #expired`;
+
+/** A delivery taken from the list, and what finishes its lease. */
+export interface Taken {
+  delivery: DeliveryRef;
+  item: string;
+}
+
+/**
+ * The worker's side. `take` waits up to `waitSeconds` for deliveries (BLMPOP, on `blocking`, a
+ * connection of its own), takes up to `max`, and leases them for `leaseMs`: one whose lease
+ * ends before `done` is called (its worker was killed) goes back on the list at the next take
+ * of any worker. `close()` ends the blocking connection; a take in progress rejects.
+ */
+export function firstAttemptsTaker(connections: { blocking: RedisConnection; regular: RedisConnection }, prefix: string, leaseMs: number) {
+  const list = firstAttemptsKey(prefix);
+  const leases = leasesKey(prefix);
+  const { blocking, regular } = connections;
+  return {
+    async take(max: number, waitSeconds: number): Promise<Taken[]> {
+      const reply = (await blocking.call('BLMPOP', waitSeconds, 1, list, 'LEFT', 'COUNT', max)) as [string, string[]] | null;
+      const taken = (reply?.[1] ?? []).flatMap((item) => {
+        const delivery = decode(item);
+        return delivery ? [{ delivery, item }] : [];
+      });
+      const now = Date.now();
+      // Also when nothing came: the expired leases of others go back.
+      await blocking.eval(LEASE_SCRIPT, 2, list, leases, now, now + leaseMs, ...taken.map((t) => t.item));
+      return taken;
+    },
+    /** The deliveries' leases end: they were attempted (or handed to a job). */
+    async done(items: readonly string[]): Promise<void> {
+      if (items.length) await regular.zrem(leases, ...items);
+    },
+    close(): void {
+      blocking.disconnect();
+    },
+  };
+}
+
+export type FirstAttemptsTaker = ReturnType<typeof firstAttemptsTaker>;
 
 export type WebhookJobs = ReturnType<typeof createWebhookJobs>;
 

@@ -25,7 +25,7 @@ describe('on a Redis Cluster', function () {
     const producer = producerConnection(config.REDIS_URL, true);
     producer.on('error', () => undefined);
     const queues = openQueues(producer, config.QUEUE_PREFIX, silent);
-    const events = eventsOver(db, queues.webhooks, config, silent);
+    const events = eventsOver(db, queues, config, silent);
     const http = supertest(appOver({ config, logger: silent, db, queues, events }).callback());
     const workers = await startWorkers(['scan', 'webhooks', 'notarization', 'maintenance'], { config, logger: silent });
     const hooks = await receiver('/cluster');

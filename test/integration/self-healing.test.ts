@@ -150,7 +150,7 @@ describe('self-healing: uploads after outages', function () {
     const deadRedis = producerConnection(`redis://127.0.0.1:${await freePort()}/0`);
     deadRedis.on('error', () => undefined);
     const queues = openQueues(deadRedis, config.QUEUE_PREFIX, silent);
-    const events = eventsOver(db, queues.webhooks, config, silent);
+    const events = eventsOver(db, queues, config, silent);
     const http = supertest(appOver({ config, logger: silent, db, queues, events }).callback());
     let workers: RunningWorkers | undefined;
     try {
@@ -311,7 +311,7 @@ describe('self-healing: what Redis loses is rebuilt', function () {
       const producer = producerConnection(redis.url);
       producer.on('error', () => undefined);
       const queues = openQueues(producer, config.QUEUE_PREFIX, silent);
-      const events = eventsOver(db, queues.webhooks, config, silent);
+      const events = eventsOver(db, queues, config, silent);
       const http = supertest(appOver({ config, logger: silent, db, queues, events }).callback());
       const workerConfig = configWith({
         REDIS_URL: redis.url,
@@ -339,7 +339,7 @@ describe('self-healing: what Redis loses is rebuilt', function () {
           return ids;
         };
         const before = await create(5, 'before');
-        // The relay handed them to Redis: dispatched, deliveries pending, jobs waiting there.
+        // The relay handed them to Redis: dispatched, deliveries pending, waiting on the first attempts' list there.
         // guarantee.created only: the records' guarantee.notarized events come as the notarizer gets to them.
         const relayed = async () =>
           select<{ status: string; dispatched: number }>(
@@ -358,12 +358,12 @@ describe('self-healing: what Redis loses is rebuilt', function () {
           15_000,
           () => JSON.stringify(seen),
         );
-        expect(await queues.webhooks.count()).to.be.at.least(5);
+        expect(await queues.webhookFirstAttempts.length()).to.be.at.least(5);
 
         if (loss === 'flushed') await redis.flushAll();
         else await redis.restartEmpty();
         await eventually('Redis to answer, empty', () =>
-          queues.webhooks.count().then(
+          queues.webhookFirstAttempts.length().then(
             (n) => n === 0,
             () => false,
           ),

@@ -502,7 +502,7 @@ describe("public verification: guarantee.verified reaches the issuer's webhooks"
         warnings.push(line);
       },
     });
-    const deadEvents = eventsOver(db, deadQueues.webhooks, config, logger);
+    const deadEvents = eventsOver(db, deadQueues, config, logger);
     const http = supertest(
       appOver({ config: configWith({ VERIFY_RATE_PER_MINUTE: '0' }), logger: silent, db, queues: deadQueues, events: deadEvents }).callback(),
     );

@@ -35,7 +35,7 @@ describe('webhooks: resilience', function () {
     const redis = producerConnection(viaProxy);
     redis.on('error', () => undefined);
     const queues = openQueues(redis, config.QUEUE_PREFIX, silent);
-    const events = eventsOver(db, queues.webhooks, config, silent);
+    const events = eventsOver(db, queues, config, silent);
     const http = supertest(appOver({ config, logger: silent, db, queues, events }).callback());
     const workers = await startWorkers(['webhooks'], { config: configWith({ ...FAST, REDIS_URL: viaProxy }), logger: silent });
     const a = await receiver('/a');

@@ -74,9 +74,15 @@ export function appOver(o: {
   return createApp({ config: o.config, logger, db: o.db, queues: o.queues, services });
 }
 
-/** Events over `db` for the webhook queue `queue`, as a process makes them (its relay on `db`). */
-export function eventsOver(db: Sequelize, queue: OpenQueues['webhooks'], config: Config, logger: Logger): Events {
-  return createEvents({ repo: createWebhookRepository(db), queue, retrySchedule: config.WEBHOOK_RETRY_SCHEDULE, logger });
+/** Events over `db` for the webhook queue and first attempts' list of `queues`, as a process makes them (its relay on `db`). */
+export function eventsOver(db: Sequelize, queues: Pick<OpenQueues, 'webhooks' | 'webhookFirstAttempts'>, config: Config, logger: Logger): Events {
+  return createEvents({
+    repo: createWebhookRepository(db),
+    firstAttempts: queues.webhookFirstAttempts,
+    queue: queues.webhooks,
+    retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+    logger,
+  });
 }
 
 /** The shared app, migrated once per run. */
@@ -87,7 +93,7 @@ export async function harness(): Promise<Harness> {
     const db = createSequelize({ url: config.DATABASE_URL, poolMax: 20, scriptPoolMax: 20, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
     const redis = producerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
     const queues = openQueues(redis, config.QUEUE_PREFIX, createLogger('silent'));
-    const events = eventsOver(db, queues.webhooks, config, createLogger('silent'));
+    const events = eventsOver(db, queues, config, createLogger('silent'));
     const app = appOver({ config, db, queues, events });
     shared = {
       config,

@@ -1,0 +1,214 @@
+// New deliveries wait on the first attempts' list (a Redis list, not a job each), are taken
+// many at once by a webhooks worker and leased to it; a failed first attempt goes on as a job
+// carrying the attempt made. Against the real Redis and the real worker.
+import { expect } from 'chai';
+import { createLogger } from '../../src/shared/logger.js';
+import { select } from '../../src/shared/db/sequelize.js';
+import { producerConnection, workerConnection } from '../../src/shared/queues.js';
+import { startFirstAttempts } from '../../src/webhooks/first-attempts.js';
+import { DeliveryFailedError, firstAttemptsKey, firstAttemptsList, firstAttemptsTaker, type FirstAttemptsTaker } from '../../src/webhooks/webhook.jobs.js';
+import { startWorkers, type RunningWorkers } from '../../workers/index.js';
+import { configWith, eventually, harness, newOrg, type TestOrg } from '../support/harness.js';
+import { receiver, type Receiver } from '../support/receiver.js';
+
+const silent = createLogger('silent');
+
+/** Retries in fractions of a second (as webhooks.test.ts's FAST_WEBHOOKS). */
+const FAST_WEBHOOKS = { WEBHOOK_RETRY_SCHEDULE: '0.2,0.3,0.4', WEBHOOK_TIMEOUT_MS: '800', WORKER_STALLED_INTERVAL_MS: '1000', WORKER_LOCK_DURATION_MS: '2000' };
+
+const ref = (n: number) => ({ eventId: `e-${n}`, endpointId: `ep-${n}`, replays: 0 });
+
+describe('webhooks: the first attempts list', function () {
+  this.timeout(30_000);
+  const opened: Array<{ disconnect(): void }> = [];
+  let prefix: string;
+  let takers: FirstAttemptsTaker[];
+  const taker = async (leaseMs: number) => {
+    const { config } = await harness();
+    const blocking = workerConnection(config.REDIS_URL);
+    const regular = producerConnection(config.REDIS_URL);
+    opened.push(regular);
+    const t = firstAttemptsTaker({ blocking, regular }, prefix, leaseMs);
+    takers.push(t);
+    return t;
+  };
+
+  beforeEach(async () => {
+    const { config, redis } = await harness();
+    prefix = `${config.QUEUE_PREFIX}-first-${Date.now()}`;
+    takers = [];
+    // The shared producer connection fails fast until it is connected.
+    await eventually('the shared Redis connection to be ready', () => redis.status === 'ready');
+  });
+  afterEach(() => {
+    for (const t of takers) t.close();
+    for (const c of opened.splice(0)) c.disconnect();
+  });
+
+  it('hands out what was pushed, oldest first, many in one take, and drops what is not a delivery', async () => {
+    const { redis } = await harness();
+    const list = firstAttemptsList(redis, prefix);
+    await list.push([ref(1), ref(2), ref(3)]);
+    await redis.rpush(firstAttemptsKey(prefix), 'not json', '["only-an-event"]');
+    await list.push([ref(4)]);
+    expect(await list.length()).to.equal(6);
+    const t = await taker(60_000);
+    expect((await t.take(2, 1)).map((x) => x.delivery)).to.deep.equal([ref(1), ref(2)]);
+    expect((await t.take(10, 1)).map((x) => x.delivery)).to.deep.equal([ref(3), ref(4)]);
+    expect(await list.length()).to.equal(0);
+    // Nothing there: the take waits (here 0.2 s), then answers none.
+    const started = Date.now();
+    expect(await t.take(10, 0.2)).to.deep.equal([]);
+    expect(Date.now() - started).to.be.at.least(150);
+  });
+
+  it('puts back what a worker took and never finished once its lease runs out, and not what it finished', async () => {
+    const { redis } = await harness();
+    const list = firstAttemptsList(redis, prefix);
+    await list.push([ref(1), ref(2), ref(3)]);
+    const dead = await taker(300);
+    const alive = await taker(300);
+    const [first, second] = await dead.take(2, 1); // taken, then the worker "dies"
+    const [third] = await alive.take(5, 1);
+    await alive.done([third?.item ?? '']);
+    expect(first?.delivery).to.deep.equal(ref(1));
+    expect(second?.delivery).to.deep.equal(ref(2));
+    // Before the lease runs out nothing comes back.
+    expect(await alive.take(5, 0.1)).to.deep.equal([]);
+    await new Promise((r) => setTimeout(r, 400));
+    // This take finds the list empty and puts the expired leases back; the next one has them.
+    await alive.take(5, 0.1);
+    const back = await alive.take(5, 1);
+    expect(back.map((x) => x.delivery.eventId).sort()).to.deep.equal(['e-1', 'e-2']);
+    await alive.done(back.map((x) => x.item));
+    await new Promise((r) => setTimeout(r, 400));
+    await alive.take(5, 0.1);
+    expect(await list.length()).to.equal(0);
+  });
+
+  it('closes without waiting for a take that blocks, and attempts nothing after', async () => {
+    const { config } = await harness();
+    const attempted: string[] = [];
+    const running = startFirstAttempts({
+      taker: await taker(60_000),
+      deliver: (eventId) => {
+        attempted.push(eventId);
+        return Promise.resolve('delivered' as const);
+      },
+      jobs: { queue: () => Promise.resolve(), retry: () => Promise.resolve() },
+      settings: { concurrency: 5, retrySchedule: config.WEBHOOK_RETRY_SCHEDULE },
+      logger: silent,
+    });
+    await new Promise((r) => setTimeout(r, 100)); // blocked in its take
+    const started = Date.now();
+    await running.close();
+    expect(Date.now() - started).to.be.below(1000);
+    await firstAttemptsList((await harness()).redis, prefix).push([ref(1)]);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(attempted).to.deep.equal([]);
+  });
+
+  it('hands each outcome on: a failed attempt to a delayed retry with the attempt made, a busy endpoint to a job now', async () => {
+    const { redis } = await harness();
+    const retries: Array<[string, number, number]> = [];
+    const queued: string[] = [];
+    const running = startFirstAttempts({
+      taker: await taker(60_000),
+      deliver: (eventId) => {
+        if (eventId === 'e-1') return Promise.resolve('delivered' as const);
+        if (eventId === 'e-2') return Promise.resolve('busy' as const);
+        return Promise.reject(new DeliveryFailedError('HTTP 500'));
+      },
+      jobs: {
+        queue: (ds) => {
+          queued.push(...ds.map((d) => d.eventId));
+          return Promise.resolve();
+        },
+        retry: (d, made, delayMs) => {
+          retries.push([d.eventId, made, delayMs]);
+          return Promise.resolve();
+        },
+      },
+      settings: { concurrency: 5, retrySchedule: [1, 60] },
+      logger: silent,
+    });
+    try {
+      await firstAttemptsList(redis, prefix).push([ref(1), ref(2), ref(3)]);
+      await eventually('every outcome handed on', () => queued.length === 1 && retries.length === 1);
+      expect(queued).to.deep.equal(['e-2']);
+      const [retry] = retries;
+      expect(retry?.slice(0, 2)).to.deep.equal(['e-3', 1]);
+      // The schedule's first entry (1 s), with its jitter.
+      expect(retry?.[2]).to.be.within(800, 1200);
+    } finally {
+      await running.close();
+    }
+  });
+});
+
+describe('webhooks: first attempts end to end', function () {
+  this.timeout(60_000);
+  let workers: RunningWorkers;
+  let org: TestOrg;
+  let rx: Receiver;
+
+  before(async () => {
+    workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
+  });
+  after(async () => {
+    await workers.close();
+  });
+  beforeEach(async () => {
+    org = await newOrg();
+    rx = await receiver();
+  });
+  afterEach(async () => {
+    await rx.close();
+  });
+
+  const register = async () => {
+    const res = await (await harness()).http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: rx.url });
+    expect(res.status).to.equal(200);
+  };
+  const create = async (policyNumber: string) => {
+    const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber } });
+    expect(res.status).to.equal(200);
+  };
+  const jobsOf = async (eventId: string) =>
+    (await (await harness()).queues.webhooks.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.eventId === eventId);
+
+  it('delivers a new event without a job', async () => {
+    await register();
+    await create('first-1');
+    const [r] = await rx.waitFor(1);
+    const eventId = String(r?.headers['webhook-id']);
+    expect(await jobsOf(eventId)).to.deep.equal([]);
+    const { db } = await harness();
+    await eventually('the delivery recorded as succeeded', async () => {
+      const [row] = await select<{ status: string; attempts: number }>(db, 'SELECT status, attempts FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+      return row?.status === 'succeeded' && row.attempts === 1;
+    });
+  });
+
+  it('goes on from a failed first attempt with a job that counts it: the retry is the second attempt, on the schedule', async () => {
+    rx.answer((_req, res, n) => {
+      res.writeHead(n === 1 ? 500 : 204).end();
+    });
+    await register();
+    await create('first-2');
+    const received = await rx.waitFor(2, 10_000);
+    const eventId = String(received[0]?.headers['webhook-id']);
+    // The schedule's first retry (0.2 s, with its jitter) after the first attempt.
+    const gap = (received[1]?.at ?? 0) - (received[0]?.at ?? 0);
+    expect(gap).to.be.within(150, 2000);
+    const [job] = await jobsOf(eventId);
+    expect(job?.data).to.deep.include({ eventId, made: 1 });
+    // Three retries in FAST_WEBHOOKS' schedule: the job holds them, the first attempt made before it.
+    expect(job?.opts.attempts).to.equal(3);
+    const { db } = await harness();
+    await eventually('two attempts on record, the delivery succeeded', async () => {
+      const [row] = await select<{ status: string; attempts: number }>(db, 'SELECT status, attempts FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+      return row?.status === 'succeeded' && row.attempts === 2;
+    });
+  });
+});
