@@ -67,6 +67,7 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const emitting = openEvents(core, queues);
   const { events } = emitting;
   const scans = workerServices.scans(core, emitting, { queues, storage });
+  // Closed at once on SIGTERM, under one deadline: the BullMQ workers, and what takes work as they do.
   const workers: Array<Pick<Worker, 'close' | 'name'>> = [];
   // What the workers use, closed after them.
   const closers: Array<() => Promise<unknown>> = [];
@@ -176,16 +177,16 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       const blocking = workerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
       blocking.on('error', (err: Error) => log.warn({ err: err.message }, 'redis connection error (first attempts)'));
       const firstAttempts = startFirstAttempts({
-        // A lease outlasts an attempt (WEBHOOK_TIMEOUT_MS) and its recording, as a job's lock would.
-        taker: firstAttemptsTaker({ blocking, regular: producer }, config.QUEUE_PREFIX, config.WEBHOOK_TIMEOUT_MS + config.WORKER_LOCK_DURATION_MS),
+        // A lease lasts as a job's lock does, extended while its attempt is under way.
+        taker: firstAttemptsTaker({ blocking, regular: producer }, config.QUEUE_PREFIX, config.WORKER_LOCK_DURATION_MS),
         deliver: (eventId, endpointId, attempt) => deliveries.service.deliver(eventId, endpointId, attempt),
         jobs: createWebhookJobs(queues.webhooks, schedule),
         settings: { concurrency: config.WEBHOOK_CONCURRENCY, retrySchedule: schedule },
         logger: log,
       });
       events.relay.start(RELAY_EVERY_MS, RELAY_MIN_AGE_MS);
-      // Before the deliveries' pools: the attempts under way end first (each within its time limit).
-      closers.push(() => withTimeout(firstAttempts.close(), config.WORKER_LOCK_DURATION_MS, 'closing the first attempts').catch(() => undefined));
+      // Stops taking with the BullMQ workers; the attempts under way end first (each within its time limit).
+      workers.push({ name: 'webhook first attempts', close: () => firstAttempts.close() });
       closers.push(deliveries.close);
     },
     notarization: () => {

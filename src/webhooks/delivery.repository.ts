@@ -26,11 +26,11 @@ export function createDeliveryRepository(db: Sequelize) {
     async deliveryContexts(keys: readonly DeliveryKey[]): Promise<Array<DeliveryContext | undefined>> {
       if (!keys.length) return [];
       const [first] = keys;
-      const sql = `SELECT d.event_id, d.status AS delivery_status, ev.body, ${ENDPOINT_COLUMNS.replace(/(\w+)/g, 'ep.$1')}
+      const sql = `SELECT d.event_id, d.status AS delivery_status, d.due_at AS delivery_due_at, ev.body, ${ENDPOINT_COLUMNS.replace(/(\w+)/g, 'ep.$1')}
          FROM webhook_deliveries d FORCE INDEX (PRIMARY)
          JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
          JOIN webhook_events ev ON ev.id = d.event_id`;
-      type Row = EndpointRow & { event_id: string; delivery_status: DeliveryStatus; body: string };
+      type Row = EndpointRow & { event_id: string; delivery_status: DeliveryStatus; delivery_due_at: Date; body: string };
       const rows =
         keys.length === 1 && first
           ? await select<Row>(db, `${sql} WHERE d.event_id = $1 AND d.endpoint_id = $2`, [first.eventId, first.endpointId])
@@ -38,7 +38,7 @@ export function createDeliveryRepository(db: Sequelize) {
       const found = new Map(rows.map((r) => [`${r.event_id} ${r.id}`, r]));
       return keys.map((k) => {
         const row = found.get(`${k.eventId} ${k.endpointId}`);
-        return row && { status: row.delivery_status, body: row.body, endpoint: toEndpoint(row) };
+        return row && { status: row.delivery_status, dueAt: row.delivery_due_at, body: row.body, endpoint: toEndpoint(row) };
       });
     },
 

@@ -33,6 +33,8 @@ export interface DeliverySettings {
 export interface AttemptOf {
   made: number;
   last: boolean;
+  /** A first attempt (off the first attempts' list): skipped unless the delivery is due (after a failed attempt, its job has it until its retry's time). */
+  first?: boolean;
 }
 
 /** Done with ('delivered', 'skipped', 'endpoint-disabled'); 'busy': come back shortly; `giveUp`: the endpoint was just disabled, retrying cannot help. */
@@ -97,7 +99,7 @@ export function createDeliveryService(deps: {
       // A failed delivery whose job runs again was retried by hand (Bull Board): it is due again.
       if (context?.status === 'failed' && (await repo.reopen(eventId, endpointId, now()))) {
         logger.info({ event: eventId, endpoint: endpointId }, 'failed delivery retried');
-      } else if (context?.status !== 'pending') return 'skipped';
+      } else if (context?.status !== 'pending' || (attempt.first && context.dueAt > now())) return 'skipped';
       const endpoint = context.endpoint;
       if (endpoint.status === 'disabled') {
         await repo.failWithoutAttempt(eventId, endpointId, `endpoint disabled: ${endpoint.disabledReason ?? ''}`, now());

@@ -11,6 +11,7 @@
 // job per delivery while it is waiting, delayed or running, so the reconciler may queue a
 // delivery again harmlessly, and a finished job (kept for Bull Board) never blocks queueing it
 // again. Retries follow WEBHOOK_RETRY_SCHEDULE, with jitter, or the receiver's Retry-After.
+import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import { KEEP_FAILED, type RedisConnection } from '../shared/queues.js';
 import type { DeliveryRef } from './webhook.repository.js';
@@ -106,53 +107,80 @@ export function firstAttemptsList(connection: RedisConnection, prefix: string): 
   };
 }
 
-/** The first attempts' leases: what workers took and have not finished, by when they must have. */
+/** The first attempts' leases: what workers took and have not finished (`<token>|<item>`), by when they must have. */
 const leasesKey = (prefix: string) => `${firstAttemptsKey(prefix)}:leased`;
 
 /**
- * Leases what a worker just took (ARGV[3..], until ARGV[2]), and puts back at the head of the
- * list what was leased until before now (ARGV[1]) and never finished: its worker died.
+ * One take, atomic: first puts back at the head of the list what was leased until before now
+ * and never finished (its worker died), then takes up to ARGV[1] items and leases each for
+ * ARGV[2] ms to the take's token ARGV[3]. Redis's clock, not the workers': theirs may differ.
  */
-const LEASE_SCRIPT = `
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, 1000)
-if #expired > 0 then
-  redis.call('ZREM', KEYS[2], unpack(expired))
-  redis.call('LPUSH', KEYS[1], unpack(expired))
+const TAKE_SCRIPT = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1000)
+for _, member in ipairs(expired) do
+  redis.call('ZREM', KEYS[2], member)
+  local bar = string.find(member, '|', 1, true)
+  if bar then redis.call('LPUSH', KEYS[1], string.sub(member, bar + 1)) end
 end
-for i = 3, #ARGV do redis.call('ZADD', KEYS[2], ARGV[2], ARGV[i]) end
-return #expired`;
+local items = redis.call('LPOP', KEYS[1], ARGV[1])
+if not items then return {} end
+for _, item in ipairs(items) do redis.call('ZADD', KEYS[2], now + tonumber(ARGV[2]), ARGV[3] .. '|' .. item) end
+return items`;
 
-/** A delivery taken from the list, and what finishes its lease. */
+/** Extends the leases ARGV[2..] that still exist (not put back meanwhile) to ARGV[1] ms from now. */
+const RENEW_SCRIPT = `
+local t = redis.call('TIME')
+local until_ = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', until_, ARGV[i]) end
+return 0`;
+
+/** A delivery taken from the list, and its lease (what `done` and `renew` are given). */
 export interface Taken {
   delivery: DeliveryRef;
-  item: string;
+  lease: string;
 }
 
 /**
- * The worker's side. `take` waits up to `waitSeconds` for deliveries (BLMPOP, on `blocking`, a
- * connection of its own), takes up to `max`, and leases them for `leaseMs`: one whose lease
- * ends before `done` is called (its worker was killed) goes back on the list at the next take
- * of any worker. `close()` ends the blocking connection; a take in progress rejects.
+ * The worker's side. `take` takes up to `max` deliveries and leases them for `leaseMs` (one
+ * script: nothing is ever taken without its lease); when there are none, it waits up to
+ * `waitSeconds` for some on `blocking`, a connection of its own, with a BLMOVE of the list onto
+ * itself, which takes nothing. A lease not ended by `done` nor extended by `renew` runs out,
+ * and the next take of any worker puts its delivery back. Copies of one delivery taken
+ * together come once. `close()` ends the blocking connection.
  */
 export function firstAttemptsTaker(connections: { blocking: RedisConnection; regular: RedisConnection }, prefix: string, leaseMs: number) {
   const list = firstAttemptsKey(prefix);
   const leases = leasesKey(prefix);
   const { blocking, regular } = connections;
+  const takeNow = async (max: number): Promise<Taken[]> => {
+    const token = randomUUID();
+    const items = (await blocking.eval(TAKE_SCRIPT, 2, list, leases, max, leaseMs, token)) as string[];
+    const seen = new Set<string>();
+    return items.flatMap((item) => {
+      const delivery = decode(item);
+      if (!delivery || seen.has(item)) return [];
+      seen.add(item);
+      return [{ delivery, lease: `${token}|${item}` }];
+    });
+  };
   return {
+    leaseMs,
     async take(max: number, waitSeconds: number): Promise<Taken[]> {
-      const reply = (await blocking.call('BLMPOP', waitSeconds, 1, list, 'LEFT', 'COUNT', max)) as [string, string[]] | null;
-      const taken = (reply?.[1] ?? []).flatMap((item) => {
-        const delivery = decode(item);
-        return delivery ? [{ delivery, item }] : [];
-      });
-      const now = Date.now();
-      // Also when nothing came: the expired leases of others go back.
-      await blocking.eval(LEASE_SCRIPT, 2, list, leases, now, now + leaseMs, ...taken.map((t) => t.item));
-      return taken;
+      const taken = await takeNow(max);
+      if (taken.length) return taken;
+      // Expired leases go back at this take's end too: an idle worker still recovers them.
+      await blocking.call('BLMOVE', list, list, 'RIGHT', 'RIGHT', waitSeconds);
+      return takeNow(max);
     },
-    /** The deliveries' leases end: they were attempted (or handed to a job). */
-    async done(items: readonly string[]): Promise<void> {
-      if (items.length) await regular.zrem(leases, ...items);
+    /** The leases end: their deliveries were attempted, or handed to a job. */
+    async done(leased: readonly string[]): Promise<void> {
+      if (leased.length) await regular.zrem(leases, ...leased);
+    },
+    /** The leases last `leaseMs` more (attempts still under way). */
+    async renew(leased: readonly string[]): Promise<void> {
+      if (leased.length) await regular.eval(RENEW_SCRIPT, 1, leases, leaseMs, ...leased);
     },
     close(): void {
       blocking.disconnect();

@@ -62,6 +62,8 @@ export interface DeliveryKey {
 
 export interface DeliveryContext {
   status: DeliveryStatus;
+  /** When its next attempt is due (after a failed one, its retry's latest time). */
+  dueAt: Date;
   body: string;
   endpoint: EndpointRecord;
 }

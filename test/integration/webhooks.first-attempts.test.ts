@@ -70,20 +70,49 @@ describe('webhooks: the first attempts list', function () {
     const alive = await taker(300);
     const [first, second] = await dead.take(2, 1); // taken, then the worker "dies"
     const [third] = await alive.take(5, 1);
-    await alive.done([third?.item ?? '']);
-    expect(first?.delivery).to.deep.equal(ref(1));
-    expect(second?.delivery).to.deep.equal(ref(2));
+    expect([first?.delivery, second?.delivery, third?.delivery]).to.deep.equal([ref(1), ref(2), ref(3)]);
+    await alive.done([third?.lease ?? 'missing']);
     // Before the lease runs out nothing comes back.
     expect(await alive.take(5, 0.1)).to.deep.equal([]);
     await new Promise((r) => setTimeout(r, 400));
-    // This take finds the list empty and puts the expired leases back; the next one has them.
-    await alive.take(5, 0.1);
+    // The expired leases go back at the head, and this take has them.
     const back = await alive.take(5, 1);
-    expect(back.map((x) => x.delivery.eventId).sort()).to.deep.equal(['e-1', 'e-2']);
-    await alive.done(back.map((x) => x.item));
+    expect(back.map((x) => x.delivery.eventId)).to.have.members(['e-1', 'e-2']);
+    await alive.done(back.map((x) => x.lease));
     await new Promise((r) => setTimeout(r, 400));
-    await alive.take(5, 0.1);
+    expect(await alive.take(5, 0.1)).to.deep.equal([]);
     expect(await list.length()).to.equal(0);
+  });
+
+  it('keeps a lease its holder extends, and a late holder ending its own lease does not end the next one', async () => {
+    const { redis } = await harness();
+    await firstAttemptsList(redis, prefix).push([ref(1)]);
+    const slow = await taker(1000);
+    const other = await taker(60_000);
+    const [taken] = await slow.take(1, 1);
+    // Extended twice, past its first second: another take finds nothing.
+    await new Promise((r) => setTimeout(r, 600));
+    await slow.renew([taken?.lease ?? 'missing']);
+    await new Promise((r) => setTimeout(r, 600));
+    await slow.renew([taken?.lease ?? 'missing']);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await other.take(5, 0.1)).to.deep.equal([]);
+    // No longer extended: it runs out and another worker has it, leased to that one.
+    await new Promise((r) => setTimeout(r, 900));
+    const again = await other.take(5, 1);
+    expect(again.map((x) => x.delivery)).to.deep.equal([ref(1)]);
+    await slow.done([taken?.lease ?? 'missing']); // the late holder finishes
+    await slow.renew([taken?.lease ?? 'missing']); // nor does its renewal bring its lease back
+    // Leases live in `<list>:leased`: the second holder's is still there, alone.
+    const leased = await redis.zrange(`${firstAttemptsKey(prefix)}:leased`, '0', '-1');
+    expect(leased).to.deep.equal([again[0]?.lease]);
+  });
+
+  it('hands out copies of one delivery taken together once', async () => {
+    const { redis } = await harness();
+    await firstAttemptsList(redis, prefix).push([ref(1), ref(1), ref(2)]);
+    const t = await taker(60_000);
+    expect((await t.take(10, 1)).map((x) => x.delivery)).to.deep.equal([ref(1), ref(2)]);
   });
 
   it('closes without waiting for a take that blocks, and attempts nothing after', async () => {
@@ -188,6 +217,54 @@ describe('webhooks: first attempts end to end', function () {
       const [row] = await select<{ status: string; attempts: number }>(db, 'SELECT status, attempts FROM webhook_deliveries WHERE event_id = $1', [eventId]);
       return row?.status === 'succeeded' && row.attempts === 1;
     });
+  });
+
+  it('runs the whole schedule when every attempt fails: four attempts in all, the last one failing the delivery', async () => {
+    rx.answer((_req, res) => {
+      res.writeHead(500).end();
+    });
+    await register();
+    await create('first-3');
+    const received = await rx.waitFor(4, 10_000);
+    const eventId = String(received[0]?.headers['webhook-id']);
+    const { db, queues } = await harness();
+    await eventually('the delivery failed after its last attempt', async () => {
+      const [row] = await select<{ status: string; attempts: number }>(db, 'SELECT status, attempts FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+      return row?.status === 'failed' && row.attempts === 4;
+    });
+    await new Promise((r) => setTimeout(r, 800));
+    expect(rx.received).to.have.length(4);
+    // 0.2, 0.3 and 0.4 s apart (the schedule, ±20%, and the way there).
+    const gaps = rx.received.slice(1).map((r, i) => r.at - (rx.received[i]?.at ?? 0));
+    [200, 300, 400].forEach((ms, i) => expect(gaps[i]).to.be.within(ms * 0.8 - 20, ms * 1.2 + 300));
+    const failed = (await queues.webhooks.getFailed()).find((j) => j.data.eventId === eventId);
+    expect(failed?.data.made).to.equal(1);
+    expect(failed?.attemptsMade).to.equal(3);
+  });
+
+  it('does not attempt from the list a delivery already attempted: its retry keeps its time', async () => {
+    const slow = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_RETRY_SCHEDULE: '3,3' }), logger: silent });
+    try {
+      rx.answer((_req, res, n) => {
+        res.writeHead(n === 1 ? 500 : 204).end();
+      });
+      await register();
+      await create('first-4');
+      const [first] = await rx.waitFor(1);
+      const eventId = String(first?.headers['webhook-id']);
+      const { redis, config, db } = await harness();
+      const [delivery] = await select<{ endpoint_id: string }>(db, 'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+      // The delivery comes back on the list (as after a lease ran out) while its retry waits 3 s.
+      const list = firstAttemptsList(redis, config.QUEUE_PREFIX);
+      await list.push([{ eventId, endpointId: String(delivery?.endpoint_id), replays: 0 }]);
+      await eventually('the list taken', async () => (await list.length()) === 0);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(rx.received).to.have.length(1);
+      await rx.waitFor(2, 6000);
+      expect((rx.received[1]?.at ?? 0) - (first?.at ?? 0)).to.be.at.least(2000);
+    } finally {
+      await slow.close();
+    }
   });
 
   it('goes on from a failed first attempt with a job that counts it: the retry is the second attempt, on the schedule', async () => {
