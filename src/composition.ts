@@ -235,6 +235,8 @@ export const workerServices = {
       settings: {
         disableAfterMs: config.WEBHOOK_DISABLE_AFTER_SECONDS * 1000,
         endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+        // An endpoint answering within half a second on average may have up to half the worker's slots.
+        endpointFast: { fastBound: Math.floor(config.WEBHOOK_CONCURRENCY / 2), fastMs: 500 },
         attemptTimeoutMs: config.WEBHOOK_TIMEOUT_MS,
         retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
       },

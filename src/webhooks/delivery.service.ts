@@ -8,8 +8,8 @@ import { Webhook } from 'standardwebhooks';
 import { createBatcher } from '../shared/batch.js';
 import type { Logger } from '../shared/logger.js';
 import { SecretContext, type SecretBox } from '../shared/secrets.js';
-import type { Sender } from './sender.js';
-import { createEndpointSlots } from './endpoint-slots.js';
+import type { Sender, SendResult } from './sender.js';
+import { createEndpointSlots, type SpeedBound } from './endpoint-slots.js';
 import { DeliveryFailedError, latestRetryMs } from './webhook.jobs.js';
 import type { AttemptOutcome, DeliveryKey, EndpointRecord, RecordedAttempt, WebhookRepository } from './webhook.repository.js';
 
@@ -21,6 +21,8 @@ export interface DeliverySettings {
   disableAfterMs: number;
   /** Deliveries to one endpoint in flight at once in this process. */
   endpointConcurrency: number;
+  /** As many for an endpoint that answers fast (endpoint-slots.ts); by default the same bound. */
+  endpointFast?: SpeedBound;
   /** How long a delivery waits for a slot of its endpoint before its job is put back (default 250 ms). */
   endpointWaitMs?: number;
   /** The longest an attempt may take (WEBHOOK_TIMEOUT_MS). */
@@ -50,7 +52,7 @@ export function createDeliveryService(deps: {
 }) {
   const { repo, sender, secrets, settings, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const slots = createEndpointSlots(settings.endpointConcurrency, settings.endpointWaitMs ?? 250);
+  const slots = createEndpointSlots(settings.endpointConcurrency, settings.endpointWaitMs ?? 250, settings.endpointFast);
   // Per sealed secret, its signer: a secret is opened (AES-GCM) and its HMAC key derived once,
   // not on every attempt. A rotation seals a new secret, which is a new entry.
   const signers = new Map<string, Webhook>();
@@ -110,12 +112,12 @@ export function createDeliveryService(deps: {
       // fast endpoint's bound would cap its deliveries at a few hundred a second (measured).
       if (!(await slots.acquire(endpointId))) return 'busy';
       let at: Date;
-      let result;
+      let result: SendResult | undefined;
       try {
         at = now();
         result = await sender.send(endpoint.url, headersFor(endpoint, eventId, context.body, at), context.body);
       } finally {
-        slots.release(endpointId);
+        slots.release(endpointId, result?.durationMs);
       }
 
       const code = result.statusCode;

@@ -1,7 +1,7 @@
 // The outbox's tables (webhook_events, and the deliveries it fans events out to): events written
 // in their cause's transaction, the relay's reads and marks, and the statements a group commit
 // runs to write events already fanned out.
-import { execute, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
+import { execute, script, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 import type { LateEvent } from '../shared/events/outbox.js';
 import { deliveryRefs, type DeliveryRef, type EventRecord, type PendingRow } from './webhook.records.js';
 
@@ -152,9 +152,9 @@ export function createEventRepository(db: Sequelize) {
      */
     async fanOut(events: ReadonlyArray<{ id: string; orgId: string }>, at: Date): Promise<DeliveryRef[]> {
       if (!events.length) return [];
-      const [create, pending] = fanOutStatements(events, at);
-      await execute(db, create.sql, create.bind, undefined, { prepared: false });
-      return deliveryRefs(await select<PendingRow>(db, pending.sql, pending.bind, undefined, { prepared: false }));
+      // One round trip (a script): under load each one waits for a turn of a busy event loop.
+      const [, pending] = await script(db, fanOutStatements(events, at));
+      return deliveryRefs(pending as PendingRow[]);
     },
 
     /**

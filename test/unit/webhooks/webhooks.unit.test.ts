@@ -162,7 +162,7 @@ describe('webhooks: the per-endpoint bound', () => {
     expect(await slots.acquire('a')).to.equal(true);
     expect(await slots.acquire('a')).to.equal(false); // no wait allowed: busy at once
     expect(await slots.acquire('b')).to.equal(true);
-    expect(slots.usage('a')).to.deep.equal({ inFlight: 2, waiting: 0 });
+    expect(slots.usage('a')).to.deep.include({ inFlight: 2, waiting: 0 });
     slots.release('a');
     expect(await slots.acquire('a')).to.equal(true);
   });
@@ -177,16 +177,16 @@ describe('webhooks: the per-endpoint bound', () => {
     const third = slots.acquire('a').then((ok) => {
       order.push(`third ${ok}`);
     });
-    expect(slots.usage('a')).to.deep.equal({ inFlight: 1, waiting: 2 });
+    expect(slots.usage('a')).to.deep.include({ inFlight: 1, waiting: 2 });
     slots.release('a');
     await second;
     expect(order).to.deep.equal(['second true']);
-    expect(slots.usage('a')).to.deep.equal({ inFlight: 1, waiting: 1 });
+    expect(slots.usage('a')).to.deep.include({ inFlight: 1, waiting: 1 });
     slots.release('a');
     await third;
     slots.release('a');
     expect(order).to.deep.equal(['second true', 'third true']);
-    expect(slots.usage('a')).to.deep.equal({ inFlight: 0, waiting: 0 });
+    expect(slots.usage('a')).to.deep.include({ inFlight: 0, waiting: 0 });
   });
 
   it('gives up after the wait, leaving no trace', async () => {
@@ -195,9 +195,56 @@ describe('webhooks: the per-endpoint bound', () => {
     const started = Date.now();
     expect(await slots.acquire('a')).to.equal(false);
     expect(Date.now() - started).to.be.at.least(25);
-    expect(slots.usage('a')).to.deep.equal({ inFlight: 1, waiting: 0 });
+    expect(slots.usage('a')).to.deep.include({ inFlight: 1, waiting: 0 });
     slots.release('a');
-    expect(slots.usage('a')).to.deep.equal({ inFlight: 0, waiting: 0 });
+    expect(slots.usage('a')).to.deep.include({ inFlight: 0, waiting: 0 });
+  });
+});
+
+describe("webhooks: the per-endpoint bound follows the endpoint's speed", () => {
+  const speed = { fastBound: 4, fastMs: 100 };
+  const fill = async (slots: ReturnType<typeof createEndpointSlots>, id: string) => {
+    let n = 0;
+    while (await slots.acquire(id)) n++;
+    return n;
+  };
+
+  it('gives an endpoint not heard from, or slow, the bound; one that answers fast the fast bound', async () => {
+    const slots = createEndpointSlots(2, 0, speed);
+    expect(await fill(slots, 'new')).to.equal(2);
+    slots.release('fast', 20); // a request answered in 20 ms
+    slots.release('slow', 900);
+    expect(await fill(slots, 'fast')).to.equal(4);
+    expect(await fill(slots, 'slow')).to.equal(2);
+    expect(slots.usage('fast')).to.include({ inFlight: 4, bound: 4 });
+  });
+
+  it('falls back to the bound as a fast endpoint turns slow (timeouts count), the slots it holds being given back first', async () => {
+    const slots = createEndpointSlots(2, 0, speed);
+    slots.release('a', 10);
+    expect(await fill(slots, 'a')).to.equal(4);
+    // Its answers now take 15 s (timeouts): the moving average passes 100 ms at the first.
+    slots.release('a', 15_000);
+    expect(slots.usage('a')).to.include({ inFlight: 3, bound: 2 });
+    expect(await slots.acquire('a')).to.equal(false);
+    // Two more answers: one in flight, so one more may go, and no more.
+    slots.release('a', 15_000);
+    slots.release('a', 15_000);
+    expect(await slots.acquire('a')).to.equal(true);
+    expect(await slots.acquire('a')).to.equal(false);
+    expect(slots.usage('a')).to.include({ inFlight: 2, bound: 2 });
+  });
+
+  it('hands the slots an endpoint gains to the deliveries waiting for it, in order', async () => {
+    const slots = createEndpointSlots(1, 1000, speed);
+    await slots.acquire('a');
+    const got: number[] = [];
+    const waiters = [1, 2, 3].map((i) => slots.acquire('a').then((ok) => ok && got.push(i)));
+    // Its one request answers fast: the bound becomes 4, and three wait: all three go.
+    slots.release('a', 5);
+    await Promise.all(waiters);
+    expect(got).to.deep.equal([1, 2, 3]);
+    expect(slots.usage('a')).to.include({ inFlight: 3, waiting: 0 });
   });
 });
 
