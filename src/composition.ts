@@ -65,7 +65,7 @@ export interface Core {
   db: Sequelize;
   secrets: SecretBox;
   repos: Repositories;
-  /** A pool of one connection of its own (the relay's, the notarizers' lock), closed with the core. */
+  /** A pool of one connection of its own (the relay's, which opens a script lane of one more; the notarizers' lock), closed with the core. */
   ownPool(): Sequelize;
   close(): Promise<void>;
 }

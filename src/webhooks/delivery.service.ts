@@ -89,6 +89,11 @@ export function createDeliveryService(deps: {
     };
   }
 
+  // A delivery's due time is written by the clock of the process that made it due, which may be
+  // ahead of this one's: within an attempt's time limit it counts as due. A retry's due time is
+  // its latest start plus that limit, so a copy on the list still never runs a retry early.
+  const notDueYet = (dueAt: Date) => dueAt.getTime() > now().getTime() + settings.attemptTimeoutMs;
+
   return {
     /**
      * Attempts delivery of `eventId` to `endpointId`. Resolves when it is done with (delivered,
@@ -99,9 +104,10 @@ export function createDeliveryService(deps: {
     async deliver(eventId: string, endpointId: string, attempt: AttemptOf): Promise<DeliveryOutcome> {
       const context = await contextOf({ eventId, endpointId });
       // A failed delivery whose job runs again was retried by hand (Bull Board): it is due again.
-      if (context?.status === 'failed' && (await repo.reopen(eventId, endpointId, now()))) {
+      // (Not a copy on the first attempts' list: that is no one's decision to send it again.)
+      if (!attempt.first && context?.status === 'failed' && (await repo.reopen(eventId, endpointId, now()))) {
         logger.info({ event: eventId, endpoint: endpointId }, 'failed delivery retried');
-      } else if (context?.status !== 'pending' || (attempt.first && context.dueAt > now())) return 'skipped';
+      } else if (context?.status !== 'pending' || (attempt.first && notDueYet(context.dueAt))) return 'skipped';
       const endpoint = context.endpoint;
       if (endpoint.status === 'disabled') {
         await repo.failWithoutAttempt(eventId, endpointId, `endpoint disabled: ${endpoint.disabledReason ?? ''}`, now());

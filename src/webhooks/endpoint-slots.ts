@@ -6,11 +6,13 @@
 // would send job after job round the queue for nothing, which cost half the throughput.
 //
 // The bound follows the endpoint's speed. An endpoint whose requests have answered within
-// `fastMs` on average (a moving average of the last few) may have `fastBound` in flight: a
-// slot it holds is soon free again, and with 10 a burst to one receiver 20-40 ms away under
-// load was held to a few hundred deliveries a second (measured). Any other endpoint (slow, or
-// not heard from yet) has `bound`: a receiver that hangs holds that many slots at most, and
-// one that turns slow falls back to it as its answers come in (a timeout counts as slow).
+// `fastMs` on average (a moving average of the last few), the last of them less than a second
+// ago, may have `fastBound` in flight: a slot it holds is soon free again, and with 10 a burst
+// to one receiver 20-40 ms away under load was held to a few hundred deliveries a second
+// (measured). Any other endpoint (slow, silent for a second, or not heard from yet) has
+// `bound`: a receiver that hangs gets no more than that once a second has passed without an
+// answer (the requests it holds already end with their time limit), and one that turns slow
+// falls back to it as its answers come in (a timeout counts as slow).
 
 export interface EndpointSlots {
   /** Resolves true with a slot of the endpoint taken (release it), or false after waitMs without one. */
@@ -32,15 +34,19 @@ export interface SpeedBound {
 const ALPHA = 0.2;
 /** Endpoints whose speed is remembered (a process delivers to far fewer at a time). */
 const REMEMBERED = 10_000;
+/** An endpoint silent for longer is not known to be fast any more (it may hang). */
+const HEARD_WITHIN_MS = 1_000;
 
-export function createEndpointSlots(bound: number, waitMs: number, speed?: SpeedBound): EndpointSlots {
+export function createEndpointSlots(bound: number, waitMs: number, speed?: SpeedBound, clock: () => number = () => performance.now()): EndpointSlots {
   const inFlight = new Map<string, number>();
   const waiting = new Map<string, Array<() => void>>();
-  const averageMs = new Map<string, number>();
+  // Per endpoint: the moving average of its requests' durations, and when the last answered.
+  const heard = new Map<string, { averageMs: number; at: number }>();
 
   const boundOf = (endpointId: string): number => {
-    const avg = averageMs.get(endpointId);
-    return speed && avg !== undefined && avg <= speed.fastMs ? Math.max(bound, speed.fastBound) : bound;
+    const h = heard.get(endpointId);
+    const fast = speed && h !== undefined && h.averageMs <= speed.fastMs && clock() - h.at <= HEARD_WITHIN_MS;
+    return fast ? Math.max(bound, speed.fastBound) : bound;
   };
 
   function dequeue(endpointId: string, waiter: () => void): void {
@@ -52,9 +58,9 @@ export function createEndpointSlots(bound: number, waitMs: number, speed?: Speed
   }
 
   function noteDuration(endpointId: string, ms: number): void {
-    const avg = averageMs.get(endpointId);
-    if (avg === undefined && averageMs.size >= REMEMBERED) averageMs.clear();
-    averageMs.set(endpointId, avg === undefined ? ms : avg + ALPHA * (ms - avg));
+    const h = heard.get(endpointId);
+    if (h === undefined && heard.size >= REMEMBERED) heard.clear();
+    heard.set(endpointId, { averageMs: h === undefined ? ms : h.averageMs + ALPHA * (ms - h.averageMs), at: clock() });
   }
 
   return {

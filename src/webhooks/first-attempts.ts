@@ -43,8 +43,6 @@ export function startFirstAttempts(deps: {
   const schedule = settings.retrySchedule;
   const inFlight = new Map<Promise<void>, string>();
   let closing = false;
-  let closed: () => void = () => undefined;
-  const whenClosed = new Promise<void>((resolve) => (closed = resolve));
   // Resolved when an attempt ends: the loop, at its bound, waits for room.
   let room: (() => void) | undefined;
   // The leases that end in one turn of the event loop end in one command.
@@ -101,6 +99,17 @@ export function startFirstAttempts(deps: {
     inFlight.set(p, t.lease);
   }
 
+  // What a close interrupts: the take or the pause under way. One per wait, dropped after it (a
+  // race with one long-lived promise would keep every take's result until the close).
+  let interrupt: (() => void) | undefined;
+  const interruptible = <T>(wait: Promise<T>): Promise<T | undefined> =>
+    new Promise<T | undefined>((resolve, reject) => {
+      interrupt = () => resolve(undefined);
+      wait.then(resolve, reject);
+    }).finally(() => {
+      interrupt = undefined;
+    });
+
   const loop = (async () => {
     let pause: number = PAUSE_MS[0];
     while (!closing) {
@@ -112,12 +121,12 @@ export function startFirstAttempts(deps: {
       let taken: Taken[] | undefined;
       try {
         // A close ends the wait at once, whatever the connection does (a reconnecting ioredis may never settle it).
-        taken = await Promise.race([taker.take(Math.min(TAKE_MAX, settings.concurrency - inFlight.size), TAKE_WAIT_SECONDS), whenClosed.then(() => undefined)]);
+        taken = await interruptible(taker.take(Math.min(TAKE_MAX, settings.concurrency - inFlight.size), TAKE_WAIT_SECONDS));
         pause = PAUSE_MS[0];
       } catch (err) {
         if (closing) break;
         logger.warn({ err: (err as Error).message, retryInMs: pause }, 'could not take webhook deliveries; trying again');
-        await Promise.race([new Promise((r) => setTimeout(r, pause)), whenClosed]);
+        await interruptible(new Promise((r) => setTimeout(r, pause)));
         pause = Math.min(PAUSE_MS[1], pause * 2);
         continue;
       }
@@ -131,7 +140,7 @@ export function startFirstAttempts(deps: {
     /** Takes no more; resolves when the attempts under way have ended. */
     async close(): Promise<void> {
       closing = true;
-      closed();
+      interrupt?.();
       taker.close();
       room?.();
       await loop;

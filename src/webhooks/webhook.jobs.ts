@@ -158,12 +158,17 @@ export function firstAttemptsTaker(connections: { blocking: RedisConnection; reg
     const token = randomUUID();
     const items = (await blocking.eval(TAKE_SCRIPT, 2, list, leases, max, leaseMs, token)) as string[];
     const seen = new Set<string>();
-    return items.flatMap((item) => {
+    const dropped: string[] = [];
+    const taken = items.flatMap((item) => {
       const delivery = decode(item);
+      if (!delivery) dropped.push(`${token}|${item}`);
       if (!delivery || seen.has(item)) return [];
       seen.add(item);
       return [{ delivery, lease: `${token}|${item}` }];
     });
+    // What is not a delivery is dropped for good: its lease ends now, or it would come back.
+    if (dropped.length) await regular.zrem(leases, ...dropped);
+    return taken;
   };
   return {
     leaseMs,

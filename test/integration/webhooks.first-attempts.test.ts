@@ -3,18 +3,15 @@
 // carrying the attempt made. Against the real Redis and the real worker.
 import { expect } from 'chai';
 import { createLogger } from '../../src/shared/logger.js';
-import { select } from '../../src/shared/db/sequelize.js';
+import { execute, select } from '../../src/shared/db/sequelize.js';
 import { producerConnection, workerConnection } from '../../src/shared/queues.js';
 import { startFirstAttempts } from '../../src/webhooks/first-attempts.js';
 import { DeliveryFailedError, firstAttemptsKey, firstAttemptsList, firstAttemptsTaker, type FirstAttemptsTaker } from '../../src/webhooks/webhook.jobs.js';
-import { startWorkers, type RunningWorkers } from '../../workers/index.js';
-import { configWith, eventually, harness, newOrg, type TestOrg } from '../support/harness.js';
-import { receiver, type Receiver } from '../support/receiver.js';
+import { startWorkers } from '../../workers/index.js';
+import { configWith, eventually, harness } from '../support/harness.js';
+import { deliveryWorld, FAST_WEBHOOKS } from '../support/webhooks.js';
 
 const silent = createLogger('silent');
-
-/** Retries in fractions of a second (as webhooks.test.ts's FAST_WEBHOOKS). */
-const FAST_WEBHOOKS = { WEBHOOK_RETRY_SCHEDULE: '0.2,0.3,0.4', WEBHOOK_TIMEOUT_MS: '800', WORKER_STALLED_INTERVAL_MS: '1000', WORKER_LOCK_DURATION_MS: '2000' };
 
 const ref = (n: number) => ({ eventId: `e-${n}`, endpointId: `ep-${n}`, replays: 0 });
 
@@ -115,6 +112,17 @@ describe('webhooks: the first attempts list', function () {
     expect((await t.take(10, 1)).map((x) => x.delivery)).to.deep.equal([ref(1), ref(2)]);
   });
 
+  it('drops what is not a delivery for good: its lease ends with the take', async () => {
+    const { redis } = await harness();
+    await redis.rpush(firstAttemptsKey(prefix), 'not json', '["e", "ep"]');
+    const t = await taker(300);
+    expect(await t.take(5, 0.1)).to.deep.equal([]);
+    expect(await redis.zcard(`${firstAttemptsKey(prefix)}:leased`)).to.equal(0);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await t.take(5, 0.1)).to.deep.equal([]);
+    expect(await redis.llen(firstAttemptsKey(prefix))).to.equal(0);
+  });
+
   it('closes without waiting for a take that blocks, and attempts nothing after', async () => {
     const { config } = await harness();
     const attempted: string[] = [];
@@ -177,30 +185,14 @@ describe('webhooks: the first attempts list', function () {
 
 describe('webhooks: first attempts end to end', function () {
   this.timeout(60_000);
-  let workers: RunningWorkers;
-  let org: TestOrg;
-  let rx: Receiver;
-
-  before(async () => {
-    workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
-  });
-  after(async () => {
-    await workers.close();
-  });
-  beforeEach(async () => {
-    org = await newOrg();
-    rx = await receiver();
-  });
-  afterEach(async () => {
-    await rx.close();
-  });
+  const world = deliveryWorld();
 
   const register = async () => {
-    const res = await (await harness()).http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: rx.url });
+    const res = await (await harness()).http.post('/api/v1/webhooks').set('X-API-Key', world.org.key).send({ endpoint: world.rx.url });
     expect(res.status).to.equal(200);
   };
   const create = async (policyNumber: string) => {
-    const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key).send({ details: { policyNumber } });
+    const res = await (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', world.org.key).send({ details: { policyNumber } });
     expect(res.status).to.equal(200);
   };
   const jobsOf = async (eventId: string) =>
@@ -209,7 +201,7 @@ describe('webhooks: first attempts end to end', function () {
   it('delivers a new event without a job', async () => {
     await register();
     await create('first-1');
-    const [r] = await rx.waitFor(1);
+    const [r] = await world.rx.waitFor(1);
     const eventId = String(r?.headers['webhook-id']);
     expect(await jobsOf(eventId)).to.deep.equal([]);
     const { db } = await harness();
@@ -220,12 +212,12 @@ describe('webhooks: first attempts end to end', function () {
   });
 
   it('runs the whole schedule when every attempt fails: four attempts in all, the last one failing the delivery', async () => {
-    rx.answer((_req, res) => {
+    world.rx.answer((_req, res) => {
       res.writeHead(500).end();
     });
     await register();
     await create('first-3');
-    const received = await rx.waitFor(4, 10_000);
+    const received = await world.rx.waitFor(4, 10_000);
     const eventId = String(received[0]?.headers['webhook-id']);
     const { db, queues } = await harness();
     await eventually('the delivery failed after its last attempt', async () => {
@@ -233,9 +225,9 @@ describe('webhooks: first attempts end to end', function () {
       return row?.status === 'failed' && row.attempts === 4;
     });
     await new Promise((r) => setTimeout(r, 800));
-    expect(rx.received).to.have.length(4);
+    expect(world.rx.received).to.have.length(4);
     // 0.2, 0.3 and 0.4 s apart (the schedule, ±20%, and the way there).
-    const gaps = rx.received.slice(1).map((r, i) => r.at - (rx.received[i]?.at ?? 0));
+    const gaps = world.rx.received.slice(1).map((r, i) => r.at - (world.rx.received[i]?.at ?? 0));
     [200, 300, 400].forEach((ms, i) => expect(gaps[i]).to.be.within(ms * 0.8 - 20, ms * 1.2 + 300));
     const failed = (await queues.webhooks.getFailed()).find((j) => j.data.eventId === eventId);
     expect(failed?.data.made).to.equal(1);
@@ -245,12 +237,12 @@ describe('webhooks: first attempts end to end', function () {
   it('does not attempt from the list a delivery already attempted: its retry keeps its time', async () => {
     const slow = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_RETRY_SCHEDULE: '3,3' }), logger: silent });
     try {
-      rx.answer((_req, res, n) => {
+      world.rx.answer((_req, res, n) => {
         res.writeHead(n === 1 ? 500 : 204).end();
       });
       await register();
       await create('first-4');
-      const [first] = await rx.waitFor(1);
+      const [first] = await world.rx.waitFor(1);
       const eventId = String(first?.headers['webhook-id']);
       const { redis, config, db } = await harness();
       const [delivery] = await select<{ endpoint_id: string }>(db, 'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [eventId]);
@@ -259,21 +251,75 @@ describe('webhooks: first attempts end to end', function () {
       await list.push([{ eventId, endpointId: String(delivery?.endpoint_id), replays: 0 }]);
       await eventually('the list taken', async () => (await list.length()) === 0);
       await new Promise((r) => setTimeout(r, 1000));
-      expect(rx.received).to.have.length(1);
-      await rx.waitFor(2, 6000);
-      expect((rx.received[1]?.at ?? 0) - (first?.at ?? 0)).to.be.at.least(2000);
+      expect(world.rx.received).to.have.length(1);
+      await world.rx.waitFor(2, 6000);
+      expect((world.rx.received[1]?.at ?? 0) - (first?.at ?? 0)).to.be.at.least(2000);
     } finally {
       await slow.close();
     }
   });
 
+  it("counts as due a delivery due within an attempt's time limit (a writer's clock ahead), and not one due later", async () => {
+    await register();
+    await create('first-5');
+    const [first] = await world.rx.waitFor(1);
+    const eventId = String(first?.headers['webhook-id']);
+    const { redis, config, db } = await harness();
+    const list = firstAttemptsList(redis, config.QUEUE_PREFIX);
+    const [delivery] = await select<{ endpoint_id: string }>(db, 'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+    const again = async (aheadMs: number) => {
+      // Pending again, due `aheadMs` from now by the database's clock, and on the list.
+      await execute(db, "UPDATE webhook_deliveries SET status = 'pending', due_at = NOW(3) + INTERVAL $2 MICROSECOND WHERE event_id = $1", [
+        eventId,
+        aheadMs * 1000,
+      ]);
+      await list.push([{ eventId, endpointId: String(delivery?.endpoint_id), replays: 0 }]);
+      await eventually('the list taken', async () => (await list.length()) === 0);
+      await new Promise((r) => setTimeout(r, 600));
+    };
+    // FAST_WEBHOOKS' attempts are limited to 800 ms: due in 400 ms is due.
+    await again(400);
+    expect(world.rx.received).to.have.length(2);
+    // Due in 5 s: its job (or the reconciler) has it, not the list.
+    await again(5000);
+    expect(world.rx.received).to.have.length(2);
+  });
+
+  it('never sends again from the list a delivery that failed for good (only a replay or a Bull Board retry does)', async () => {
+    world.rx.answer((_req, res) => {
+      res.writeHead(410).end();
+    });
+    await register();
+    await create('first-6');
+    const [first] = await world.rx.waitFor(1);
+    const eventId = String(first?.headers['webhook-id']);
+    const { redis, config, db } = await harness();
+    await eventually('the delivery failed', async () => {
+      const [row] = await select<{ status: string }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+      return row?.status === 'failed';
+    });
+    // The endpoint enabled again by hand; a stale copy of the delivery on the list.
+    world.rx.answer((_req, res) => {
+      res.writeHead(204).end();
+    });
+    await execute(db, "UPDATE webhook_endpoints SET status = 'active', disabled_reason = NULL WHERE org_id = $1", [world.org.orgId]);
+    const [delivery] = await select<{ endpoint_id: string }>(db, 'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+    const list = firstAttemptsList(redis, config.QUEUE_PREFIX);
+    await list.push([{ eventId, endpointId: String(delivery?.endpoint_id), replays: 0 }]);
+    await eventually('the list taken', async () => (await list.length()) === 0);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(world.rx.received).to.have.length(1);
+    const [row] = await select<{ status: string }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+    expect(row?.status).to.equal('failed');
+  });
+
   it('goes on from a failed first attempt with a job that counts it: the retry is the second attempt, on the schedule', async () => {
-    rx.answer((_req, res, n) => {
+    world.rx.answer((_req, res, n) => {
       res.writeHead(n === 1 ? 500 : 204).end();
     });
     await register();
     await create('first-2');
-    const received = await rx.waitFor(2, 10_000);
+    const received = await world.rx.waitFor(2, 10_000);
     const eventId = String(received[0]?.headers['webhook-id']);
     // The schedule's first retry (0.2 s, with its jitter) after the first attempt.
     const gap = (received[1]?.at ?? 0) - (received[0]?.at ?? 0);

@@ -9,19 +9,12 @@ import { createLogger } from '../../src/shared/logger.js';
 import { createSequelize, select } from '../../src/shared/db/sequelize.js';
 import type { Resolver } from '../../src/webhooks/ssrf.js';
 import { createWebhookRepository } from '../../src/webhooks/webhook.repository.js';
-import { startWorkers, type RunningWorkers } from '../../workers/index.js';
+import { startWorkers } from '../../workers/index.js';
 import { appWith, configWith, eventually, harness, issueFile, newOrg, PRODUCTION_EXTRAS, type TestOrg } from '../support/harness.js';
 import { receiver, type Receiver, type Received } from '../support/receiver.js';
+import { deliveryWorld, FAST_WEBHOOKS } from '../support/webhooks.js';
 
 const silent = createLogger('silent');
-
-/** Retries in fractions of a second, attempts bounded to under a second. */
-export const FAST_WEBHOOKS = {
-  WEBHOOK_RETRY_SCHEDULE: '0.2,0.3,0.4',
-  WEBHOOK_TIMEOUT_MS: '800',
-  WORKER_STALLED_INTERVAL_MS: '1000',
-  WORKER_LOCK_DURATION_MS: '2000',
-};
 
 async function register(org: TestOrg, endpoint: unknown) {
   return (await harness()).http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint });
@@ -249,22 +242,11 @@ describe('webhooks: the SSRF guard at registration', () => {
 
 describe('webhooks: delivery', function () {
   this.timeout(60_000);
-  let workers: RunningWorkers;
+  const world = deliveryWorld();
   let org: TestOrg;
   let rx: Receiver;
-
-  before(async () => {
-    workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
-  });
-  after(async () => {
-    await workers.close();
-  });
-  beforeEach(async () => {
-    org = await newOrg();
-    rx = await receiver();
-  });
-  afterEach(async () => {
-    await rx.close();
+  beforeEach(() => {
+    ({ org, rx } = world);
   });
 
   it('delivers guarantee.created, signed per Standard Webhooks, with the v2 guarantee as data, and records the attempt', async () => {
@@ -450,7 +432,7 @@ describe('webhooks: delivery', function () {
       res.writeHead(500).end();
     });
     const strict = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_DISABLE_AFTER_SECONDS: '1' }), logger: silent });
-    await workers.close();
+    await world.workers.close();
     try {
       const { http } = await harness();
       const viewOf = async () =>
@@ -478,14 +460,14 @@ describe('webhooks: delivery', function () {
       expect(Date.parse(view.failingSince as string)).to.be.lessThan(Date.now() - 1000);
     } finally {
       await strict.close();
-      workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
+      world.workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
     }
   });
 
   it('does not disable an endpoint for failing too long when a success came after its failing_since (a success racing a failure)', async () => {
     const { id } = await registered(org, rx.url);
     const strict = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_DISABLE_AFTER_SECONDS: '3' }), logger: silent });
-    await workers.close();
+    await world.workers.close();
     try {
       await createGuarantee(org, 'raced-ok');
       await rx.waitFor(1);
@@ -504,7 +486,7 @@ describe('webhooks: delivery', function () {
       expect(Date.parse(view.failingSince)).to.be.greaterThan(Date.now() - 60_000); // failing from the first failure after the success
     } finally {
       await strict.close();
-      workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
+      world.workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
     }
   });
 
@@ -561,7 +543,7 @@ describe('webhooks: delivery', function () {
         logger: silent,
       });
       // The shared worker above stops taking jobs meanwhile; this one's bound applies.
-      await workers.close();
+      await world.workers.close();
       try {
         const n = 12;
         for (let i = 0; i < n; i++) await createGuarantee(org, `burst-${i}`);
@@ -573,7 +555,7 @@ describe('webhooks: delivery', function () {
         expect((slow.received[n - 1] as Received).at - fastDone).to.be.greaterThan(1000);
       } finally {
         await bounded.close();
-        workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
+        world.workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
       }
     } finally {
       await slow.close();

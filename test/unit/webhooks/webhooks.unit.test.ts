@@ -235,6 +235,18 @@ describe("webhooks: the per-endpoint bound follows the endpoint's speed", () => 
     expect(slots.usage('a')).to.include({ inFlight: 2, bound: 2 });
   });
 
+  it('is not fast any more after a second without an answer (a receiver that hangs)', async () => {
+    let clock = 0;
+    const slots = createEndpointSlots(2, 0, speed, () => clock);
+    slots.release('a', 10);
+    expect(await fill(slots, 'a')).to.equal(4);
+    // Four requests in flight, none answering: a second on, new ones get the bound.
+    clock = 1001;
+    expect(slots.usage('a')).to.include({ bound: 2 });
+    slots.release('a', 12); // an answer at last, fast: fast again
+    expect(slots.usage('a')).to.include({ inFlight: 3, bound: 4 });
+  });
+
   it('hands the slots an endpoint gains to the deliveries waiting for it, in order', async () => {
     const slots = createEndpointSlots(1, 1000, speed);
     await slots.acquire('a');
