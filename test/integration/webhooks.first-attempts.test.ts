@@ -198,6 +198,16 @@ describe('webhooks: first attempts end to end', function () {
   const jobsOf = async (eventId: string) =>
     (await (await harness()).queues.webhooks.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.eventId === eventId);
 
+  /** A copy of the event's delivery put on the list (as after a lease ran out), taken, and given time to be attempted. */
+  const copyOnList = async (eventId: string) => {
+    const { redis, config, db } = await harness();
+    const [delivery] = await select<{ endpoint_id: string }>(db, 'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+    const list = firstAttemptsList(redis, config.QUEUE_PREFIX);
+    await list.push([{ eventId, endpointId: String(delivery?.endpoint_id), replays: 0 }]);
+    await eventually('the list taken', async () => (await list.length()) === 0);
+    await new Promise((r) => setTimeout(r, 600));
+  };
+
   it('delivers a new event without a job', async () => {
     await register();
     await create('first-1');
@@ -244,13 +254,8 @@ describe('webhooks: first attempts end to end', function () {
       await create('first-4');
       const [first] = await world.rx.waitFor(1);
       const eventId = String(first?.headers['webhook-id']);
-      const { redis, config, db } = await harness();
-      const [delivery] = await select<{ endpoint_id: string }>(db, 'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [eventId]);
-      // The delivery comes back on the list (as after a lease ran out) while its retry waits 3 s.
-      const list = firstAttemptsList(redis, config.QUEUE_PREFIX);
-      await list.push([{ eventId, endpointId: String(delivery?.endpoint_id), replays: 0 }]);
-      await eventually('the list taken', async () => (await list.length()) === 0);
-      await new Promise((r) => setTimeout(r, 1000));
+      // The delivery comes back on the list while its retry waits 3 s.
+      await copyOnList(eventId);
       expect(world.rx.received).to.have.length(1);
       await world.rx.waitFor(2, 6000);
       expect((world.rx.received[1]?.at ?? 0) - (first?.at ?? 0)).to.be.at.least(2000);
@@ -264,18 +269,14 @@ describe('webhooks: first attempts end to end', function () {
     await create('first-5');
     const [first] = await world.rx.waitFor(1);
     const eventId = String(first?.headers['webhook-id']);
-    const { redis, config, db } = await harness();
-    const list = firstAttemptsList(redis, config.QUEUE_PREFIX);
-    const [delivery] = await select<{ endpoint_id: string }>(db, 'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+    const { db } = await harness();
     const again = async (aheadMs: number) => {
       // Pending again, due `aheadMs` from now by the database's clock, and on the list.
       await execute(db, "UPDATE webhook_deliveries SET status = 'pending', due_at = NOW(3) + INTERVAL $2 MICROSECOND WHERE event_id = $1", [
         eventId,
         aheadMs * 1000,
       ]);
-      await list.push([{ eventId, endpointId: String(delivery?.endpoint_id), replays: 0 }]);
-      await eventually('the list taken', async () => (await list.length()) === 0);
-      await new Promise((r) => setTimeout(r, 600));
+      await copyOnList(eventId);
     };
     // FAST_WEBHOOKS' attempts are limited to 800 ms: due in 400 ms is due.
     await again(400);
@@ -293,7 +294,7 @@ describe('webhooks: first attempts end to end', function () {
     await create('first-6');
     const [first] = await world.rx.waitFor(1);
     const eventId = String(first?.headers['webhook-id']);
-    const { redis, config, db } = await harness();
+    const { db } = await harness();
     await eventually('the delivery failed', async () => {
       const [row] = await select<{ status: string }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1', [eventId]);
       return row?.status === 'failed';
@@ -303,11 +304,7 @@ describe('webhooks: first attempts end to end', function () {
       res.writeHead(204).end();
     });
     await execute(db, "UPDATE webhook_endpoints SET status = 'active', disabled_reason = NULL WHERE org_id = $1", [world.org.orgId]);
-    const [delivery] = await select<{ endpoint_id: string }>(db, 'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [eventId]);
-    const list = firstAttemptsList(redis, config.QUEUE_PREFIX);
-    await list.push([{ eventId, endpointId: String(delivery?.endpoint_id), replays: 0 }]);
-    await eventually('the list taken', async () => (await list.length()) === 0);
-    await new Promise((r) => setTimeout(r, 600));
+    await copyOnList(eventId);
     expect(world.rx.received).to.have.length(1);
     const [row] = await select<{ status: string }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1', [eventId]);
     expect(row?.status).to.equal('failed');
