@@ -13,6 +13,7 @@ const OWNERS: Record<string, string> = {
   api_keys: 'src/orgs/',
   guarantees: 'src/guarantees/',
   guarantee_docs: 'src/guarantees/',
+  guarantee_amendments: 'src/guarantees/',
   files: 'src/files/',
   trusted_lists: 'src/files/trust/',
   trust_services: 'src/files/trust/',

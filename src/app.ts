@@ -5,6 +5,7 @@ import type { Config } from '../config/index.js';
 import type { WebServices } from './composition.js';
 import { registerFileRoutes } from './files/file.routes.js';
 import { registerStorageEventRoutes, STORAGE_EVENTS_PATH } from './files/storage-events.routes.js';
+import { registerAmendmentRoutes } from './guarantees/amendment.routes.js';
 import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { registerNotarizationRoutes } from './notarization/notarization.routes.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -40,7 +41,7 @@ export type RegistryApp = Koa & { routes: readonly string[] };
 export function createApp(deps: AppDeps): RegistryApp {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
-  const { orgs, guarantees, proofs, verifications, webhooks, files } = deps.services;
+  const { orgs, guarantees, amendments, proofs, verifications, webhooks, files } = deps.services;
 
   // Behind a router, the client's address is the last X-Forwarded-For hop, the one the router
   // appended: the hops before it are whatever the client sent.
@@ -79,6 +80,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   const router = new Router<AuthState>({ sensitive: true });
   registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: () => buildOpenApiDocument(config.PUBLIC_BASE_URL) });
   registerGuaranteeRoutes(router, guarantees);
+  registerAmendmentRoutes(router, amendments);
   registerNotarizationRoutes(router, guarantees, proofs);
   registerVerificationRoutes(router, { verifications, guarantees });
   registerVerifyPage(router);

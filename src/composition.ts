@@ -17,6 +17,8 @@ import { createTrustRepository } from './files/trust/trust.repository.js';
 import { createTrustSource } from './files/trust/trust.source.js';
 import { MAX_ENVELOPE_BYTES } from './files/p7m/p7m.limits.js';
 import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
+import { createAmendmentRepository } from './guarantees/amendment.repository.js';
+import { createAmendmentService } from './guarantees/amendment.service.js';
 import { createGuaranteeService } from './guarantees/guarantee.service.js';
 import type { Anchor } from './notarization/anchor.js';
 import { createAnchorKeys } from './notarization/anchor-keys.js';
@@ -147,6 +149,7 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
       idempotency: repos.idempotency,
       outbox: events.outbox,
     }),
+    amendments: createAmendmentService({ repo: createAmendmentRepository(core.db), files: fileRepo, outbox: events.outbox }),
     proofs,
     verifications: createVerificationService({
       guarantees: repos.guarantees,

@@ -6,6 +6,7 @@ import { FILE_STATUSES } from './files/file.repository.js';
 import { notarizationProof, pendingProof } from './notarization/proof.js';
 import { issuerVerificationView, verificationRequest, verificationResult } from './verification/verification.schemas.js';
 import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
+import { amendmentList, amendmentView, createAmendment, stateView } from './guarantees/amendment.schemas.js';
 import { createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery } from './guarantees/guarantee.schemas.js';
 import {
   attemptList,
@@ -172,6 +173,47 @@ const paths: ZodOpenApiPathsObject = {
       requestParams: { path: idParam },
       responses: {
         200: { description: 'The proof, or PENDING.', content: { 'application/json': { schema: z.union([notarizationProof, pendingProof]) } } },
+        404: errorResponse('No such guarantee in this organization.'),
+        ...commonErrors,
+      },
+    },
+  },
+  '/api/v2/guarantees/{id}/amendments': {
+    post: {
+      summary: 'Record an amendment (extension, amount change, partial release, release, claim, claim settled or rejected, cancellation)',
+      description:
+        "Appends an amendment to the guarantee's chain; the registration itself never changes. seq is 1, 2, 3... per guarantee without gaps, however many race. 409 when the type's rule does not hold for the current state (nothing after RELEASE or CANCELLATION; one open claim at a time; CLAIM_SETTLED/CLAIM_REJECTED only with an open claim; CLAIM at most the current amount; PARTIAL_RELEASE strictly lower; EXTENSION strictly later) or when expectedSeq is not the last seq. Emits guarantee.amended `{amendment, state}`.",
+      tags: ['Guarantees'],
+      requestParams: { path: idParam },
+      requestBody: { content: { 'application/json': { schema: createAmendment } } },
+      responses: {
+        200: { description: 'The amendment recorded.', content: { 'application/json': { schema: amendmentView } } },
+        400: errorResponse('A missing, malformed or foreign field, or a bad doc key.'),
+        404: errorResponse('No such guarantee in this organization.'),
+        409: errorResponse("The type's rule does not hold for the current state, or expectedSeq is stale; nothing recorded."),
+        ...commonErrors,
+      },
+    },
+    get: {
+      summary: "The guarantee's amendments",
+      description: 'Oldest first.',
+      tags: ['Guarantees'],
+      requestParams: { path: idParam },
+      responses: {
+        200: { description: 'The amendments.', content: { 'application/json': { schema: amendmentList } } },
+        404: errorResponse('No such guarantee in this organization.'),
+        ...commonErrors,
+      },
+    },
+  },
+  '/api/v2/guarantees/{id}/state': {
+    get: {
+      summary: 'What the guarantee covers now',
+      description: 'Folded from the registration and its amendments: status, current amount and expiry, the open claim and its due date, the last seq.',
+      tags: ['Guarantees'],
+      requestParams: { path: idParam },
+      responses: {
+        200: { description: 'The state.', content: { 'application/json': { schema: stateView } } },
         404: errorResponse('No such guarantee in this organization.'),
         ...commonErrors,
       },
@@ -406,6 +448,9 @@ const OPERATION_IDS: Record<string, string> = {
   'post /api/v2/guarantees': 'createGuaranteeV2',
   'get /api/v2/guarantees/{id}': 'getGuaranteeV2',
   'get /api/v2/guarantees/{id}/proof': 'getGuaranteeProof',
+  'post /api/v2/guarantees/{id}/amendments': 'amendGuarantee',
+  'get /api/v2/guarantees/{id}/amendments': 'listGuaranteeAmendments',
+  'get /api/v2/guarantees/{id}/state': 'getGuaranteeState',
   'get /api/v1/webhooks': 'listWebhooks',
   'post /api/v1/webhooks': 'registerWebhook',
   'get /api/v1/webhooks/{id}': 'getWebhook',

@@ -46,7 +46,7 @@ const docV1Input = z.strictObject({
   checksum: ignored('SHA-256 of the stored file, computed by the scan.'),
 });
 
-const docV2Input = docV1Input.extend({
+export const docV2Input = docV1Input.extend({
   originalFileName: text().optional().meta({ description: 'Defaults to the fileName given when the upload URL was requested.' }),
   notarizedAt: ignored('Set when the record is notarized.'),
 });
@@ -59,7 +59,7 @@ const serverFields = {
   notarizationStatus: ignored('Notarization status.'),
 };
 
-function docsOf<D extends z.ZodType<{ key: string }>>(doc: D) {
+export function docsOf<D extends z.ZodType<{ key: string }>>(doc: D) {
   return z
     .array(doc, { error: 'must be an array' })
     .max(MAX_DOCS, `must hold at most ${MAX_DOCS} documents`)

@@ -6,15 +6,15 @@
 import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { ER_DUP_ENTRY, mysqlErrno, type Statement } from '../shared/db/sequelize.js';
-import { ConflictError, NotFoundError, ValidationError, type FieldProblem } from '../shared/errors.js';
+import { ConflictError, NotFoundError } from '../shared/errors.js';
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
-import { REJECTED_FILE_STATUSES as REJECTED_STATUSES, type FileStatus } from '../files/file.statuses.js';
 import { UUID_PATTERN } from '../shared/validation.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import type { FileRepository } from '../files/file.repository.js';
 import type { OrgRepository } from '../orgs/org.repository.js';
 import { REGISTRATION, uuidAt, type GuaranteeRepository } from './guarantee.repository.js';
 import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
+import { resolveDocs } from './docs.js';
 import { toV2 } from './guarantee.serializer.js';
 import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
 
@@ -27,7 +27,6 @@ const UUID = new RegExp(`^${UUID_PATTERN}$`);
 const LATE = { id: `late-id-${randomBytes(16).toString('hex')}`, createdAt: `late-at-${randomBytes(16).toString('hex')}` };
 
 /** Files in these states can never be attached: their content is unsafe or unknown. */
-const REJECTED_FILE_STATUSES = new Set<FileStatus>(REJECTED_STATUSES);
 
 /** Turns a validated v1 or v2 body into the domain's normalized form (absent and null alike). */
 export function normalize(input: CreateGuaranteeV1 | CreateGuaranteeV2): NewGuarantee {
@@ -101,29 +100,6 @@ export function createGuaranteeService(deps: {
   const { repo, registry, files: fileRepo, idempotency, outbox } = deps;
   const now = deps.now ?? (() => new Date());
 
-  /** Checks docs[].key and fills originalFileName; returns each key's checksum (null until scanned). */
-  async function resolveDocs(orgId: string, g: NewGuarantee): Promise<Map<string, string | null>> {
-    const files = new Map(
-      (
-        await fileRepo.forDocs(
-          orgId,
-          g.docs.map((d) => d.key),
-        )
-      ).map((f) => [f.key, f]),
-    );
-    const problems: FieldProblem[] = [];
-    g.docs.forEach((doc, i) => {
-      const file = files.get(doc.key);
-      if (!file) problems.push({ pointer: `#/docs/${i}/key`, detail: 'is not a file key issued to this organization' });
-      else if (REJECTED_FILE_STATUSES.has(file.status)) problems.push({ pointer: `#/docs/${i}/key`, detail: `names a file whose status is ${file.status}` });
-      else doc.originalFileName ??= file.originalFileName;
-    });
-    if (problems.length) {
-      throw new ValidationError(`Invalid docs: ${problems.map((p) => `${p.pointer.slice(2)} ${p.detail}`).join('; ')}`, problems);
-    }
-    return new Map([...files.values()].map((f) => [f.key, f.checksum]));
-  }
-
   /** The existing record for a transactionId when the request repeats it exactly; 409 when it differs. */
   async function existingForTransaction(orgId: string, transactionId: string, hash: Buffer): Promise<GuaranteeRecord | undefined> {
     const existing = await repo.findByTransactionId(orgId, transactionId);
@@ -186,7 +162,7 @@ export function createGuaranteeService(deps: {
       const existing = await existingForTransaction(orgId, g.transactionId, hash);
       if (existing) return { status: 200, body: opts.respond(existing), created: false };
     }
-    const checksums = await resolveDocs(orgId, g);
+    const checksums = await resolveDocs(fileRepo, orgId, g.docs);
     try {
       if (!claim) return { status: 200, body: opts.respond(await registerInOneRoundTrip(orgId, g, hash, checksums)), created: true };
       return await repo.transaction(async (t) => {

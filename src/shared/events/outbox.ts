@@ -8,7 +8,14 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Statement, Transaction } from '../db/sequelize.js';
 
-export const EVENT_TYPES = ['guarantee.created', 'file.status.changed', 'guarantee.notarized', 'guarantee.notarization_blocked', 'guarantee.verified'] as const;
+export const EVENT_TYPES = [
+  'guarantee.created',
+  'file.status.changed',
+  'guarantee.notarized',
+  'guarantee.notarization_blocked',
+  'guarantee.verified',
+  'guarantee.amended',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** An event as stored: its body is what consumers send, byte for byte. */

@@ -13,6 +13,7 @@ import { migration as publicVerification } from './0010-public-verification.js';
 import { migration as verificationKey } from './0011-verification-key.js';
 import { migration as verificationWrites } from './0012-verification-writes.js';
 import { migration as trustedLists } from './0013-trusted-lists.js';
+import { migration as amendments } from './0014-amendments.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -36,4 +37,5 @@ export const migrations: Migration[] = [
   verificationKey,
   verificationWrites,
   trustedLists,
+  amendments,
 ];

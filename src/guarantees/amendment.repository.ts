@@ -1,0 +1,111 @@
+// guarantee_amendments: a guarantee's amendments, appended under the guarantee's row lock (so
+// that seq is dense however many race), and read in seq order.
+import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import type { Amendment, AmendmentDoc, AmendmentType, Issued } from './amendments.js';
+
+interface Row {
+  id: string;
+  guarantee_id: string;
+  seq: number;
+  type: AmendmentType;
+  effective_at: Date;
+  expires_at: Date | null;
+  garanted_amount: string | null;
+  claimed_amount: string | null;
+  paid_amount: string | null;
+  reason: string | null;
+  docs: string;
+  created_at: Date;
+  notarization_status: 'PENDING' | 'COMPLETE';
+  tx_hash: string | null;
+}
+
+const COLUMNS =
+  'id, guarantee_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, docs, created_at, notarization_status, tx_hash';
+
+const num = (v: string | null) => (v === null ? null : Number(v));
+
+function toAmendment(r: Row): Amendment {
+  return {
+    id: r.id,
+    guaranteeId: r.guarantee_id,
+    seq: Number(r.seq),
+    type: r.type,
+    effectiveAt: r.effective_at,
+    expiresAt: r.expires_at,
+    garantedAmount: num(r.garanted_amount),
+    claimedAmount: num(r.claimed_amount),
+    paidAmount: num(r.paid_amount),
+    reason: r.reason,
+    docs: JSON.parse(r.docs) as AmendmentDoc[],
+    createdAt: r.created_at,
+    notarizationStatus: r.notarization_status,
+    txHash: r.tx_hash,
+  };
+}
+
+interface IssuedRow {
+  garanted_amount: string | null;
+  expires_at: Date | null;
+  is_automatic_renewal: number | null;
+}
+
+const toIssued = (r: IssuedRow): Issued => ({
+  garantedAmount: num(r.garanted_amount),
+  expiresAt: r.expires_at,
+  isAutomaticRenewal: r.is_automatic_renewal === null ? null : r.is_automatic_renewal === 1,
+});
+
+const ISSUED_SQL = 'SELECT garanted_amount, expires_at, is_automatic_renewal FROM guarantees WHERE id = $1 AND org_id = $2';
+
+export function createAmendmentRepository(db: Sequelize) {
+  return {
+    transaction<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
+      return db.transaction(work);
+    },
+
+    /** What the organization's guarantee was registered with, its row locked until `t` ends; undefined if it has no such guarantee. */
+    async lockIssued(orgId: string, guaranteeId: string, t: Transaction): Promise<Issued | undefined> {
+      const [row] = await select<IssuedRow>(db, `${ISSUED_SQL} FOR UPDATE`, [guaranteeId, orgId], t);
+      return row && toIssued(row);
+    },
+
+    /** The same, unlocked. */
+    async issued(orgId: string, guaranteeId: string): Promise<Issued | undefined> {
+      const [row] = await select<IssuedRow>(db, ISSUED_SQL, [guaranteeId, orgId]);
+      return row && toIssued(row);
+    },
+
+    /** The guarantee's amendments, oldest first. */
+    async list(guaranteeId: string, t?: Transaction): Promise<Amendment[]> {
+      const rows = await select<Row>(db, `SELECT ${COLUMNS} FROM guarantee_amendments WHERE guarantee_id = $1 ORDER BY seq`, [guaranteeId], t);
+      return rows.map(toAmendment);
+    },
+
+    async insert(orgId: string, a: Amendment, t: Transaction): Promise<void> {
+      await execute(
+        db,
+        `INSERT INTO guarantee_amendments (id, guarantee_id, org_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, docs, created_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+        [
+          a.id,
+          a.guaranteeId,
+          orgId,
+          a.seq,
+          a.type,
+          a.effectiveAt,
+          a.expiresAt,
+          a.garantedAmount,
+          a.claimedAmount,
+          a.paidAmount,
+          a.reason,
+          JSON.stringify(a.docs),
+          a.createdAt,
+        ],
+        t,
+      );
+    },
+  };
+}
+
+export type AmendmentRepository = ReturnType<typeof createAmendmentRepository>;

@@ -1,0 +1,25 @@
+// The amendments endpoints (CONTRACT "Lifecycle"): record one, list them, and the state they
+// fold to. Thin: parse, call the service, answer.
+import type { Router } from '@koa/router';
+import { readJsonObject } from '../shared/http/body.js';
+import { parseOrThrow } from '../shared/validation.js';
+import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
+import { createAmendment } from './amendment.schemas.js';
+import { toAmendmentView, toStateView } from './amendment.serializer.js';
+import { toNewAmendment, type AmendmentService } from './amendment.service.js';
+
+export function registerAmendmentRoutes(router: Router<AuthState>, service: AmendmentService): void {
+  router.post('/api/v2/guarantees/:id/amendments', async (ctx) => {
+    const input = toNewAmendment(parseOrThrow(createAmendment, await readJsonObject(ctx), 'amendment'));
+    const { amendment } = await service.add(orgIdOf(ctx.state), ctx.params.id ?? '', input);
+    ctx.body = toAmendmentView(amendment);
+  });
+
+  router.get('/api/v2/guarantees/:id/amendments', async (ctx) => {
+    ctx.body = { amendments: (await service.list(orgIdOf(ctx.state), ctx.params.id ?? '')).map(toAmendmentView) };
+  });
+
+  router.get('/api/v2/guarantees/:id/state', async (ctx) => {
+    ctx.body = toStateView(await service.state(orgIdOf(ctx.state), ctx.params.id ?? ''));
+  });
+}

@@ -1,0 +1,85 @@
+// Request and response schemas of the amendments endpoints (CONTRACT "Lifecycle"). One object
+// per type, each with its own fields only: a field of another type is a 400, as is a missing
+// or malformed one. What depends on the guarantee's state (a later expiry, a lower amount, an
+// open claim) is the service's, a 409.
+import { z } from 'zod';
+import { dateTime, money, text } from '../shared/validation.js';
+import { AMENDMENT_TYPES, GUARANTEE_STATUSES } from './amendments.js';
+import { docsOf, docV2Input } from './guarantee.schemas.js';
+
+export const MAX_REASON = 1000;
+
+const positive = money.refine((n) => n > 0, 'must be > 0');
+
+const common = {
+  effectiveAt: dateTime.meta({ description: 'When the amendment takes effect (RFC 3339 with an offset).' }),
+  reason: text(MAX_REASON).nullable().optional(),
+  docs: docsOf(docV2Input),
+  expectedSeq: z
+    .number({ error: 'must be a whole number >= 0' })
+    .int('must be a whole number >= 0')
+    .min(0, 'must be a whole number >= 0')
+    .optional()
+    .meta({ description: 'The seq of the last amendment the client saw (0 for none): if another came since, a 409 and nothing recorded.' }),
+};
+
+const of = <T extends (typeof AMENDMENT_TYPES)[number], F extends z.ZodRawShape>(type: T, fields: F, description: string) =>
+  z.strictObject({ type: z.literal(type), ...fields, ...common }).meta({ id: `Amendment${type}`, description });
+
+export const createAmendment = z
+  .discriminatedUnion(
+    'type',
+    [
+      of('EXTENSION', { expiresAt: dateTime }, 'The term extended: expiresAt later than the current expiry.'),
+      of('AMOUNT_CHANGE', { garantedAmount: positive }, 'The amount changed to garantedAmount (> 0).'),
+      of('PARTIAL_RELEASE', { garantedAmount: money }, 'Part released (art. 117 c.8): the amount becomes garantedAmount, lower than the current one.'),
+      of('RELEASE', {}, 'Released: nothing may follow.'),
+      of('CLAIM', { claimedAmount: positive }, 'The beneficiary claims claimedAmount (> 0, at most the current amount); one claim open at a time.'),
+      of('CLAIM_SETTLED', { paidAmount: money }, 'The open claim paid: the amount is lowered by paidAmount (not below 0).'),
+      of('CLAIM_REJECTED', {}, 'The open claim rejected.'),
+      of('CANCELLATION', {}, 'Cancelled: nothing may follow.'),
+    ],
+    { error: `type must be one of ${AMENDMENT_TYPES.join(', ')}` },
+  )
+  .meta({ id: 'CreateAmendment', description: 'An amendment to record. Unknown fields, and fields of another type, are a 400.' });
+
+export type CreateAmendment = z.output<typeof createAmendment>;
+
+const isoDate = z.string().meta({ description: 'RFC 3339 date-time (UTC).' });
+
+const docView = z.object({ type: z.string().nullable(), key: z.string(), originalFileName: z.string().nullable(), checksum: z.string().nullable() });
+
+export const amendmentView = z
+  .object({
+    id: z.string(),
+    guaranteeId: z.string(),
+    seq: z.number().int().meta({ description: '1, 2, 3... per guarantee, without gaps.' }),
+    type: z.enum(AMENDMENT_TYPES),
+    effectiveAt: isoDate,
+    expiresAt: isoDate.optional(),
+    garantedAmount: z.number().optional(),
+    claimedAmount: z.number().optional(),
+    paidAmount: z.number().optional(),
+    reason: z.string().nullable(),
+    docs: z.array(docView),
+    createdAt: isoDate,
+    notarizationStatus: z.enum(['PENDING', 'COMPLETE']),
+    txHash: z.string().nullable(),
+  })
+  .meta({ id: 'Amendment' });
+
+export const amendmentList = z.object({ amendments: z.array(amendmentView) }).meta({ id: 'AmendmentList' });
+
+export const stateView = z
+  .object({
+    status: z.enum(GUARANTEE_STATUSES).meta({
+      description:
+        'The first that applies: CANCELLED, RELEASED, CLAIMED (a claim is open), EXPIRED (expiresAt passed, no automatic renewal), PARTIALLY_RELEASED (a partial release was ever recorded), ACTIVE.',
+    }),
+    garantedAmount: z.number().nullable(),
+    expiresAt: isoDate.nullable(),
+    openClaim: z.object({ seq: z.number().int(), claimedAmount: z.number(), effectiveAt: isoDate }).nullable(),
+    claimDueAt: isoDate.nullable().meta({ description: "15 × 24 h after the open claim's effectiveAt (the payment term of art. 117 c.7), else null." }),
+    lastSeq: z.number().int().meta({ description: 'The seq of the last amendment (0 for none): the expectedSeq of the next.' }),
+  })
+  .meta({ id: 'GuaranteeState' });

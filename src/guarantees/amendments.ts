@@ -1,0 +1,190 @@
+// A guarantee's life after its registration (CONTRACT "Lifecycle: amendments, releases,
+// claims"): the amendments, what each may do given the state before it, and the state folded
+// from them. Pure: the service reads and writes, this decides.
+import type { NewDoc } from './guarantee.types.js';
+
+export const AMENDMENT_TYPES = [
+  'EXTENSION',
+  'AMOUNT_CHANGE',
+  'PARTIAL_RELEASE',
+  'RELEASE',
+  'CLAIM',
+  'CLAIM_SETTLED',
+  'CLAIM_REJECTED',
+  'CANCELLATION',
+] as const;
+export type AmendmentType = (typeof AMENDMENT_TYPES)[number];
+
+export const GUARANTEE_STATUSES = ['ACTIVE', 'PARTIALLY_RELEASED', 'EXPIRED', 'CLAIMED', 'RELEASED', 'CANCELLED'] as const;
+export type GuaranteeStatus = (typeof GUARANTEE_STATUSES)[number];
+
+/** The payment term of a claim (art. 117 c.7 D.Lgs. 36/2023): 15 days of 24 h from its effectiveAt. */
+export const CLAIM_TERM_MS = 15 * 24 * 3600 * 1000;
+
+/** What a client asks to record; only its type's own fields are set. */
+export interface NewAmendment {
+  type: AmendmentType;
+  effectiveAt: Date;
+  /** EXTENSION: the new expiry. */
+  expiresAt: Date | null;
+  /** AMOUNT_CHANGE and PARTIAL_RELEASE: the new amount. */
+  garantedAmount: number | null;
+  /** CLAIM. */
+  claimedAmount: number | null;
+  /** CLAIM_SETTLED. */
+  paidAmount: number | null;
+  reason: string | null;
+  docs: NewDoc[];
+}
+
+export interface AmendmentDoc extends NewDoc {
+  checksum: string | null;
+}
+
+export interface Amendment extends NewAmendment {
+  id: string;
+  guaranteeId: string;
+  seq: number;
+  docs: AmendmentDoc[];
+  createdAt: Date;
+  notarizationStatus: 'PENDING' | 'COMPLETE';
+  txHash: string | null;
+}
+
+/** What the registration says, the start of the fold. */
+export interface Issued {
+  garantedAmount: number | null;
+  expiresAt: Date | null;
+  isAutomaticRenewal: boolean | null;
+}
+
+export interface OpenClaim {
+  seq: number;
+  claimedAmount: number;
+  effectiveAt: Date;
+}
+
+/** What a guarantee covers after its amendments (GET .../state). */
+export interface GuaranteeState {
+  status: GuaranteeStatus;
+  garantedAmount: number | null;
+  expiresAt: Date | null;
+  openClaim: OpenClaim | null;
+  claimDueAt: Date | null;
+  lastSeq: number;
+}
+
+/** The fold's running state: the state's inputs, without the clock. */
+interface Folded {
+  garantedAmount: number | null;
+  expiresAt: Date | null;
+  openClaim: OpenClaim | null;
+  ended: 'RELEASED' | 'CANCELLED' | null;
+  partiallyReleased: boolean;
+  lastSeq: number;
+}
+
+const start = (issued: Issued): Folded => ({
+  garantedAmount: issued.garantedAmount,
+  expiresAt: issued.expiresAt,
+  openClaim: null,
+  ended: null,
+  partiallyReleased: false,
+  lastSeq: 0,
+});
+
+/** Cents, so that amounts of two decimals compare and subtract exactly. */
+const cents = (n: number) => Math.round(n * 100);
+
+/** Why `a` may not follow `f` (a 409), or undefined. */
+function refusal(f: Folded, a: NewAmendment): string | undefined {
+  if (f.ended === 'RELEASED') return 'The guarantee was released: nothing may follow a RELEASE.';
+  if (f.ended === 'CANCELLED') return 'The guarantee was cancelled: nothing may follow a CANCELLATION.';
+  switch (a.type) {
+    case 'EXTENSION':
+      if (f.expiresAt && a.expiresAt && a.expiresAt <= f.expiresAt) return `expiresAt must be later than the current expiry, ${f.expiresAt.toISOString()}.`;
+      return undefined;
+    case 'PARTIAL_RELEASE':
+      if (f.garantedAmount === null) return 'The guarantee has no amount to release part of.';
+      if (a.garantedAmount !== null && cents(a.garantedAmount) >= cents(f.garantedAmount))
+        return `garantedAmount must be lower than the current amount, ${f.garantedAmount}.`;
+      return undefined;
+    case 'CLAIM':
+      if (f.openClaim) return `A claim is open already (amendment ${f.openClaim.seq}): one at a time.`;
+      if (f.garantedAmount === null) return 'The guarantee has no amount to claim against.';
+      if (a.claimedAmount !== null && cents(a.claimedAmount) > cents(f.garantedAmount))
+        return `claimedAmount must be at most the current amount, ${f.garantedAmount}.`;
+      return undefined;
+    case 'CLAIM_SETTLED':
+    case 'CLAIM_REJECTED':
+      if (!f.openClaim) return `${a.type} needs an open claim, and there is none.`;
+      return undefined;
+    case 'AMOUNT_CHANGE':
+    case 'RELEASE':
+    case 'CANCELLATION':
+      return undefined;
+  }
+}
+
+/** `f` after `a` (which must have been accepted), as amendment `seq`. */
+function apply(f: Folded, a: NewAmendment, seq: number): Folded {
+  const next = { ...f, lastSeq: seq };
+  switch (a.type) {
+    case 'EXTENSION':
+      return { ...next, expiresAt: a.expiresAt };
+    case 'AMOUNT_CHANGE':
+      return { ...next, garantedAmount: a.garantedAmount };
+    case 'PARTIAL_RELEASE':
+      return { ...next, garantedAmount: a.garantedAmount, partiallyReleased: true };
+    case 'RELEASE':
+      return { ...next, ended: 'RELEASED' };
+    case 'CANCELLATION':
+      return { ...next, ended: 'CANCELLED' };
+    case 'CLAIM':
+      return { ...next, openClaim: { seq, claimedAmount: a.claimedAmount ?? 0, effectiveAt: a.effectiveAt } };
+    case 'CLAIM_SETTLED': {
+      const amount = f.garantedAmount === null ? null : Math.max(0, cents(f.garantedAmount) - cents(a.paidAmount ?? 0)) / 100;
+      return { ...next, garantedAmount: amount, openClaim: null };
+    }
+    case 'CLAIM_REJECTED':
+      return { ...next, openClaim: null };
+  }
+}
+
+function fold(issued: Issued, amendments: readonly Amendment[]): Folded {
+  return amendments.reduce((f, a) => apply(f, a, a.seq), start(issued));
+}
+
+function stateOf(f: Folded, issued: Issued, now: Date): GuaranteeState {
+  const expired = f.expiresAt !== null && f.expiresAt <= now && issued.isAutomaticRenewal !== true;
+  const status: GuaranteeStatus =
+    f.ended === 'CANCELLED'
+      ? 'CANCELLED'
+      : f.ended === 'RELEASED'
+        ? 'RELEASED'
+        : f.openClaim
+          ? 'CLAIMED'
+          : expired
+            ? 'EXPIRED'
+            : f.partiallyReleased
+              ? 'PARTIALLY_RELEASED'
+              : 'ACTIVE';
+  return {
+    status,
+    garantedAmount: f.garantedAmount,
+    expiresAt: f.expiresAt,
+    openClaim: f.openClaim,
+    claimDueAt: f.openClaim ? new Date(f.openClaim.effectiveAt.getTime() + CLAIM_TERM_MS) : null,
+    lastSeq: f.lastSeq,
+  };
+}
+
+/** The state of a guarantee registered as `issued`, after `amendments` (in seq order), at `now`. */
+export function stateAfter(issued: Issued, amendments: readonly Amendment[], now: Date): GuaranteeState {
+  return stateOf(fold(issued, amendments), issued, now);
+}
+
+/** Why `a` may not be recorded after `amendments` (a 409's detail), or undefined. */
+export function refusalOf(issued: Issued, amendments: readonly Amendment[], a: NewAmendment): string | undefined {
+  return refusal(fold(issued, amendments), a);
+}

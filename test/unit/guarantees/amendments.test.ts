@@ -1,0 +1,131 @@
+// The lifecycle's rules and the state they fold to (src/guarantees/amendments.ts): pure.
+import { expect } from 'chai';
+import { CLAIM_TERM_MS, refusalOf, stateAfter, type Amendment, type AmendmentType, type Issued } from '../../../src/guarantees/amendments.js';
+
+const issued: Issued = { garantedAmount: 1000, expiresAt: new Date('2030-01-01T00:00:00Z'), isAutomaticRenewal: false };
+const now = new Date('2026-06-01T00:00:00Z');
+
+let seq = 0;
+function amendment(type: AmendmentType, fields: Partial<Amendment> = {}): Amendment {
+  seq++;
+  return {
+    id: `a-${seq}`,
+    guaranteeId: 'g',
+    seq,
+    type,
+    effectiveAt: new Date('2026-05-01T00:00:00Z'),
+    expiresAt: null,
+    garantedAmount: null,
+    claimedAmount: null,
+    paidAmount: null,
+    reason: null,
+    docs: [],
+    createdAt: now,
+    notarizationStatus: 'PENDING',
+    txHash: null,
+    ...fields,
+  };
+}
+
+describe('lifecycle: the state folded from amendments', () => {
+  beforeEach(() => {
+    seq = 0;
+  });
+
+  it('starts from the registration: ACTIVE, its amount and expiry, no claim, lastSeq 0', () => {
+    expect(stateAfter(issued, [], now)).to.deep.equal({
+      status: 'ACTIVE',
+      garantedAmount: 1000,
+      expiresAt: issued.expiresAt,
+      openClaim: null,
+      claimDueAt: null,
+      lastSeq: 0,
+    });
+  });
+
+  it('follows extensions, amount changes, partial releases, claims and their settlement', () => {
+    const chain = [
+      amendment('EXTENSION', { expiresAt: new Date('2031-01-01T00:00:00Z') }),
+      amendment('AMOUNT_CHANGE', { garantedAmount: 1200.5 }),
+      amendment('PARTIAL_RELEASE', { garantedAmount: 800.25 }),
+    ];
+    expect(stateAfter(issued, chain, now)).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 800.25, lastSeq: 3 });
+    expect(stateAfter(issued, chain, now).expiresAt?.toISOString()).to.equal('2031-01-01T00:00:00.000Z');
+    const claim = amendment('CLAIM', { claimedAmount: 300.1, effectiveAt: new Date('2026-05-10T12:00:00Z') });
+    const claimed = stateAfter(issued, [...chain, claim], now);
+    expect(claimed.status).to.equal('CLAIMED');
+    expect(claimed.openClaim).to.deep.equal({ seq: 4, claimedAmount: 300.1, effectiveAt: claim.effectiveAt });
+    expect(claimed.claimDueAt?.getTime()).to.equal(claim.effectiveAt.getTime() + CLAIM_TERM_MS);
+    // Paid: the amount lowered exactly (cents), the claim closed.
+    const settled = stateAfter(issued, [...chain, claim, amendment('CLAIM_SETTLED', { paidAmount: 300.1 })], now);
+    expect(settled).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 500.15, openClaim: null, claimDueAt: null, lastSeq: 5 });
+  });
+
+  it('never lowers the amount below 0 when a settlement pays more', () => {
+    const s = stateAfter(issued, [amendment('CLAIM', { claimedAmount: 1000 }), amendment('CLAIM_SETTLED', { paidAmount: 5000 })], now);
+    expect(s.garantedAmount).to.equal(0);
+  });
+
+  it('orders the status: CANCELLED, RELEASED, CLAIMED, EXPIRED, PARTIALLY_RELEASED, ACTIVE', () => {
+    const past: Issued = { ...issued, expiresAt: new Date('2026-01-01T00:00:00Z') };
+    expect(stateAfter(past, [], now).status).to.equal('EXPIRED');
+    expect(stateAfter({ ...past, isAutomaticRenewal: true }, [], now).status).to.equal('ACTIVE');
+    expect(stateAfter(past, [amendment('PARTIAL_RELEASE', { garantedAmount: 10 })], now).status).to.equal('EXPIRED');
+    expect(stateAfter(past, [amendment('CLAIM', { claimedAmount: 10 })], now).status).to.equal('CLAIMED');
+    expect(stateAfter(past, [amendment('RELEASE')], now).status).to.equal('RELEASED');
+    expect(stateAfter(issued, [amendment('CLAIM', { claimedAmount: 10 }), amendment('CANCELLATION')], now).status).to.equal('CANCELLED');
+    expect(stateAfter(issued, [amendment('CLAIM', { claimedAmount: 10 }), amendment('CLAIM_REJECTED')], now)).to.include({
+      status: 'ACTIVE',
+      garantedAmount: 1000,
+    });
+    // Expiry is at expiresAt itself.
+    expect(stateAfter(issued, [], issued.expiresAt as Date).status).to.equal('EXPIRED');
+  });
+});
+
+describe('lifecycle: what may follow what (each a 409)', () => {
+  const ok = (before: Amendment[], next: Amendment) => expect(refusalOf(issued, before, next)).to.equal(undefined);
+  const refused = (before: Amendment[], next: Amendment, words: RegExp) => expect(refusalOf(issued, before, next)).to.match(words);
+
+  beforeEach(() => {
+    seq = 0;
+  });
+
+  it('nothing after a RELEASE or a CANCELLATION', () => {
+    for (const end of ['RELEASE', 'CANCELLATION'] as const) {
+      refused([amendment(end)], amendment('EXTENSION', { expiresAt: new Date('2040-01-01T00:00:00Z') }), /nothing may follow/);
+      refused([amendment(end)], amendment(end), /nothing may follow/);
+    }
+  });
+
+  it('an EXTENSION strictly later than the current expiry', () => {
+    refused([], amendment('EXTENSION', { expiresAt: issued.expiresAt }), /later than the current expiry/);
+    ok([], amendment('EXTENSION', { expiresAt: new Date(issued.expiresAt!.getTime() + 1) }));
+    // A guarantee registered without expiry: any is later.
+    expect(refusalOf({ ...issued, expiresAt: null }, [], amendment('EXTENSION', { expiresAt: new Date('2020-01-01T00:00:00Z') }))).to.equal(undefined);
+  });
+
+  it('a PARTIAL_RELEASE strictly lower than the current amount (to the cent), and only with an amount', () => {
+    refused([], amendment('PARTIAL_RELEASE', { garantedAmount: 1000 }), /lower than the current amount/);
+    refused([amendment('AMOUNT_CHANGE', { garantedAmount: 10.01 })], amendment('PARTIAL_RELEASE', { garantedAmount: 10.01 }), /lower/);
+    ok([amendment('AMOUNT_CHANGE', { garantedAmount: 10.01 })], amendment('PARTIAL_RELEASE', { garantedAmount: 10 }));
+    ok([], amendment('PARTIAL_RELEASE', { garantedAmount: 0 }));
+    expect(refusalOf({ ...issued, garantedAmount: null }, [], amendment('PARTIAL_RELEASE', { garantedAmount: 1 }))).to.match(/no amount/);
+  });
+
+  it('one open CLAIM at a time, at most the current amount; settled or rejected only with one open', () => {
+    refused([], amendment('CLAIM', { claimedAmount: 1000.01 }), /at most the current amount/);
+    ok([], amendment('CLAIM', { claimedAmount: 1000 }));
+    refused([amendment('CLAIM', { claimedAmount: 1 })], amendment('CLAIM', { claimedAmount: 1 }), /claim is open already \(amendment \d+\)/);
+    refused([], amendment('CLAIM_SETTLED', { paidAmount: 1 }), /needs an open claim/);
+    refused([], amendment('CLAIM_REJECTED'), /needs an open claim/);
+    ok([amendment('CLAIM', { claimedAmount: 1 })], amendment('CLAIM_REJECTED'));
+    refused([amendment('CLAIM', { claimedAmount: 1 }), amendment('CLAIM_REJECTED')], amendment('CLAIM_SETTLED', { paidAmount: 1 }), /needs an open claim/);
+    // After a settlement, a new claim is measured against the lowered amount.
+    refused(
+      [amendment('CLAIM', { claimedAmount: 600 }), amendment('CLAIM_SETTLED', { paidAmount: 600 })],
+      amendment('CLAIM', { claimedAmount: 400.01 }),
+      /at most/,
+    );
+  });
+});
