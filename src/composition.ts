@@ -149,7 +149,7 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
       idempotency: repos.idempotency,
       outbox: events.outbox,
     }),
-    amendments: createAmendmentService({ repo: createAmendmentRepository(core.db), files: fileRepo, outbox: events.outbox }),
+    amendments: createAmendmentService({ repo: createAmendmentRepository(core.db), files: fileRepo, outbox: events.outbox, idempotency: repos.idempotency }),
     proofs,
     verifications: createVerificationService({
       guarantees: repos.guarantees,

@@ -2,6 +2,7 @@
 // fold to. Thin: parse, call the service, answer.
 import type { Router } from '@koa/router';
 import { readJsonObject } from '../shared/http/body.js';
+import { parseIdempotencyKey } from '../shared/idempotency.js';
 import { parseOrThrow } from '../shared/validation.js';
 import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
 import { createAmendment } from './amendment.schemas.js';
@@ -10,9 +11,17 @@ import { toNewAmendment, type AmendmentService } from './amendment.service.js';
 
 export function registerAmendmentRoutes(router: Router<AuthState>, service: AmendmentService): void {
   router.post('/api/v2/guarantees/:id/amendments', async (ctx) => {
-    const input = toNewAmendment(parseOrThrow(createAmendment, await readJsonObject(ctx), 'amendment'));
-    const { amendment } = await service.add(orgIdOf(ctx.state), ctx.params.id ?? '', input);
-    ctx.body = toAmendmentView(amendment);
+    const raw = await readJsonObject(ctx);
+    const idempotencyKey = parseIdempotencyKey(ctx.req.headersDistinct['idempotency-key']);
+    const input = toNewAmendment(parseOrThrow(createAmendment, raw, 'amendment'));
+    const result = await service.record(
+      orgIdOf(ctx.state),
+      ctx.params.id ?? '',
+      input,
+      idempotencyKey === undefined ? undefined : { key: idempotencyKey, scope: `POST ${ctx.path}` },
+    );
+    ctx.status = result.status;
+    ctx.body = result.body;
   });
 
   router.get('/api/v2/guarantees/:id/amendments', async (ctx) => {

@@ -7,6 +7,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
 import type { Outbox } from '../shared/events/outbox.js';
+import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
 import { UUID_PATTERN } from '../shared/validation.js';
 import type { FileRepository } from '../files/file.repository.js';
 import type { AmendmentRepository } from './amendment.repository.js';
@@ -14,6 +15,7 @@ import type { CreateAmendment } from './amendment.schemas.js';
 import { toAmendmentView, toStateView } from './amendment.serializer.js';
 import { refusalOf, stateAfter, type Amendment, type GuaranteeState, type NewAmendment } from './amendments.js';
 import { resolveDocs } from './docs.js';
+import { idempotencyFingerprint } from './guarantee.service.js';
 
 const UUID = new RegExp(`^${UUID_PATTERN}$`);
 
@@ -32,42 +34,80 @@ export function toNewAmendment(input: CreateAmendment): NewAmendment & { expecte
   };
 }
 
-export function createAmendmentService(deps: { repo: AmendmentRepository; files: Pick<FileRepository, 'forDocs'>; outbox: Outbox; now?: () => Date }) {
-  const { repo, files, outbox } = deps;
+export function createAmendmentService(deps: {
+  repo: AmendmentRepository;
+  files: Pick<FileRepository, 'forDocs'>;
+  outbox: Outbox;
+  idempotency: IdempotencyStore;
+  now?: () => Date;
+}) {
+  const { repo, files, outbox, idempotency } = deps;
   const now = deps.now ?? (() => new Date());
   const noSuch = (id: string) => new NotFoundError(`No guarantee ${id}.`);
 
+  async function add(
+    orgId: string,
+    guaranteeId: string,
+    input: NewAmendment & { expectedSeq?: number },
+    claim?: { key: string; owner: string },
+  ): Promise<{ amendment: Amendment; state: GuaranteeState }> {
+    if (!UUID.test(guaranteeId)) throw noSuch(guaranteeId);
+    const checksums = await resolveDocs(files, orgId, input.docs);
+    return repo.transaction(async (t) => {
+      const issued = await repo.lockIssued(orgId, guaranteeId, t);
+      if (!issued) throw noSuch(guaranteeId);
+      const before = await repo.list(guaranteeId, t);
+      const lastSeq = before.at(-1)?.seq ?? 0;
+      if (input.expectedSeq !== undefined && input.expectedSeq !== lastSeq) {
+        throw new ConflictError(`expectedSeq is ${input.expectedSeq}, but the last amendment is ${lastSeq}: read the amendments again.`);
+      }
+      const refusal = refusalOf(issued, before, input);
+      if (refusal) throw new ConflictError(refusal);
+      const createdAt = now();
+      const { expectedSeq: _seen, ...fields } = input;
+      const amendment: Amendment = {
+        ...fields,
+        id: uuidv7({ msecs: createdAt.getTime() }),
+        guaranteeId,
+        seq: lastSeq + 1,
+        docs: input.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null })),
+        createdAt,
+        notarizationStatus: 'PENDING',
+        txHash: null,
+      };
+      await repo.insert(orgId, amendment, t);
+      const state = stateAfter(issued, [...before, amendment], createdAt);
+      await outbox.add(t, orgId, 'guarantee.amended', { amendment: toAmendmentView(amendment), state: toStateView(state) }, createdAt);
+      // The response a retry with the same Idempotency-Key gets, written with the amendment.
+      if (claim) await idempotency.complete(orgId, claim.key, claim.owner, { status: 200, body: toAmendmentView(amendment) }, t);
+      return { amendment, state };
+    });
+  }
+
   return {
-    async add(orgId: string, guaranteeId: string, input: NewAmendment & { expectedSeq?: number }): Promise<{ amendment: Amendment; state: GuaranteeState }> {
-      if (!UUID.test(guaranteeId)) throw noSuch(guaranteeId);
-      const checksums = await resolveDocs(files, orgId, input.docs);
-      return repo.transaction(async (t) => {
-        const issued = await repo.lockIssued(orgId, guaranteeId, t);
-        if (!issued) throw noSuch(guaranteeId);
-        const before = await repo.list(guaranteeId, t);
-        const lastSeq = before.at(-1)?.seq ?? 0;
-        if (input.expectedSeq !== undefined && input.expectedSeq !== lastSeq) {
-          throw new ConflictError(`expectedSeq is ${input.expectedSeq}, but the last amendment is ${lastSeq}: read the amendments again.`);
-        }
-        const refusal = refusalOf(issued, before, input);
-        if (refusal) throw new ConflictError(refusal);
-        const createdAt = now();
-        const { expectedSeq: _seen, ...fields } = input;
-        const amendment: Amendment = {
-          ...fields,
-          id: uuidv7({ msecs: createdAt.getTime() }),
-          guaranteeId,
-          seq: lastSeq + 1,
-          docs: input.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null })),
-          createdAt,
-          notarizationStatus: 'PENDING',
-          txHash: null,
-        };
-        await repo.insert(orgId, amendment, t);
-        const state = stateAfter(issued, [...before, amendment], createdAt);
-        await outbox.add(t, orgId, 'guarantee.amended', { amendment: toAmendmentView(amendment), state: toStateView(state) }, createdAt);
-        return { amendment, state };
-      });
+    /**
+     * Records an amendment; the response (200 and the amendment's view). With an
+     * Idempotency-Key (`scope`: the request's method and path), a retry of the same request
+     * within 24 h gets the first response again, and nothing more is recorded; the same key
+     * with another request, or while the first runs, is a 409 (src/shared/idempotency.ts).
+     */
+    async record(
+      orgId: string,
+      guaranteeId: string,
+      input: NewAmendment & { expectedSeq?: number },
+      idem?: { key: string; scope: string },
+    ): Promise<StoredResponse> {
+      if (!idem) return { status: 200, body: toAmendmentView((await add(orgId, guaranteeId, input)).amendment) };
+      const fingerprint = idempotencyFingerprint(idem.scope, requestHash(JSON.parse(JSON.stringify(input))));
+      const claimed = await idempotency.claim(orgId, idem.key, fingerprint);
+      if (claimed.kind === 'replay') return claimed.response;
+      const mine = { key: idem.key, owner: claimed.owner };
+      try {
+        return { status: 200, body: toAmendmentView((await add(orgId, guaranteeId, input, mine)).amendment) };
+      } catch (err) {
+        await idempotency.release(orgId, mine.key, mine.owner).catch(() => undefined);
+        throw err;
+      }
     },
 
     /** The guarantee's amendments, oldest first (404 for another organization's). */

@@ -186,6 +186,39 @@ describe('lifecycle: amendments through the API', function () {
     expect(rows.map((r) => Number(r.seq))).to.deep.equal(Array.from({ length: 13 }, (_, i) => i + 1));
   });
 
+  it('takes an Idempotency-Key as creates do: a retry gets the first answer and records nothing more', async () => {
+    const id = await guarantee(org);
+    const other = await guarantee(org);
+    const { http } = await harness();
+    const send = (target: string, key: string, body: Record<string, unknown>) =>
+      http
+        .post(`/api/v2/guarantees/${target}/amendments`)
+        .set('X-API-Key', org.key)
+        .set('Idempotency-Key', key)
+        .send({ effectiveAt: '2026-03-01T00:00:00Z', ...body });
+    const first = await send(id, 'amend-1', { type: 'AMOUNT_CHANGE', garantedAmount: 900 });
+    expect(first.status).to.equal(200);
+    // Retried (with the same date written another way): the same amendment, nothing more recorded.
+    const again = await send(id, 'amend-1', { type: 'AMOUNT_CHANGE', garantedAmount: 900, effectiveAt: '2026-03-01T01:00:00+01:00' });
+    expect(again.status).to.equal(200);
+    expect(again.body).to.deep.equal(first.body);
+    expect((await stateOf(org, id)).lastSeq).to.equal(1);
+    // The same key with another request, or on another guarantee: 409.
+    expect((await send(id, 'amend-1', { type: 'AMOUNT_CHANGE', garantedAmount: 901 })).status).to.equal(409);
+    expect((await send(other, 'amend-1', { type: 'AMOUNT_CHANGE', garantedAmount: 900 })).status).to.equal(409);
+    // Racing retries of one request: one amendment.
+    const racing = await Promise.all(Array.from({ length: 6 }, () => send(id, 'amend-2', { type: 'EXTENSION', expiresAt: '2033-01-01T00:00:00Z' })));
+    expect(racing.filter((r) => r.status === 200).length).to.be.at.least(1);
+    expect(racing.every((r) => r.status === 200 || r.status === 409)).to.equal(true);
+    expect(new Set(racing.filter((r) => r.status === 200).map((r) => (r.body as { id: string }).id)).size).to.equal(1);
+    expect((await stateOf(org, id)).lastSeq).to.equal(2);
+    // A refused request keeps no answer: once its rule holds, the same key records it.
+    expect((await send(id, 'amend-3', { type: 'CLAIM_REJECTED' })).status).to.equal(409);
+    expect((await amend(org, id, { type: 'CLAIM', claimedAmount: 5 })).status).to.equal(200);
+    expect((await send(id, 'amend-3', { type: 'CLAIM_REJECTED' })).status).to.equal(200);
+    expect((await stateOf(org, id)).lastSeq).to.equal(4);
+  });
+
   it('writes guarantee.amended with the amendment and the state after it, in the same transaction', async () => {
     // An endpoint registered, so that the event is kept for delivery.
     const { http, db } = await harness();
