@@ -184,12 +184,21 @@ const paths: ZodOpenApiPathsObject = {
       description:
         "Appends an amendment to the guarantee's chain; the registration itself never changes. seq is 1, 2, 3... per guarantee without gaps, however many race. 409 when the type's rule does not hold for the current state (nothing after RELEASE or CANCELLATION; one open claim at a time; CLAIM_SETTLED/CLAIM_REJECTED only with an open claim; CLAIM at most the current amount; PARTIAL_RELEASE strictly lower; EXTENSION strictly later) or when expectedSeq is not the last seq. Emits guarantee.amended `{amendment, state}`.",
       tags: ['Guarantees'],
-      requestParams: { path: idParam, header: z.object({ 'idempotency-key': idempotencyHeader }) },
-      requestBody: { content: { 'application/json': { schema: createAmendment } } },
+      requestParams: {
+        path: idParam,
+        header: z.object({
+          'idempotency-key': z.string().min(1).max(255).optional().meta({
+            description:
+              'Makes the amendment safe to retry: the same key and body within 24 h replays the first response; another body, another guarantee, or a retry while the first is running, is a 409.',
+          }),
+        }),
+      },
+      requestBody: { required: true, content: { 'application/json': { schema: createAmendment } } },
       responses: {
         200: { description: 'The amendment recorded.', content: { 'application/json': { schema: amendmentView } } },
         400: errorResponse('A missing, malformed or foreign field, or a bad doc key.'),
         404: errorResponse('No such guarantee in this organization.'),
+        413: errorResponse('Body over 1 MiB.'),
         409: errorResponse(
           "The type's rule does not hold for the current state, or expectedSeq is stale, or the Idempotency-Key was used for another request or is in use; nothing recorded.",
         ),

@@ -1,5 +1,6 @@
 // guarantee_amendments: a guarantee's amendments, appended under the guarantee's row lock (so
 // that seq is dense however many race), and read in seq order.
+import { Transaction as SequelizeTransaction } from 'sequelize';
 import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import type { Amendment, AmendmentDoc, AmendmentType, Issued } from './amendments.js';
 
@@ -60,8 +61,13 @@ const ISSUED_SQL = 'SELECT garanted_amount, expires_at, is_automatic_renewal FRO
 
 export function createAmendmentRepository(db: Sequelize) {
   return {
+    /**
+     * At READ COMMITTED: the lock on the guarantee's row serializes its amendments, and every
+     * read after it sees the amendment committed just before (under REPEATABLE READ that held
+     * only while no plain read came before the lock); no gap locks on the guarantees' index.
+     */
     transaction<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
-      return db.transaction(work);
+      return db.transaction({ isolationLevel: SequelizeTransaction.ISOLATION_LEVELS.READ_COMMITTED }, work);
     },
 
     /** What the organization's guarantee was registered with, its row locked until `t` ends; undefined if it has no such guarantee. */

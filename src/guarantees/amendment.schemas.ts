@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { dateTime, money, text } from '../shared/validation.js';
 import { AMENDMENT_TYPES, GUARANTEE_STATUSES } from './amendments.js';
-import { docsOf, docV2Input } from './guarantee.schemas.js';
+import { ACT_TYPES, docsOf, docV2Input } from './guarantee.schemas.js';
 
 export const MAX_REASON = 1000;
 
@@ -47,7 +47,7 @@ export type CreateAmendment = z.output<typeof createAmendment>;
 
 const isoDate = z.string().meta({ description: 'RFC 3339 date-time (UTC).' });
 
-const docView = z.object({ type: z.string().nullable(), key: z.string(), originalFileName: z.string().nullable(), checksum: z.string().nullable() });
+const docView = z.object({ type: z.enum(ACT_TYPES).nullable(), key: z.string(), originalFileName: z.string().nullable(), checksum: z.string().nullable() });
 
 export const amendmentView = z
   .object({

@@ -5,15 +5,16 @@
 // `guarantee.amended` event in the outbox. Two racing amendments are serialized by the lock:
 // the second sees the first (its expectedSeq, if stale, is a 409; without one it gets the next seq).
 import { v7 as uuidv7 } from 'uuid';
-import { ConflictError, NotFoundError } from '../shared/errors.js';
+import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
+import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
-import { UUID_PATTERN } from '../shared/validation.js';
+import { MAX_MS, UUID_PATTERN } from '../shared/validation.js';
 import type { FileRepository } from '../files/file.repository.js';
 import type { AmendmentRepository } from './amendment.repository.js';
 import type { CreateAmendment } from './amendment.schemas.js';
 import { toAmendmentView, toStateView } from './amendment.serializer.js';
-import { refusalOf, stateAfter, type Amendment, type GuaranteeState, type NewAmendment } from './amendments.js';
+import { CLAIM_TERM_MS, refusalOf, stateAfter, type Amendment, type GuaranteeState, type NewAmendment } from './amendments.js';
 import { resolveDocs } from './docs.js';
 import { idempotencyFingerprint } from './guarantee.service.js';
 
@@ -51,8 +52,31 @@ export function createAmendmentService(deps: {
     input: NewAmendment & { expectedSeq?: number },
     claim?: { key: string; owner: string },
   ): Promise<{ amendment: Amendment; state: GuaranteeState }> {
-    if (!UUID.test(guaranteeId)) throw noSuch(guaranteeId);
+    // Another organization's guarantee, or none, is a 404 before anything is locked.
+    if (!UUID.test(guaranteeId) || !(await repo.issued(orgId, guaranteeId))) throw noSuch(guaranteeId);
+    if (input.type === 'CLAIM' && input.effectiveAt.getTime() + CLAIM_TERM_MS > MAX_MS) {
+      throw new ValidationError('Invalid amendment: effectiveAt is too late for a claim (its due date would pass the year 9999).', [
+        { pointer: '#/effectiveAt', detail: 'is too late for a claim: its due date would pass the year 9999' },
+      ]);
+    }
     const checksums = await resolveDocs(files, orgId, input.docs);
+    try {
+      return await recordLocked(orgId, guaranteeId, input, checksums, claim);
+    } catch (err) {
+      // The unique (guarantee, seq) is the backstop of the lock: say so rather than fail.
+      if (mysqlErrno(err) === ER_DUP_ENTRY)
+        throw new ConflictError('Another amendment of this guarantee was recorded at the same moment: read the amendments and send it again.');
+      throw err;
+    }
+  }
+
+  function recordLocked(
+    orgId: string,
+    guaranteeId: string,
+    input: NewAmendment & { expectedSeq?: number },
+    checksums: Map<string, string | null>,
+    claim?: { key: string; owner: string },
+  ): Promise<{ amendment: Amendment; state: GuaranteeState }> {
     return repo.transaction(async (t) => {
       const issued = await repo.lockIssued(orgId, guaranteeId, t);
       if (!issued) throw noSuch(guaranteeId);

@@ -136,10 +136,11 @@ function apply(f: Folded, a: NewAmendment, seq: number): Folded {
       return { ...next, garantedAmount: a.garantedAmount };
     case 'PARTIAL_RELEASE':
       return { ...next, garantedAmount: a.garantedAmount, partiallyReleased: true };
+    // An ended guarantee has no claim open any more: nothing can settle it, nor fall due.
     case 'RELEASE':
-      return { ...next, ended: 'RELEASED' };
+      return { ...next, ended: 'RELEASED', openClaim: null };
     case 'CANCELLATION':
-      return { ...next, ended: 'CANCELLED' };
+      return { ...next, ended: 'CANCELLED', openClaim: null };
     case 'CLAIM':
       return { ...next, openClaim: { seq, claimedAmount: a.claimedAmount ?? 0, effectiveAt: a.effectiveAt } };
     case 'CLAIM_SETTLED': {

@@ -7,7 +7,7 @@ import { ValidationError, type FieldProblem } from './errors.js';
 export const UUID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 const MIN_MS = Date.UTC(1000, 0, 1);
-const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+export const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 /**
  * An RFC 3339 date-time with an offset (`Z` or `+01:00`), a real calendar date, within

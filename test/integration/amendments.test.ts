@@ -52,7 +52,9 @@ describe('lifecycle: amendments through the API', function () {
       lastSeq: 0,
     });
 
+    const posted: unknown[] = [];
     const ext = await amend(org, id, { type: 'EXTENSION', expiresAt: '2031-06-30T00:00:00Z', reason: 'appendice n. 1' });
+    posted.push(ext.body);
     expect(ext.status).to.equal(200);
     expect(ext.body).to.deep.include({
       guaranteeId: id,
@@ -67,20 +69,29 @@ describe('lifecycle: amendments through the API', function () {
     });
     expect(ext.body).to.not.have.any.keys('garantedAmount', 'claimedAmount', 'paidAmount');
 
-    expect((await amend(org, id, { type: 'PARTIAL_RELEASE', garantedAmount: 600.5 })).body).to.include({ seq: 2, garantedAmount: 600.5 });
+    const partial = await amend(org, id, { type: 'PARTIAL_RELEASE', garantedAmount: 600.5 });
+    posted.push(partial.body);
+    expect(partial.body).to.include({ seq: 2, garantedAmount: 600.5 });
     expect(await stateOf(org, id)).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 600.5, expiresAt: '2031-06-30T00:00:00.000Z', lastSeq: 2 });
 
-    expect((await amend(org, id, { type: 'CLAIM', claimedAmount: 200, effectiveAt: '2026-04-01T00:00:00Z' })).body).to.include({ seq: 3 });
+    // Claimed on 20 March at 10:00 in Rome (UTC+1); due 15 × 24 h later, across the change to summer time.
+    const claim = await amend(org, id, { type: 'CLAIM', claimedAmount: 200, effectiveAt: '2026-03-20T10:00:00+01:00' });
+    posted.push(claim.body);
+    expect(claim.body).to.include({ seq: 3 });
     expect(await stateOf(org, id)).to.deep.include({
       status: 'CLAIMED',
-      openClaim: { seq: 3, claimedAmount: 200, effectiveAt: '2026-04-01T00:00:00.000Z' },
-      claimDueAt: '2026-04-16T00:00:00.000Z',
+      openClaim: { seq: 3, claimedAmount: 200, effectiveAt: '2026-03-20T09:00:00.000Z' },
+      claimDueAt: '2026-04-04T09:00:00.000Z',
     });
 
-    expect((await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 200 })).body).to.include({ seq: 4, paidAmount: 200 });
+    const settled = await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 200 });
+    posted.push(settled.body);
+    expect(settled.body).to.include({ seq: 4, paidAmount: 200 });
     expect(await stateOf(org, id)).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 400.5, openClaim: null, claimDueAt: null, lastSeq: 4 });
 
-    expect((await amend(org, id, { type: 'RELEASE', expectedSeq: 4 })).body).to.include({ seq: 5, type: 'RELEASE' });
+    const release = await amend(org, id, { type: 'RELEASE', expectedSeq: 4 });
+    posted.push(release.body);
+    expect(release.body).to.include({ seq: 5, type: 'RELEASE' });
     expect(await stateOf(org, id)).to.include({ status: 'RELEASED', lastSeq: 5 });
 
     const list = await (await harness()).http.get(`/api/v2/guarantees/${id}/amendments`).set('X-API-Key', org.key);
@@ -92,6 +103,8 @@ describe('lifecycle: amendments through the API', function () {
       [4, 'CLAIM_SETTLED'],
       [5, 'RELEASE'],
     ]);
+    // Read back from the database, each as it was answered when recorded.
+    expect(list.body.amendments).to.deep.equal(posted);
     // The registration itself never changes.
     const registered = await (await harness()).http.get(`/api/v2/guarantees/${id}`).set('X-API-Key', org.key);
     expect(registered.body).to.nested.include({ 'economics.garantedAmount': 1000, 'details.expiresAt': '2030-01-01T00:00:00.000Z' });
@@ -139,6 +152,7 @@ describe('lifecycle: amendments through the API', function () {
     await bad({ type: 'RENEWAL' }, /type/);
     await bad({ type: 'RELEASE', effectiveAt: '2026-03-01' }, /effectiveAt/);
     await bad({ type: 'RELEASE', expectedSeq: -1 }, /expectedSeq/);
+    await bad({ type: 'CLAIM', claimedAmount: 1, effectiveAt: '9999-12-20T00:00:00Z' }, /effectiveAt/);
     await bad({ type: 'RELEASE', docs: [{ key: 'never-issued.pdf' }] }, /docs\/0\/key/);
     const infected = await issueFile(org.orgId, { status: 'Infected' });
     await bad({ type: 'RELEASE', docs: [{ key: infected }] }, /Infected/);
@@ -217,6 +231,20 @@ describe('lifecycle: amendments through the API', function () {
     expect((await amend(org, id, { type: 'CLAIM', claimedAmount: 5 })).status).to.equal(200);
     expect((await send(id, 'amend-3', { type: 'CLAIM_REJECTED' })).status).to.equal(200);
     expect((await stateOf(org, id)).lastSeq).to.equal(4);
+    // Nor does a 400 or a 404: the key records the next request made with it.
+    expect((await send(id, 'amend-4', { type: 'RELEASE', docs: [{ key: 'never-issued.pdf' }] })).status).to.equal(400);
+    const stranger = await newOrg();
+    expect((await send(await guarantee(stranger), 'amend-4', { type: 'RELEASE' })).status).to.equal(404);
+    expect((await send(id, 'amend-4', { type: 'RELEASE' })).status).to.equal(200);
+    // A malformed or repeated key is a 400, and records nothing.
+    expect((await send(other, ' bad key', { type: 'RELEASE' })).status).to.equal(400);
+    const repeated = await http
+      .post(`/api/v2/guarantees/${other}/amendments`)
+      .set('X-API-Key', org.key)
+      .set('Idempotency-Key', ['k1', 'k2'] as unknown as string) /* sent as two headers */
+      .send({ type: 'RELEASE', effectiveAt: '2026-03-01T00:00:00Z' });
+    expect(repeated.status).to.equal(400);
+    expect((await stateOf(org, other)).lastSeq).to.equal(0);
   });
 
   it('writes guarantee.amended with the amendment and the state after it, in the same transaction', async () => {

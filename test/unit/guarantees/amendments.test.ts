@@ -56,9 +56,20 @@ describe('lifecycle: the state folded from amendments', () => {
     expect(claimed.status).to.equal('CLAIMED');
     expect(claimed.openClaim).to.deep.equal({ seq: 4, claimedAmount: 300.1, effectiveAt: claim.effectiveAt });
     expect(claimed.claimDueAt?.getTime()).to.equal(claim.effectiveAt.getTime() + CLAIM_TERM_MS);
-    // Paid: the amount lowered exactly (cents), the claim closed.
-    const settled = stateAfter(issued, [...chain, claim, amendment('CLAIM_SETTLED', { paidAmount: 300.1 })], now);
-    expect(settled).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 500.15, openClaim: null, claimDueAt: null, lastSeq: 5 });
+    // Paid: the amount lowered exactly, to the cent (in floats 1000.1 - 300.2 is 699.9000000000001).
+    const paid = stateAfter(
+      { ...issued, garantedAmount: 1000.1 },
+      [amendment('CLAIM', { claimedAmount: 300.2 }), amendment('CLAIM_SETTLED', { paidAmount: 300.2 })],
+      now,
+    );
+    expect(paid).to.include({ status: 'ACTIVE', garantedAmount: 699.9, openClaim: null, claimDueAt: null });
+  });
+
+  it('closes an open claim when the guarantee is released or cancelled: nothing can settle it nor fall due', () => {
+    for (const end of ['RELEASE', 'CANCELLATION'] as const) {
+      const s = stateAfter(issued, [amendment('CLAIM', { claimedAmount: 10 }), amendment(end)], now);
+      expect(s).to.include({ status: end === 'RELEASE' ? 'RELEASED' : 'CANCELLED', openClaim: null, claimDueAt: null });
+    }
   });
 
   it('never lowers the amount below 0 when a settlement pays more', () => {
