@@ -14,6 +14,7 @@ const OWNERS: Record<string, string> = {
   guarantees: 'src/guarantees/',
   guarantee_docs: 'src/guarantees/',
   guarantee_amendments: 'src/guarantees/',
+  guarantee_amendment_docs: 'src/guarantees/',
   files: 'src/files/',
   trusted_lists: 'src/files/trust/',
   trust_services: 'src/files/trust/',

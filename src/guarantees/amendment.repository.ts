@@ -1,7 +1,9 @@
-// guarantee_amendments: a guarantee's amendments, appended under the guarantee's row lock (so
-// that seq is dense however many race), and read in seq order.
+// guarantee_amendments and guarantee_amendment_docs: a guarantee's amendments, appended under
+// the guarantee's row lock (so that seq is dense however many race), and read in seq order
+// with their documents (each doc's checksum is its file's: files lend the join, FILE_SQL).
 import { Transaction as SequelizeTransaction } from 'sequelize';
 import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { FILE_SQL } from '../files/file.sql.js';
 import type { Amendment, AmendmentDoc, AmendmentType, Issued } from './amendments.js';
 
 interface Row {
@@ -15,18 +17,25 @@ interface Row {
   claimed_amount: string | null;
   paid_amount: string | null;
   reason: string | null;
-  docs: string;
   created_at: Date;
   notarization_status: 'PENDING' | 'COMPLETE';
   tx_hash: string | null;
 }
 
+interface DocRow {
+  amendment_id: string;
+  type: AmendmentDoc['type'];
+  file_key: string;
+  original_file_name: string | null;
+  checksum: string | null;
+}
+
 const COLUMNS =
-  'id, guarantee_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, docs, created_at, notarization_status, tx_hash';
+  'id, guarantee_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, created_at, notarization_status, tx_hash';
 
 const num = (v: string | null) => (v === null ? null : Number(v));
 
-function toAmendment(r: Row): Amendment {
+function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment {
   return {
     id: r.id,
     guaranteeId: r.guarantee_id,
@@ -38,7 +47,7 @@ function toAmendment(r: Row): Amendment {
     claimedAmount: num(r.claimed_amount),
     paidAmount: num(r.paid_amount),
     reason: r.reason,
-    docs: JSON.parse(r.docs) as AmendmentDoc[],
+    docs,
     createdAt: r.created_at,
     notarizationStatus: r.notarization_status,
     txHash: r.tx_hash,
@@ -85,31 +94,41 @@ export function createAmendmentRepository(db: Sequelize) {
     /** The guarantee's amendments, oldest first. */
     async list(guaranteeId: string, t?: Transaction): Promise<Amendment[]> {
       const rows = await select<Row>(db, `SELECT ${COLUMNS} FROM guarantee_amendments WHERE guarantee_id = $1 ORDER BY seq`, [guaranteeId], t);
-      return rows.map(toAmendment);
+      if (!rows.length) return [];
+      const docs = await select<DocRow>(
+        db,
+        `SELECT d.amendment_id, d.type, d.file_key, d.original_file_name, f.checksum FROM guarantee_amendments a
+        JOIN guarantee_amendment_docs d ON d.amendment_id = a.id ${FILE_SQL.ofKey('f', 'd.file_key', 'LEFT JOIN')}
+        WHERE a.guarantee_id = $1 ORDER BY d.amendment_id, d.position`,
+        [guaranteeId],
+        t,
+      );
+      const byAmendment = new Map<string, AmendmentDoc[]>();
+      for (const d of docs) {
+        const list = byAmendment.get(d.amendment_id) ?? [];
+        list.push({ type: d.type, key: d.file_key, originalFileName: d.original_file_name, checksum: d.checksum });
+        byAmendment.set(d.amendment_id, list);
+      }
+      return rows.map((r) => toAmendment(r, byAmendment.get(r.id) ?? []));
     },
 
     async insert(orgId: string, a: Amendment, t: Transaction): Promise<void> {
       await execute(
         db,
-        `INSERT INTO guarantee_amendments (id, guarantee_id, org_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, docs, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-        [
-          a.id,
-          a.guaranteeId,
-          orgId,
-          a.seq,
-          a.type,
-          a.effectiveAt,
-          a.expiresAt,
-          a.garantedAmount,
-          a.claimedAmount,
-          a.paidAmount,
-          a.reason,
-          JSON.stringify(a.docs),
-          a.createdAt,
-        ],
+        `INSERT INTO guarantee_amendments (id, guarantee_id, org_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, created_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+        [a.id, a.guaranteeId, orgId, a.seq, a.type, a.effectiveAt, a.expiresAt, a.garantedAmount, a.claimedAmount, a.paidAmount, a.reason, a.createdAt],
         t,
       );
+      if (a.docs.length) {
+        await execute(
+          db,
+          'INSERT INTO guarantee_amendment_docs (amendment_id, position, type, file_key, original_file_name) VALUES $1',
+          [a.docs.map((d, i) => [a.id, i, d.type, d.key, d.originalFileName])],
+          t,
+          { prepared: false },
+        );
+      }
     },
   };
 }

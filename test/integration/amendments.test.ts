@@ -2,7 +2,7 @@
 // seq, each rule's 409 changing nothing, 400s, other organizations' 404s, races, the state,
 // and the guarantee.amended event in the outbox. Against the real database.
 import { expect } from 'chai';
-import { select } from '../../src/shared/db/sequelize.js';
+import { execute, select } from '../../src/shared/db/sequelize.js';
 import { harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
 
 interface Answer {
@@ -170,9 +170,19 @@ describe('lifecycle: amendments through the API', function () {
   it("keeps a doc's file name and checksum with the amendment", async () => {
     const id = await guarantee(org);
     const key = await issueFile(org.orgId, { status: 'Clean', fileName: 'appendice-1.pdf', checksum: 'a'.repeat(64) });
-    const res = await amend(org, id, { type: 'EXTENSION', expiresAt: '2032-01-01T00:00:00Z', docs: [{ key, type: 'OTHER' }] });
+    // A second doc named while its scan runs: no checksum yet.
+    const scanning = await issueFile(org.orgId, { status: 'In Progress', fileName: 'verbale.pdf' });
+    const res = await amend(org, id, { type: 'EXTENSION', expiresAt: '2032-01-01T00:00:00Z', docs: [{ key, type: 'OTHER' }, { key: scanning }] });
     expect(res.status).to.equal(200);
-    expect(res.body.docs).to.deep.equal([{ type: 'OTHER', key, originalFileName: 'appendice-1.pdf', checksum: 'a'.repeat(64) }]);
+    expect(res.body.docs).to.deep.equal([
+      { type: 'OTHER', key, originalFileName: 'appendice-1.pdf', checksum: 'a'.repeat(64) },
+      { type: null, key: scanning, originalFileName: 'verbale.pdf', checksum: null },
+    ]);
+    // Once scanned, the amendment's doc has its file's checksum.
+    const { db, http } = await harness();
+    await execute(db, "UPDATE files SET status = 'Clean', checksum = $2 WHERE object_key = $1", [scanning, 'b'.repeat(64)]);
+    const list = await http.get(`/api/v2/guarantees/${id}/amendments`).set('X-API-Key', org.key);
+    expect((list.body.amendments as Array<{ docs: unknown[] }>)[0]?.docs[1]).to.deep.include({ key: scanning, checksum: 'b'.repeat(64) });
   });
 
   it("answers 404 for another organization's guarantee, or an id that is none, on every endpoint", async () => {
