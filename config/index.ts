@@ -153,6 +153,8 @@ const schema = z
     WEBHOOK_SECRET_GRACE_SECONDS: int(0, 30 * 24 * 3600).default(24 * 3600),
     /** At most this long between notarization batches (a cycle also runs full batches at once). */
     NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
+    /** How often the lifecycle check emits guarantee.expired and guarantee.claim_overdue (daily by default). */
+    LIFECYCLE_CHECK_EVERY_MS: int(1_000, 7 * 86_400_000).default(86_400_000),
     /** Records per notarization batch (one Merkle tree, one anchor transaction). */
     NOTARIZATION_BATCH_SIZE: int(1, 5000).default(1000),
     /** Where batch roots are anchored: the embedded hash-chained ledger, or an EVM chain. */

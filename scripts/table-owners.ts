@@ -15,6 +15,8 @@ const OWNERS: Record<string, string> = {
   guarantee_docs: 'src/guarantees/',
   guarantee_amendments: 'src/guarantees/',
   guarantee_amendment_docs: 'src/guarantees/',
+  guarantee_notices: 'src/guarantees/',
+  lifecycle_checks: 'src/guarantees/',
   files: 'src/files/',
   trusted_lists: 'src/files/trust/',
   trust_services: 'src/files/trust/',

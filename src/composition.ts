@@ -19,6 +19,7 @@ import { MAX_ENVELOPE_BYTES } from './files/p7m/p7m.limits.js';
 import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
 import { createAmendmentRepository } from './guarantees/amendment.repository.js';
 import { createAmendmentService } from './guarantees/amendment.service.js';
+import { createLifecycleCheck } from './guarantees/lifecycle-check.js';
 import { createGuaranteeService } from './guarantees/guarantee.service.js';
 import type { Anchor } from './notarization/anchor.js';
 import { createAnchorKeys } from './notarization/anchor-keys.js';
@@ -183,6 +184,10 @@ export type WebServices = ReturnType<typeof webServices>;
 
 /** The workers' services, each built when its worker starts (a process runs some of them). */
 export const workerServices = {
+  /** The lifecycle check: guarantee.expired and guarantee.claim_overdue, once each. */
+  lifecycle(core: Core, emitting: Emitting) {
+    return createLifecycleCheck({ db: core.db, amendments: createAmendmentRepository(core.db), outbox: emitting.events.outbox });
+  },
   scans(core: Core, emitting: Emitting, deps: { queues: OpenQueues; storage: Storage }) {
     const { config, logger } = core;
     return createScanService({

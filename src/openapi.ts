@@ -240,7 +240,7 @@ const paths: ZodOpenApiPathsObject = {
     post: {
       summary: 'Register a webhook',
       description:
-        'Events (guarantee.created, guarantee.amended, file.status.changed, guarantee.notarized, guarantee.notarization_blocked, guarantee.verified) are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization.',
+        'Events (guarantee.created, guarantee.amended, guarantee.expired, guarantee.claim_overdue, file.status.changed, guarantee.notarized, guarantee.notarization_blocked, guarantee.verified) are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization.',
       tags: ['Webhooks'],
       requestBody: { required: true, content: { 'application/json': { schema: registerWebhook } } },
       responses: {

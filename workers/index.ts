@@ -15,6 +15,7 @@ import { NOTARIZATION_QUEUE, NotarizationJob, notarizationSchedule, type Notariz
 import { openQueues } from '../src/queues.js';
 import { createLogger, type Logger } from '../src/shared/logger.js';
 import {
+  MAINTENANCE_EVERY,
   MAINTENANCE_QUEUE,
   MaintenanceJob,
   maintenanceHandlers,
@@ -99,12 +100,14 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
 
   const starters: Record<WorkerName, () => Promise<void> | void> = {
     maintenance: () => {
+      const lifecycle = workerServices.lifecycle(core, emitting);
       const handlers = maintenanceHandlers({
         idempotency: core.repos.idempotency,
         sweepUploads: () => scans.sweep(SWEEP_IDLE_MS),
         reconcileDeliveries: () => events.reconcile(),
+        checkLifecycle: () => lifecycle.run(),
       });
-      schedules.push(...maintenanceSchedules(queues.maintenance));
+      schedules.push(...maintenanceSchedules(queues.maintenance, { ...MAINTENANCE_EVERY, lifecycle: config.LIFECYCLE_CHECK_EVERY_MS }));
       run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, Object.values(MaintenanceJob), handlers, 1);
     },
     scan: async () => {

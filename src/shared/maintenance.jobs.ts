@@ -1,6 +1,6 @@
 // Housekeeping jobs: purge expired Idempotency-Key records; make sure every upload In Progress
 // has its job (the sweeper); queue again webhook deliveries whose job Redis lost (the
-// reconciler). Fixed scheduler ids, so that several worker processes share one schedule; kept
+// reconciler); emit the guarantees' expiries and overdue claims (the lifecycle check). Fixed scheduler ids, so that several worker processes share one schedule; kept
 // by keepSchedules, so that a Redis that forgot them gets them back.
 import type { Queue } from 'bullmq';
 import type { IdempotencyStore } from './idempotency.js';
@@ -12,6 +12,7 @@ export const MaintenanceJob = {
   purgeIdempotency: 'purge-idempotency-keys',
   sweepUploads: 'sweep-uploads',
   reconcileDeliveries: 'reconcile-deliveries',
+  checkLifecycle: 'check-lifecycle',
 } as const;
 export type MaintenanceJobName = (typeof MaintenanceJob)[keyof typeof MaintenanceJob];
 
@@ -22,8 +23,10 @@ export interface MaintenanceEvery {
   purge: number;
   sweep: number;
   reconcile: number;
+  /** LIFECYCLE_CHECK_EVERY_MS. */
+  lifecycle: number;
 }
-export const MAINTENANCE_EVERY: MaintenanceEvery = { purge: 15 * 60_000, sweep: 30_000, reconcile: 30_000 };
+export const MAINTENANCE_EVERY: MaintenanceEvery = { purge: 15 * 60_000, sweep: 30_000, reconcile: 30_000, lifecycle: 86_400_000 };
 
 export function maintenanceSchedules(queue: Queue<MaintenancePayload>, everyMs: MaintenanceEvery = MAINTENANCE_EVERY): Schedule[] {
   const keep = { removeOnComplete: 100, removeOnFail: { age: 7 * 24 * 3600, count: 1000 } };
@@ -31,6 +34,7 @@ export function maintenanceSchedules(queue: Queue<MaintenancePayload>, everyMs: 
     { queue, id: MaintenanceJob.purgeIdempotency, everyMs: everyMs.purge, name: MaintenanceJob.purgeIdempotency, opts: keep },
     { queue, id: MaintenanceJob.sweepUploads, everyMs: everyMs.sweep, name: MaintenanceJob.sweepUploads, opts: keep },
     { queue, id: MaintenanceJob.reconcileDeliveries, everyMs: everyMs.reconcile, name: MaintenanceJob.reconcileDeliveries, opts: keep },
+    { queue, id: MaintenanceJob.checkLifecycle, everyMs: everyMs.lifecycle, name: MaintenanceJob.checkLifecycle, opts: keep },
   ];
 }
 
@@ -39,11 +43,13 @@ export function maintenanceHandlers(deps: {
   idempotency: IdempotencyStore;
   sweepUploads: () => Promise<number>;
   reconcileDeliveries: () => Promise<number>;
+  checkLifecycle: () => Promise<unknown>;
 }): Record<MaintenanceJobName, () => Promise<unknown>> {
   const { idempotency } = deps;
   return {
     [MaintenanceJob.sweepUploads]: async () => ({ ensured: await deps.sweepUploads() }),
     [MaintenanceJob.reconcileDeliveries]: async () => ({ requeued: await deps.reconcileDeliveries() }),
+    [MaintenanceJob.checkLifecycle]: () => deps.checkLifecycle(),
     [MaintenanceJob.purgeIdempotency]: async () => {
       let total = 0;
       for (let n = -1; n !== 0;) {

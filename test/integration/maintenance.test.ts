@@ -26,6 +26,7 @@ describe('maintenance worker', () => {
       idempotency: createIdempotencyStore(db),
       sweepUploads: () => Promise.resolve(0),
       reconcileDeliveries: () => Promise.resolve(0),
+      checkLifecycle: () => Promise.resolve({}),
     })[MaintenanceJob.purgeIdempotency]();
     expect((result as { purged: number }).purged).to.be.at.least(2);
     const left = await select<{ idem_key: string }>(db, 'SELECT idem_key FROM idempotency_keys WHERE org_id = $1', [org.orgId]);
@@ -41,6 +42,7 @@ describe('maintenance worker', () => {
         MaintenanceJob.purgeIdempotency,
         MaintenanceJob.sweepUploads,
         MaintenanceJob.reconcileDeliveries,
+        MaintenanceJob.checkLifecycle,
       ]);
     } finally {
       await running.close();

@@ -15,6 +15,8 @@ export const EVENT_TYPES = [
   'guarantee.notarization_blocked',
   'guarantee.verified',
   'guarantee.amended',
+  'guarantee.expired',
+  'guarantee.claim_overdue',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

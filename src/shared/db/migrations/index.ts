@@ -14,6 +14,7 @@ import { migration as verificationKey } from './0011-verification-key.js';
 import { migration as verificationWrites } from './0012-verification-writes.js';
 import { migration as trustedLists } from './0013-trusted-lists.js';
 import { migration as amendments } from './0014-amendments.js';
+import { migration as lifecycleNotices } from './0015-lifecycle-notices.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -38,4 +39,5 @@ export const migrations: Migration[] = [
   verificationWrites,
   trustedLists,
   amendments,
+  lifecycleNotices,
 ];
