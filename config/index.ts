@@ -154,7 +154,7 @@ const schema = z
     /** At most this long between notarization batches (a cycle also runs full batches at once). */
     NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
     /** How often the lifecycle check emits guarantee.expired and guarantee.claim_overdue (daily by default). */
-    LIFECYCLE_CHECK_EVERY_MS: int(1_000, 7 * 86_400_000).default(86_400_000),
+    LIFECYCLE_CHECK_EVERY_MS: int(60_000, 7 * 86_400_000).default(86_400_000),
     /** Records per notarization batch (one Merkle tree, one anchor transaction). */
     NOTARIZATION_BATCH_SIZE: int(1, 5000).default(1000),
     /** Where batch roots are anchored: the embedded hash-chained ledger, or an EVM chain. */

@@ -186,7 +186,7 @@ export type WebServices = ReturnType<typeof webServices>;
 export const workerServices = {
   /** The lifecycle check: guarantee.expired and guarantee.claim_overdue, once each. */
   lifecycle(core: Core, emitting: Emitting) {
-    return createLifecycleCheck({ db: core.db, amendments: createAmendmentRepository(core.db), outbox: emitting.events.outbox });
+    return createLifecycleCheck({ db: core.db, amendments: createAmendmentRepository(core.db), outbox: emitting.events.outbox, logger: core.logger });
   },
   scans(core: Core, emitting: Emitting, deps: { queues: OpenQueues; storage: Storage }) {
     const { config, logger } = core;

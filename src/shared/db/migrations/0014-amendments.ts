@@ -30,9 +30,10 @@ export const migration: Migration = {
       notarization_status ENUM('PENDING','COMPLETE') NOT NULL DEFAULT 'PENDING',
       tx_hash VARCHAR(255) CHARACTER SET ascii COLLATE ascii_nopad_bin NULL,
       UNIQUE KEY uq_guarantee_amendments_seq (guarantee_id, seq),
-      -- The lifecycle check's candidates: extensions by their expiry, claims by their date.
+      -- The lifecycle check's candidates: extensions by their expiry, claims by their date, all by when written.
       KEY ix_guarantee_amendments_expiry (type, expires_at),
       KEY ix_guarantee_amendments_effective (type, effective_at),
+      KEY ix_guarantee_amendments_created (created_at),
       CONSTRAINT fk_guarantee_amendments_guarantee FOREIGN KEY (guarantee_id) REFERENCES guarantees (id)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`);
     await q(`CREATE TABLE guarantee_amendment_docs (
