@@ -4,7 +4,7 @@
 // starts. Reading the status of a file still waiting for its upload nudges a check.
 import { v7 as uuidv7 } from 'uuid';
 import type { Storage } from '../shared/storage.js';
-import { UUID_PATTERN } from '../shared/validation.js';
+import { isUuid, UUID_PATTERN } from '../shared/validation.js';
 import { allowedExtension } from './file-type.js';
 import { NotFoundError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
@@ -14,7 +14,6 @@ import { withTimeout } from '../shared/time-limit.js';
 import { SWEEP_IDLE_MS, type FileJobs } from './file.jobs.js';
 import type { SignatureVerdict } from './p7m/p7m.verifier.js';
 
-const UUID_ONLY = new RegExp(`^${UUID_PATTERN}$`);
 /** An object key as issued: `<uuid>.<ext>`, the extension possibly compound (pdf.p7m). */
 const UUID_KEY = new RegExp(`^${UUID_PATTERN}\\.[a-z0-9]{1,10}(\\.[a-z0-9]{1,10}){0,3}$`);
 
@@ -39,7 +38,7 @@ const ENQUEUE_WAIT_MS = 500;
 
 /** `<uuid>` or `<uuid>.<ext>` as a lookup; undefined when it can be neither. */
 export function fileRef(uuidOrKey: string): { uuid: string } | { key: string } | undefined {
-  if (UUID_ONLY.test(uuidOrKey)) return { uuid: uuidOrKey };
+  if (isUuid(uuidOrKey)) return { uuid: uuidOrKey };
   if (UUID_KEY.test(uuidOrKey)) return { key: uuidOrKey };
   return undefined;
 }

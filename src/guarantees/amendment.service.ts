@@ -9,7 +9,7 @@ import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
-import { MAX_MS, UUID_PATTERN } from '../shared/validation.js';
+import { isUuid, MAX_MS } from '../shared/validation.js';
 import type { FileRepository } from '../files/file.repository.js';
 import type { AmendmentRepository } from './amendment.repository.js';
 import type { CreateAmendment } from './amendment.schemas.js';
@@ -17,8 +17,6 @@ import { toAmendmentView, toStateView } from './amendment.serializer.js';
 import { CLAIM_TERM_MS, refusalOf, stateAfter, type Amendment, type GuaranteeState, type NewAmendment } from './amendments.js';
 import { resolveDocs } from './docs.js';
 import { idempotencyFingerprint } from './guarantee.service.js';
-
-const UUID = new RegExp(`^${UUID_PATTERN}$`);
 
 /** The request, normalized: the type's own fields set, the others null. */
 export function toNewAmendment(input: CreateAmendment): NewAmendment & { expectedSeq: number | undefined } {
@@ -53,7 +51,7 @@ export function createAmendmentService(deps: {
     claim?: { key: string; owner: string },
   ): Promise<{ amendment: Amendment; state: GuaranteeState }> {
     // Another organization's guarantee, or none, is a 404 before anything is locked.
-    if (!UUID.test(guaranteeId) || !(await repo.issued(orgId, guaranteeId))) throw noSuch(guaranteeId);
+    if (!isUuid(guaranteeId) || !(await repo.issued(orgId, guaranteeId))) throw noSuch(guaranteeId);
     if (input.type === 'CLAIM' && input.effectiveAt.getTime() + CLAIM_TERM_MS > MAX_MS) {
       throw new ValidationError('Invalid amendment: effectiveAt is too late for a claim (its due date would pass the year 9999).', [
         { pointer: '#/effectiveAt', detail: 'is too late for a claim: its due date would pass the year 9999' },
@@ -136,13 +134,13 @@ export function createAmendmentService(deps: {
 
     /** The guarantee's amendments, oldest first (404 for another organization's). */
     async list(orgId: string, guaranteeId: string): Promise<Amendment[]> {
-      if (!UUID.test(guaranteeId) || !(await repo.issued(orgId, guaranteeId))) throw noSuch(guaranteeId);
+      if (!isUuid(guaranteeId) || !(await repo.issued(orgId, guaranteeId))) throw noSuch(guaranteeId);
       return repo.list(guaranteeId);
     },
 
     /** What the guarantee covers now. */
     async state(orgId: string, guaranteeId: string): Promise<GuaranteeState> {
-      const issued = UUID.test(guaranteeId) ? await repo.issued(orgId, guaranteeId) : undefined;
+      const issued = isUuid(guaranteeId) ? await repo.issued(orgId, guaranteeId) : undefined;
       if (!issued) throw noSuch(guaranteeId);
       return stateAfter(issued, await repo.list(guaranteeId), now());
     },

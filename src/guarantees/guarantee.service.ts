@@ -8,7 +8,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { ER_DUP_ENTRY, mysqlErrno, type Statement } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
 import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
-import { UUID_PATTERN } from '../shared/validation.js';
+import { isUuid } from '../shared/validation.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import type { FileRepository } from '../files/file.repository.js';
 import type { OrgRepository } from '../orgs/org.repository.js';
@@ -17,8 +17,6 @@ import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.j
 import { resolveDocs } from './docs.js';
 import { toV2 } from './guarantee.serializer.js';
 import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
-
-const UUID = new RegExp(`^${UUID_PATTERN}$`);
 
 /**
  * What a registration's event carries for the values MariaDB fills in under the organization's
@@ -208,7 +206,7 @@ export function createGuaranteeService(deps: {
 
     /** One guarantee of the organization; another organization's answers 404 like a missing one. */
     async get(orgId: string, id: string): Promise<GuaranteeRecord> {
-      const record = UUID.test(id) ? await repo.findById(orgId, id) : undefined;
+      const record = isUuid(id) ? await repo.findById(orgId, id) : undefined;
       if (!record) throw new NotFoundError(`No guarantee ${id}.`);
       return record;
     },

@@ -6,6 +6,10 @@ import { ValidationError, type FieldProblem } from './errors.js';
 /** A UUID as the service writes them (lower-case hex); ids and file keys are built on it. */
 export const UUID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
+const UUID_ONLY = new RegExp(`^${UUID_PATTERN}$`);
+/** Whether `s` is a UUID as the service writes them: an id in a path that is not one is a 404, never a query. */
+export const isUuid = (s: string): boolean => UUID_ONLY.test(s);
+
 const MIN_MS = Date.UTC(1000, 0, 1);
 export const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 

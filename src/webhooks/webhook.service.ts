@@ -8,13 +8,11 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Transaction } from '../shared/db/sequelize.js';
 import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { SecretContext, type SecretBox } from '../shared/secrets.js';
-import { UUID_PATTERN } from '../shared/validation.js';
+import { isUuid } from '../shared/validation.js';
 import { checkHost, hostOf, RefusedAddressError, type AddressPolicy, type Resolver } from './ssrf.js';
 import { checkEndpointUrl } from './webhook-url.js';
 import type { EndpointRecord, WebhookRepository } from './webhook.repository.js';
 import type { WebhookView } from './webhook.schemas.js';
-
-const UUID = new RegExp(`^${UUID_PATTERN}$`);
 
 /** At most this many webhook endpoints per organization (CONTRACT.md). */
 export const MAX_WEBHOOKS_PER_ORG = 20;
@@ -46,7 +44,7 @@ export function createWebhookService(deps: {
   const now = deps.now ?? (() => new Date());
 
   async function own(orgId: string, id: string): Promise<EndpointRecord> {
-    const endpoint = UUID.test(id) ? await repo.endpoint(id, orgId) : undefined;
+    const endpoint = isUuid(id) ? await repo.endpoint(id, orgId) : undefined;
     if (!endpoint) throw new NotFoundError(`No webhook ${id}.`);
     return endpoint;
   }
@@ -99,7 +97,7 @@ export function createWebhookService(deps: {
     },
 
     async remove(orgId: string, id: string): Promise<void> {
-      if (!UUID.test(id) || !(await repo.deleteEndpoint(orgId, id))) throw new NotFoundError(`No webhook ${id}.`);
+      if (!isUuid(id) || !(await repo.deleteEndpoint(orgId, id))) throw new NotFoundError(`No webhook ${id}.`);
     },
 
     /** A new secret; the previous one keeps signing (alongside) until the grace period ends. */
@@ -142,7 +140,7 @@ export function createWebhookService(deps: {
       if (endpoint.status === 'disabled')
         throw new ValidationError('The webhook is disabled; enable it first (POST .../enable).', [{ pointer: '#/path/id', detail: 'is disabled' }]);
       const target = 'eventId' in which ? { eventId: which.eventId } : { failedSince: which.since };
-      if ('eventId' in which && !UUID.test(which.eventId)) throw new NotFoundError(`No event ${which.eventId}.`);
+      if ('eventId' in which && !isUuid(which.eventId)) throw new NotFoundError(`No event ${which.eventId}.`);
       const replayed = await repo.replay(orgId, id, target, now());
       if ('eventId' in which && replayed === 0) throw new NotFoundError(`No event ${which.eventId}.`);
       deps.wake();
