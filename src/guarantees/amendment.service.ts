@@ -8,15 +8,14 @@ import { v7 as uuidv7 } from 'uuid';
 import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
 import type { Outbox } from '../shared/events/outbox.js';
-import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
+import { idempotencyFingerprint, requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
 import { isUuid, MAX_MS } from '../shared/validation.js';
 import type { FileRepository } from '../files/file.repository.js';
 import type { AmendmentRepository } from './amendment.repository.js';
 import type { CreateAmendment } from './amendment.schemas.js';
 import { toAmendmentView, toStateView } from './amendment.serializer.js';
-import { CLAIM_TERM_MS, refusalOf, stateAfter, type Amendment, type GuaranteeState, type NewAmendment } from './amendments.js';
+import { CLAIM_TERM_MS, refusalOf, stateAfter, type Amendment, type GuaranteeState, type Issued, type NewAmendment } from './amendments.js';
 import { resolveDocs } from './docs.js';
-import { idempotencyFingerprint } from './guarantee.service.js';
 
 /** The request, normalized: the type's own fields set, the others null. */
 export function toNewAmendment(input: CreateAmendment): NewAmendment & { expectedSeq: number | undefined } {
@@ -43,6 +42,12 @@ export function createAmendmentService(deps: {
   const { repo, files, outbox, idempotency } = deps;
   const now = deps.now ?? (() => new Date());
   const noSuch = (id: string) => new NotFoundError(`No guarantee ${id}.`);
+  /** What the organization's guarantee was registered with; a 404 for another's, or none (an id that is no UUID is never looked up). */
+  async function issuedOr404(orgId: string, guaranteeId: string): Promise<Issued> {
+    const issued = isUuid(guaranteeId) ? await repo.issued(orgId, guaranteeId) : undefined;
+    if (!issued) throw noSuch(guaranteeId);
+    return issued;
+  }
 
   async function add(
     orgId: string,
@@ -51,7 +56,7 @@ export function createAmendmentService(deps: {
     claim?: { key: string; owner: string },
   ): Promise<{ amendment: Amendment; state: GuaranteeState }> {
     // Another organization's guarantee, or none, is a 404 before anything is locked.
-    if (!isUuid(guaranteeId) || !(await repo.issued(orgId, guaranteeId))) throw noSuch(guaranteeId);
+    await issuedOr404(orgId, guaranteeId);
     if (input.type === 'CLAIM' && input.effectiveAt.getTime() + CLAIM_TERM_MS > MAX_MS) {
       throw new ValidationError('Invalid amendment: effectiveAt is too late for a claim (its due date would pass the year 9999).', [
         { pointer: '#/effectiveAt', detail: 'is too late for a claim: its due date would pass the year 9999' },
@@ -121,28 +126,22 @@ export function createAmendmentService(deps: {
     ): Promise<StoredResponse> {
       if (!idem) return { status: 200, body: toAmendmentView((await add(orgId, guaranteeId, input)).amendment) };
       const fingerprint = idempotencyFingerprint(idem.scope, requestHash(JSON.parse(JSON.stringify(input))));
-      const claimed = await idempotency.claim(orgId, idem.key, fingerprint);
-      if (claimed.kind === 'replay') return claimed.response;
-      const mine = { key: idem.key, owner: claimed.owner };
-      try {
-        return { status: 200, body: toAmendmentView((await add(orgId, guaranteeId, input, mine)).amendment) };
-      } catch (err) {
-        await idempotency.release(orgId, mine.key, mine.owner).catch(() => undefined);
-        throw err;
-      }
+      const guarded = await idempotency.guard(orgId, idem.key, fingerprint, async (mine) => ({
+        status: 200,
+        body: toAmendmentView((await add(orgId, guaranteeId, input, mine)).amendment),
+      }));
+      return 'replay' in guarded ? guarded.replay : guarded.result;
     },
 
     /** The guarantee's amendments, oldest first (404 for another organization's). */
     async list(orgId: string, guaranteeId: string): Promise<Amendment[]> {
-      if (!isUuid(guaranteeId) || !(await repo.issued(orgId, guaranteeId))) throw noSuch(guaranteeId);
+      await issuedOr404(orgId, guaranteeId);
       return repo.list(guaranteeId);
     },
 
     /** What the guarantee covers now. */
     async state(orgId: string, guaranteeId: string): Promise<GuaranteeState> {
-      const issued = isUuid(guaranteeId) ? await repo.issued(orgId, guaranteeId) : undefined;
-      if (!issued) throw noSuch(guaranteeId);
-      return stateAfter(issued, await repo.list(guaranteeId), now());
+      return stateAfter(await issuedOr404(orgId, guaranteeId), await repo.list(guaranteeId), now());
     },
   };
 }

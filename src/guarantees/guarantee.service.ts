@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { ER_DUP_ENTRY, mysqlErrno, type Statement } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError } from '../shared/errors.js';
-import { requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
+import { idempotencyFingerprint, requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
 import { isUuid } from '../shared/validation.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import type { FileRepository } from '../files/file.repository.js';
@@ -61,15 +61,6 @@ export function normalize(input: CreateGuaranteeV1 | CreateGuaranteeV2): NewGuar
 /** What a create is identified by: its normalized content (dates as ISO strings). */
 function contentHash(g: NewGuarantee): Buffer {
   return requestHash(JSON.parse(JSON.stringify(g)));
-}
-
-/**
- * What an Idempotency-Key guards: the endpoint (`POST /api/v2/guarantees`) and the validated,
- * normalized content, so that values of ignored fields, key order or an equivalent date
- * offset do not make a retry look different.
- */
-export function idempotencyFingerprint(scope: string, content: Buffer): Buffer {
-  return requestHash({ scope, content: content.toString('hex') });
 }
 
 export interface CreateOptions {
@@ -191,17 +182,12 @@ export function createGuaranteeService(deps: {
       const hash = contentHash(g);
       const idem = opts.idempotency;
       if (!idem) return register(orgId, g, hash, opts);
-      const claim = await idempotency.claim(orgId, idem.key, idempotencyFingerprint(idem.scope, hash));
-      if (claim.kind === 'replay') return { ...claim.response, created: false };
-      const mine = { key: idem.key, owner: claim.owner };
-      try {
+      const guarded = await idempotency.guard(orgId, idem.key, idempotencyFingerprint(idem.scope, hash), async (mine) => {
         const result = await register(orgId, g, hash, opts, mine);
         if (!result.created) await idempotency.complete(orgId, mine.key, mine.owner, result);
         return result;
-      } catch (err) {
-        await idempotency.release(orgId, mine.key, mine.owner).catch(() => undefined);
-        throw err;
-      }
+      });
+      return 'replay' in guarded ? { ...guarded.replay, created: false } : guarded.result;
     },
 
     /** One guarantee of the organization; another organization's answers 404 like a missing one. */

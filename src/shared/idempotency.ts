@@ -26,6 +26,15 @@ export function requestHash(value: unknown): Buffer {
 }
 
 /** Validates the header's value: 1 to 255 visible ASCII characters. */
+/**
+ * What an Idempotency-Key guards: the endpoint (`scope`, its method and path) and the
+ * validated, normalized content, so that values of ignored fields, key order or an equivalent
+ * date offset do not make a retry look different.
+ */
+export function idempotencyFingerprint(scope: string, content: Buffer): Buffer {
+  return requestHash({ scope, content: content.toString('hex') });
+}
+
 export function parseIdempotencyKey(values: string[] | undefined): string | undefined {
   if (!values?.length) return undefined;
   if (values.length > 1)
@@ -123,6 +132,28 @@ export function createIdempotencyStore(db: Sequelize, now: () => Date = () => ne
         transaction,
       );
       if (done !== 1) throw new ConflictError('This request outlived its Idempotency-Key claim, which a retry took over; nothing was recorded.');
+    },
+
+    /**
+     * Runs `work` under the key: the stored response when this is a retry of a finished request
+     * (`replay`), else `work`'s result, `work` holding the claim (`mine`: it completes it with
+     * its response, in its own transaction); the key is given back when `work` throws.
+     */
+    async guard<T>(
+      orgId: string,
+      key: string,
+      fingerprint: Buffer,
+      work: (mine: { key: string; owner: string }) => Promise<T>,
+    ): Promise<{ replay: StoredResponse } | { result: T }> {
+      const claimed = await this.claim(orgId, key, fingerprint);
+      if (claimed.kind === 'replay') return { replay: claimed.response };
+      const mine = { key, owner: claimed.owner };
+      try {
+        return { result: await work(mine) };
+      } catch (err) {
+        await this.release(orgId, key, mine.owner).catch(() => undefined);
+        throw err;
+      }
     },
 
     /** Gives the key back after a failed request, so that the client may retry with it. */

@@ -103,9 +103,9 @@ describe('safe retries of guarantee creation', () => {
 
     it('is a 409 while a request with the same key is still running, and taken over once its claim expires', async () => {
       const { db } = await harness();
-      const { idempotencyFingerprint, normalize } = await import('../../src/guarantees/guarantee.service.js');
+      const { normalize } = await import('../../src/guarantees/guarantee.service.js');
       const { createGuaranteeV2 } = await import('../../src/guarantees/guarantee.schemas.js');
-      const { requestHash } = await import('../../src/shared/idempotency.js');
+      const { idempotencyFingerprint, requestHash } = await import('../../src/shared/idempotency.js');
       const content = requestHash(JSON.parse(JSON.stringify(normalize(createGuaranteeV2.parse({ details: { policyNumber: 'P' } })))));
       const hash = idempotencyFingerprint('POST /api/v2/guarantees', content);
       const now = new Date();
