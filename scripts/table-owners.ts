@@ -26,6 +26,7 @@ const OWNERS: Record<string, string> = {
   webhook_attempts: 'src/webhooks/',
   notarization_batches: 'src/notarization/',
   notarization_proofs: 'src/notarization/',
+  notarization_amendment_proofs: 'src/notarization/',
   notarization_ledger: 'src/notarization/',
   anchor_keys: 'src/notarization/',
   evm_transactions: 'src/notarization/',

@@ -81,7 +81,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: () => buildOpenApiDocument(config.PUBLIC_BASE_URL) });
   registerGuaranteeRoutes(router, guarantees);
   registerAmendmentRoutes(router, amendments);
-  registerNotarizationRoutes(router, guarantees, proofs);
+  registerNotarizationRoutes(router, guarantees, amendments, proofs);
   registerVerificationRoutes(router, { verifications, guarantees });
   registerVerifyPage(router);
   registerFileRoutes(router, files);

@@ -12,8 +12,9 @@
 //   evm address            prints the EVM anchor's address (fund it with gas)
 //   trust import <list.xml>...  verifies EU trusted lists against TRUSTED_LIST_SIGNERS and keeps their
 //                          qualified CA and timestamping services for signature checks (trust list, trust remove <territory>)
-//   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}, or the
-//                          guarantee's JSON and the proof's), then against the anchor when reachable
+//   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}
+//                          or {amendment, proof}, or the JSON and the proof's in two; or one file with a whole history,
+//                          {guarantee, proof, amendments, amendmentProofs}, the chain included), then against each anchor when reachable
 import { getConfig, type Config } from '../config/index.js';
 import { cliServices, openCore, type Core } from './composition.js';
 import type { OrgService } from './orgs/org.service.js';
@@ -39,7 +40,9 @@ const USAGE = `usage:
   cli trust list
   cli trust remove <territory>
   cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS]
-  cli verify <guarantee.json> <proof.json> [--rpc URL] [--from ADDRESS]`;
+  cli verify <guarantee.json> <proof.json> [--rpc URL] [--from ADDRESS]
+  cli verify <amendment.json> <amendment-proof.json> [--rpc URL] [--from ADDRESS]
+  cli verify <file with {"guarantee", "proof", "amendments": [...], "amendmentProofs": [...]}> [--rpc URL] [--from ADDRESS]`;
 
 const say = (message: string) => process.stderr.write(`${message}\n`);
 

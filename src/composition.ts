@@ -140,7 +140,7 @@ export function emittingWith(core: Core, events: Events): Emitting {
 export function webServices(core: Core, emitting: Emitting, deps: { queues: OpenQueues; storage: Storage; resolver?: Resolver }) {
   const { config, logger, repos, secrets } = core;
   const { events, files: fileRepo } = emitting;
-  const proofs = createProofService(createNotarizationRepository(core.db));
+  const proofs = createProofService(createNotarizationRepository(core.db), repos.guarantees.notary);
   return {
     orgs: createOrgService(repos.orgs),
     guarantees: createGuaranteeService({
@@ -274,6 +274,7 @@ export const workerServices = {
     const service = createNotarizationService({
       repo: createNotarizationRepository(db, core.ownPool()),
       guarantees: repos.guarantees,
+      amendments: createAmendmentRepository(db),
       outbox: emitting.events.outbox,
       anchor,
       batchSize: config.NOTARIZATION_BATCH_SIZE,

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { FILE_STATUSES } from './files/file.repository.js';
-import { notarizationProof, pendingProof } from './notarization/proof.js';
+import { amendmentProof, notarizationProof, pendingAmendmentProof, pendingProof } from './notarization/proof.js';
 import { issuerVerificationView, verificationRequest, verificationResult } from './verification/verification.schemas.js';
 import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
 import { amendmentList, amendmentView, createAmendment, stateView } from './guarantees/amendment.schemas.js';
@@ -217,6 +217,25 @@ const paths: ZodOpenApiPathsObject = {
       },
     },
   },
+  '/api/v2/guarantees/{id}/amendments/{seq}/proof': {
+    get: {
+      summary: "An amendment's notarization proof, one link of the guarantee's chain",
+      description:
+        "Once the amendment is COMPLETE: its digest (SHA-256 of the RFC 8785 JSON of a documented projection of the amendment, which includes guaranteeDigest, the guarantee's own notarization digest, and previousDigest, the digest of amendment seq - 1, null for seq 1), the Merkle path to its batch's root, the root and the anchor, as for a record. An amendment, or a whole chain, is checked offline with `cli verify` (README \"An amendment's proof\"). Before that: PENDING, with the reason when it will never be notarized (a doc ended Infected or Error, or the guarantee's notarization is blocked) and then, when known, the digest that the next amendment links to.",
+      tags: ['Guarantees'],
+      requestParams: {
+        path: z.object({
+          id: z.string().meta({ description: "The guarantee's id." }),
+          seq: z.string().meta({ description: "The amendment's seq (1, 2, 3...)." }),
+        }),
+      },
+      responses: {
+        200: { description: 'The proof, or PENDING.', content: { 'application/json': { schema: z.union([amendmentProof, pendingAmendmentProof]) } } },
+        404: errorResponse('No such guarantee in this organization, or no amendment with this seq.'),
+        ...commonErrors,
+      },
+    },
+  },
   '/api/v2/guarantees/{id}/state': {
     get: {
       summary: 'What the guarantee covers now',
@@ -240,7 +259,7 @@ const paths: ZodOpenApiPathsObject = {
     post: {
       summary: 'Register a webhook',
       description:
-        'Events (guarantee.created, guarantee.amended, guarantee.expired, guarantee.claim_overdue, file.status.changed, guarantee.notarized, guarantee.notarization_blocked, guarantee.verified) are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization.',
+        'Events (guarantee.created, guarantee.amended, guarantee.amendment_notarized, guarantee.expired, guarantee.claim_overdue, file.status.changed, guarantee.notarized, guarantee.notarization_blocked, guarantee.verified) are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization.',
       tags: ['Webhooks'],
       requestBody: { required: true, content: { 'application/json': { schema: registerWebhook } } },
       responses: {
@@ -462,6 +481,7 @@ const OPERATION_IDS: Record<string, string> = {
   'post /api/v2/guarantees/{id}/amendments': 'amendGuarantee',
   'get /api/v2/guarantees/{id}/amendments': 'listGuaranteeAmendments',
   'get /api/v2/guarantees/{id}/state': 'getGuaranteeState',
+  'get /api/v2/guarantees/{id}/amendments/{seq}/proof': 'getAmendmentProof',
   'get /api/v1/webhooks': 'listWebhooks',
   'post /api/v1/webhooks': 'registerWebhook',
   'get /api/v1/webhooks/{id}': 'getWebhook',

@@ -9,6 +9,7 @@ import type { Amendment, AmendmentDoc, AmendmentType, Issued } from './amendment
 interface Row {
   id: string;
   guarantee_id: string;
+  org_id: string;
   seq: number;
   type: AmendmentType;
   effective_at: Date;
@@ -30,14 +31,31 @@ interface DocRow {
   checksum: string | null;
 }
 
-const COLUMNS =
-  'id, guarantee_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, created_at, notarization_status, tx_hash';
+const COLUMNS = [
+  'id',
+  'guarantee_id',
+  'org_id',
+  'seq',
+  'type',
+  'effective_at',
+  'expires_at',
+  'garanted_amount',
+  'claimed_amount',
+  'paid_amount',
+  'reason',
+  'created_at',
+  'notarization_status',
+  'tx_hash',
+]
+  .map((c) => `a.${c}`)
+  .join(', ');
 
 const num = (v: string | null) => (v === null ? null : Number(v));
 
-function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment {
+function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment & { orgId: string } {
   return {
     id: r.id,
+    orgId: r.org_id,
     guaranteeId: r.guarantee_id,
     seq: Number(r.seq),
     type: r.type,
@@ -68,7 +86,31 @@ const toIssued = (r: IssuedRow): Issued => ({
 
 const ISSUED_SQL = 'SELECT garanted_amount, expires_at, is_automatic_renewal FROM guarantees WHERE id = $1 AND org_id = $2';
 
+const TEXT = { prepared: false } as const;
+
 export function createAmendmentRepository(db: Sequelize) {
+  /** Amendments matching `where` (on alias a), by guarantee and seq, each with its documents. */
+  async function read(where: string, params: unknown[], t?: Transaction, opts?: typeof TEXT): Promise<(Amendment & { orgId: string })[]> {
+    const rows = await select<Row>(db, `SELECT ${COLUMNS} FROM guarantee_amendments a WHERE ${where} ORDER BY a.guarantee_id, a.seq`, params, t, opts);
+    if (!rows.length) return [];
+    const docs = await select<DocRow>(
+      db,
+      `SELECT d.amendment_id, d.type, d.file_key, d.original_file_name, f.checksum FROM guarantee_amendments a
+      JOIN guarantee_amendment_docs d ON d.amendment_id = a.id ${FILE_SQL.ofKey('f', 'd.file_key', 'LEFT JOIN')}
+      WHERE ${where} ORDER BY d.amendment_id, d.position`,
+      params,
+      t,
+      opts,
+    );
+    const byAmendment = new Map<string, AmendmentDoc[]>();
+    for (const d of docs) {
+      const list = byAmendment.get(d.amendment_id) ?? [];
+      list.push({ type: d.type, key: d.file_key, originalFileName: d.original_file_name, checksum: d.checksum });
+      byAmendment.set(d.amendment_id, list);
+    }
+    return rows.map((r) => toAmendment(r, byAmendment.get(r.id) ?? []));
+  }
+
   return {
     /**
      * At READ COMMITTED: the lock on the guarantee's row serializes its amendments, and every
@@ -93,23 +135,17 @@ export function createAmendmentRepository(db: Sequelize) {
 
     /** The guarantee's amendments, oldest first. */
     async list(guaranteeId: string, t?: Transaction): Promise<Amendment[]> {
-      const rows = await select<Row>(db, `SELECT ${COLUMNS} FROM guarantee_amendments WHERE guarantee_id = $1 ORDER BY seq`, [guaranteeId], t);
-      if (!rows.length) return [];
-      const docs = await select<DocRow>(
-        db,
-        `SELECT d.amendment_id, d.type, d.file_key, d.original_file_name, f.checksum FROM guarantee_amendments a
-        JOIN guarantee_amendment_docs d ON d.amendment_id = a.id ${FILE_SQL.ofKey('f', 'd.file_key', 'LEFT JOIN')}
-        WHERE a.guarantee_id = $1 ORDER BY d.amendment_id, d.position`,
-        [guaranteeId],
-        t,
-      );
-      const byAmendment = new Map<string, AmendmentDoc[]>();
-      for (const d of docs) {
-        const list = byAmendment.get(d.amendment_id) ?? [];
-        list.push({ type: d.type, key: d.file_key, originalFileName: d.original_file_name, checksum: d.checksum });
-        byAmendment.set(d.amendment_id, list);
-      }
-      return rows.map((r) => toAmendment(r, byAmendment.get(r.id) ?? []));
+      return read('a.guarantee_id = $1', [guaranteeId], t);
+    },
+
+    /** The guarantee's amendment `seq`, if it has one. */
+    async bySeq(guaranteeId: string, seq: number): Promise<Amendment | undefined> {
+      return (await read('a.guarantee_id = $1 AND a.seq = $2', [guaranteeId, seq]))[0];
+    },
+
+    /** The amendments of these ids, by guarantee and seq (the notarizer's). */
+    async findByIds(ids: readonly string[]): Promise<(Amendment & { orgId: string })[]> {
+      return ids.length ? read('a.id IN ($1)', [ids], undefined, TEXT) : [];
     },
 
     async insert(orgId: string, a: Amendment, t: Transaction): Promise<void> {

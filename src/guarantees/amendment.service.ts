@@ -139,6 +139,15 @@ export function createAmendmentService(deps: {
       return repo.list(guaranteeId);
     },
 
+    /** The guarantee's amendment `seq` (404 for another organization's guarantee, or no such seq: one that is not a positive integer included). */
+    async one(orgId: string, guaranteeId: string, seq: string): Promise<Amendment> {
+      await issuedOr404(orgId, guaranteeId);
+      const n = /^[1-9][0-9]{0,8}$/.test(seq) ? Number(seq) : undefined;
+      const amendment = n === undefined ? undefined : await repo.bySeq(guaranteeId, n);
+      if (!amendment) throw new NotFoundError(`Guarantee ${guaranteeId} has no amendment ${seq}.`);
+      return amendment;
+    },
+
     /** What the guarantee covers now. */
     async state(orgId: string, guaranteeId: string): Promise<GuaranteeState> {
       return stateAfter(await issuedOr404(orgId, guaranteeId), await repo.list(guaranteeId), now());

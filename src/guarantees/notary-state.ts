@@ -1,8 +1,9 @@
 // Where each guarantee stands in notarization, kept on its row (notary_state: waiting →
 // batched → done, or blocked; notarization_status, tx_hash, notarization_reason) and on its
-// documents' rows (notarized_at). Guarantees own these columns; notarization moves them only
-// through these functions, each conditional on the state it leaves, so that a retried or
-// overlapping step changes nothing twice.
+// documents' rows (notarized_at); and where each amendment stands, on its row likewise (with
+// its digest, the next amendment's link). Guarantees own these columns; notarization moves
+// them only through these functions, each conditional on the state it leaves, so that a
+// retried or overlapping step changes nothing twice.
 import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import { ACCEPTED_FILE_STATUSES, REJECTED_FILE_STATUSES } from '../files/file.statuses.js';
 import { FILE_SQL } from '../files/file.sql.js';
@@ -19,7 +20,24 @@ export interface BlockedDoc {
   status: string;
 }
 
+/** A waiting amendment whose documents are all settled, and what its link to the chain needs. */
+export interface AmendmentCandidate {
+  id: string;
+  guaranteeId: string;
+  seq: number;
+  /** Where its guarantee stands: never 'waiting' (an amendment follows its guarantee into the batches). */
+  guaranteeState: 'batched' | 'done' | 'blocked';
+  /** The previous amendment (none for seq 1): where it stands and its digest, once it has one. */
+  previous: { state: 'waiting' | 'batched' | 'done' | 'blocked'; digest: string | null } | null;
+  /** Its first document that ended Infected or Error (`status key`), if any. */
+  rejectedDoc: { key: string; status: string } | null;
+}
+
+const AMENDMENT_CHUNK = 500;
+
 export function createNotaryState(db: Sequelize) {
+  /** The file of document `d` of an amendment is not settled (neither accepted nor rejected): its amendment waits. */
+  const unsettledDoc = `${FILE_SQL.statusNotIn('f', [...ACCEPTED_FILE_STATUSES, ...REJECTED_FILE_STATUSES])}`;
   return {
     /** Waiting guarantees with a doc whose file ended Infected or Error (the first such doc of each), oldest first. */
     async blocked(limit: number): Promise<{ found: BlockedDoc[]; full: boolean }> {
@@ -82,6 +100,96 @@ export function createNotaryState(db: Sequelize) {
         );
         await execute(db, 'UPDATE guarantee_docs SET notarized_at = $1 WHERE guarantee_id IN ($2)', [anchoredAt, chunk], t, TEXT);
       }
+    },
+
+    /**
+     * Waiting amendments ready to be chained, by guarantee and seq: their guarantee is batched,
+     * done or blocked, their documents are all settled, and so are those of every earlier
+     * waiting amendment of theirs (a page is then a prefix of each chain, never a link without
+     * the one before it; an amendment whose scan runs holds back only its own successors).
+     */
+    async amendmentCandidates(limit: number): Promise<AmendmentCandidate[]> {
+      const rows = await select<{
+        id: string;
+        guarantee_id: string;
+        seq: number;
+        guarantee_state: AmendmentCandidate['guaranteeState'];
+        previous_state: 'waiting' | 'batched' | 'done' | 'blocked' | null;
+        previous_digest: string | null;
+        rejected_doc: string | null;
+      }>(
+        db,
+        `SELECT a.id, a.guarantee_id, a.seq, g.notary_state AS guarantee_state, p.notary_state AS previous_state, p.digest AS previous_digest,
+          (SELECT CONCAT(f.status, ' ', d.file_key) FROM guarantee_amendment_docs d ${FILE_SQL.ofKey('f', 'd.file_key')}
+            WHERE d.amendment_id = a.id AND ${FILE_SQL.statusIn('f', REJECTED_FILE_STATUSES)} ORDER BY d.position LIMIT 1) AS rejected_doc
+        FROM guarantee_amendments a
+          JOIN guarantees g ON g.id = a.guarantee_id
+          LEFT JOIN guarantee_amendments p ON p.guarantee_id = a.guarantee_id AND p.seq = a.seq - 1
+        WHERE a.notary_state = 'waiting' AND g.notary_state <> 'waiting' AND NOT EXISTS (
+          SELECT 1 FROM guarantee_amendments w JOIN guarantee_amendment_docs d ON d.amendment_id = w.id ${FILE_SQL.ofKey('f', 'd.file_key')}
+          WHERE w.guarantee_id = a.guarantee_id AND w.seq <= a.seq AND w.notary_state = 'waiting' AND ${unsettledDoc})
+        ORDER BY a.guarantee_id, a.seq LIMIT ${Math.trunc(limit)}`,
+        [],
+      );
+      return rows.map((r) => {
+        const space = r.rejected_doc?.indexOf(' ') ?? -1;
+        return {
+          id: r.id,
+          guaranteeId: r.guarantee_id,
+          seq: Number(r.seq),
+          guaranteeState: r.guarantee_state,
+          previous: r.previous_state === null ? null : { state: r.previous_state, digest: r.previous_digest },
+          rejectedDoc: r.rejected_doc === null || space < 0 ? null : { status: r.rejected_doc.slice(0, space), key: r.rejected_doc.slice(space + 1) },
+        };
+      });
+    },
+
+    /** Blocks a waiting amendment for ever, with its reason and (when it has one) its digest, the next one's link; false when it was not waiting. */
+    async blockAmendment(id: string, reason: string, digest: string | null, t?: Transaction): Promise<boolean> {
+      const sql = `UPDATE guarantee_amendments SET notary_state = 'blocked', notarization_reason = $2, digest = $3 WHERE id = $1 AND notary_state = 'waiting'`;
+      return (await execute(db, sql, [id, reason, digest], t)) === 1;
+    },
+
+    /** Moves waiting amendments to batched with their digests, in `t`; how many were waiting. */
+    async markAmendmentsBatched(leaves: readonly { id: string; digest: string }[], t: Transaction): Promise<number> {
+      let moved = 0;
+      for (let i = 0; i < leaves.length; i += AMENDMENT_CHUNK) {
+        const chunk = leaves.slice(i, i + AMENDMENT_CHUNK);
+        const cases = chunk.map((_, j) => `WHEN $${j * 2 + 1} THEN $${j * 2 + 2}`).join(' ');
+        const ids = chunk.map((_, j) => `$${j * 2 + 1}`).join(', ');
+        moved += await execute(
+          db,
+          `UPDATE guarantee_amendments FORCE INDEX (PRIMARY) SET notary_state = 'batched', digest = CASE id ${cases} END
+          WHERE notary_state = 'waiting' AND id IN (${ids})`,
+          chunk.flatMap((l) => [l.id, l.digest]),
+          t,
+        );
+      }
+      return moved;
+    },
+
+    /** Batched amendments anchored, in `t`: COMPLETE with the anchor's txHash. */
+    async markAmendmentsDone(ids: readonly string[], txHash: string, t: Transaction): Promise<void> {
+      for (let i = 0; i < ids.length; i += CHUNK) {
+        await execute(
+          db,
+          `UPDATE guarantee_amendments FORCE INDEX (PRIMARY) SET notary_state = 'done', notarization_status = 'COMPLETE', tx_hash = $1
+          WHERE notary_state = 'batched' AND id IN ($2)`,
+          [txHash, ids.slice(i, i + CHUNK)],
+          t,
+          TEXT,
+        );
+      }
+    },
+
+    /** Why an amendment will never be notarized, and its digest when it has one; undefined unless it is blocked. */
+    async amendmentBlock(id: string): Promise<{ reason: string; digest: string | null } | undefined> {
+      const [row] = await select<{ notarization_reason: string | null; digest: string | null }>(
+        db,
+        `SELECT notarization_reason, digest FROM guarantee_amendments WHERE id = $1 AND notary_state = 'blocked'`,
+        [id],
+      );
+      return row ? { reason: row.notarization_reason ?? '', digest: row.digest } : undefined;
     },
   };
 }

@@ -79,3 +79,65 @@ export function canonicalForm(g: GuaranteeV2): string {
 export function guaranteeDigest(g: GuaranteeV2): string {
   return sha256Hex(canonicalForm(g));
 }
+
+/** Names the amendments' projection below. */
+export const AMENDMENT_CANONICAL_SCHEMA = 'guarantee-registry/amendment/v1';
+
+/** An amendment as GET /api/v2/guarantees/{ID}/amendments shows it (only what the projection reads). */
+export interface AmendmentOnWire {
+  id: string;
+  guaranteeId: string;
+  seq: number;
+  type: string;
+  effectiveAt: string;
+  expiresAt?: string | undefined;
+  garantedAmount?: number | undefined;
+  claimedAmount?: number | undefined;
+  paidAmount?: number | undefined;
+  reason: string | null;
+  docs: { key: string; type: string | null; originalFileName: string | null; checksum: string | null }[];
+  createdAt: string;
+}
+
+/** What an amendment's digest links it to: its guarantee's digest, and the previous amendment's (null for seq 1). */
+export interface ChainLinks {
+  guaranteeDigest: string;
+  previousDigest: string | null;
+}
+
+/**
+ * The documented projection of an amendment (its wire shape) with its links: every field of
+ * the wire shape except what notarization sets (notarizationStatus, txHash), a type's absent
+ * fields as null, dates and amounts as for guarantees, docs sorted by key.
+ */
+export function amendmentProjection(a: AmendmentOnWire, links: ChainLinks): Record<string, unknown> {
+  return {
+    claimedAmount: amount(a.claimedAmount),
+    createdAt: date(a.createdAt),
+    docs: a.docs
+      .map((doc) => ({ checksum: doc.checksum, key: doc.key, originalFileName: doc.originalFileName, type: doc.type }))
+      .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0)),
+    effectiveAt: date(a.effectiveAt),
+    expiresAt: date(a.expiresAt),
+    garantedAmount: amount(a.garantedAmount),
+    guaranteeDigest: links.guaranteeDigest,
+    guaranteeId: a.guaranteeId,
+    id: a.id,
+    paidAmount: amount(a.paidAmount),
+    previousDigest: links.previousDigest,
+    reason: a.reason,
+    schema: AMENDMENT_CANONICAL_SCHEMA,
+    seq: a.seq,
+    type: a.type,
+  };
+}
+
+/** The RFC 8785 serialization of the amendment's projection (`canonicalize`: few amendments are hashed, and only here). */
+export function amendmentCanonicalForm(a: AmendmentOnWire, links: ChainLinks): string {
+  return canonicalize(amendmentProjection(a, links)) as string;
+}
+
+/** SHA-256 (hex) of the amendment's canonical form: its notarization digest, one link of its guarantee's chain. */
+export function amendmentDigest(a: AmendmentOnWire, links: ChainLinks): string {
+  return sha256Hex(amendmentCanonicalForm(a, links));
+}

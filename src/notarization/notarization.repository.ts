@@ -13,6 +13,16 @@ export interface SealedProof {
   path: PathStep[];
 }
 
+/** An amendment's leaf: its digest covers its canonical form and these two links. */
+export interface SealedAmendmentProof {
+  amendmentId: string;
+  leafIndex: number;
+  digest: string;
+  guaranteeDigest: string;
+  previousDigest: string | null;
+  path: PathStep[];
+}
+
 export interface BatchRow {
   id: number;
   anchorKind: AnchorKind;
@@ -47,6 +57,16 @@ const batchOf = (r: BatchDbRow): BatchRow => ({
 });
 
 const TEXT = { prepared: false } as const;
+
+export interface AmendmentProofRow {
+  amendmentId: string;
+  leafIndex: number;
+  digest: string;
+  guaranteeDigest: string;
+  previousDigest: string | null;
+  path: PathStep[];
+  batch: BatchRow;
+}
 
 export interface ProofRow {
   guaranteeId: string;
@@ -87,15 +107,32 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
 
     /**
      * Writes a sealed batch (root and proofs, not yet anchored) in `t`, where the caller moved its
-     * guarantees from waiting to batched (guarantees' notary state); returns its id.
+     * guarantees and amendments from waiting to batched (guarantees' notary state); returns its id.
      */
-    async insertBatch(kind: AnchorKind, root: string, proofs: SealedProof[], at: Date, t: Transaction): Promise<number> {
+    async insertBatch(
+      kind: AnchorKind,
+      root: string,
+      proofs: SealedProof[],
+      at: Date,
+      t: Transaction,
+      amendmentProofs: SealedAmendmentProof[] = [],
+    ): Promise<number> {
       const { insertId } = await write(
         db,
         `INSERT INTO notarization_batches (anchor_kind, root, size, state, created_at) VALUES ($1, $2, $3, 'sealed', $4)`,
-        [kind, root, proofs.length, at],
+        [kind, root, proofs.length + amendmentProofs.length, at],
         t,
       );
+      for (let i = 0; i < amendmentProofs.length; i += 500) {
+        const chunk = amendmentProofs.slice(i, i + 500);
+        await execute(
+          db,
+          `INSERT INTO notarization_amendment_proofs (amendment_id, batch_id, leaf_index, digest, guarantee_digest, previous_digest, path) VALUES $1`,
+          [chunk.map((p) => [p.amendmentId, insertId, p.leafIndex, p.digest, p.guaranteeDigest, p.previousDigest, JSON.stringify(p.path)])],
+          t,
+          TEXT,
+        );
+      }
       // In statements of 500 proofs (about 1 MB each), well under MariaDB's packet limit.
       for (let i = 0; i < proofs.length; i += 500) {
         const chunk = proofs.slice(i, i + 500);
@@ -135,6 +172,54 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
         batchId,
       ]);
       return rows.map((r) => r.guarantee_id);
+    },
+
+    /** The amendments of a batch, in leaf order. */
+    async amendmentMembers(batchId: number): Promise<string[]> {
+      const rows = await select<{ amendment_id: string }>(
+        db,
+        'SELECT amendment_id FROM notarization_amendment_proofs WHERE batch_id = $1 ORDER BY leaf_index',
+        [batchId],
+      );
+      return rows.map((r) => r.amendment_id);
+    },
+
+    /** The sealed digests of these guarantees (those batched or done), by id: their amendments' first link. */
+    async guaranteeDigests(ids: readonly string[]): Promise<Map<string, string>> {
+      if (!ids.length) return new Map();
+      const rows = await select<{ guarantee_id: string; digest: string }>(
+        db,
+        'SELECT guarantee_id, digest FROM notarization_proofs WHERE guarantee_id IN ($1)',
+        [ids],
+        undefined,
+        TEXT,
+      );
+      return new Map(rows.map((r) => [r.guarantee_id, r.digest]));
+    },
+
+    /** The proof of an amendment (the caller read it as its organization's), when it has one. */
+    async amendmentProofOf(amendmentId: string): Promise<AmendmentProofRow | undefined> {
+      const [r] = await select<
+        BatchDbRow & { amendment_id: string; leaf_index: number; digest: string; guarantee_digest: string; previous_digest: string | null; path: string }
+      >(
+        db,
+        `SELECT p.amendment_id, p.leaf_index, p.digest, p.guarantee_digest, p.previous_digest, p.path,
+          b.id, b.anchor_kind, b.root, b.size, b.state, b.tx_hash, b.receipt, b.anchored_at
+        FROM notarization_amendment_proofs p JOIN notarization_batches b ON b.id = p.batch_id
+        WHERE p.amendment_id = $1`,
+        [amendmentId],
+      );
+      return (
+        r && {
+          amendmentId: r.amendment_id,
+          leafIndex: r.leaf_index,
+          digest: r.digest,
+          guaranteeDigest: r.guarantee_digest,
+          previousDigest: r.previous_digest,
+          path: JSON.parse(r.path) as PathStep[],
+          batch: batchOf(r),
+        }
+      );
     },
 
     /**

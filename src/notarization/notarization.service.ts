@@ -8,22 +8,48 @@
 //      a Merkle tree, the batch and every proof sealed in one transaction, the root anchored,
 //      then every record COMPLETE with the txHash, its docs notarizedAt, and
 //      `guarantee.notarized`, in one transaction. Repeated while full batches remain.
+//      The room a batch has left takes amendments, each a link of its guarantee's chain: its
+//      digest covers its canonical form, its guarantee's sealed digest and the previous
+//      amendment's digest (CONTRACT "Lifecycle"). An amendment follows its guarantee (it
+//      waits until the guarantee is sealed) and the one before it (in the same batch or an
+//      earlier one); one whose doc ended Infected or Error, or whose guarantee is blocked,
+//      is blocked for ever, the first keeping its digest as the next one's link.
+import type { AmendmentRepository } from '../guarantees/amendment.repository.js';
+import { toAmendmentView } from '../guarantees/amendment.serializer.js';
+import type { Amendment } from '../guarantees/amendments.js';
 import type { GuaranteeRepository } from '../guarantees/guarantee.repository.js';
 import { toV2 } from '../guarantees/guarantee.serializer.js';
 import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
 import type { Logger } from '../shared/logger.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import type { Anchor, BatchToAnchor, Submission } from './anchor.js';
-import { CANONICAL_SCHEMA, guaranteeDigest } from './canonical.js';
+import { AMENDMENT_CANONICAL_SCHEMA, CANONICAL_SCHEMA, amendmentDigest, guaranteeDigest } from './canonical.js';
 import { buildTree } from './merkle.js';
-import type { BatchRow, NotarizationRepository } from './notarization.repository.js';
-import { notarizationProof, type NotarizationProof, type PendingProof } from './proof.js';
+import type { BatchRow, NotarizationRepository, SealedAmendmentProof } from './notarization.repository.js';
+import { amendmentProof, notarizationProof, type AmendmentProof, type NotarizationProof, type PendingAmendmentProof, type PendingProof } from './proof.js';
 
 /** The database lock that makes one notarizer at a time (anchors and ledgers append in order). */
 export const NOTARY_LOCK = 'guarantee_registry_notary';
 
 /** Batches sealed per cycle at most: a backlog is worked off over several cycles, none of them endless. */
 export const MAX_BATCHES_PER_CYCLE = 50;
+
+/** Why an amendment of a blocked guarantee is blocked. */
+export const GUARANTEE_BLOCKED_REASON = 'The guarantee it amends will never be notarized: neither will its amendments.';
+
+/** An amendment ready to be sealed as a leaf, with the links its digest covers. */
+interface AmendmentLeaf {
+  amendment: Amendment & { orgId: string };
+  digest: string;
+  guaranteeDigest: string;
+  previousDigest: string | null;
+}
+
+/** A batch's members: its records, then its amendments (leaf order). */
+interface Members {
+  records: GuaranteeRecord[];
+  amendments: (Amendment & { orgId: string })[];
+}
 
 /** A record of the batch being sealed was no longer waiting: the seal rolls back. */
 const NOT_WAITING = new Error('a guarantee of the batch is no longer waiting');
@@ -39,13 +65,15 @@ export function createNotarizationService(deps: {
   repo: NotarizationRepository;
   /** The guarantees' owner: their records, and where each stands in notarization (which only it writes). */
   guarantees: Pick<GuaranteeRepository, 'findByIds' | 'notary'>;
+  /** The amendments' reads (their rows' notary state is moved through `guarantees.notary`). */
+  amendments: Pick<AmendmentRepository, 'findByIds'>;
   outbox: Outbox;
   anchor: Anchor;
   batchSize: number;
   logger: Logger;
   now?: () => Date;
 }) {
-  const { repo, guarantees, outbox, anchor, batchSize, logger } = deps;
+  const { repo, guarantees, amendments, outbox, anchor, batchSize, logger } = deps;
   const { notary } = guarantees;
   const now = deps.now ?? (() => new Date());
 
@@ -55,11 +83,11 @@ export function createNotarizationService(deps: {
   }
 
   /**
-   * Submits a batch and records it final when the anchor says so; how many records it
-   * completed (0 while not final). `members`: the batch's records when the caller has them
-   * (a batch just sealed); otherwise they are read back.
+   * Submits a batch and records it final when the anchor says so; how many leaves it
+   * completed (0 while not final). `members`: the batch's records and amendments when the
+   * caller has them (a batch just sealed); otherwise they are read back.
    */
-  async function anchorBatch(batch: BatchToAnchor, held: () => Promise<boolean>, submitted?: Submission, members?: GuaranteeRecord[]): Promise<number> {
+  async function anchorBatch(batch: BatchToAnchor, held: () => Promise<boolean>, submitted?: Submission, members?: Members): Promise<number> {
     let submission = submitted;
     if (!submission) {
       await stillExclusive(held);
@@ -68,7 +96,10 @@ export function createNotarizationService(deps: {
     }
     const receipt = await anchor.confirm(batch, submission);
     if (!receipt) return 0;
-    const records = members ?? (await guarantees.findByIds(await repo.members(batch.id)));
+    const { records, amendments: changes } = members ?? {
+      records: await guarantees.findByIds(await repo.members(batch.id)),
+      amendments: await amendments.findByIds(await repo.amendmentMembers(batch.id)),
+    };
     const completed = await repo.transaction(async (t) => {
       if (!(await repo.complete(batch.id, receipt, t))) return false;
       await notary.markDone(
@@ -86,11 +117,71 @@ export function createNotarizationService(deps: {
         })),
         receipt.anchoredAt,
       );
+      if (changes.length) {
+        await notary.markAmendmentsDone(
+          changes.map((a) => a.id),
+          receipt.txHash,
+          t,
+        );
+        await outbox.addMany(
+          t,
+          'guarantee.amendment_notarized',
+          changes.map((a) => ({ orgId: a.orgId, data: toAmendmentView({ ...a, notarizationStatus: 'COMPLETE', txHash: receipt.txHash }) })),
+          receipt.anchoredAt,
+        );
+      }
       return true;
     });
     if (!completed) return 0;
-    logger.info({ batch: batch.id, records: records.length, anchor: anchor.kind, txHash: receipt.txHash }, 'batch notarized');
-    return records.length;
+    logger.info({ batch: batch.id, records: records.length, amendments: changes.length, anchor: anchor.kind, txHash: receipt.txHash }, 'batch notarized');
+    return records.length + changes.length;
+  }
+
+  /**
+   * The next links of the chains, up to `room`: amendments to seal, their digests computed;
+   * the ones to block are blocked on the way (each before the next link needs its digest).
+   */
+  async function chainAmendments(room: number, result: CycleResult): Promise<AmendmentLeaf[]> {
+    if (room <= 0) return [];
+    const candidates = await notary.amendmentCandidates(room);
+    if (!candidates.length) return [];
+    const byId = new Map((await amendments.findByIds(candidates.map((c) => c.id))).map((a) => [a.id, a]));
+    const sealed = await repo.guaranteeDigests([...new Set(candidates.filter((c) => c.guaranteeState !== 'blocked').map((c) => c.guaranteeId))]);
+    const leaves: AmendmentLeaf[] = [];
+    /** The last link computed in this pass, per guarantee. */
+    const heads = new Map<string, { seq: number; digest: string }>();
+    /** Guarantees whose chain cannot go on in this pass. */
+    const stopped = new Set<string>();
+    const block = async (id: string, reason: string, digest: string | null) => {
+      if (await notary.blockAmendment(id, reason, digest)) {
+        result.blocked++;
+        logger.info({ amendment: id, reason }, 'amendment notarization blocked');
+      }
+    };
+    for (const c of candidates) {
+      const amendment = byId.get(c.id);
+      if (stopped.has(c.guaranteeId) || !amendment) {
+        stopped.add(c.guaranteeId);
+        continue;
+      }
+      if (c.guaranteeState === 'blocked') {
+        await block(c.id, GUARANTEE_BLOCKED_REASON, null);
+        continue;
+      }
+      const guaranteeDigest = sealed.get(c.guaranteeId);
+      const head = heads.get(c.guaranteeId);
+      const previousDigest =
+        c.seq === 1 ? null : head?.seq === c.seq - 1 ? head.digest : c.previous && c.previous.state !== 'waiting' ? c.previous.digest : undefined;
+      if (guaranteeDigest === undefined || previousDigest === undefined || (c.seq > 1 && previousDigest === null)) {
+        stopped.add(c.guaranteeId);
+        continue;
+      }
+      const digest = amendmentDigest(toAmendmentView(amendment), { guaranteeDigest, previousDigest });
+      heads.set(c.guaranteeId, { seq: c.seq, digest });
+      if (c.rejectedDoc) await block(c.id, `Doc ${c.rejectedDoc.key} is ${c.rejectedDoc.status}: the amendment will not be notarized.`, digest);
+      else leaves.push({ amendment, digest, guaranteeDigest, previousDigest });
+    }
+    return leaves;
   }
 
   /**
@@ -142,17 +233,26 @@ export function createNotarizationService(deps: {
     }
   }
 
-  /** Seals and anchors one batch of eligible records; how many it took. */
+  /** Seals and anchors one batch of eligible records and amendments; how many leaves it took. */
   async function batchOnce(result: CycleResult, held: () => Promise<boolean>): Promise<number> {
     const ids = await notary.eligible(batchSize);
-    if (!ids.length) return 0;
-    const records = await guarantees.findByIds(ids);
-    const digests = records.map((g) => guaranteeDigest(toV2(g)));
+    const records = ids.length ? await guarantees.findByIds(ids) : [];
+    const links = await chainAmendments(batchSize - records.length, result);
+    if (!records.length && !links.length) return 0;
+    const digests = [...records.map((g) => guaranteeDigest(toV2(g))), ...links.map((l) => l.digest)];
     const { root, paths } = buildTree(digests);
     await stillExclusive(held);
     const proofs = records.map((g, i) => ({ guaranteeId: g.id, leafIndex: i, digest: digests[i] as string, path: paths[i] ?? [] }));
-    // One transaction: the records move from waiting to batched and the batch is written, or
-    // (one of them blocked meanwhile) neither.
+    const amendmentProofs: SealedAmendmentProof[] = links.map((l, j) => ({
+      amendmentId: l.amendment.id,
+      leafIndex: records.length + j,
+      digest: l.digest,
+      guaranteeDigest: l.guaranteeDigest,
+      previousDigest: l.previousDigest,
+      path: paths[records.length + j] ?? [],
+    }));
+    // One transaction: the records and amendments move from waiting to batched and the batch
+    // is written, or (one of them blocked meanwhile) none of it.
     const batchId = await repo
       .transaction(async (t) => {
         if (
@@ -162,7 +262,14 @@ export function createNotarizationService(deps: {
           )) !== records.length
         )
           throw NOT_WAITING;
-        return repo.insertBatch(anchor.kind, root, proofs, now(), t);
+        if (
+          (await notary.markAmendmentsBatched(
+            links.map((l) => ({ id: l.amendment.id, digest: l.digest })),
+            t,
+          )) !== links.length
+        )
+          throw NOT_WAITING;
+        return repo.insertBatch(anchor.kind, root, proofs, now(), t, amendmentProofs);
       })
       .catch((err: unknown) => {
         if (err === NOT_WAITING) return undefined;
@@ -170,10 +277,11 @@ export function createNotarizationService(deps: {
       });
     if (batchId === undefined) return 0;
     result.batches++;
-    const n = await anchorBatch({ id: batchId, root, size: records.length }, held, undefined, records);
+    const size = records.length + links.length;
+    const n = await anchorBatch({ id: batchId, root, size }, held, undefined, { records, amendments: links.map((l) => l.amendment) });
     if (n) result.notarized += n;
     else result.pending++;
-    return records.length;
+    return size;
   }
 
   return {
@@ -208,14 +316,54 @@ function anchorFacts(batch: BatchRow): Record<string, unknown> {
 
 export type NotarizationService = ReturnType<typeof createNotarizationService>;
 
-/** Reads proofs for the API (which never anchors anything). */
-export function createProofService(repo: Pick<NotarizationRepository, 'proofOf'>) {
+/** The proof's view of a batch: its root and what anchored it. */
+function anchoredLeaf(batch: BatchRow & { txHash: string; anchoredAt: Date }) {
   return {
+    batchSize: batch.size,
+    root: batch.root,
+    anchor: { kind: batch.anchorKind, txHash: batch.txHash, anchoredAt: batch.anchoredAt.toISOString(), ...anchorFacts(batch) },
+  };
+}
+
+const isAnchored = (b: BatchRow): b is BatchRow & { txHash: string; anchoredAt: Date } => b.state === 'anchored' && b.txHash !== null && b.anchoredAt !== null;
+
+/** Reads proofs for the API (which never anchors anything). */
+export function createProofService(
+  repo: Pick<NotarizationRepository, 'proofOf' | 'amendmentProofOf'>,
+  notary: Pick<GuaranteeRepository['notary'], 'amendmentBlock'>,
+) {
+  return {
+    /** The proof of one of the organization's amendments (the caller read it as the organization's), or where it stands without one. */
+    async amendmentProof(amendment: Amendment): Promise<AmendmentProof | PendingAmendmentProof> {
+      const subject = { guaranteeId: amendment.guaranteeId, amendmentId: amendment.id, seq: amendment.seq };
+      const row = await repo.amendmentProofOf(amendment.id);
+      if (!row || !isAnchored(row.batch)) {
+        const blocked = row ? undefined : await notary.amendmentBlock(amendment.id);
+        return {
+          ...subject,
+          notarizationStatus: 'PENDING',
+          ...(blocked && { reason: blocked.reason }),
+          ...(blocked?.digest && { digest: blocked.digest }),
+        };
+      }
+      return amendmentProof.parse({
+        ...subject,
+        notarizationStatus: 'COMPLETE',
+        canonicalization: AMENDMENT_CANONICAL_SCHEMA,
+        digest: row.digest,
+        guaranteeDigest: row.guaranteeDigest,
+        previousDigest: row.previousDigest,
+        leafIndex: row.leafIndex,
+        path: row.path,
+        ...anchoredLeaf(row.batch),
+      });
+    },
+
     /** The proof of one of the organization's guarantees, or where it stands without one. */
     async proof(orgId: string, record: GuaranteeRecord): Promise<NotarizationProof | PendingProof> {
       if (record.orgId !== orgId) throw new Error('proof asked for a record of another organization');
       const row = await repo.proofOf(record.id);
-      if (!row || row.batch.state !== 'anchored' || !row.batch.txHash || !row.batch.anchoredAt) {
+      if (!row || !isAnchored(row.batch)) {
         return { guaranteeId: record.id, notarizationStatus: 'PENDING', ...(record.notarizationReason !== null && { reason: record.notarizationReason }) };
       }
       return notarizationProof.parse({
@@ -224,10 +372,8 @@ export function createProofService(repo: Pick<NotarizationRepository, 'proofOf'>
         canonicalization: CANONICAL_SCHEMA,
         digest: row.digest,
         leafIndex: row.leafIndex,
-        batchSize: row.batch.size,
         path: row.path,
-        root: row.batch.root,
-        anchor: { kind: row.batch.anchorKind, txHash: row.batch.txHash, anchoredAt: row.batch.anchoredAt.toISOString(), ...anchorFacts(row.batch) },
+        ...anchoredLeaf(row.batch),
       });
     },
   };

@@ -4,10 +4,10 @@
 // bundle stays small: the page runs exactly these checks, as `cli verify` does.
 import { Transaction } from 'ethers/transaction';
 import type { GuaranteeV2 } from '../guarantees/guarantee.schemas.js';
-import { guaranteeDigest } from './canonical.js';
+import { amendmentDigest, guaranteeDigest, type AmendmentOnWire } from './canonical.js';
 import { ledgerEntryHash, type LedgerEntry } from './ledger-entry.js';
 import { pathSides, rootFromPath } from './merkle.js';
-import type { NotarizationProof } from './proof.js';
+import type { AmendmentProof, NotarizationProof } from './proof.js';
 
 /**
  * One check of a proof. `id` names it for machines (the verification page labels it in Italian
@@ -36,7 +36,15 @@ export type CheckId =
   | 'evm-tx-present'
   | 'evm-tx-hash'
   | 'evm-tx-root'
-  | 'evm-tx-sender';
+  | 'evm-tx-sender'
+  | 'amendment-shape'
+  | 'chain-order'
+  | 'chain-start'
+  | 'chain-link'
+  | 'chain-notarized';
+
+/** What every proof has from its leaf up: the digest, its place in the tree, the root and the anchor. */
+type Leaf = Pick<NotarizationProof, 'digest' | 'leafIndex' | 'batchSize' | 'path' | 'root' | 'anchor'>;
 
 /** Every check of `proof` against `guarantee`; all must pass. Never throws on well-typed input. */
 export function checkProof(guarantee: GuaranteeV2, proof: NotarizationProof): Check[] {
@@ -46,6 +54,14 @@ export function checkProof(guarantee: GuaranteeV2, proof: NotarizationProof): Ch
   check('proof-subject', 'the proof is for this guarantee', proof.guaranteeId === guarantee.id, `proof for ${proof.guaranteeId}, guarantee ${guarantee.id}`);
   const digest = guaranteeDigest(guarantee);
   check('digest', "the guarantee hashes to the proof's digest", digest === proof.digest, `computed ${digest}, proof says ${proof.digest}`);
+  checks.push(...checkLeaf(proof, { what: 'guarantee', txHash: guarantee.txHash }));
+  return checks;
+}
+
+/** The checks from a leaf's digest up: the Merkle path to the root, its position, and the anchor's record of the root. */
+export function checkLeaf(proof: Leaf, named?: { what: string; txHash: string | null }): Check[] {
+  const checks: Check[] = [];
+  const check = (id: CheckId, name: string, ok: boolean, detail?: string) => checks.push({ id, name, ok, ...(detail !== undefined && !ok && { detail }) });
   let root: string | undefined;
   try {
     root = rootFromPath(proof.digest, proof.path);
@@ -65,12 +81,12 @@ export function checkProof(guarantee: GuaranteeV2, proof: NotarizationProof): Ch
     sides.join() === proof.path.map((p) => p.side).join(),
     `leaf ${proof.leafIndex} of ${proof.batchSize} has sides ${sides.join(',') || 'none'}, the path ${proof.path.map((p) => p.side).join(',') || 'none'}`,
   );
-  if (guarantee.txHash !== null)
+  if (named && named.txHash !== null)
     check(
       'tx-named',
-      'the guarantee names the anchor transaction',
-      guarantee.txHash === proof.anchor.txHash,
-      `guarantee ${guarantee.txHash}, proof ${proof.anchor.txHash}`,
+      `the ${named.what} names the anchor transaction`,
+      named.txHash === proof.anchor.txHash,
+      `${named.what} ${named.txHash}, proof ${proof.anchor.txHash}`,
     );
 
   if (proof.anchor.kind === 'ledger') {
@@ -105,5 +121,82 @@ export function checkProof(guarantee: GuaranteeV2, proof: NotarizationProof): Ch
       );
     }
   }
+  return checks;
+}
+
+/** An amendment as served (its wire shape), with what its checks read beyond the projection. */
+export type AmendmentJson = AmendmentOnWire & { txHash?: string | null };
+
+/**
+ * Every check of an amendment's proof against the amendment: the proof is for it, it hashes
+ * (with the proof's two links) to the proof's digest, and the leaf's checks. The links
+ * themselves are checked against the guarantee and the previous amendment by checkChain.
+ */
+export function checkAmendmentProof(amendment: AmendmentJson, proof: AmendmentProof): Check[] {
+  const checks: Check[] = [];
+  const check = (id: CheckId, name: string, ok: boolean, detail?: string) => checks.push({ id, name, ok, ...(detail !== undefined && !ok && { detail }) });
+  check(
+    'proof-subject',
+    'the proof is for this amendment',
+    proof.amendmentId === amendment.id && proof.guaranteeId === amendment.guaranteeId && proof.seq === amendment.seq,
+    `proof for ${proof.guaranteeId} #${proof.seq} (${proof.amendmentId}), amendment ${amendment.guaranteeId} #${amendment.seq} (${amendment.id})`,
+  );
+  const digest = amendmentDigest(amendment, { guaranteeDigest: proof.guaranteeDigest, previousDigest: proof.previousDigest });
+  check(
+    'digest',
+    "the amendment, with the proof's links, hashes to the proof's digest",
+    digest === proof.digest,
+    `computed ${digest}, proof says ${proof.digest}`,
+  );
+  checks.push(...checkLeaf(proof, { what: 'amendment', txHash: amendment.txHash ?? null }));
+  return checks;
+}
+
+/**
+ * A guarantee's whole chain of amendments, recomputed from the guarantee: amendment k's digest
+ * covers the guarantee's digest and amendment k - 1's, so an amendment changed, removed,
+ * added or moved changes every digest from it on. Checks that the amendments are 1..n in
+ * order and of this guarantee, that each proof (by seq) has the recomputed digest and its
+ * links (so each proof's own checks, checkAmendmentProof, bind it to this chain), and that
+ * every amendment has a proof. `proofs[i]` is the proof of the amendment with seq i + 1, or
+ * undefined when it has none. The chain's end is not in it: an amendment recorded after the
+ * last one given is not missed by these checks (the state's lastSeq says how many there are).
+ */
+export function checkChain(guarantee: GuaranteeV2, amendments: readonly AmendmentJson[], proofs: readonly (AmendmentProof | undefined)[]): Check[] {
+  const checks: Check[] = [];
+  const check = (id: CheckId, name: string, ok: boolean, detail?: string) => checks.push({ id, name, ok, ...(detail !== undefined && !ok && { detail }) });
+  const order = amendments.map((a) => a.seq);
+  const dense = order.every((seq, i) => seq === i + 1);
+  const own = amendments.every((a) => a.guaranteeId === guarantee.id);
+  check(
+    'chain-order',
+    'the amendments are 1, 2, 3... in order, of this guarantee',
+    dense && own,
+    own ? `seqs ${order.join(', ')}` : 'an amendment of another guarantee',
+  );
+  const start = guaranteeDigest(guarantee);
+  let previous: string | null = null;
+  amendments.forEach((a, i) => {
+    const links = { guaranteeDigest: start, previousDigest: previous };
+    const digest = amendmentDigest(a, links);
+    const proof = proofs[i];
+    const at = `amendment ${i + 1}`;
+    if (!proof) check('chain-notarized', `${at} has its proof`, false, 'not notarized');
+    else {
+      check(
+        'chain-start',
+        `${at}'s proof starts from this guarantee`,
+        proof.guaranteeDigest === start,
+        `proof says ${proof.guaranteeDigest}, guarantee hashes to ${start}`,
+      );
+      check(
+        'chain-link',
+        `${at}'s proof links to the amendment before it, and hashes as recomputed`,
+        proof.previousDigest === previous && proof.digest === digest,
+        `proof: previous ${proof.previousDigest ?? 'none'}, digest ${proof.digest}; recomputed: previous ${previous ?? 'none'}, digest ${digest}`,
+      );
+    }
+    previous = digest;
+  });
   return checks;
 }

@@ -1,6 +1,8 @@
 // `cli verify`: a notarization proof checked offline (proof.ts), then against its anchor (the
-// registry's ledger, or the chain). What a script needs goes on stdout ("verified", "NOT
-// verified", "verified offline only"), each check on stderr.
+// registry's ledger, or the chain). A record's proof, an amendment's, or a guarantee's whole
+// history (the record, every amendment and the chain between them), each anchor it names
+// checked. What a script needs goes on stdout ("verified", "NOT verified", "verified offline
+// only"), each check on stderr.
 import { readFileSync } from 'node:fs';
 import type { Config } from '../../config/index.js';
 import type { Sequelize } from '../shared/db/sequelize.js';
@@ -8,7 +10,8 @@ import type { AnchorKeys } from './anchor-keys.js';
 import { checkOnChain, evmProvider, evmSenderOf } from './evm.anchor.js';
 import { redactText, secretPartsOfUrl } from '../shared/redact.js';
 import { createLedgerAnchor } from './ledger.anchor.js';
-import { verifyProof } from './proof.js';
+import { AMENDMENT_CANONICAL_SCHEMA } from './canonical.js';
+import { verifyAmendmentProof, verifyChain, verifyProof, type Anchored, type Verification } from './proof.js';
 
 /** Options of `verify` after the files: `--rpc URL`, `--from ADDRESS`. */
 function verifyOptions(args: string[]): { files: string[]; rpc?: string; from?: string } | undefined {
@@ -23,6 +26,24 @@ function verifyOptions(args: string[]): { files: string[]; rpc?: string; from?: 
     } else files.push(a);
   }
   return files.length >= 1 && files.length <= 2 ? { files, ...opts } : undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The offline checks of what the files hold: `{guarantee, proof, amendments, amendmentProofs}`
+ * (a whole history), `{guarantee, proof}` or `{amendment, proof}` in one file, or the JSON
+ * and its proof in two; an amendment's proof is told by its canonicalization.
+ */
+function offline(docs: unknown[]): Verification {
+  const [first, second] = docs;
+  if (docs.length === 1) {
+    if (isObject(first) && 'amendments' in first) return verifyChain(first);
+    if (isObject(first) && 'amendment' in first) return verifyAmendmentProof(first.amendment, first.proof);
+    return verifyProof(isObject(first) ? first.guarantee : undefined, isObject(first) ? first.proof : undefined);
+  }
+  if (isObject(second) && second.canonicalization === AMENDMENT_CANONICAL_SCHEMA) return verifyAmendmentProof(first, second);
+  return verifyProof(first, second);
 }
 
 /** The registry's side, when the command runs where it is configured (a third party verifying a proof has none). */
@@ -48,75 +69,25 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
     say(usage);
     return 2;
   }
-  let guarantee: unknown;
-  let proof: unknown;
+  let result: Verification;
   try {
-    const docs = parsed.files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as Record<string, unknown>);
-    [guarantee, proof] = docs.length === 1 ? [docs[0]?.guarantee, docs[0]?.proof] : docs;
+    result = offline(parsed.files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as unknown));
   } catch (err) {
     say(`cannot read ${parsed.files.join(' and ')}: ${(err as Error).message}`);
     return 2;
   }
-  const result = verifyProof(guarantee, proof);
   const line = (ok: boolean, name: string, detail?: string) => say(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail && !ok ? ` (${detail})` : ''}`);
   for (const c of result.checks) line(c.ok, c.name, c.detail);
-  if (!result.ok || !result.proof) {
+  if (!result.ok || !result.anchored.length) {
     process.stdout.write('NOT verified\n');
     return 1;
   }
-  const { anchor, root } = result.proof;
-  const config = registry?.config;
-  const db = registry?.db;
   let unchecked: string | undefined;
   let failed = false;
-  if (anchor.kind === 'ledger') {
-    if (!db) unchecked = 'no database configured (DATABASE_URL) to read the ledger from';
-    else {
-      const found = await createLedgerAnchor(db)
-        .check(anchor.txHash)
-        .catch((err: unknown) => {
-          unchecked = `the database did not answer (${(err as Error).message})`;
-          return null;
-        });
-      if (found !== null) {
-        // The proof's entry hashes to txHash (checked above), and so does the ledger's (check()).
-        line(found !== undefined, 'the ledger holds an entry with this hash');
-        if (found) line(found.intact, "the ledger's chain from this entry to its head is intact", found.problem);
-        failed = !found?.intact;
-      }
-    }
-  } else {
-    const url = parsed.rpc ?? config?.EVM_RPC_URL;
-    // The sender to expect: --from, else the one of the registry's keys that the registry
-    // recorded for this transaction (its key may have changed since), else its key now.
-    const from =
-      parsed.from ??
-      (registry && db
-        ? await evmSenderOf(db, anchor.txHash)
-            .then((sender) => sender ?? registry.anchorKeys.evmAddress())
-            .catch(() => undefined)
-        : undefined);
-    if (!url) unchecked = 'no --rpc URL (or EVM_RPC_URL) to read the chain from';
-    else {
-      const provider = evmProvider(url, anchor.chainId ?? 1, 15_000);
-      try {
-        const onChain = await checkOnChain(provider, {
-          txHash: anchor.txHash,
-          root,
-          chainId: anchor.chainId ?? 0,
-          from: from ?? anchor.from ?? '',
-          blockNumber: anchor.blockNumber,
-        });
-        for (const c of onChain) line(c.ok, c.name, c.detail);
-        failed = !onChain.every((c) => c.ok);
-        if (!from) unchecked = "the sender was not compared with the registry's address (give it with --from)";
-      } catch (err) {
-        // The URL may carry an API key: it is named by neither the message nor the error.
-        unchecked = `the EVM node did not answer (${redactText((err as Error).message, secretPartsOfUrl(url))})`;
-      } finally {
-        provider.destroy();
-      }
-    }
+  for (const anchored of result.anchored) {
+    const outcome = await checkAnchor(anchored, parsed, line, registry);
+    failed ||= outcome.failed;
+    unchecked ??= outcome.unchecked;
   }
   if (failed) {
     process.stdout.write('NOT verified\n');
@@ -131,4 +102,67 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
   }
   process.stdout.write('verified\n');
   return 0;
+}
+
+type Line = (ok: boolean, name: string, detail?: string) => void;
+
+/**
+ * One anchor checked: the ledger in the configured database; the chain at --rpc (or
+ * EVM_RPC_URL), the transaction's sender compared with --from (or the registry's own address
+ * when its database is configured). `unchecked`: why it could not be.
+ */
+async function checkAnchor(
+  { anchor, root }: Anchored,
+  opts: { rpc?: string; from?: string },
+  line: Line,
+  registry?: RegistryAccess,
+): Promise<{ failed: boolean; unchecked?: string }> {
+  const config = registry?.config;
+  const db = registry?.db;
+  if (anchor.kind === 'ledger') {
+    if (!db) return { failed: false, unchecked: 'no database configured (DATABASE_URL) to read the ledger from' };
+    let unchecked: string | undefined;
+    const found = await createLedgerAnchor(db)
+      .check(anchor.txHash)
+      .catch((err: unknown) => {
+        unchecked = `the database did not answer (${(err as Error).message})`;
+        return null;
+      });
+    if (found === null) return { failed: false, ...(unchecked !== undefined && { unchecked }) };
+    // The proof's entry hashes to txHash (checked offline), and so does the ledger's (check()).
+    line(found !== undefined, 'the ledger holds an entry with this hash', `no entry ${anchor.txHash}`);
+    if (found) line(found.intact, "the ledger's chain from this entry to its head is intact", found.problem);
+    return { failed: !found?.intact };
+  }
+  const url = opts.rpc ?? config?.EVM_RPC_URL;
+  // The sender to expect: --from, else the one of the registry's keys that the registry
+  // recorded for this transaction (its key may have changed since), else its key now.
+  const from =
+    opts.from ??
+    (registry && db
+      ? await evmSenderOf(db, anchor.txHash)
+          .then((sender) => sender ?? registry.anchorKeys.evmAddress())
+          .catch(() => undefined)
+      : undefined);
+  if (!url) return { failed: false, unchecked: 'no --rpc URL (or EVM_RPC_URL) to read the chain from' };
+  const provider = evmProvider(url, anchor.chainId ?? 1, 15_000);
+  try {
+    const onChain = await checkOnChain(provider, {
+      txHash: anchor.txHash,
+      root,
+      chainId: anchor.chainId ?? 0,
+      from: from ?? anchor.from ?? '',
+      blockNumber: anchor.blockNumber,
+    });
+    for (const c of onChain) line(c.ok, c.name, c.detail);
+    return {
+      failed: !onChain.every((c) => c.ok),
+      ...(!from && { unchecked: "the sender was not compared with the registry's address (give it with --from)" }),
+    };
+  } catch (err) {
+    // The URL may carry an API key: it is named by neither the message nor the error.
+    return { failed: false, unchecked: `the EVM node did not answer (${redactText((err as Error).message, secretPartsOfUrl(url))})` };
+  } finally {
+    provider.destroy();
+  }
 }

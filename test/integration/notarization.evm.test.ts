@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { DEV_CHAIN_KEY } from '../../scripts/services/evm.js';
 import { createGuaranteeRepository } from '../../src/guarantees/guarantee.repository.js';
+import { createAmendmentRepository } from '../../src/guarantees/amendment.repository.js';
 import { createAnchorKeys } from '../../src/notarization/anchor-keys.js';
 import type { Anchor } from '../../src/notarization/anchor.js';
 import { checkOnChain, createEvmAnchor, evmProvider, type EvmProvider } from '../../src/notarization/evm.anchor.js';
@@ -36,6 +37,7 @@ async function evmNotary(opts: { db?: Sequelize; provider?: EvmProvider; chainId
   return createNotarizationService({
     repo: createNotarizationRepository(db),
     guarantees: createGuaranteeRepository(db),
+    amendments: createAmendmentRepository(db),
     outbox: h.events.outbox,
     anchor,
     batchSize: 1000,

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { startWorkers } from '../../workers/index.js';
 import { createGuaranteeRepository } from '../../src/guarantees/guarantee.repository.js';
+import { createAmendmentRepository } from '../../src/guarantees/amendment.repository.js';
 import type { Anchor } from '../../src/notarization/anchor.js';
 import { createLedgerAnchor, GENESIS_HASH, ledgerEntryHash, type LedgerEntry } from '../../src/notarization/ledger.anchor.js';
 import { createNotarizationRepository } from '../../src/notarization/notarization.repository.js';
@@ -24,6 +25,7 @@ async function notary(opts: { batchSize?: number; anchor?: Anchor; lockDb?: Sequ
   return createNotarizationService({
     repo: createNotarizationRepository(db, opts.lockDb ?? db),
     guarantees: opts.guarantees ?? createGuaranteeRepository(db),
+    amendments: createAmendmentRepository(db),
     outbox: events.outbox,
     anchor: opts.anchor ?? createLedgerAnchor(db),
     batchSize: opts.batchSize ?? 1000,

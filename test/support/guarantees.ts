@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { createGuaranteeRepository } from '../../src/guarantees/guarantee.repository.js';
+import { createAmendmentRepository } from '../../src/guarantees/amendment.repository.js';
 import { createLedgerAnchor } from '../../src/notarization/ledger.anchor.js';
 import { createNotarizationRepository } from '../../src/notarization/notarization.repository.js';
 import { createNotarizationService } from '../../src/notarization/notarization.service.js';
@@ -24,6 +25,7 @@ export async function notarizeAll(): Promise<void> {
   const service = createNotarizationService({
     repo: createNotarizationRepository(db),
     guarantees: createGuaranteeRepository(db),
+    amendments: createAmendmentRepository(db),
     outbox: events.outbox,
     anchor: createLedgerAnchor(db),
     batchSize: 1000,

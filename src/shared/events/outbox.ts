@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   'guarantee.notarization_blocked',
   'guarantee.verified',
   'guarantee.amended',
+  'guarantee.amendment_notarized',
   'guarantee.expired',
   'guarantee.claim_overdue',
 ] as const;

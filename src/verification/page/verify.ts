@@ -127,6 +127,11 @@ const TEXT = {
       'evm-tx-hash': "La transazione firmata ha l'impronta indicata",
       'evm-tx-root': 'La transazione firmata contiene la radice',
       'evm-tx-sender': 'La transazione è firmata dal registro, sulla sua catena',
+      'amendment-shape': "I dati dell'appendice sono completi",
+      'chain-order': 'Le appendici sono in ordine, 1, 2, 3…, tutte di questa garanzia',
+      'chain-start': 'La catena delle appendici parte da questa garanzia',
+      'chain-link': "L'appendice è legata a quella che la precede",
+      'chain-notarized': "L'appendice è notarizzata",
     } satisfies Record<CheckId, string>,
   },
   en: {
@@ -245,6 +250,11 @@ const TEXT = {
       'evm-tx-hash': 'The signed transaction hashes to the transaction id',
       'evm-tx-root': 'The signed transaction carries the root',
       'evm-tx-sender': 'The transaction is signed by the registry, on its chain',
+      'amendment-shape': "The amendment's data is complete",
+      'chain-order': 'The amendments are in order, 1, 2, 3…, all of this guarantee',
+      'chain-start': 'The chain of amendments starts from this guarantee',
+      'chain-link': 'The amendment is linked to the one before it',
+      'chain-notarized': 'The amendment is notarized',
     } satisfies Record<CheckId, string>,
   },
 };

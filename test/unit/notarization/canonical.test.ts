@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { expect } from 'chai';
 import type { GuaranteeV2 } from '../../../src/guarantees/guarantee.schemas.js';
-import { canonicalForm, canonicalProjection, guaranteeDigest } from '../../../src/notarization/canonical.js';
+import {
+  amendmentCanonicalForm,
+  amendmentDigest,
+  amendmentProjection,
+  canonicalForm,
+  canonicalProjection,
+  guaranteeDigest,
+} from '../../../src/notarization/canonical.js';
 
 const record: GuaranteeV2 = {
   details: {
@@ -182,5 +189,55 @@ describe('the canonical form of a guarantee', () => {
     const g = structuredClone(record);
     g.note.shared = 'lone \ud800 surrogate';
     expect(() => canonicalForm(g)).to.throw(/surrogate/i);
+  });
+});
+
+describe('the canonical form of an amendment', () => {
+  const amendment = {
+    id: '01a2063e-2aeb-7015-89dd-221cf9156a3d',
+    guaranteeId: record.id,
+    seq: 2,
+    type: 'PARTIAL_RELEASE',
+    effectiveAt: '2027-03-01T10:00:00+01:00',
+    garantedAmount: 600.5,
+    reason: 'SAL n. 3',
+    docs: [
+      { key: 'z.pdf', type: null, originalFileName: null, checksum: 'cc'.repeat(32) },
+      { key: 'b.pdf', type: 'OTHER', originalFileName: 'appendice.pdf', checksum: null },
+    ],
+    createdAt: '2027-03-01T09:00:01.000Z',
+    notarizationStatus: 'COMPLETE',
+    txHash: '0xabc',
+  };
+  const links = { guaranteeDigest: 'aa'.repeat(32), previousDigest: 'bb'.repeat(32) };
+
+  it("is the RFC 8785 JSON of the documented projection with its two links (the README's example, byte for byte)", () => {
+    expect(amendmentCanonicalForm(amendment, links)).to.equal(
+      '{"claimedAmount":null,"createdAt":"2027-03-01T09:00:01.000Z","docs":[' +
+        '{"checksum":null,"key":"b.pdf","originalFileName":"appendice.pdf","type":"OTHER"},' +
+        `{"checksum":"${'cc'.repeat(32)}","key":"z.pdf","originalFileName":null,"type":null}],` +
+        '"effectiveAt":"2027-03-01T09:00:00.000Z","expiresAt":null,"garantedAmount":"600.50",' +
+        `"guaranteeDigest":"${'aa'.repeat(32)}","guaranteeId":"${record.id}","id":"01a2063e-2aeb-7015-89dd-221cf9156a3d",` +
+        `"paidAmount":null,"previousDigest":"${'bb'.repeat(32)}","reason":"SAL n. 3","schema":"guarantee-registry/amendment/v1","seq":2,"type":"PARTIAL_RELEASE"}`,
+    );
+    expect(amendmentCanonicalForm(amendment, links)).to.equal(canonicalize(amendmentProjection(amendment, links)));
+    expect(amendmentDigest(amendment, links)).to.equal(createHash('sha256').update(amendmentCanonicalForm(amendment, links), 'utf8').digest('hex'));
+  });
+
+  it('ignores what notarization sets, but changes with any field, either link or the seq', () => {
+    const digest = amendmentDigest(amendment, links);
+    const { notarizationStatus: _status, txHash: _tx, ...unsealed } = amendment;
+    expect(amendmentDigest(unsealed, links)).to.equal(digest);
+    for (const changed of [
+      { ...amendment, seq: 3 },
+      { ...amendment, garantedAmount: 600.51 },
+      { ...amendment, reason: null },
+      { ...amendment, type: 'AMOUNT_CHANGE' },
+      { ...amendment, docs: amendment.docs.slice(1) },
+      { ...amendment, effectiveAt: '2027-03-01T10:00:00.001+01:00' },
+    ])
+      expect(amendmentDigest(changed, links)).to.not.equal(digest);
+    expect(amendmentDigest(amendment, { ...links, previousDigest: null })).to.not.equal(digest);
+    expect(amendmentDigest(amendment, { ...links, guaranteeDigest: 'ab'.repeat(32) })).to.not.equal(digest);
   });
 });

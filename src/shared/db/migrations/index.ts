@@ -15,6 +15,7 @@ import { migration as verificationWrites } from './0012-verification-writes.js';
 import { migration as trustedLists } from './0013-trusted-lists.js';
 import { migration as amendments } from './0014-amendments.js';
 import { migration as lifecycleNotices } from './0015-lifecycle-notices.js';
+import { migration as amendmentNotarization } from './0016-amendment-notarization.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -40,4 +41,5 @@ export const migrations: Migration[] = [
   trustedLists,
   amendments,
   lifecycleNotices,
+  amendmentNotarization,
 ];
