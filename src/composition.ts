@@ -154,6 +154,7 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
     proofs,
     verifications: createVerificationService({
       guarantees: repos.guarantees,
+      amendments: createAmendmentRepository(core.db),
       proofs,
       repo: repos.verification,
       outbox: events.outbox,

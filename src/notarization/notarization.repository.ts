@@ -197,28 +197,34 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
       return new Map(rows.map((r) => [r.guarantee_id, r.digest]));
     },
 
-    /** The proof of an amendment (the caller read it as its organization's), when it has one. */
-    async amendmentProofOf(amendmentId: string): Promise<AmendmentProofRow | undefined> {
-      const [r] = await select<
+    /** The proofs of these amendments (the caller read them as an organization's), by amendment id: those that have one. */
+    async amendmentProofsOf(amendmentIds: readonly string[]): Promise<Map<string, AmendmentProofRow>> {
+      if (!amendmentIds.length) return new Map();
+      const rows = await select<
         BatchDbRow & { amendment_id: string; leaf_index: number; digest: string; guarantee_digest: string; previous_digest: string | null; path: string }
       >(
         db,
         `SELECT p.amendment_id, p.leaf_index, p.digest, p.guarantee_digest, p.previous_digest, p.path,
           b.id, b.anchor_kind, b.root, b.size, b.state, b.tx_hash, b.receipt, b.anchored_at
         FROM notarization_amendment_proofs p JOIN notarization_batches b ON b.id = p.batch_id
-        WHERE p.amendment_id = $1`,
-        [amendmentId],
+        WHERE p.amendment_id IN ($1)`,
+        [amendmentIds],
+        undefined,
+        TEXT,
       );
-      return (
-        r && {
-          amendmentId: r.amendment_id,
-          leafIndex: r.leaf_index,
-          digest: r.digest,
-          guaranteeDigest: r.guarantee_digest,
-          previousDigest: r.previous_digest,
-          path: JSON.parse(r.path) as PathStep[],
-          batch: batchOf(r),
-        }
+      return new Map(
+        rows.map((r) => [
+          r.amendment_id,
+          {
+            amendmentId: r.amendment_id,
+            leafIndex: r.leaf_index,
+            digest: r.digest,
+            guaranteeDigest: r.guarantee_digest,
+            previousDigest: r.previous_digest,
+            path: JSON.parse(r.path) as PathStep[],
+            batch: batchOf(r),
+          },
+        ]),
       );
     },
 

@@ -25,7 +25,7 @@ import type { Outbox } from '../shared/events/outbox.js';
 import type { Anchor, BatchToAnchor, Submission } from './anchor.js';
 import { AMENDMENT_CANONICAL_SCHEMA, CANONICAL_SCHEMA, amendmentDigest, guaranteeDigest } from './canonical.js';
 import { buildTree } from './merkle.js';
-import type { BatchRow, NotarizationRepository, SealedAmendmentProof } from './notarization.repository.js';
+import type { AmendmentProofRow, BatchRow, NotarizationRepository, SealedAmendmentProof } from './notarization.repository.js';
 import { amendmentProof, notarizationProof, type AmendmentProof, type NotarizationProof, type PendingAmendmentProof, type PendingProof } from './proof.js';
 
 /** The database lock that makes one notarizer at a time (anchors and ledgers append in order). */
@@ -327,36 +327,52 @@ function anchoredLeaf(batch: BatchRow & { txHash: string; anchoredAt: Date }) {
 
 const isAnchored = (b: BatchRow): b is BatchRow & { txHash: string; anchoredAt: Date } => b.state === 'anchored' && b.txHash !== null && b.anchoredAt !== null;
 
+function completeAmendmentProof(a: Amendment, row: AmendmentProofRow & { batch: BatchRow & { txHash: string; anchoredAt: Date } }): AmendmentProof {
+  return amendmentProof.parse({
+    guaranteeId: a.guaranteeId,
+    amendmentId: a.id,
+    seq: a.seq,
+    notarizationStatus: 'COMPLETE',
+    canonicalization: AMENDMENT_CANONICAL_SCHEMA,
+    digest: row.digest,
+    guaranteeDigest: row.guaranteeDigest,
+    previousDigest: row.previousDigest,
+    leafIndex: row.leafIndex,
+    path: row.path,
+    ...anchoredLeaf(row.batch),
+  });
+}
+
 /** Reads proofs for the API (which never anchors anything). */
 export function createProofService(
-  repo: Pick<NotarizationRepository, 'proofOf' | 'amendmentProofOf'>,
+  repo: Pick<NotarizationRepository, 'proofOf' | 'amendmentProofsOf'>,
   notary: Pick<GuaranteeRepository['notary'], 'amendmentBlock'>,
 ) {
   return {
+    /** The proofs of a guarantee's amendments (the caller read them as the organization's), in their order: each COMPLETE proof, or null. */
+    async amendmentProofs(amendments: readonly Amendment[]): Promise<(AmendmentProof | null)[]> {
+      const rows = await repo.amendmentProofsOf(amendments.map((a) => a.id));
+      return amendments.map((a) => {
+        const row = rows.get(a.id);
+        return row && isAnchored(row.batch)
+          ? completeAmendmentProof(a, row as AmendmentProofRow & { batch: BatchRow & { txHash: string; anchoredAt: Date } })
+          : null;
+      });
+    },
+
     /** The proof of one of the organization's amendments (the caller read it as the organization's), or where it stands without one. */
     async amendmentProof(amendment: Amendment): Promise<AmendmentProof | PendingAmendmentProof> {
-      const subject = { guaranteeId: amendment.guaranteeId, amendmentId: amendment.id, seq: amendment.seq };
-      const row = await repo.amendmentProofOf(amendment.id);
-      if (!row || !isAnchored(row.batch)) {
-        const blocked = row ? undefined : await notary.amendmentBlock(amendment.id);
-        return {
-          ...subject,
-          notarizationStatus: 'PENDING',
-          ...(blocked && { reason: blocked.reason }),
-          ...(blocked?.digest && { digest: blocked.digest }),
-        };
-      }
-      return amendmentProof.parse({
-        ...subject,
-        notarizationStatus: 'COMPLETE',
-        canonicalization: AMENDMENT_CANONICAL_SCHEMA,
-        digest: row.digest,
-        guaranteeDigest: row.guaranteeDigest,
-        previousDigest: row.previousDigest,
-        leafIndex: row.leafIndex,
-        path: row.path,
-        ...anchoredLeaf(row.batch),
-      });
+      const [complete] = await this.amendmentProofs([amendment]);
+      if (complete) return complete;
+      const blocked = await notary.amendmentBlock(amendment.id);
+      return {
+        guaranteeId: amendment.guaranteeId,
+        amendmentId: amendment.id,
+        seq: amendment.seq,
+        notarizationStatus: 'PENDING',
+        ...(blocked && { reason: blocked.reason }),
+        ...(blocked?.digest && { digest: blocked.digest }),
+      };
     },
 
     /** The proof of one of the organization's guarantees, or where it stands without one. */

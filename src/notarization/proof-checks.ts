@@ -18,6 +18,8 @@ export interface Check {
   name: string;
   ok: boolean;
   detail?: string;
+  /** The amendment a check of a chain is about (checkChain), when it is about one. */
+  seq?: number;
 }
 
 export type CheckId =
@@ -164,7 +166,8 @@ export function checkAmendmentProof(amendment: AmendmentJson, proof: AmendmentPr
  */
 export function checkChain(guarantee: GuaranteeV2, amendments: readonly AmendmentJson[], proofs: readonly (AmendmentProof | undefined)[]): Check[] {
   const checks: Check[] = [];
-  const check = (id: CheckId, name: string, ok: boolean, detail?: string) => checks.push({ id, name, ok, ...(detail !== undefined && !ok && { detail }) });
+  const check = (id: CheckId, name: string, ok: boolean, detail?: string, seq?: number) =>
+    checks.push({ id, name, ok, ...(detail !== undefined && !ok && { detail }), ...(seq !== undefined && { seq }) });
   const order = amendments.map((a) => a.seq);
   const dense = order.every((seq, i) => seq === i + 1);
   const own = amendments.every((a) => a.guaranteeId === guarantee.id);
@@ -181,19 +184,21 @@ export function checkChain(guarantee: GuaranteeV2, amendments: readonly Amendmen
     const digest = amendmentDigest(a, links);
     const proof = proofs[i];
     const at = `amendment ${i + 1}`;
-    if (!proof) check('chain-notarized', `${at} has its proof`, false, 'not notarized');
+    if (!proof) check('chain-notarized', `${at} has its proof`, false, 'not notarized', a.seq);
     else {
       check(
         'chain-start',
         `${at}'s proof starts from this guarantee`,
         proof.guaranteeDigest === start,
         `proof says ${proof.guaranteeDigest}, guarantee hashes to ${start}`,
+        a.seq,
       );
       check(
         'chain-link',
         `${at}'s proof links to the amendment before it, and hashes as recomputed`,
         proof.previousDigest === previous && proof.digest === digest,
         `proof: previous ${proof.previousDigest ?? 'none'}, digest ${proof.digest}; recomputed: previous ${previous ?? 'none'}, digest ${digest}`,
+        a.seq,
       );
     }
     previous = digest;

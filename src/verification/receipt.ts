@@ -22,7 +22,8 @@ export const RECEIPT_TYPE = 'guarantee-verification-receipt+jws';
 export interface ReceiptPayload {
   verifiedAt: string;
   query: { policyNumber: string; cig?: string; garantedAmount?: number };
-  matches: Array<{ guaranteeId: string; digest: string | null; notarizationStatus: string | null; txHash: string | null }>;
+  /** `status` and `lastSeq`: the guarantee's state when verified (what it covered, after how many amendments). */
+  matches: Array<{ guaranteeId: string; digest: string | null; notarizationStatus: string | null; txHash: string | null; status: string; lastSeq: number }>;
 }
 
 const headers = new WeakMap<SigningKey, string>();

@@ -1,8 +1,9 @@
 // The public verification's request and answer, and the issuer's view of its guarantee's
 // verification (CONTRACT.md "Public verification (beneficiaries)").
 import { z } from 'zod';
+import { amendmentView, stateView } from '../guarantees/amendment.schemas.js';
 import { guaranteeV2 } from '../guarantees/guarantee.schemas.js';
-import { notarizationProof } from '../notarization/proof.js';
+import { amendmentProof, notarizationProof } from '../notarization/proof.js';
 import { money } from '../shared/validation.js';
 
 const code = (what: string) =>
@@ -68,8 +69,12 @@ export const verificationMatch = z
       vatNumber: z.string().nullable().meta({ description: "Recorded by the registry's operator, never by the issuer itself." }),
       register: z.string().nullable(),
     }),
-    guarantee: guaranteeV2,
+    state: stateView.meta({ description: 'What the guarantee covers now, folded from the registration and its amendments (GET .../state).' }),
+    guarantee: guaranteeV2.meta({ description: 'The record as registered: it never changes (the amendments say what changed since).' }),
     proof: notarizationProof.nullable().meta({ description: 'Null while the record is not notarized.' }),
+    amendments: z
+      .array(amendmentView.extend({ proof: amendmentProof.nullable().meta({ description: 'Null while the amendment is not notarized.' }) }))
+      .meta({ description: 'The guarantee\'s amendments, oldest first, each with its proof: a chain from the record (README "An amendment\'s proof").' }),
     documents: z.array(verifiedDocument),
   })
   .meta({ id: 'VerificationMatch' });
@@ -80,7 +85,7 @@ export const verificationResult = z
     matches: z.array(verificationMatch),
     receipt: z.string().meta({
       description:
-        'Compact JWS (EdDSA, Ed25519) over {verifiedAt, query, matches: [{guaranteeId, digest, notarizationStatus, txHash}]}; keys at /.well-known/jwks.json.',
+        'Compact JWS (EdDSA, Ed25519) over {verifiedAt, query, matches: [{guaranteeId, digest, notarizationStatus, txHash, status, lastSeq}]} (status and lastSeq: the state at verifiedAt); keys at /.well-known/jwks.json.',
     }),
   })
   .meta({ id: 'VerificationResult' });

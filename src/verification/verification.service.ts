@@ -1,10 +1,13 @@
 // Public verification: a contracting authority's codes find the guarantees they identify, each
-// with its issuer, its record as registered, its proof and its documents' verdicts, and a
-// signed receipt. A miss is one answer whatever its kind (404, NotFoundError). Each match is
+// with its issuer, what it covers now (the state), its record as registered, its proof, its
+// amendments with theirs, and its documents' verdicts, and a signed receipt. A miss is one answer whatever its kind (404, NotFoundError). Each match is
 // counted for its issuer and announced (`guarantee.verified`), in a transaction shared with the
 // verifications of the same moment (src/shared/batch.ts), before the answer leaves.
 import type { KeyObject } from 'node:crypto';
 import type { SignatureVerdict } from '../files/p7m/p7m.verifier.js';
+import type { AmendmentRepository } from '../guarantees/amendment.repository.js';
+import { toAmendmentView, toStateView } from '../guarantees/amendment.serializer.js';
+import { stateAfter } from '../guarantees/amendments.js';
 import { MIN_PUBLIC_CHECK_CODE, type GuaranteeRepository, type VerificationHit } from '../guarantees/guarantee.repository.js';
 import { toV2 } from '../guarantees/guarantee.serializer.js';
 import type { GuaranteeV2 } from '../guarantees/guarantee.schemas.js';
@@ -75,6 +78,7 @@ function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
 
 export function createVerificationService(deps: {
   guarantees: Pick<GuaranteeRepository, 'findForVerification'>;
+  amendments: Pick<AmendmentRepository, 'list'>;
   proofs: ProofService;
   repo: VerificationRepository;
   outbox: Outbox;
@@ -84,7 +88,7 @@ export function createVerificationService(deps: {
   publicBaseUrl: string;
   now?: () => Date;
 }) {
-  const { guarantees, proofs, repo, outbox, publicBaseUrl } = deps;
+  const { guarantees, amendments, proofs, repo, outbox, publicBaseUrl } = deps;
   const now = deps.now ?? (() => new Date());
   // Resolved once, on first use (its public key is then recorded for the JWKS); again after a failure.
   let key: Promise<SigningKey> | undefined;
@@ -135,17 +139,27 @@ export function createVerificationService(deps: {
       );
       if (!hits.length) throw new NotFoundError(NO_MATCH);
 
+      const verifiedAt = now();
       const matches: VerificationMatch[] = [];
       for (const hit of hits) {
-        const proof = hit.record.notarizationStatus === 'COMPLETE' ? await proofs.proof(hit.record.orgId, hit.record) : null;
+        const { record } = hit;
+        const proof = record.notarizationStatus === 'COMPLETE' ? await proofs.proof(record.orgId, record) : null;
+        const history = await amendments.list(record.id);
+        const amendmentProofs = await proofs.amendmentProofs(history);
+        const issued = {
+          garantedAmount: record.economics.garantedAmount,
+          expiresAt: record.details.expiresAt,
+          isAutomaticRenewal: record.economics.isAutomaticRenewal,
+        };
         matches.push({
           issuer: hit.issuer,
-          guarantee: toV2(hit.record),
+          state: toStateView(stateAfter(issued, history, verifiedAt)),
+          guarantee: toV2(record),
           proof: proof?.notarizationStatus === 'COMPLETE' ? proof : null,
+          amendments: history.map((a, i) => ({ ...toAmendmentView(a), proof: amendmentProofs[i] ?? null })),
           documents: documentsOf(hit),
         });
       }
-      const verifiedAt = now();
       const payload: ReceiptPayload = {
         verifiedAt: verifiedAt.toISOString(),
         query: {
@@ -158,6 +172,8 @@ export function createVerificationService(deps: {
           digest: m.proof?.digest ?? digestOf(m.guarantee),
           notarizationStatus: m.guarantee.notarizationStatus,
           txHash: m.guarantee.txHash,
+          status: m.state.status,
+          lastSeq: m.state.lastSeq,
         })),
       };
       await record({ records: hits.map((h) => h.record), at: verifiedAt });

@@ -10,7 +10,7 @@ import { PNG } from 'pngjs';
 import supertest from 'supertest';
 import { v7 as uuidv7 } from 'uuid';
 import { GUARANTEE_SQL, verificationKey } from '../../src/guarantees/guarantee.repository.js';
-import { verifyProof } from '../../src/notarization/proof.js';
+import { verifyChain, verifyProof } from '../../src/notarization/proof.js';
 import { openQueues } from '../../src/queues.js';
 import { execute, script, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -112,7 +112,16 @@ describe('public verification (contracting authorities)', function () {
     expect(JSON.parse(text)).to.deep.equal({
       verifiedAt,
       query: { policyNumber, cig: 'Z9Y8X7W6V5', garantedAmount: 15000.5 },
-      matches: [{ guaranteeId: id, digest: matches[0]?.proof.digest, notarizationStatus: 'COMPLETE', txHash: matches[0]?.guarantee.txHash }],
+      matches: [
+        {
+          guaranteeId: id,
+          digest: matches[0]?.proof.digest,
+          notarizationStatus: 'COMPLETE',
+          txHash: matches[0]?.guarantee.txHash,
+          status: 'ACTIVE',
+          lastSeq: 0,
+        },
+      ],
     });
     // A receipt changed by one character no longer verifies.
     const forged = `${receipt.slice(0, 40)}${receipt[40] === 'A' ? 'B' : 'A'}${receipt.slice(41)}`;
@@ -121,6 +130,54 @@ describe('public verification (contracting authorities)', function () {
       refused = true;
     });
     expect(refused).to.equal(true);
+  });
+
+  it('carries what the guarantee covers now and its amendments, each with its proof: the whole history verifies as cli verify checks it; the receipt names the state', async () => {
+    const { org, id, policyNumber, checkCode } = await registered({ amount: 8000 });
+    const { http } = await harness();
+    const amend = async (body: Record<string, unknown>) =>
+      expect((await http.post(`/api/v2/guarantees/${id}/amendments`).set('X-API-Key', org.key).send(body)).status).to.equal(200);
+    await amend({ type: 'PARTIAL_RELEASE', effectiveAt: '2027-02-01T00:00:00Z', garantedAmount: 5000 });
+    await notarizeAll();
+    await notarizeAll();
+    await amend({ type: 'RELEASE', effectiveAt: '2027-12-01T00:00:00Z', reason: 'Collaudo' });
+
+    const res = await verify({ policyNumber, checkCode });
+    expect(res.status).to.equal(200);
+    const [match] = res.body.matches as Array<MatchBody & { state: Record<string, unknown>; amendments: Array<Record<string, unknown> & { proof: unknown }> }>;
+    expect(match?.state).to.deep.equal({
+      status: 'RELEASED',
+      garantedAmount: 5000,
+      expiresAt: '2027-12-31T00:00:00.000Z',
+      openClaim: null,
+      claimDueAt: null,
+      lastSeq: 2,
+    });
+    // The record as registered never changes.
+    expect((match?.guarantee as unknown as { economics: { garantedAmount: number } }).economics.garantedAmount).to.equal(8000);
+    const amendments = match?.amendments ?? [];
+    expect(amendments.map((a) => [a.seq, a.type, a.notarizationStatus])).to.deep.equal([
+      [1, 'PARTIAL_RELEASE', 'COMPLETE'],
+      [2, 'RELEASE', 'PENDING'],
+    ]);
+    expect(amendments[1]?.proof).to.equal(null);
+    const own = (await http.get(`/api/v2/guarantees/${id}/amendments/1/proof`).set('X-API-Key', org.key)).body as unknown;
+    expect(amendments[0]?.proof).to.deep.equal(own);
+    // What a contracting authority received checks as a whole history, but for the amendment not yet notarized.
+    const life = { guarantee: match?.guarantee, proof: match?.proof, amendments, amendmentProofs: amendments.map((a) => a.proof ?? undefined) };
+    expect(
+      verifyChain(life)
+        .checks.filter((c) => !c.ok)
+        .map((c) => c.id),
+    ).to.deep.equal(['chain-notarized']);
+    expect(verifyChain({ ...life, amendments: amendments.slice(0, 1), amendmentProofs: [amendments[0]?.proof] }).ok).to.equal(true);
+
+    const { payload } = await compactVerify(res.body.receipt as string, createLocalJWKSet(await jwks()));
+    expect((JSON.parse(new TextDecoder().decode(payload)) as { matches: unknown[] }).matches[0]).to.include({
+      guaranteeId: id,
+      status: 'RELEASED',
+      lastSeq: 2,
+    });
   });
 
   it('finds a PENDING record and says it is not notarized yet: no proof, the receipt with its digest (null while a document has no checksum)', async () => {

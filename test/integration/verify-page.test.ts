@@ -164,6 +164,86 @@ describe('the verification page in Chromium', function () {
     }
   });
 
+  it("shows what the guarantee covers today first, then its history, each amendment's proof steps passed; an amendment changed in the database fails its steps and breaks the chain after it", async () => {
+    const g = await registered({ amount: 100000 });
+    const { http, db } = await harness();
+    const amend = async (body: Record<string, unknown>) => {
+      const res = await http.post(`/api/v2/guarantees/${g.id}/amendments`).set('X-API-Key', g.org.key).send(body);
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    };
+    await amend({ type: 'EXTENSION', effectiveAt: '2027-06-01T09:00:00+02:00', expiresAt: '2028-12-31T00:00:00Z', reason: 'Appendice n. 1: proroga' });
+    await amend({ type: 'PARTIAL_RELEASE', effectiveAt: '2027-09-01T09:00:00+02:00', garantedAmount: 60000, reason: 'SAL n. 2' });
+    await notarizeAll();
+    await notarizeAll();
+    await amend({ type: 'CLAIM', effectiveAt: '2027-10-01T09:00:00+02:00', claimedAmount: 25000, reason: 'Inadempimento' });
+    const page = await open(await qrUrl(g.org, g.id));
+    expect(await resultOf(page)).to.equal('found');
+    // The state comes right after the issuer, before the terms as registered.
+    const order = await inPage<string[]>(page, `[...${q('article.match')}.children].map((e) => e.querySelector('h4')?.textContent ?? e.className)`);
+    expect(order.slice(0, 3)).to.deep.equal(['issuer', 'Che cosa copre oggi', "Condizioni all'emissione"]);
+    expect(await attr(page, '[data-guarantee-state]', 'data-guarantee-state')).to.equal('CLAIMED');
+    expect(await attr(page, '[data-guarantee-state]', 'data-history-holds')).to.equal('true');
+    const state = await text(page, '[data-guarantee-state]');
+    expect(state)
+      .to.include('Escussa')
+      .and.match(/60\.000,00\s€/)
+      .and.include('31 dicembre 2028')
+      .and.include('16 ottobre 2027');
+    const items = await inPage<Array<[string, string]>>(
+      page,
+      "[...document.querySelectorAll('[data-amendment]')].map((e) => [e.getAttribute('data-seq'), e.textContent])",
+    );
+    expect(items.map(([seq]) => seq)).to.deep.equal(['1', '2', '3']);
+    expect(items[0]?.[1]).to.include('Proroga').and.include('Appendice n. 1: proroga').and.include('Notarizzata');
+    expect(items[1]?.[1])
+      .to.include('Svincolo parziale')
+      .and.match(/60\.000,00\s€/);
+    expect(items[2]?.[1]).to.include('Escussione').and.include('non ancora notarizzata');
+    const amendmentSteps = (seq: number) =>
+      inPage<Array<[string, string]>>(
+        page,
+        `[...document.querySelectorAll('[data-amendment][data-seq="${seq}"] [data-check]')].map((e) => [e.getAttribute('data-check'), e.getAttribute('data-passed')])`,
+      );
+    for (const seq of [1, 2]) {
+      const steps = await amendmentSteps(seq);
+      expect(steps.map(([id]) => id)).to.include.members(['digest', 'merkle-root', 'ledger-hash', 'chain-start', 'chain-link']);
+      expect(
+        steps.every(([, passed]) => passed === 'true'),
+        JSON.stringify(steps),
+      ).to.equal(true);
+    }
+    expect(await amendmentSteps(3)).to.deep.equal([]);
+    expect(Object.fromEntries(await checks(page))['chain-order']).to.equal('true');
+    await screenshot(page, 'verify-history');
+
+    // In English too.
+    await page.click('[data-lang="en"]');
+    expect(await text(page, '[data-guarantee-state]')).to.include('Claimed: the beneficiary has asked for payment');
+    expect(await text(page, '[data-amendment][data-seq="2"]')).to.include('Partial release');
+
+    // Amendment 1's reason rewritten in the database: its digest no longer matches its proof, and 2's link no longer matches it.
+    await execute(db, "UPDATE guarantee_amendments SET reason = 'Appendice n. 1: proroga di un anno' WHERE guarantee_id = $1 AND seq = 1", [g.id]);
+    const tampered = await open(await qrUrl(g.org, g.id));
+    expect(await resultOf(tampered)).to.equal('found');
+    const steps1 = Object.fromEntries(
+      await inPage<Array<[string, string]>>(
+        tampered,
+        "[...document.querySelectorAll('[data-amendment][data-seq=\"1\"] [data-check]')].map((e) => [e.getAttribute('data-check'), e.getAttribute('data-passed')])",
+      ),
+    );
+    expect(steps1).to.include({ digest: 'false', 'chain-link': 'false', 'merkle-root': 'true' });
+    const steps2 = await inPage<Array<[string, string]>>(
+      tampered,
+      "[...document.querySelectorAll('[data-amendment][data-seq=\"2\"] [data-check]')].map((e) => [e.getAttribute('data-check'), e.getAttribute('data-passed')])",
+    );
+    expect(Object.fromEntries(steps2)).to.include({ digest: 'true', 'chain-link': 'false' });
+    expect(await text(tampered, '[data-amendment][data-seq="1"] .banner.bad')).to.include('NON è superato');
+    // The status is flagged where it is read first.
+    expect(await attr(tampered, '[data-guarantee-state]', 'data-history-holds')).to.equal('false');
+    expect(await text(tampered, '[data-guarantee-state] .banner.bad')).to.include('potrebbe non essere attendibile');
+    await screenshot(tampered, 'verify-history-tampered');
+  });
+
   it('on a phone: fits the screen without sideways scrolling', async () => {
     const g = await registered();
     await notarizeAll();

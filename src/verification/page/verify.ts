@@ -4,8 +4,8 @@
 // file with WebCrypto without uploading it, and marks its results for automated checks:
 // [data-verify-result][data-status], [data-check][data-passed], [data-file-match][data-matched-key].
 import type { GuaranteeV2 } from '../../guarantees/guarantee.schemas.js';
-import { checkProof, type Check, type CheckId } from '../../notarization/proof-checks.js';
-import type { NotarizationProof } from '../../notarization/proof.js';
+import { checkAmendmentProof, checkChain, checkProof, type AmendmentJson, type Check, type CheckId } from '../../notarization/proof-checks.js';
+import type { AmendmentProof, NotarizationProof } from '../../notarization/proof.js';
 import { sha256Hex } from '../../shared/sha256.js';
 
 type Lang = 'it' | 'en';
@@ -110,6 +110,49 @@ const TEXT = {
       Error: 'Errore di verifica',
       'In Progress': 'Verifica in corso',
     } as Record<string, string>,
+    stateNow: 'Che cosa copre oggi',
+    statusText: {
+      ACTIVE: 'In vigore',
+      PARTIALLY_RELEASED: 'In vigore, parzialmente svincolata',
+      CLAIMED: 'Escussa: il beneficiario ha chiesto il pagamento',
+      EXPIRED: 'Scaduta: non copre più il contratto',
+      RELEASED: 'Svincolata: non copre più il contratto',
+      CANCELLED: 'Annullata: non copre più il contratto',
+    } as Record<string, string>,
+    currentAmount: 'Importo garantito oggi',
+    currentExpiry: 'Scadenza oggi',
+    openClaim: 'Escussione aperta',
+    claimedOn: 'richiesta il',
+    claimDue: "Termine di pagamento dell'emittente",
+    registeredTerms: "Condizioni all'emissione",
+    history: 'Storia della garanzia',
+    noAmendments: "Nessuna appendice registrata: la garanzia è com'era all'emissione.",
+    types: {
+      EXTENSION: 'Proroga',
+      AMOUNT_CHANGE: "Variazione dell'importo",
+      PARTIAL_RELEASE: 'Svincolo parziale',
+      RELEASE: 'Svincolo',
+      CLAIM: 'Escussione',
+      CLAIM_SETTLED: 'Escussione pagata',
+      CLAIM_REJECTED: 'Escussione respinta',
+      CANCELLATION: 'Annullamento',
+    } as Record<string, string>,
+    newExpiry: 'Nuova scadenza',
+    newAmount: 'Nuovo importo garantito',
+    claimedAmount: 'Importo richiesto',
+    paidAmount: 'Importo pagato',
+    reason: 'Motivo',
+    attached: 'Documenti',
+    recordedAt: 'Registrata il',
+    amendmentNotarized: 'Notarizzata: ogni controllo ricalcolato in questo browser.',
+    amendmentFailed: 'Attenzione: almeno un controllo NON è superato.',
+    amendmentPending: 'Registrata, non ancora notarizzata.',
+    historyFailed: 'Attenzione: la storia della garanzia NON supera i controlli (vedi sotto): lo stato indicato potrebbe non essere attendibile.',
+    amendmentChecks: {
+      'proof-subject': 'La prova riguarda questa appendice',
+      digest: "L'impronta dell'appendice (RFC 8785, SHA-256), con i suoi legami, coincide con la prova",
+      'tx-named': "L'appendice indica la transazione di ancoraggio",
+    } as Partial<Record<CheckId, string>>,
     checks: {
       'guarantee-shape': 'I dati della garanzia sono completi',
       'proof-shape': 'La prova è completa',
@@ -233,6 +276,49 @@ const TEXT = {
       Error: 'Could not be checked',
       'In Progress': 'Being checked',
     } as Record<string, string>,
+    stateNow: 'What it covers today',
+    statusText: {
+      ACTIVE: 'Active',
+      PARTIALLY_RELEASED: 'Active, partially released',
+      CLAIMED: 'Claimed: the beneficiary has asked for payment',
+      EXPIRED: 'Expired: it no longer covers the contract',
+      RELEASED: 'Released: it no longer covers the contract',
+      CANCELLED: 'Cancelled: it no longer covers the contract',
+    } as Record<string, string>,
+    currentAmount: 'Guaranteed amount today',
+    currentExpiry: 'Expiry today',
+    openClaim: 'Open claim',
+    claimedOn: 'made on',
+    claimDue: "The issuer's payment deadline",
+    registeredTerms: 'Terms when issued',
+    history: "The guarantee's history",
+    noAmendments: 'No amendment recorded: the guarantee is as issued.',
+    types: {
+      EXTENSION: 'Extension',
+      AMOUNT_CHANGE: 'Amount change',
+      PARTIAL_RELEASE: 'Partial release',
+      RELEASE: 'Release',
+      CLAIM: 'Claim',
+      CLAIM_SETTLED: 'Claim paid',
+      CLAIM_REJECTED: 'Claim rejected',
+      CANCELLATION: 'Cancellation',
+    } as Record<string, string>,
+    newExpiry: 'New expiry',
+    newAmount: 'New guaranteed amount',
+    claimedAmount: 'Amount claimed',
+    paidAmount: 'Amount paid',
+    reason: 'Reason',
+    attached: 'Documents',
+    recordedAt: 'Recorded on',
+    amendmentNotarized: 'Notarized: every check recomputed in this browser.',
+    amendmentFailed: 'Warning: at least one check did NOT pass.',
+    amendmentPending: 'Recorded, not yet notarized.',
+    historyFailed: "Warning: the guarantee's history does NOT pass its checks (see below): the status shown may not be reliable.",
+    amendmentChecks: {
+      'proof-subject': 'The proof is about this amendment',
+      digest: "The amendment's fingerprint (RFC 8785, SHA-256), with its links, equals the proof's",
+      'tx-named': 'The amendment names the anchor transaction',
+    } as Partial<Record<CheckId, string>>,
     checks: {
       'guarantee-shape': "The guarantee's data is complete",
       'proof-shape': 'The proof is complete',
@@ -303,10 +389,21 @@ interface Guarantee {
 interface Proof {
   anchor: { kind: string; txHash: string; anchoredAt: string; chainId?: number; blockNumber?: number; from?: string };
 }
+interface State {
+  status: string;
+  garantedAmount: number | null;
+  expiresAt: string | null;
+  openClaim: { seq: number; claimedAmount: number; effectiveAt: string } | null;
+  claimDueAt: string | null;
+  lastSeq: number;
+}
+type Amendment = AmendmentJson & { proof: Proof | null };
 interface Match {
   issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null };
+  state: State;
   guarantee: Guarantee;
   proof: Proof | null;
+  amendments: Amendment[];
   documents: Doc[];
 }
 interface Result {
@@ -369,7 +466,7 @@ function termsBlock(g: Guarantee): HTMLElement {
   return h(
     'section',
     { class: 'block' },
-    h('h4', {}, s.terms),
+    h('h4', {}, s.registeredTerms),
     h(
       'dl',
       { class: 'facts' },
@@ -390,13 +487,13 @@ function termsBlock(g: Guarantee): HTMLElement {
   );
 }
 
-function checkItem(c: Check): HTMLElement {
+function checkItem(c: Check, labels: Partial<Record<CheckId, string>> = {}): HTMLElement {
   const s = t();
   return h(
     'li',
     { class: c.ok ? 'check ok' : 'check bad', 'data-check': c.id, 'data-passed': String(c.ok) },
     h('span', { class: 'mark', 'aria-hidden': 'true' }, c.ok ? '✓' : '✗'),
-    h('span', {}, s.checks[c.id]),
+    h('span', {}, labels[c.id] ?? s.checks[c.id]),
     h('span', { class: 'verdict' }, ` — ${c.ok ? s.passed : s.failedCheck}`),
     !c.ok && c.detail !== undefined && h('small', { class: 'detail' }, c.detail),
   );
@@ -422,7 +519,7 @@ function notarizationBlock(m: Match): HTMLElement {
     { class: 'block' },
     h('h4', {}, s.notarization),
     h('p', { class: ok ? 'banner good' : 'banner bad' }, ok ? s.notarized : s.notarizedFailed),
-    h('ul', { class: 'checks' }, ...checks.map(checkItem)),
+    h('ul', { class: 'checks' }, ...checks.map((c) => checkItem(c))),
     h(
       'dl',
       { class: 'facts' },
@@ -433,6 +530,101 @@ function notarizationBlock(m: Match): HTMLElement {
       a.blockNumber !== undefined && row(s.block, String(a.blockNumber)),
       a.from !== undefined && row(s.sender, h('code', { class: 'hash' }, a.from)),
     ),
+  );
+}
+
+/** The status's colour: still covering (good), claimed (wait), covering no more (bad). */
+const tone = (status: string): string => (status === 'ACTIVE' || status === 'PARTIALLY_RELEASED' ? 'good' : status === 'CLAIMED' ? 'wait' : 'bad');
+
+/** Every check of the history passes (the chain's order, and each notarized amendment's own checks and links). */
+function historyHolds(m: Match): boolean {
+  const chain = chainChecks(m);
+  return chain.every((c) => c.ok || c.id === 'chain-notarized') && m.amendments.every((a) => !a.proof || amendmentChecks(a, chain).every((c) => c.ok));
+}
+
+function stateBlock(m: Match): HTMLElement {
+  const s = t();
+  const st = m.state;
+  const holds = historyHolds(m);
+  return h(
+    'section',
+    { class: 'block state', 'data-guarantee-state': st.status, 'data-history-holds': String(holds) },
+    h('h4', {}, s.stateNow),
+    h('p', { class: `banner ${tone(st.status)} status-now`, role: 'status' }, s.statusText[st.status] ?? st.status),
+    !holds && h('p', { class: 'banner bad', role: 'alert' }, s.historyFailed),
+    h(
+      'dl',
+      { class: 'facts' },
+      row(s.currentAmount, euro(st.garantedAmount)),
+      row(s.currentExpiry, day(st.expiresAt)),
+      st.openClaim && row(s.openClaim, `${euro(st.openClaim.claimedAmount)}, ${s.claimedOn} ${day(st.openClaim.effectiveAt)}`),
+      st.claimDueAt !== null && row(s.claimDue, day(st.claimDueAt)),
+    ),
+  );
+}
+
+/** The chain's checks (the order of all; each amendment's links), on the answer as received; a malformed answer is a failed check. */
+function chainChecks(m: Match): Check[] {
+  try {
+    return checkChain(
+      m.guarantee as unknown as GuaranteeV2,
+      m.amendments,
+      m.amendments.map((a) => (a.proof as unknown as AmendmentProof | null) ?? undefined),
+    );
+  } catch (err) {
+    return [{ id: 'chain-order', name: 'the chain could not be checked', ok: false, detail: (err as Error).message }];
+  }
+}
+
+function amendmentChecks(a: Amendment, chain: Check[]): Check[] {
+  try {
+    return [...checkAmendmentProof(a, a.proof as unknown as AmendmentProof), ...chain.filter((c) => c.seq === a.seq && c.id !== 'chain-notarized')];
+  } catch (err) {
+    return [{ id: 'proof-shape', name: "proof JSON is an amendment's proof", ok: false, detail: (err as Error).message }];
+  }
+}
+
+function amendmentItem(a: Amendment, chain: Check[]): HTMLElement {
+  const s = t();
+  const checks = a.proof ? amendmentChecks(a, chain) : [];
+  const ok = checks.every((c) => c.ok);
+  return h(
+    'li',
+    { class: 'amendment', 'data-amendment': '', 'data-seq': String(a.seq), 'data-type': a.type },
+    h('p', { class: 'amendment-title' }, h('span', { class: 'seq' }, `${a.seq}.`), ` ${s.types[a.type] ?? a.type} · ${day(a.effectiveAt)}`),
+    h(
+      'dl',
+      { class: 'facts' },
+      a.expiresAt !== undefined && row(s.newExpiry, day(a.expiresAt)),
+      a.garantedAmount !== undefined && row(s.newAmount, euro(a.garantedAmount)),
+      a.claimedAmount !== undefined && row(s.claimedAmount, euro(a.claimedAmount)),
+      a.paidAmount !== undefined && row(s.paidAmount, euro(a.paidAmount)),
+      a.reason !== null && a.reason !== '' && row(s.reason, a.reason),
+      a.docs.length > 0 && row(s.attached, a.docs.map((d) => d.originalFileName ?? d.key).join(', ')),
+      row(s.recordedAt, when(a.createdAt)),
+    ),
+    a.proof
+      ? h(
+          'div',
+          { class: 'amendment-proof' },
+          h('p', { class: ok ? 'banner good' : 'banner bad' }, ok ? s.amendmentNotarized : s.amendmentFailed),
+          h('ul', { class: 'checks' }, ...checks.map((c) => checkItem(c, s.amendmentChecks))),
+        )
+      : h('p', { class: 'banner wait' }, s.amendmentPending),
+  );
+}
+
+function historyBlock(m: Match): HTMLElement {
+  const s = t();
+  if (!m.amendments.length) return h('section', { class: 'block' }, h('h4', {}, s.history), h('p', { class: 'muted' }, s.noAmendments));
+  const chain = chainChecks(m);
+  const order = chain.filter((c) => c.seq === undefined);
+  return h(
+    'section',
+    { class: 'block history' },
+    h('h4', {}, s.history),
+    h('ul', { class: 'checks' }, ...order.map((c) => checkItem(c))),
+    h('ol', { class: 'amendments' }, ...m.amendments.map((a) => amendmentItem(a, chain))),
   );
 }
 
@@ -564,7 +756,16 @@ function render(): void {
         h('h2', { id: 'result-title' }, s.found(result.matches.length)),
         result.matches.length > 1 && h('p', { class: 'banner wait' }, s.several),
         ...result.matches.map((m) =>
-          h('article', { class: 'card match', 'aria-label': m.issuer.name }, issuerBlock(m), termsBlock(m.guarantee), notarizationBlock(m), documentsBlock(m)),
+          h(
+            'article',
+            { class: 'card match', 'aria-label': m.issuer.name },
+            issuerBlock(m),
+            stateBlock(m),
+            termsBlock(m.guarantee),
+            notarizationBlock(m),
+            historyBlock(m),
+            documentsBlock(m),
+          ),
         ),
       ),
       fileBlock(result),
