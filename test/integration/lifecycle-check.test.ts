@@ -3,7 +3,9 @@
 // once per expiry that passes (an extended one again), never with automatic renewal or an open
 // claim; guarantee.claim_overdue once per claim past its due date, none once settled; what is
 // written already late (a backdated claim, a registration already expired) is told at the next
-// run; a window looked at twice emits nothing twice.
+// run; a window looked at twice, or by two runs at once, emits nothing twice; an expiry given
+// in Italian time is told at its instant across the change to summer time; the worker's clock
+// set back moves no window back.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { execute, select } from '../../src/shared/db/sequelize.js';
@@ -161,5 +163,45 @@ describe('lifecycle: the check emitting expiries and overdue claims', function (
     clock = new Date(clock.getTime() + OVERLAP_MS / 2);
     expect(await check.run()).to.deep.equal({ expired: 0, claimOverdue: 0, failed: 0 });
     expect(await eventsOf(org)).to.have.length(1);
+  });
+
+  it('tells an expiry given in Italian time at its instant across the change to summer time, and once when two runs race', async () => {
+    const org = await newOrg();
+    const name = `test-${randomUUID()}`;
+    clock = new Date('2091-03-20T00:00:00Z');
+    await (await checkAt(name)).run();
+    // Midnight of 26 March 2091 in Rome, the day after clocks go forward (25 March): 22:00 UTC.
+    const id = await guarantee(org, '2091-03-26T00:00:00+02:00');
+    clock = new Date('2091-03-25T21:59:59.999Z');
+    expect(await (await checkAt(name)).run()).to.include({ expired: 0 });
+    clock = new Date('2091-03-25T22:00:00.000Z');
+    // Two processes' runs at once (each its own check over the same row): one notice, one event.
+    const runs = await Promise.all([(await checkAt(name)).run(), (await checkAt(name)).run()]);
+    expect(runs.map((r) => r.expired).sort()).to.deep.equal([0, 1]);
+    expect(runs.every((r) => r.failed === 0)).to.equal(true);
+    const told = await eventsOf(org, 'guarantee.expired');
+    expect(told).to.have.length(1);
+    expect(told[0]?.[1]).to.include({ guaranteeId: id, expiresAt: '2091-03-25T22:00:00.000Z' });
+  });
+
+  it("survives the worker's clock going back: the window never moves back, nothing is told twice or missed", async () => {
+    const org = await newOrg();
+    const name = `test-${randomUUID()}`;
+    clock = new Date('2091-05-01T12:00:00Z');
+    await (await checkAt(name)).run();
+    await guarantee(org, '2091-05-01T12:30:00Z');
+    clock = new Date('2091-05-01T13:00:00Z');
+    expect(await (await checkAt(name)).run()).to.include({ expired: 1 });
+    // The clock is set back two hours (a bad NTP step): the run looks at nothing new.
+    clock = new Date('2091-05-01T11:00:00Z');
+    expect(await (await checkAt(name)).run()).to.deep.equal({ expired: 0, claimOverdue: 0, failed: 0 });
+    const { db } = await harness();
+    const [row] = await select<{ checked_until: Date }>(db, 'SELECT checked_until FROM lifecycle_checks WHERE name = $1', [name]);
+    expect(row?.checked_until.toISOString()).to.equal('2091-05-01T13:00:00.000Z');
+    // Back to the right time: an expiry passed meanwhile is told, once; the earlier one not again.
+    await guarantee(org, '2091-05-01T13:30:00Z');
+    clock = new Date('2091-05-01T14:00:00Z');
+    expect(await (await checkAt(name)).run()).to.include({ expired: 1 });
+    expect(await eventsOf(org, 'guarantee.expired')).to.have.length(2);
   });
 });
