@@ -133,7 +133,8 @@ export const GUARANTEE_SQL = {
    * guarantee's columns made MariaDB build a temporary table and sort it for every lookup,
    * three quarters of the statement's cost (measured); the few rows are ordered in process.
    */
-  findForVerification: `SELECT ${COLUMNS}, f.status AS doc_status, f.signature AS doc_signature, ${ISSUER_SQL.columns('o')}
+  findForVerification: `SELECT ${COLUMNS}, f.status AS doc_status, f.signature AS doc_signature, ${ISSUER_SQL.columns('o')},
+      (SELECT MAX(a.seq) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS last_seq
     ${FROM} ${ISSUER_SQL.join('o', 'g.org_id')}
     WHERE g.verification_key = $1
       AND ($2 IS NULL OR BINARY g.cig = BINARY $2) AND ($3 IS NULL OR g.garanted_amount = CAST($3 AS DECIMAL(15,2)))`,
@@ -249,9 +250,12 @@ export interface VerificationHit {
   issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null };
   /** Per doc, in the record's order: the file's status and its signature verdict (JSON) when checked. */
   files: Array<{ key: string; status: string | null; signature: string | null }>;
+  /** The seq of its last amendment (0 for none): its amendments are read only when it has some. */
+  lastSeq: number;
 }
 
 interface VerificationRow extends Row, IssuerRow {
+  last_seq: number | null;
   doc_status: string | null;
   doc_signature: string | null;
 }
@@ -320,11 +324,12 @@ export function createGuaranteeRepository(db: Sequelize) {
       );
       const hits = new Map<string, VerificationHit>();
       for (const { record } of fold(rows))
-        hits.set(record.id, { record, issuer: { orgId: record.orgId, name: '', vatNumber: null, register: null }, files: [] });
+        hits.set(record.id, { record, issuer: { orgId: record.orgId, name: '', vatNumber: null, register: null }, files: [], lastSeq: 0 });
       // One row per doc (or one without a doc), in the record's doc order: the issuer from any, the verdicts from each.
       for (const r of rows) {
         const hit = hits.get(r.id) as VerificationHit;
         hit.issuer = { orgId: r.org_id, name: r.org_name, vatNumber: r.org_vat, register: r.org_register };
+        hit.lastSeq = Number(r.last_seq ?? 0);
         if (r.doc_position !== null) hit.files.push({ key: r.doc_key ?? '', status: r.doc_status, signature: r.doc_signature });
       }
       return [...hits.values()];

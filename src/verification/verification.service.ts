@@ -144,8 +144,9 @@ export function createVerificationService(deps: {
       for (const hit of hits) {
         const { record } = hit;
         const proof = record.notarizationStatus === 'COMPLETE' ? await proofs.proof(record.orgId, record) : null;
-        const history = await amendments.list(record.id);
-        const amendmentProofs = await proofs.amendmentProofs(history);
+        // Most guarantees have no amendment: the lookup said how many there are, so none costs a round trip.
+        const history = hit.lastSeq > 0 ? await amendments.list(record.id) : [];
+        const amendmentProofs = history.length ? await proofs.amendmentProofs(history) : [];
         const issued = {
           garantedAmount: record.economics.garantedAmount,
           expiresAt: record.details.expiresAt,
