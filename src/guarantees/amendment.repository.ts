@@ -21,6 +21,8 @@ interface Row {
   created_at: Date;
   notarization_status: 'PENDING' | 'COMPLETE';
   tx_hash: string | null;
+  notarization_reason: string | null;
+  notary_state: string;
 }
 
 interface DocRow {
@@ -46,6 +48,8 @@ const COLUMNS = [
   'created_at',
   'notarization_status',
   'tx_hash',
+  'notarization_reason',
+  'notary_state',
 ]
   .map((c) => `a.${c}`)
   .join(', ');
@@ -69,6 +73,7 @@ function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment & { orgId: string 
     createdAt: r.created_at,
     notarizationStatus: r.notarization_status,
     txHash: r.tx_hash,
+    notarizationReason: r.notary_state === 'blocked' ? r.notarization_reason : null,
   };
 }
 
@@ -95,7 +100,9 @@ export function createAmendmentRepository(db: Sequelize) {
     if (!rows.length) return [];
     const docs = await select<DocRow>(
       db,
-      `SELECT d.amendment_id, d.type, d.file_key, d.original_file_name, f.checksum FROM guarantee_amendments a
+      // A hashed amendment shows the checksums it was hashed with (pinned by the notarizer); a waiting one, its files'.
+      `SELECT d.amendment_id, d.type, d.file_key, d.original_file_name, CASE WHEN a.notary_state = 'waiting' THEN f.checksum ELSE d.checksum END AS checksum
+      FROM guarantee_amendments a
       JOIN guarantee_amendment_docs d ON d.amendment_id = a.id ${FILE_SQL.ofKey('f', 'd.file_key', 'LEFT JOIN')}
       WHERE ${where} ORDER BY d.amendment_id, d.position`,
       params,

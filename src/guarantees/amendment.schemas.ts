@@ -65,6 +65,9 @@ export const amendmentView = z
     createdAt: isoDate,
     notarizationStatus: z.enum(['PENDING', 'COMPLETE']),
     txHash: z.string().nullable(),
+    notarizationReason: z.string().optional().meta({
+      description: "Why the amendment will never be notarized (a doc ended Infected or Error, or the guarantee's notarization is blocked), once known.",
+    }),
   })
   .meta({ id: 'Amendment' });
 

@@ -20,6 +20,7 @@ export function toAmendmentView(a: Amendment): z.infer<typeof amendmentView> {
     createdAt: a.createdAt.toISOString(),
     notarizationStatus: a.notarizationStatus,
     txHash: a.txHash,
+    ...(a.notarizationReason && { notarizationReason: a.notarizationReason }),
   };
 }
 

@@ -49,6 +49,8 @@ export interface Amendment extends NewAmendment {
   createdAt: Date;
   notarizationStatus: 'PENDING' | 'COMPLETE';
   txHash: string | null;
+  /** Why it will never be notarized, once that is known. */
+  notarizationReason?: string | null;
 }
 
 /** What the registration says, the start of the fold. */

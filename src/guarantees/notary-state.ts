@@ -38,6 +38,19 @@ const AMENDMENT_CHUNK = 500;
 export function createNotaryState(db: Sequelize) {
   /** The file of document `d` of an amendment is not settled (neither accepted nor rejected): its amendment waits. */
   const unsettledDoc = `${FILE_SQL.statusNotIn('f', [...ACCEPTED_FILE_STATUSES, ...REJECTED_FILE_STATUSES])}`;
+
+  /** Pins the checksums an amendment's digest covers on its documents (by position); none for an amendment without documents. */
+  async function pinChecksums(amendmentId: string, checksums: readonly (string | null)[], t?: Transaction): Promise<void> {
+    if (!checksums.length) return;
+    const cases = checksums.map((_, i) => `WHEN ${i} THEN $${i + 2}`).join(' ');
+    await execute(
+      db,
+      `UPDATE guarantee_amendment_docs SET checksum = CASE position ${cases} END WHERE amendment_id = $1`,
+      [amendmentId, ...checksums],
+      t,
+      TEXT,
+    );
+  }
   return {
     /** Waiting guarantees with a doc whose file ended Infected or Error (the first such doc of each), oldest first. */
     async blocked(limit: number): Promise<{ found: BlockedDoc[]; full: boolean }> {
@@ -144,14 +157,21 @@ export function createNotaryState(db: Sequelize) {
       });
     },
 
-    /** Blocks a waiting amendment for ever, with its reason and (when it has one) its digest, the next one's link; false when it was not waiting. */
-    async blockAmendment(id: string, reason: string, digest: string | null, t?: Transaction): Promise<boolean> {
+    /**
+     * Blocks a waiting amendment for ever, with its reason and (when it has one) its digest, the
+     * next one's link, and the checksums the digest covers (by doc position); false when it was
+     * not waiting. The checksums are pinned first: they count only once the amendment has left
+     * 'waiting', so a crash in between leaves nothing half done.
+     */
+    async blockAmendment(id: string, reason: string, hashed: { digest: string; checksums: readonly (string | null)[] } | null): Promise<boolean> {
+      if (hashed) await pinChecksums(id, hashed.checksums);
       const sql = `UPDATE guarantee_amendments SET notary_state = 'blocked', notarization_reason = $2, digest = $3 WHERE id = $1 AND notary_state = 'waiting'`;
-      return (await execute(db, sql, [id, reason, digest], t)) === 1;
+      return (await execute(db, sql, [id, reason, hashed?.digest ?? null])) === 1;
     },
 
-    /** Moves waiting amendments to batched with their digests, in `t`; how many were waiting. */
-    async markAmendmentsBatched(leaves: readonly { id: string; digest: string }[], t: Transaction): Promise<number> {
+    /** Moves waiting amendments to batched with their digests and the checksums they cover, in `t`; how many were waiting. */
+    async markAmendmentsBatched(leaves: readonly { id: string; digest: string; checksums: readonly (string | null)[] }[], t: Transaction): Promise<number> {
+      for (const l of leaves) await pinChecksums(l.id, l.checksums, t);
       let moved = 0;
       for (let i = 0; i < leaves.length; i += AMENDMENT_CHUNK) {
         const chunk = leaves.slice(i, i + AMENDMENT_CHUNK);
@@ -163,15 +183,17 @@ export function createNotaryState(db: Sequelize) {
           WHERE notary_state = 'waiting' AND id IN (${ids})`,
           chunk.flatMap((l) => [l.id, l.digest]),
           t,
+          TEXT,
         );
       }
       return moved;
     },
 
-    /** Batched amendments anchored, in `t`: COMPLETE with the anchor's txHash. */
-    async markAmendmentsDone(ids: readonly string[], txHash: string, t: Transaction): Promise<void> {
+    /** Batched amendments anchored, in `t`: COMPLETE with the anchor's txHash; how many were batched. */
+    async markAmendmentsDone(ids: readonly string[], txHash: string, t: Transaction): Promise<number> {
+      let moved = 0;
       for (let i = 0; i < ids.length; i += CHUNK) {
-        await execute(
+        moved += await execute(
           db,
           `UPDATE guarantee_amendments FORCE INDEX (PRIMARY) SET notary_state = 'done', notarization_status = 'COMPLETE', tx_hash = $1
           WHERE notary_state = 'batched' AND id IN ($2)`,
@@ -180,6 +202,17 @@ export function createNotaryState(db: Sequelize) {
           TEXT,
         );
       }
+      return moved;
+    },
+
+    /** Amendments batched (sealed in a batch not yet recorded as anchored, normally), oldest first, at most `limit`. */
+    async batchedAmendments(limit: number): Promise<string[]> {
+      const rows = await select<{ id: string }>(
+        db,
+        `SELECT id FROM guarantee_amendments WHERE notary_state = 'batched' ORDER BY id LIMIT ${Math.trunc(limit)}`,
+        [],
+      );
+      return rows.map((r) => r.id);
     },
 
     /** Why an amendment will never be notarized, and its digest when it has one; undefined unless it is blocked. */

@@ -174,6 +174,20 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
       return rows.map((r) => r.guarantee_id);
     },
 
+    /** Of these amendments, those whose batch is anchored, with its txHash and time. */
+    async anchoredAmendments(ids: readonly string[]): Promise<Map<string, { txHash: string; anchoredAt: Date }>> {
+      if (!ids.length) return new Map();
+      const rows = await select<{ amendment_id: string; tx_hash: string; anchored_at: Date }>(
+        db,
+        `SELECT p.amendment_id, b.tx_hash, b.anchored_at FROM notarization_amendment_proofs p JOIN notarization_batches b ON b.id = p.batch_id
+        WHERE p.amendment_id IN ($1) AND b.state = 'anchored' AND b.tx_hash IS NOT NULL AND b.anchored_at IS NOT NULL`,
+        [ids],
+        undefined,
+        TEXT,
+      );
+      return new Map(rows.map((r) => [r.amendment_id, { txHash: r.tx_hash, anchoredAt: r.anchored_at }]));
+    },
+
     /** The amendments of a batch, in leaf order. */
     async amendmentMembers(batchId: number): Promise<string[]> {
       const rows = await select<{ amendment_id: string }>(

@@ -152,8 +152,8 @@ export function createNotarizationService(deps: {
     const heads = new Map<string, { seq: number; digest: string }>();
     /** Guarantees whose chain cannot go on in this pass. */
     const stopped = new Set<string>();
-    const block = async (id: string, reason: string, digest: string | null) => {
-      if (await notary.blockAmendment(id, reason, digest)) {
+    const block = async (id: string, reason: string, hashed: { digest: string; checksums: (string | null)[] } | null) => {
+      if (await notary.blockAmendment(id, reason, hashed)) {
         result.blocked++;
         logger.info({ amendment: id, reason }, 'amendment notarization blocked');
       }
@@ -178,7 +178,9 @@ export function createNotarizationService(deps: {
       }
       const digest = amendmentDigest(toAmendmentView(amendment), { guaranteeDigest, previousDigest });
       heads.set(c.guaranteeId, { seq: c.seq, digest });
-      if (c.rejectedDoc) await block(c.id, `Doc ${c.rejectedDoc.key} is ${c.rejectedDoc.status}: the amendment will not be notarized.`, digest);
+      // The checksums hashed are pinned with the digest: a file judged again later changes nothing of a hashed amendment.
+      const checksums = amendment.docs.map((d) => d.checksum);
+      if (c.rejectedDoc) await block(c.id, `Doc ${c.rejectedDoc.key} is ${c.rejectedDoc.status}: the amendment will not be notarized.`, { digest, checksums });
       else leaves.push({ amendment, digest, guaranteeDigest, previousDigest });
     }
     return leaves;
@@ -208,6 +210,34 @@ export function createNotarizationService(deps: {
       }
     }
     return errors;
+  }
+
+  /**
+   * Amendments still batched in a batch already anchored: what a worker of the release before
+   * amendments were notarized leaves when it finishes a batch sealed by this one (it marks only
+   * the records done). Each is marked done with its batch's txHash and announced, as if its
+   * batch had just been recorded; normally there are none.
+   */
+  async function healAmendments(result: CycleResult): Promise<void> {
+    const anchored = await repo.anchoredAmendments(await notary.batchedAmendments(1000));
+    if (!anchored.size) return;
+    for (const a of await amendments.findByIds([...anchored.keys()])) {
+      const batch = anchored.get(a.id);
+      if (!batch) continue;
+      const done = await repo.transaction(async (t) => {
+        if ((await notary.markAmendmentsDone([a.id], batch.txHash, t)) !== 1) return false;
+        await outbox.add(
+          t,
+          a.orgId,
+          'guarantee.amendment_notarized',
+          toAmendmentView({ ...a, notarizationStatus: 'COMPLETE', txHash: batch.txHash }),
+          batch.anchoredAt,
+        );
+        return true;
+      });
+      if (done) result.notarized++;
+    }
+    logger.warn({ amendments: anchored.size }, 'amendments of batches anchored by another release marked done');
   }
 
   async function blockSettled(result: CycleResult): Promise<void> {
@@ -264,7 +294,7 @@ export function createNotarizationService(deps: {
           throw NOT_WAITING;
         if (
           (await notary.markAmendmentsBatched(
-            links.map((l) => ({ id: l.amendment.id, digest: l.digest })),
+            links.map((l) => ({ id: l.amendment.id, digest: l.digest, checksums: l.amendment.docs.map((d) => d.checksum) })),
             t,
           )) !== links.length
         )
@@ -295,6 +325,7 @@ export function createNotarizationService(deps: {
       return repo.exclusive(NOTARY_LOCK, async (held) => {
         const result: CycleResult = { blocked: 0, batches: 0, notarized: 0, pending: 0 };
         const stuck = await resume(result, held);
+        await healAmendments(result);
         await blockSettled(result);
         if (stuck.length) throw new Error(`notarization waits for ${stuck.length} batch(es): ${stuck.map((e) => e.message).join('; ')}`);
         for (let n = 0; n < MAX_BATCHES_PER_CYCLE && (await batchOnce(result, held)) === batchSize; n++) {
@@ -348,6 +379,16 @@ export function createProofService(
   repo: Pick<NotarizationRepository, 'proofOf' | 'amendmentProofsOf'>,
   notary: Pick<GuaranteeRepository['notary'], 'amendmentBlock'>,
 ) {
+  async function amendmentProofs(amendments: readonly Amendment[]): Promise<(AmendmentProof | null)[]> {
+    const rows = await repo.amendmentProofsOf(amendments.map((a) => a.id));
+    return amendments.map((a) => {
+      const row = rows.get(a.id);
+      return row && isAnchored(row.batch)
+        ? completeAmendmentProof(a, row as AmendmentProofRow & { batch: BatchRow & { txHash: string; anchoredAt: Date } })
+        : null;
+    });
+  }
+
   return {
     /** The proofs of a guarantee's amendments (the caller read them as the organization's), in their order: each COMPLETE proof, or null. */
     async amendmentProofs(amendments: readonly Amendment[]): Promise<(AmendmentProof | null)[]> {
@@ -362,7 +403,7 @@ export function createProofService(
 
     /** The proof of one of the organization's amendments (the caller read it as the organization's), or where it stands without one. */
     async amendmentProof(amendment: Amendment): Promise<AmendmentProof | PendingAmendmentProof> {
-      const [complete] = await this.amendmentProofs([amendment]);
+      const [complete] = await amendmentProofs([amendment]);
       if (complete) return complete;
       const blocked = await notary.amendmentBlock(amendment.id);
       return {

@@ -43,7 +43,8 @@ export type CheckId =
   | 'chain-order'
   | 'chain-start'
   | 'chain-link'
-  | 'chain-notarized';
+  | 'chain-notarized'
+  | 'chain-state';
 
 /** What every proof has from its leaf up: the digest, its place in the tree, the root and the anchor. */
 type Leaf = Pick<NotarizationProof, 'digest' | 'leafIndex' | 'batchSize' | 'path' | 'root' | 'anchor'>;

@@ -200,6 +200,8 @@ export function verifyChain(bundleJson: unknown): Verification {
   const amendments: AmendmentView[] = [];
   const proofs: (AmendmentProof | undefined)[] = [];
   const anchored: Anchored[] = [record.proof];
+  /** Why an amendment will never be notarized, by seq, as its PENDING proof says. */
+  const reasons = new Map<number, string>();
   b.data.amendments.forEach((json, i) => {
     const at = `amendment ${i + 1}: `;
     const a = amendmentView.safeParse(json);
@@ -211,8 +213,10 @@ export function verifyChain(bundleJson: unknown): Verification {
     const given = b.data.amendmentProofs[i];
     const complete = amendmentProof.safeParse(given);
     if (!complete.success) {
-      // A PENDING proof (or none) is no proof: checkChain says the amendment is not notarized.
-      if (given !== undefined && !pendingAmendmentProof.safeParse(given).success)
+      // A PENDING proof (or none: null, as the public verification gives it) is no proof: checkChain says the amendment is not notarized.
+      const pending = pendingAmendmentProof.safeParse(given);
+      if (pending.success && pending.data.reason) reasons.set(a.data.seq, pending.data.reason);
+      if (given !== undefined && given !== null && !pending.success)
         checks.push({ id: 'proof-shape', name: `${at}its proof is an amendment's proof`, ok: false, detail: issues(complete.error) });
       proofs.push(undefined);
       return;
@@ -221,7 +225,11 @@ export function verifyChain(bundleJson: unknown): Verification {
     anchored.push(complete.data);
     for (const c of checkAmendmentProof(a.data, complete.data)) checks.push({ ...c, name: `${at}${c.name}` });
   });
-  if (amendments.length === b.data.amendments.length) checks.push(...checkChain(record.guarantee, amendments, proofs));
+  if (amendments.length === b.data.amendments.length)
+    for (const c of checkChain(record.guarantee, amendments, proofs)) {
+      const reason = c.id === 'chain-notarized' && c.seq !== undefined ? reasons.get(c.seq) : undefined;
+      checks.push(reason ? { ...c, detail: `never to be: ${reason}` } : c);
+    }
   const ok = checks.every((c) => c.ok);
   return { ok, checks, anchored: ok ? anchoredOf(anchored) : [] };
 }

@@ -42,7 +42,8 @@ function offline(docs: unknown[]): Verification {
     if (isObject(first) && 'amendment' in first) return verifyAmendmentProof(first.amendment, first.proof);
     return verifyProof(isObject(first) ? first.guarantee : undefined, isObject(first) ? first.proof : undefined);
   }
-  if (isObject(second) && second.canonicalization === AMENDMENT_CANONICAL_SCHEMA) return verifyAmendmentProof(first, second);
+  // An amendment's proof, COMPLETE (its canonicalization) or PENDING (it names the amendment).
+  if (isObject(second) && (second.canonicalization === AMENDMENT_CANONICAL_SCHEMA || 'amendmentId' in second)) return verifyAmendmentProof(first, second);
   return verifyProof(first, second);
 }
 

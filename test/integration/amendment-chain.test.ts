@@ -8,7 +8,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { GUARANTEE_BLOCKED_REASON } from '../../src/notarization/notarization.service.js';
+import { createAmendmentRepository } from '../../src/guarantees/amendment.repository.js';
+import { createGuaranteeRepository } from '../../src/guarantees/guarantee.repository.js';
+import type { Anchor, BatchToAnchor, Submission } from '../../src/notarization/anchor.js';
+import { createLedgerAnchor } from '../../src/notarization/ledger.anchor.js';
+import { createNotarizationRepository } from '../../src/notarization/notarization.repository.js';
+import { createNotarizationService, GUARANTEE_BLOCKED_REASON } from '../../src/notarization/notarization.service.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { verifyAmendmentProof, verifyChain } from '../../src/notarization/proof.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
@@ -224,6 +230,38 @@ describe('lifecycle: amendments that cannot be notarized', function () {
     expect(failed(verifyChain(life))).to.deep.equal(['chain-notarized']);
   });
 
+  it('an amendment whose doc ends in Error is hashed with the checksum it had: judged Clean later, its JSON and the chain after it still verify', async () => {
+    const { db } = await harness();
+    const id = (await create(org, { details: { policyNumber: 'P-ERR-DOC' } })).id as string;
+    const flaky = await issueFile(org.orgId);
+    await amend(org, id, { type: 'EXTENSION', expiresAt: '2033-01-01T00:00:00Z', docs: [{ key: flaky }] });
+    await amend(org, id, { type: 'RELEASE' });
+    await execute(db, "UPDATE files SET status = 'Error' WHERE object_key = $1", [flaky]);
+    await notarizeAll();
+    await notarizeAll();
+    const before = await history(org, id);
+    expect(before.amendments[0]).to.include({ notarizationReason: `Doc ${flaky} is Error: the amendment will not be notarized.` });
+    expect((before.amendments[0]?.docs as Json[])[0]?.checksum).to.equal(null);
+    expect(before.amendmentProofs[1]).to.include({ notarizationStatus: 'COMPLETE' });
+    // A retry judges the file after all: the hashed amendment keeps showing what was hashed.
+    await execute(db, "UPDATE files SET status = 'Clean', checksum = $2 WHERE object_key = $1", [flaky, checksum('judged later')]);
+    const after = await history(org, id);
+    expect((after.amendments[0]?.docs as Json[])[0]?.checksum).to.equal(null);
+    expect(failed(verifyChain(after))).to.deep.equal(['chain-notarized']);
+    expect(verifyChain(after).checks.find((c) => c.id === 'chain-notarized')?.detail).to.include('is Error');
+    // cli verify of the amendment with its PENDING proof: told as an amendment's, not a record's.
+    const dir = mkdtempSync(join(tmpdir(), 'verify-pending-'));
+    writeFileSync(join(dir, 'a.json'), JSON.stringify(after.amendments[0]));
+    writeFileSync(join(dir, 'p.json'), JSON.stringify(after.amendmentProofs[0]));
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', join(dir, 'a.json'), join(dir, 'p.json')], {
+      encoding: 'utf8',
+      env: process.env,
+    });
+    expect(run.status).to.equal(1);
+    expect(run.stdout).to.equal('NOT verified\n');
+    expect(run.stderr).to.include("FAIL proof JSON is an amendment's notarization proof").and.not.include('v2 guarantee');
+  });
+
   it("a blocked guarantee's amendments are blocked too", async () => {
     const { db } = await harness();
     const bad = await issueFile(org.orgId);
@@ -241,11 +279,71 @@ describe('lifecycle: amendments that cannot be notarized', function () {
     const slow = await issueFile(org.orgId);
     const held = (await create(org, { details: { policyNumber: 'P-SLOW' } })).id as string;
     const free = (await create(org, { details: { policyNumber: 'P-FREE' } })).id as string;
-    await amend(org, held, { type: 'CANCELLATION', docs: [{ key: slow }] });
+    await amend(org, held, { type: 'AMOUNT_CHANGE', garantedAmount: 10, docs: [{ key: slow }] });
+    await amend(org, held, { type: 'CANCELLATION' });
     await amend(org, free, { type: 'RELEASE' });
     await notarizeAll();
     await notarizeAll();
     expect((await get(org, `/api/v2/guarantees/${held}/amendments/1/proof`)).body.notarizationStatus).to.equal('PENDING');
+    expect((await get(org, `/api/v2/guarantees/${held}/amendments/2/proof`)).body.notarizationStatus).to.equal('PENDING');
     expect((await get(org, `/api/v2/guarantees/${free}/amendments/1/proof`)).body.notarizationStatus).to.equal('COMPLETE');
+  });
+});
+
+describe('lifecycle: amendments when the notarizer is interrupted', function () {
+  this.timeout(60_000);
+
+  it('an amendment left batched in a batch that the previous release anchored (it marks only the records) is marked done at the next cycle, with its event', async () => {
+    const { db, events, http } = await harness();
+    const org = await newOrg();
+    expect((await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/heal' })).status).to.equal(200);
+    const id = (await create(org, { details: { policyNumber: 'P-HEAL' } })).id as string;
+    await notarizeAll();
+    await amend(org, id, { type: 'RELEASE' });
+    // A cycle seals the amendment and submits the batch, whose anchor is not final yet.
+    const ledger = createLedgerAnchor(db);
+    let sealed: { batch: BatchToAnchor; submission: Submission } | undefined;
+    const unconfirmed: Anchor = {
+      ...ledger,
+      submit: async (batch) => {
+        const submission = await ledger.submit(batch);
+        sealed = { batch, submission };
+        return submission;
+      },
+      confirm: () => Promise.resolve(undefined),
+    };
+    const guarantees = createGuaranteeRepository(db);
+    const service = (anchor: Anchor) =>
+      createNotarizationService({
+        repo: createNotarizationRepository(db),
+        guarantees,
+        amendments: createAmendmentRepository(db),
+        outbox: events.outbox,
+        anchor,
+        batchSize: 1000,
+        logger: createLogger('silent'),
+      });
+    await service(unconfirmed).cycle();
+    const [row] = await select<{ notary_state: string }>(db, 'SELECT notary_state FROM guarantee_amendments WHERE guarantee_id = $1', [id]);
+    expect(row?.notary_state).to.equal('batched');
+    // The previous release's worker finishes that batch: the batch and its records, not the amendment.
+    const { batch, submission } = sealed as NonNullable<typeof sealed>;
+    const receipt = await ledger.confirm(batch, submission);
+    const repo = createNotarizationRepository(db);
+    await repo.transaction(async (t) => {
+      expect(await repo.complete(batch.id, receipt as NonNullable<typeof receipt>, t)).to.equal(true);
+      await guarantees.notary.markDone(await repo.members(batch.id), submission.txHash, new Date(), t);
+    });
+    expect((await get(org, `/api/v2/guarantees/${id}/amendments`)).body.amendments).to.satisfy((list: Json[]) => list[0]?.notarizationStatus === 'PENDING');
+
+    await service(ledger).cycle();
+    const [amendment] = (await get(org, `/api/v2/guarantees/${id}/amendments`)).body.amendments as Json[];
+    expect(amendment).to.include({ notarizationStatus: 'COMPLETE', txHash: submission.txHash });
+    const proof = (await get(org, `/api/v2/guarantees/${id}/amendments/1/proof`)).body;
+    expect(verifyAmendmentProof(amendment, proof).ok).to.equal(true);
+    const told = await select<{ body: string }>(db, "SELECT body FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.amendment_notarized'", [
+      org.orgId,
+    ]);
+    expect(told.map((e) => (JSON.parse(e.body) as { data: Json }).data.txHash)).to.deep.equal([submission.txHash]);
   });
 });

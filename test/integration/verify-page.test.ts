@@ -8,8 +8,8 @@ import { expect } from 'chai';
 import type { Browser, Page } from 'puppeteer-core';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { launch, screenshot, serve, watchedPage, type Served, type WatchedPage } from '../support/browser.js';
-import { notarizeAll, registered, unique } from '../support/guarantees.js';
-import { harness } from '../support/harness.js';
+import { checksum, notarizeAll, registered, unique } from '../support/guarantees.js';
+import { harness, issueFile } from '../support/harness.js';
 
 const PDF = `%PDF-1.4\n% polizza fideiussoria ${unique()}\n%%EOF\n`;
 
@@ -171,7 +171,15 @@ describe('the verification page in Chromium', function () {
       const res = await http.post(`/api/v2/guarantees/${g.id}/amendments`).set('X-API-Key', g.org.key).send(body);
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
     };
-    await amend({ type: 'EXTENSION', effectiveAt: '2027-06-01T09:00:00+02:00', expiresAt: '2028-12-31T00:00:00Z', reason: 'Appendice n. 1: proroga' });
+    const APPENDIX = `%PDF-1.4\n% appendice ${unique()}\n%%EOF\n`;
+    const appendix = await issueFile(g.org.orgId, { status: 'Clean', checksum: checksum(APPENDIX), fileName: 'appendice-1.pdf' });
+    await amend({
+      type: 'EXTENSION',
+      effectiveAt: '2027-06-01T09:00:00+02:00',
+      expiresAt: '2028-12-31T00:00:00Z',
+      reason: 'Appendice n. 1: proroga',
+      docs: [{ key: appendix, type: 'OTHER' }],
+    });
     await amend({ type: 'PARTIAL_RELEASE', effectiveAt: '2027-09-01T09:00:00+02:00', garantedAmount: 60000, reason: 'SAL n. 2' });
     await notarizeAll();
     await notarizeAll();
@@ -213,13 +221,38 @@ describe('the verification page in Chromium', function () {
       ).to.equal(true);
     }
     expect(await amendmentSteps(3)).to.deep.equal([]);
-    expect(Object.fromEntries(await checks(page))['chain-order']).to.equal('true');
+    expect(Object.fromEntries(await checks(page))).to.include({ 'chain-order': 'true', 'chain-state': 'true' });
+    // Amendment 3 is not notarized yet: the status says it counts it.
+    expect(await text(page, '[data-guarantee-state] .caveat')).to.include('non (ancora) notarizzate');
     await screenshot(page, 'verify-history');
+    // The appendix received on paper is checked like the guarantee's own documents.
+    writeFileSync(join(files, 'appendice.pdf'), APPENDIX);
+    const input = await page.$('#file-input');
+    await (input as NonNullable<typeof input>).uploadFile(join(files, 'appendice.pdf'));
+    await page.waitForSelector('[data-file-match]');
+    expect(await attr(page, '[data-file-match]', 'data-matched-key')).to.equal(appendix);
 
     // In English too.
     await page.click('[data-lang="en"]');
     expect(await text(page, '[data-guarantee-state]')).to.include('Claimed: the beneficiary has asked for payment');
     expect(await text(page, '[data-amendment][data-seq="2"]')).to.include('Partial release');
+
+    // A registry (or anyone in between) that says the guarantee is still active, the claim left out: the status no longer follows from the history.
+    const real = (await http.post('/api/public/v1/verifications').send({ policyNumber: g.policyNumber, checkCode: g.checkCode })).body as {
+      matches: Array<{ state: Record<string, unknown> }>;
+    };
+    const lying = { ...real, matches: real.matches.map((m) => ({ ...m, state: { ...m.state, status: 'ACTIVE', openClaim: null, claimDueAt: null } })) };
+    const w = await watchedPage(browser, app.origin);
+    watched.push(w);
+    await w.page.setRequestInterception(true);
+    w.page.on('request', (r) => {
+      if (r.url().endsWith('/api/public/v1/verifications')) void r.respond({ status: 200, contentType: 'application/json', body: JSON.stringify(lying) });
+      else void r.continue();
+    });
+    await w.page.goto(await qrUrl(g.org, g.id), { waitUntil: 'domcontentloaded' });
+    expect(await resultOf(w.page)).to.equal('found');
+    expect(await attr(w.page, '[data-guarantee-state]', 'data-history-holds')).to.equal('false');
+    expect(Object.fromEntries(await checks(w.page))['chain-state']).to.equal('false');
 
     // Amendment 1's reason rewritten in the database: its digest no longer matches its proof, and 2's link no longer matches it.
     await execute(db, "UPDATE guarantee_amendments SET reason = 'Appendice n. 1: proroga di un anno' WHERE guarantee_id = $1 AND seq = 1", [g.id]);
@@ -242,6 +275,28 @@ describe('the verification page in Chromium', function () {
     expect(await attr(tampered, '[data-guarantee-state]', 'data-history-holds')).to.equal('false');
     expect(await text(tampered, '[data-guarantee-state] .banner.bad')).to.include('potrebbe non essere attendibile');
     await screenshot(tampered, 'verify-history-tampered');
+  });
+
+  it('shows an amendment that will never be notarized, with its reason, and says the status counts it', async () => {
+    const g = await registered();
+    const { http, db } = await harness();
+    const bad = await issueFile(g.org.orgId);
+    const res = await http
+      .post(`/api/v2/guarantees/${g.id}/amendments`)
+      .set('X-API-Key', g.org.key)
+      .send({ type: 'AMOUNT_CHANGE', effectiveAt: '2027-06-01T00:00:00Z', garantedAmount: 9000, docs: [{ key: bad }] });
+    expect(res.status).to.equal(200);
+    await execute(db, "UPDATE files SET status = 'Infected' WHERE object_key = $1", [bad]);
+    await notarizeAll();
+    await notarizeAll();
+    const page = await open(await qrUrl(g.org, g.id));
+    expect(await resultOf(page)).to.equal('found');
+    expect(await text(page, '[data-amendment][data-seq="1"] [data-blocked]'))
+      .to.include('Non sarà notarizzata')
+      .and.include(`Doc ${bad} is Infected`);
+    expect(await attr(page, '[data-guarantee-state]', 'data-history-holds')).to.equal('true');
+    expect(await text(page, '[data-guarantee-state] .caveat')).to.include('non (ancora) notarizzate');
+    await screenshot(page, 'verify-history-blocked');
   });
 
   it('on a phone: fits the screen without sideways scrolling', async () => {

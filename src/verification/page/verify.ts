@@ -6,6 +6,8 @@
 import type { GuaranteeV2 } from '../../guarantees/guarantee.schemas.js';
 import { checkAmendmentProof, checkChain, checkProof, type AmendmentJson, type Check, type CheckId } from '../../notarization/proof-checks.js';
 import type { AmendmentProof, NotarizationProof } from '../../notarization/proof.js';
+import { toStateView } from '../../guarantees/amendment.serializer.js';
+import { stateAfter, type Amendment as FoldedAmendment, type AmendmentType } from '../../guarantees/amendments.js';
 import { sha256Hex } from '../../shared/sha256.js';
 
 type Lang = 'it' | 'en';
@@ -148,6 +150,8 @@ const TEXT = {
     amendmentFailed: 'Attenzione: almeno un controllo NON è superato.',
     amendmentPending: 'Registrata, non ancora notarizzata.',
     historyFailed: 'Attenzione: la storia della garanzia NON supera i controlli (vedi sotto): lo stato indicato potrebbe non essere attendibile.',
+    historyUnnotarized: 'Lo stato tiene conto di appendici non (ancora) notarizzate: vedi la storia della garanzia.',
+    amendmentBlocked: 'Non sarà notarizzata:',
     amendmentChecks: {
       'proof-subject': 'La prova riguarda questa appendice',
       digest: "L'impronta dell'appendice (RFC 8785, SHA-256), con i suoi legami, coincide con la prova",
@@ -175,6 +179,7 @@ const TEXT = {
       'chain-start': 'La catena delle appendici parte da questa garanzia',
       'chain-link': "L'appendice è legata a quella che la precede",
       'chain-notarized': "L'appendice è notarizzata",
+      'chain-state': 'Lo stato di oggi segue dalla garanzia e dalle sue appendici, ricalcolato in questo browser',
     } satisfies Record<CheckId, string>,
   },
   en: {
@@ -314,6 +319,8 @@ const TEXT = {
     amendmentFailed: 'Warning: at least one check did NOT pass.',
     amendmentPending: 'Recorded, not yet notarized.',
     historyFailed: "Warning: the guarantee's history does NOT pass its checks (see below): the status shown may not be reliable.",
+    historyUnnotarized: "The status counts amendments not (yet) notarized: see the guarantee's history.",
+    amendmentBlocked: 'It will not be notarized:',
     amendmentChecks: {
       'proof-subject': 'The proof is about this amendment',
       digest: "The amendment's fingerprint (RFC 8785, SHA-256), with its links, equals the proof's",
@@ -341,6 +348,7 @@ const TEXT = {
       'chain-start': 'The chain of amendments starts from this guarantee',
       'chain-link': 'The amendment is linked to the one before it',
       'chain-notarized': 'The amendment is notarized',
+      'chain-state': "Today's status follows from the guarantee and its amendments, recomputed in this browser",
     } satisfies Record<CheckId, string>,
   },
 };
@@ -397,7 +405,7 @@ interface State {
   claimDueAt: string | null;
   lastSeq: number;
 }
-type Amendment = AmendmentJson & { proof: Proof | null };
+type Amendment = AmendmentJson & { proof: Proof | null; notarizationReason?: string };
 interface Match {
   issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null };
   state: State;
@@ -536,22 +544,24 @@ function notarizationBlock(m: Match): HTMLElement {
 /** The status's colour: still covering (good), claimed (wait), covering no more (bad). */
 const tone = (status: string): string => (status === 'ACTIVE' || status === 'PARTIALLY_RELEASED' ? 'good' : status === 'CLAIMED' ? 'wait' : 'bad');
 
-/** Every check of the history passes (the chain's order, and each notarized amendment's own checks and links). */
-function historyHolds(m: Match): boolean {
-  const chain = chainChecks(m);
+/** Every check of the history passes (the chain's order, the state folded here, and each notarized amendment's own checks and links). */
+function historyHolds(m: Match, verifiedAt: string): boolean {
+  const chain = chainChecks(m, verifiedAt);
   return chain.every((c) => c.ok || c.id === 'chain-notarized') && m.amendments.every((a) => !a.proof || amendmentChecks(a, chain).every((c) => c.ok));
 }
 
-function stateBlock(m: Match): HTMLElement {
+function stateBlock(m: Match, verifiedAt: string): HTMLElement {
   const s = t();
   const st = m.state;
-  const holds = historyHolds(m);
+  const holds = historyHolds(m, verifiedAt);
+  const unnotarized = m.amendments.some((a) => !a.proof);
   return h(
     'section',
     { class: 'block state', 'data-guarantee-state': st.status, 'data-history-holds': String(holds) },
     h('h4', {}, s.stateNow),
     h('p', { class: `banner ${tone(st.status)} status-now`, role: 'status' }, s.statusText[st.status] ?? st.status),
     !holds && h('p', { class: 'banner bad', role: 'alert' }, s.historyFailed),
+    holds && unnotarized && h('p', { class: 'banner wait caveat' }, s.historyUnnotarized),
     h(
       'dl',
       { class: 'facts' },
@@ -564,17 +574,62 @@ function stateBlock(m: Match): HTMLElement {
 }
 
 /** The chain's checks (the order of all; each amendment's links), on the answer as received; a malformed answer is a failed check. */
-function chainChecks(m: Match): Check[] {
+function chainChecks(m: Match, verifiedAt: string): Check[] {
   try {
-    return checkChain(
-      m.guarantee as unknown as GuaranteeV2,
-      m.amendments,
-      m.amendments.map((a) => (a.proof as unknown as AmendmentProof | null) ?? undefined),
-    );
+    return [
+      ...checkChain(
+        m.guarantee as unknown as GuaranteeV2,
+        m.amendments,
+        m.amendments.map((a) => (a.proof as unknown as AmendmentProof | null) ?? undefined),
+      ),
+      stateCheck(m, verifiedAt),
+    ];
   } catch (err) {
     return [{ id: 'chain-order', name: 'the chain could not be checked', ok: false, detail: (err as Error).message }];
   }
 }
+
+const dateOrNull = (v: string | null | undefined): Date | null => (v === null || v === undefined ? null : new Date(v));
+
+/** The state folded here from the registration and the amendments as received, at the verification's time, against the registry's. */
+function stateCheck(m: Match, verifiedAt: string): Check {
+  const g = m.guarantee;
+  const amendments: FoldedAmendment[] = m.amendments.map((a) => ({
+    id: a.id,
+    guaranteeId: a.guaranteeId,
+    seq: a.seq,
+    type: a.type as AmendmentType,
+    effectiveAt: new Date(a.effectiveAt),
+    expiresAt: dateOrNull(a.expiresAt),
+    garantedAmount: a.garantedAmount ?? null,
+    claimedAmount: a.claimedAmount ?? null,
+    paidAmount: a.paidAmount ?? null,
+    reason: a.reason,
+    docs: [],
+    createdAt: new Date(a.createdAt),
+    notarizationStatus: 'PENDING',
+    txHash: null,
+  }));
+  const issued = { garantedAmount: g.economics.garantedAmount, expiresAt: dateOrNull(g.details.expiresAt), isAutomaticRenewal: g.economics.isAutomaticRenewal };
+  const folded = toStateView(stateAfter(issued, amendments, new Date(verifiedAt)));
+  const same = JSON.stringify(folded) === JSON.stringify(toStateView0(m.state));
+  return {
+    id: 'chain-state',
+    name: "today's state follows from the guarantee and its amendments",
+    ok: same,
+    ...(!same && { detail: `recomputed ${folded.status}, the registry says ${m.state.status}` }),
+  };
+}
+
+/** The registry's state in the serializer's key order, for comparison. */
+const toStateView0 = (st: State) => ({
+  status: st.status,
+  garantedAmount: st.garantedAmount,
+  expiresAt: st.expiresAt,
+  openClaim: st.openClaim && { seq: st.openClaim.seq, claimedAmount: st.openClaim.claimedAmount, effectiveAt: st.openClaim.effectiveAt },
+  claimDueAt: st.claimDueAt,
+  lastSeq: st.lastSeq,
+});
 
 function amendmentChecks(a: Amendment, chain: Check[]): Check[] {
   try {
@@ -591,7 +646,7 @@ function amendmentItem(a: Amendment, chain: Check[]): HTMLElement {
   return h(
     'li',
     { class: 'amendment', 'data-amendment': '', 'data-seq': String(a.seq), 'data-type': a.type },
-    h('p', { class: 'amendment-title' }, h('span', { class: 'seq' }, `${a.seq}.`), ` ${s.types[a.type] ?? a.type} · ${day(a.effectiveAt)}`),
+    h('h5', { class: 'amendment-title' }, h('span', { class: 'seq' }, `${a.seq}.`), ` ${s.types[a.type] ?? a.type} · ${day(a.effectiveAt)}`),
     h(
       'dl',
       { class: 'facts' },
@@ -610,21 +665,23 @@ function amendmentItem(a: Amendment, chain: Check[]): HTMLElement {
           h('p', { class: ok ? 'banner good' : 'banner bad' }, ok ? s.amendmentNotarized : s.amendmentFailed),
           h('ul', { class: 'checks' }, ...checks.map((c) => checkItem(c, s.amendmentChecks))),
         )
-      : h('p', { class: 'banner wait' }, s.amendmentPending),
+      : a.notarizationReason
+        ? h('p', { class: 'banner bad', 'data-blocked': '' }, `${s.amendmentBlocked} `, h('span', { class: 'small' }, a.notarizationReason))
+        : h('p', { class: 'banner wait' }, s.amendmentPending),
   );
 }
 
-function historyBlock(m: Match): HTMLElement {
+function historyBlock(m: Match, verifiedAt: string): HTMLElement {
   const s = t();
   if (!m.amendments.length) return h('section', { class: 'block' }, h('h4', {}, s.history), h('p', { class: 'muted' }, s.noAmendments));
-  const chain = chainChecks(m);
+  const chain = chainChecks(m, verifiedAt);
   const order = chain.filter((c) => c.seq === undefined);
   return h(
     'section',
     { class: 'block history' },
     h('h4', {}, s.history),
     h('ul', { class: 'checks' }, ...order.map((c) => checkItem(c))),
-    h('ol', { class: 'amendments' }, ...m.amendments.map((a) => amendmentItem(a, chain))),
+    h('ul', { class: 'amendments', role: 'list' }, ...m.amendments.map((a) => amendmentItem(a, chain))),
   );
 }
 
@@ -715,7 +772,9 @@ async function fileHash(file: File): Promise<string> {
 async function checkFile(file: File, result: Result, out: HTMLElement): Promise<void> {
   out.replaceChildren(h('p', { role: 'status' }, t().hashing));
   const hash = await fileHash(file);
-  const matched = result.matches.flatMap((m) => m.documents).find((d) => d.checksum === hash);
+  // The registration's documents, and the amendments' (an appendix received on paper is checked the same way).
+  const amendmentDocs = result.matches.flatMap((m) => m.amendments.flatMap((a) => a.docs.map((d) => ({ ...d, status: null, signature: null }))));
+  const matched = [...result.matches.flatMap((m) => m.documents), ...amendmentDocs].find((d) => d.checksum === hash);
   fileResult = { name: file.name, hash, matched };
   out.replaceChildren(fileVerdict(fileResult));
 }
@@ -760,10 +819,10 @@ function render(): void {
             'article',
             { class: 'card match', 'aria-label': m.issuer.name },
             issuerBlock(m),
-            stateBlock(m),
+            stateBlock(m, result.verifiedAt),
             termsBlock(m.guarantee),
             notarizationBlock(m),
-            historyBlock(m),
+            historyBlock(m, result.verifiedAt),
             documentsBlock(m),
           ),
         ),

@@ -211,7 +211,7 @@ describe('the canonical form of an amendment', () => {
   };
   const links = { guaranteeDigest: 'aa'.repeat(32), previousDigest: 'bb'.repeat(32) };
 
-  it("is the RFC 8785 JSON of the documented projection with its two links (the README's example, byte for byte)", () => {
+  it('is the RFC 8785 JSON of the projection the README documents, with its two links, byte for byte', () => {
     expect(amendmentCanonicalForm(amendment, links)).to.equal(
       '{"claimedAmount":null,"createdAt":"2027-03-01T09:00:01.000Z","docs":[' +
         '{"checksum":null,"key":"b.pdf","originalFileName":"appendice.pdf","type":"OTHER"},' +

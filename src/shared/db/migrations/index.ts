@@ -16,6 +16,7 @@ import { migration as trustedLists } from './0013-trusted-lists.js';
 import { migration as amendments } from './0014-amendments.js';
 import { migration as lifecycleNotices } from './0015-lifecycle-notices.js';
 import { migration as amendmentNotarization } from './0016-amendment-notarization.js';
+import { migration as amendmentDocChecksums } from './0017-amendment-doc-checksums.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -42,4 +43,5 @@ export const migrations: Migration[] = [
   amendments,
   lifecycleNotices,
   amendmentNotarization,
+  amendmentDocChecksums,
 ];
