@@ -254,6 +254,13 @@ describe('webhooks: first attempts end to end', function () {
       await create('first-4');
       const [first] = await world.rx.waitFor(1);
       const eventId = String(first?.headers['webhook-id']);
+      // Attempted: the failure recorded (the receiver has the request before the worker has its answer;
+      // a copy taken in between finds the delivery still due, and is attempted again, at least once being the promise).
+      const { db } = await harness();
+      await eventually('the first attempt recorded', async () => {
+        const [row] = await select<{ attempts: number }>(db, 'SELECT attempts FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+        return row?.attempts === 1;
+      });
       // The delivery comes back on the list while its retry waits 3 s.
       await copyOnList(eventId);
       expect(world.rx.received).to.have.length(1);
