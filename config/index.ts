@@ -153,6 +153,10 @@ const schema = z
     WEBHOOK_SECRET_GRACE_SECONDS: int(0, 30 * 24 * 3600).default(24 * 3600),
     /** At most this long between notarization batches (a cycle also runs full batches at once). */
     NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
+    /** Years each attached document version is kept under S3 Object Lock (COMPLIANCE), from its attachment or verdict, whichever is later. */
+    DOCUMENT_RETENTION_YEARS: int(1, 100).default(10),
+    /** How often the maintenance worker puts newly attached documents under Object Lock. */
+    DOCUMENT_LOCK_EVERY_MS: int(1000, 86_400_000).default(60_000),
     /** How often the lifecycle check emits guarantee.expired and guarantee.claim_overdue (daily by default). */
     LIFECYCLE_CHECK_EVERY_MS: int(60_000, 7 * 86_400_000).default(86_400_000),
     /** Records per notarization batch (one Merkle tree, one anchor transaction). */

@@ -33,6 +33,8 @@ export interface AppDeps {
   queues: OpenQueues;
   /** The API's services, built by the composition root (src/composition.ts). */
   services: WebServices;
+  /** The bucket's Object Lock as last asked, for /readyz (src/files/document-lock.ts watchObjectLock). */
+  objectLock?: () => string;
 }
 
 /** The Koa application, with the routes it answers ("get /api/v2/guarantees/{id}"), which the OpenAPI document must match (test/integration/ops.test.ts). */
@@ -78,7 +80,13 @@ export function createApp(deps: AppDeps): RegistryApp {
   // One router for everything: each request is matched once, and paths match exactly
   // (@koa/router would otherwise match /API/... too).
   const router = new Router<AuthState>({ sensitive: true });
-  registerOpsRoutes(router, { db, metrics, metricsToken: config.METRICS_TOKEN, openApi: () => buildOpenApiDocument(config.PUBLIC_BASE_URL) });
+  registerOpsRoutes(router, {
+    db,
+    metrics,
+    metricsToken: config.METRICS_TOKEN,
+    openApi: () => buildOpenApiDocument(config.PUBLIC_BASE_URL),
+    ...(deps.objectLock && { objectLock: deps.objectLock }),
+  });
   registerGuaranteeRoutes(router, guarantees);
   registerAmendmentRoutes(router, amendments);
   registerNotarizationRoutes(router, guarantees, amendments, proofs);

@@ -17,7 +17,9 @@ import { createTrustRepository } from './files/trust/trust.repository.js';
 import { createTrustSource } from './files/trust/trust.source.js';
 import { MAX_ENVELOPE_BYTES } from './files/p7m/p7m.limits.js';
 import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
+import { createDocumentLock } from './files/document-lock.js';
 import { createAmendmentRepository } from './guarantees/amendment.repository.js';
+import { createAttachments } from './guarantees/attachments.js';
 import { createAmendmentService } from './guarantees/amendment.service.js';
 import { createLifecycleCheck } from './guarantees/lifecycle-check.js';
 import { createGuaranteeService } from './guarantees/guarantee.service.js';
@@ -188,6 +190,17 @@ export const workerServices = {
   /** The lifecycle check: guarantee.expired and guarantee.claim_overdue, once each. */
   lifecycle(core: Core, emitting: Emitting) {
     return createLifecycleCheck({ db: core.db, amendments: createAmendmentRepository(core.db), outbox: emitting.events.outbox, logger: core.logger });
+  },
+  /** The document lock: attached documents put under Object Lock for DOCUMENT_RETENTION_YEARS. */
+  documentLock(core: Core, emitting: Emitting, storage: Storage) {
+    const attachments = createAttachments(core.db);
+    return createDocumentLock({
+      repo: emitting.files,
+      storage,
+      attachedBetween: (from, to) => attachments.attachedBetween(from, to),
+      years: core.config.DOCUMENT_RETENTION_YEARS,
+      logger: core.logger,
+    });
   },
   scans(core: Core, emitting: Emitting, deps: { queues: OpenQueues; storage: Storage }) {
     const { config, logger } = core;

@@ -446,6 +446,8 @@ const paths: ZodOpenApiPathsObject = {
   '/readyz': {
     get: {
       summary: 'Readiness: the database answers',
+      description:
+        'Also tells, without deciding readiness, whether the bucket keeps attached documents under S3 Object Lock: `documents.objectLock` is `enabled`, `absent` (documents are then not protected against deletion, README "Records") or `unknown` (the store has not answered yet).',
       tags: ['Operations'],
       security: [],
       responses: { 200: empty('Ready.'), 503: empty('The database does not answer.') },

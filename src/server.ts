@@ -9,6 +9,7 @@ import { createMetrics } from './shared/http/observability.js';
 import { createLogger } from './shared/logger.js';
 import { producerConnection, watchRedisHealth } from './shared/queues.js';
 import { createStorage } from './shared/storage.js';
+import { watchObjectLock } from './files/document-lock.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
 
@@ -26,8 +27,11 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   // process, on a connection of the relay's own (never queued behind requests).
   const emitting = openEvents(core, queues);
   const { events } = emitting;
-  const services = webServices(core, emitting, { queues, storage: createStorage(config) });
-  const app = createApp({ config, logger, db: core.db, metrics, queues, services });
+  const storage = createStorage(config);
+  const services = webServices(core, emitting, { queues, storage });
+  // Said at boot and in /readyz: whether attached documents are protected against deletion.
+  const objectLock = watchObjectLock(storage, logger);
+  const app = createApp({ config, logger, db: core.db, metrics, queues, services, objectLock: objectLock.state });
   const handle = app.callback();
   const server = createServer((req, res) => {
     void handle(req, res);
@@ -58,6 +62,7 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
       await closed;
       clearInterval(reaper);
       clearTimeout(force);
+      objectLock.stop();
       await events.relay.stop();
       await queues.close();
       redis.disconnect();

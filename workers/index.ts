@@ -101,13 +101,17 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
   const starters: Record<WorkerName, () => Promise<void> | void> = {
     maintenance: () => {
       const lifecycle = workerServices.lifecycle(core, emitting);
+      const documentLock = workerServices.documentLock(core, emitting, storage);
       const handlers = maintenanceHandlers({
         idempotency: core.repos.idempotency,
         sweepUploads: () => scans.sweep(SWEEP_IDLE_MS),
         reconcileDeliveries: () => events.reconcile(),
         checkLifecycle: () => lifecycle.run(),
+        lockDocuments: () => documentLock.run(),
       });
-      schedules.push(...maintenanceSchedules(queues.maintenance, { ...MAINTENANCE_EVERY, lifecycle: config.LIFECYCLE_CHECK_EVERY_MS }));
+      schedules.push(
+        ...maintenanceSchedules(queues.maintenance, { ...MAINTENANCE_EVERY, lifecycle: config.LIFECYCLE_CHECK_EVERY_MS, lock: config.DOCUMENT_LOCK_EVERY_MS }),
+      );
       run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, Object.values(MaintenanceJob), handlers, 1);
     },
     scan: async () => {

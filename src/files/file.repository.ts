@@ -17,7 +17,8 @@ export interface NewFile {
   createdAt: Date;
 }
 
-import type { FileStatus } from './file.statuses.js';
+import { FILE_SQL, attachStatement } from './file.sql.js';
+import { ACCEPTED_FILE_STATUSES, type FileStatus } from './file.statuses.js';
 export { FILE_STATUSES, type FileStatus } from './file.statuses.js';
 
 /** What a guarantee's document takes from its file. */
@@ -124,6 +125,15 @@ export interface FileStatusChanged {
   threat?: string;
   /** The signature verdict, when the file was checked. */
   signature?: unknown;
+}
+
+/** An attached document to put under Object Lock: its stored version, and the two times its keeping period starts from. */
+export interface DocumentToRetain {
+  uuid: string;
+  key: string;
+  versionId: string | null;
+  attachedAt: Date;
+  judgedAt: Date | null;
 }
 
 export function createFileRepository(db: Sequelize, outbox: Outbox) {
@@ -247,6 +257,61 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
      * of scan starts begins again: a later upload (a store event, a retry from Bull Board) gets
      * its own chances.
      */
+    /**
+     * Attached documents judged fit whose version is not yet kept under Object Lock, by when they
+     * were attached, after `after` (a cursor: attached_at, uuid), at most `limit`.
+     */
+    async toRetain(limit: number, after?: { attachedAt: Date; uuid: string }): Promise<DocumentToRetain[]> {
+      const rows = await select<{
+        uuid: string;
+        object_key: string;
+        stored_key: string | null;
+        version_id: string | null;
+        attached_at: Date;
+        scanned_at: Date | null;
+      }>(
+        db,
+        `SELECT uuid, object_key, stored_key, version_id, attached_at, scanned_at FROM files FORCE INDEX (ix_files_to_retain)
+        WHERE retained_until IS NULL AND attached_at IS NOT NULL AND ${FILE_SQL.statusIn('files', ACCEPTED_FILE_STATUSES)}
+          AND (attached_at > $1 OR (attached_at = $1 AND uuid > $2))
+        ORDER BY attached_at, uuid LIMIT ${Math.trunc(limit)}`,
+        [after?.attachedAt ?? new Date(0), after?.uuid ?? ''],
+      );
+      return rows.map((r) => ({
+        uuid: r.uuid,
+        key: r.stored_key ?? r.object_key,
+        versionId: r.version_id,
+        attachedAt: r.attached_at,
+        judgedAt: r.scanned_at,
+      }));
+    },
+
+    /** Of `keys`, those whose attachment is not recorded (attached_at null); normally none. */
+    async unrecordedAttachments(keys: readonly string[]): Promise<string[]> {
+      if (!keys.length) return [];
+      const rows = await select<{ object_key: string }>(
+        db,
+        'SELECT object_key FROM files WHERE object_key IN ($1) AND attached_at IS NULL',
+        [keys],
+        undefined,
+        {
+          prepared: false,
+        },
+      );
+      return rows.map((r) => r.object_key);
+    },
+
+    /** Records the attachment of `key` at `at` when none is recorded (the first one's time is kept). */
+    async recordAttachment(key: string, at: Date): Promise<void> {
+      const statement = attachStatement([key], at);
+      await execute(db, statement.sql, statement.bind, undefined, { prepared: false });
+    },
+
+    /** Records that the store keeps the file's version until `until`. */
+    async markRetained(uuid: string, until: Date): Promise<void> {
+      await execute(db, 'UPDATE files SET retained_until = GREATEST(COALESCE(retained_until, $2), $2) WHERE uuid = $1', [uuid, until]);
+    },
+
     async markError(uuid: string, reason: string, at: Date): Promise<boolean> {
       const statusReason = truncate(reason, 500);
       return changeStatus(

@@ -2,6 +2,7 @@
 // predicates on the file's status. Only src/files/ names the files table
 // (scripts/table-owners.ts); a guarantee's read shows its documents' checksums and verdicts
 // through these, and notarization waits for the verdicts through them.
+import type { Statement } from '../shared/db/sequelize.js';
 import type { FileStatus } from './file.statuses.js';
 
 /** Statuses as an SQL list for `IN (...)`: literals from the constants of file.statuses.ts, never input. */
@@ -15,3 +16,18 @@ export const FILE_SQL = {
   /** The file `alias` has none of `statuses`. */
   statusNotIn: (alias: string, statuses: readonly FileStatus[]) => `${alias}.status NOT IN (${sqlStatusList(statuses)})`,
 } as const;
+
+/**
+ * The statement that records the files of `keys` as attached (to a guarantee or an amendment)
+ * at `at`, an SQL expression (a session variable of a registration's script) or a time (bound
+ * after the keys); only when `when` holds (an SQL condition: the registration took its place).
+ * The first attachment's time is kept: it starts the document's keeping period (Object Lock).
+ */
+export function attachStatement(keys: readonly string[], at: string | Date, when = 'TRUE'): Statement {
+  const list = keys.map((_, i) => `$${i + 1}`).join(', ');
+  const atSql = typeof at === 'string' ? at : `$${keys.length + 1}`;
+  return {
+    sql: `UPDATE files SET attached_at = COALESCE(attached_at, ${atSql}) WHERE object_key IN (${list}) AND ${when}`,
+    bind: typeof at === 'string' ? [...keys] : [...keys, at],
+  };
+}

@@ -3,7 +3,7 @@
 // with their documents (each doc's checksum is its file's: files lend the join, FILE_SQL).
 import { Transaction as SequelizeTransaction } from 'sequelize';
 import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
-import { FILE_SQL } from '../files/file.sql.js';
+import { FILE_SQL, attachStatement } from '../files/file.sql.js';
 import type { Amendment, AmendmentDoc, AmendmentType, Issued } from './amendments.js';
 
 interface Row {
@@ -171,6 +171,12 @@ export function createAmendmentRepository(db: Sequelize) {
           t,
           { prepared: false },
         );
+        // Its documents are attached from now on (their keeping period starts: files' Object Lock).
+        const attach = attachStatement(
+          a.docs.map((d) => d.key),
+          a.createdAt,
+        );
+        await execute(db, attach.sql, attach.bind, t, { prepared: false });
       }
     },
   };

@@ -2,7 +2,7 @@
 // (create, get, list) are a handful of indexed statements and no per-row model work.
 import { createHash } from 'node:crypto';
 import { execute, script, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
-import { FILE_SQL } from '../files/file.sql.js';
+import { FILE_SQL, attachStatement } from '../files/file.sql.js';
 import { ISSUER_SQL, REGISTRY_SQL, type IssuerRow } from '../orgs/org.repository.js';
 import { createNotaryState } from './notary-state.js';
 import type { ActType, DocRecord, GuaranteeRecord, NewGuarantee, NotarizationStatus } from './guarantee.types.js';
@@ -192,6 +192,14 @@ export function registrationStatements(
       sql: `INSERT INTO guarantee_docs (guarantee_id, type, file_key, original_file_name, position) ${rows.join(' UNION ALL ')}`,
       bind: g.docs.flatMap((doc) => [doc.type, doc.key, doc.originalFileName]),
     });
+    // Its documents are attached from now on (their keeping period starts: files' Object Lock).
+    statements.push(
+      attachStatement(
+        g.docs.map((d) => d.key),
+        REGISTRATION.at,
+        REGISTRATION.placed,
+      ),
+    );
   }
   return statements;
 }
@@ -289,6 +297,11 @@ export function createGuaranteeRepository(db: Sequelize) {
           t,
           { prepared: false },
         );
+        const attach = attachStatement(
+          g.docs.map((d) => d.key),
+          g.createdAt,
+        );
+        await execute(db, attach.sql, attach.bind, t, { prepared: false });
       }
     },
 

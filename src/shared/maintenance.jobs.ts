@@ -1,6 +1,7 @@
 // Housekeeping jobs: purge expired Idempotency-Key records; make sure every upload In Progress
 // has its job (the sweeper); queue again webhook deliveries whose job Redis lost (the
-// reconciler); emit the guarantees' expiries and overdue claims (the lifecycle check). Fixed scheduler ids, so that several worker processes share one schedule; kept
+// reconciler); emit the guarantees' expiries and overdue claims (the lifecycle check); put
+// attached documents under Object Lock (the document lock). Fixed scheduler ids, so that several worker processes share one schedule; kept
 // by keepSchedules, so that a Redis that forgot them gets them back.
 import type { Queue } from 'bullmq';
 import type { IdempotencyStore } from './idempotency.js';
@@ -13,6 +14,7 @@ export const MaintenanceJob = {
   sweepUploads: 'sweep-uploads',
   reconcileDeliveries: 'reconcile-deliveries',
   checkLifecycle: 'check-lifecycle',
+  lockDocuments: 'lock-documents',
 } as const;
 export type MaintenanceJobName = (typeof MaintenanceJob)[keyof typeof MaintenanceJob];
 
@@ -25,8 +27,10 @@ export interface MaintenanceEvery {
   reconcile: number;
   /** LIFECYCLE_CHECK_EVERY_MS. */
   lifecycle: number;
+  /** DOCUMENT_LOCK_EVERY_MS. */
+  lock: number;
 }
-export const MAINTENANCE_EVERY: MaintenanceEvery = { purge: 15 * 60_000, sweep: 30_000, reconcile: 30_000, lifecycle: 86_400_000 };
+export const MAINTENANCE_EVERY: MaintenanceEvery = { purge: 15 * 60_000, sweep: 30_000, reconcile: 30_000, lifecycle: 86_400_000, lock: 60_000 };
 
 export function maintenanceSchedules(queue: Queue<MaintenancePayload>, everyMs: MaintenanceEvery = MAINTENANCE_EVERY): Schedule[] {
   const keep = { removeOnComplete: 100, removeOnFail: { age: 7 * 24 * 3600, count: 1000 } };
@@ -35,6 +39,7 @@ export function maintenanceSchedules(queue: Queue<MaintenancePayload>, everyMs: 
     { queue, id: MaintenanceJob.sweepUploads, everyMs: everyMs.sweep, name: MaintenanceJob.sweepUploads, opts: keep },
     { queue, id: MaintenanceJob.reconcileDeliveries, everyMs: everyMs.reconcile, name: MaintenanceJob.reconcileDeliveries, opts: keep },
     { queue, id: MaintenanceJob.checkLifecycle, everyMs: everyMs.lifecycle, name: MaintenanceJob.checkLifecycle, opts: keep },
+    { queue, id: MaintenanceJob.lockDocuments, everyMs: everyMs.lock, name: MaintenanceJob.lockDocuments, opts: keep },
   ];
 }
 
@@ -44,12 +49,14 @@ export function maintenanceHandlers(deps: {
   sweepUploads: () => Promise<number>;
   reconcileDeliveries: () => Promise<number>;
   checkLifecycle: () => Promise<unknown>;
+  lockDocuments: () => Promise<unknown>;
 }): Record<MaintenanceJobName, () => Promise<unknown>> {
   const { idempotency } = deps;
   return {
     [MaintenanceJob.sweepUploads]: async () => ({ ensured: await deps.sweepUploads() }),
     [MaintenanceJob.reconcileDeliveries]: async () => ({ requeued: await deps.reconcileDeliveries() }),
     [MaintenanceJob.checkLifecycle]: () => deps.checkLifecycle(),
+    [MaintenanceJob.lockDocuments]: () => deps.lockDocuments(),
     [MaintenanceJob.purgeIdempotency]: async () => {
       let total = 0;
       for (let n = -1; n !== 0;) {

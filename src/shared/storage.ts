@@ -8,10 +8,13 @@ import {
   DeleteObjectCommand,
   GetBucketVersioningCommand,
   GetObjectCommand,
+  GetObjectLockConfigurationCommand,
+  GetObjectRetentionCommand,
   HeadObjectCommand,
   ListObjectVersionsCommand,
   PutBucketCorsCommand,
   PutBucketVersioningCommand,
+  PutObjectRetentionCommand,
   S3Client,
   S3ServiceException,
 } from '@aws-sdk/client-s3';
@@ -39,6 +42,16 @@ export interface Storage {
   versions(key: string): Promise<string[]>;
   /** Deletes one version of `key` for good (a missing one is no error). */
   removeVersion(key: string, versionId: string): Promise<void>;
+  /** Whether the bucket has S3 Object Lock ('absent': created without it, or a store that has none). */
+  objectLock(): Promise<'enabled' | 'absent'>;
+  /**
+   * Keeps version `versionId` of `key` in COMPLIANCE mode until `until`: no one, the bucket's
+   * owner included, can delete it or shorten the date before then. Asking again with the same
+   * date (a retry) changes nothing; a later one extends it.
+   */
+  retain(key: string, versionId: string, until: Date): Promise<void>;
+  /** The version's retention, if it has one. */
+  retention(key: string, versionId: string): Promise<{ mode: string; until: Date } | undefined>;
 }
 
 export interface ObjectVersion {
@@ -153,6 +166,32 @@ export function createStorage(config: StoreConfig): Storage {
     },
     async removeVersion(key, versionId) {
       await client.send(new DeleteObjectCommand({ Bucket, Key: key, VersionId: versionId }));
+    },
+    async objectLock() {
+      try {
+        const out = await client.send(new GetObjectLockConfigurationCommand({ Bucket }));
+        return out.ObjectLockConfiguration?.ObjectLockEnabled === 'Enabled' ? 'enabled' : 'absent';
+      } catch (err) {
+        // S3's answer for a bucket without it (and radosgw's); a store without the API at all says 501.
+        if (
+          err instanceof S3ServiceException &&
+          (err.name === 'ObjectLockConfigurationNotFoundError' || err.$metadata.httpStatusCode === 404 || err.$metadata.httpStatusCode === 501)
+        )
+          return 'absent';
+        throw err;
+      }
+    },
+    async retain(key, versionId, until) {
+      await client.send(new PutObjectRetentionCommand({ Bucket, Key: key, VersionId: versionId, Retention: { Mode: 'COMPLIANCE', RetainUntilDate: until } }));
+    },
+    async retention(key, versionId) {
+      try {
+        const out = await client.send(new GetObjectRetentionCommand({ Bucket, Key: key, VersionId: versionId }));
+        return out.Retention?.Mode && out.Retention.RetainUntilDate ? { mode: out.Retention.Mode, until: out.Retention.RetainUntilDate } : undefined;
+      } catch (err) {
+        if (err instanceof S3ServiceException && (err.name === 'NoSuchObjectLockConfiguration' || err.$metadata.httpStatusCode === 404)) return undefined;
+        throw err;
+      }
     },
   };
 }

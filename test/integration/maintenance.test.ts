@@ -27,6 +27,7 @@ describe('maintenance worker', () => {
       sweepUploads: () => Promise.resolve(0),
       reconcileDeliveries: () => Promise.resolve(0),
       checkLifecycle: () => Promise.resolve({}),
+      lockDocuments: () => Promise.resolve({}),
     })[MaintenanceJob.purgeIdempotency]();
     expect((result as { purged: number }).purged).to.be.at.least(2);
     const left = await select<{ idem_key: string }>(db, 'SELECT idem_key FROM idempotency_keys WHERE org_id = $1', [org.orgId]);
@@ -43,6 +44,7 @@ describe('maintenance worker', () => {
         MaintenanceJob.sweepUploads,
         MaintenanceJob.reconcileDeliveries,
         MaintenanceJob.checkLifecycle,
+        MaintenanceJob.lockDocuments,
       ]);
     } finally {
       await running.close();

@@ -62,6 +62,7 @@ export function appOver(o: {
   events?: Events;
   storage?: Storage;
   resolver?: Resolver;
+  objectLock?: () => string;
 }): RegistryApp {
   const logger = o.logger ?? createLogger('silent');
   const core = openCore(o.config, logger, { db: o.db });
@@ -71,7 +72,7 @@ export function appOver(o: {
     storage: o.storage ?? createStorage(o.config),
     ...(o.resolver && { resolver: o.resolver }),
   });
-  return createApp({ config: o.config, logger, db: o.db, queues: o.queues, services });
+  return createApp({ config: o.config, logger, db: o.db, queues: o.queues, services, ...(o.objectLock && { objectLock: o.objectLock }) });
 }
 
 /** Events over `db` for the webhook queue and first attempts' list of `queues`, as a process makes them (its relay on `db`). */
@@ -111,7 +112,11 @@ export async function harness(): Promise<Harness> {
 }
 
 /** Another app over the same database, with changed configuration (rate limits, tokens...). */
-export async function appWith(overrides: Record<string, string>, db?: Sequelize, opts: { resolver?: Resolver } = {}): Promise<ReturnType<typeof supertest>> {
+export async function appWith(
+  overrides: Record<string, string>,
+  db?: Sequelize,
+  opts: { resolver?: Resolver; objectLock?: () => string } = {},
+): Promise<ReturnType<typeof supertest>> {
   const base = await harness();
   const config = configWith(overrides);
   const database = db ?? base.db;
@@ -123,6 +128,7 @@ export async function appWith(overrides: Record<string, string>, db?: Sequelize,
       queues: base.queues,
       ...(events && { events }),
       ...(opts.resolver && { resolver: opts.resolver }),
+      ...(opts.objectLock && { objectLock: opts.objectLock }),
     }).callback(),
   );
 }

@@ -1,4 +1,4 @@
-// Operations endpoints: liveness, readiness (the database only), Prometheus metrics, the
+// Operations endpoints: liveness, readiness (the database decides; the bucket's Object Lock is told), Prometheus metrics, the
 // OpenAPI document and a docs page served from the swagger-ui-dist package (no CDN).
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -29,6 +29,8 @@ export interface OpsDeps {
   metrics: HttpMetrics;
   metricsToken?: string;
   openApi: () => unknown;
+  /** Whether the bucket keeps attached documents under Object Lock, as last asked ('unknown' before the store answered). */
+  objectLock?: () => string;
 }
 
 export function registerOpsRoutes<S>(router: Router<S>, deps: OpsDeps): void {
@@ -38,13 +40,16 @@ export function registerOpsRoutes<S>(router: Router<S>, deps: OpsDeps): void {
     ctx.body = { status: 'ok' };
   });
 
+  // Detail that does not decide readiness: a bucket without Object Lock still serves (README "Records").
+  const detail = () => (deps.objectLock ? { documents: { objectLock: deps.objectLock() } } : {});
+
   router.get('/readyz', async (ctx) => {
     try {
       await deps.db.query('SELECT 1', { raw: true });
-      ctx.body = { status: 'ready', database: 'up' };
+      ctx.body = { status: 'ready', database: 'up', ...detail() };
     } catch {
       ctx.status = 503;
-      ctx.body = { status: 'unavailable', database: 'down' };
+      ctx.body = { status: 'unavailable', database: 'down', ...detail() };
     }
   });
 

@@ -17,6 +17,7 @@ import { migration as amendments } from './0014-amendments.js';
 import { migration as lifecycleNotices } from './0015-lifecycle-notices.js';
 import { migration as amendmentNotarization } from './0016-amendment-notarization.js';
 import { migration as amendmentDocChecksums } from './0017-amendment-doc-checksums.js';
+import { migration as documentRetention } from './0018-document-retention.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -44,4 +45,5 @@ export const migrations: Migration[] = [
   lifecycleNotices,
   amendmentNotarization,
   amendmentDocChecksums,
+  documentRetention,
 ];

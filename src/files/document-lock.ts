@@ -1,0 +1,165 @@
+// Documents kept for the legal keeping period (CONTRACT "Records", issue 17): every document
+// version attached to a guarantee or an amendment, once judged fit (Clean or Signed), is put
+// under S3 Object Lock in COMPLIANCE mode until DOCUMENT_RETENTION_YEARS after it was attached
+// or judged, whichever is later. In COMPLIANCE mode no one, the bucket's owner and this
+// service's own credentials included, can delete the version or shorten its date before then.
+// - A sweep of the maintenance worker (DOCUMENT_LOCK_EVERY_MS) takes the attached documents not
+//   yet kept (files.attached_at, written with the attachment; files.retained_until, null until
+//   the store has said yes), asks the store to keep each version, then records the date. A
+//   store that fails leaves the file for the next run; asking again with the same or a later
+//   date is harmless (COMPLIANCE only extends), so a crash between the two steps costs nothing.
+// - Versions judged Infected or Error are not kept: Infected bytes are deleted (README's
+//   retention table), and a file in Error is kept once judged after all.
+// - On a bucket without Object Lock (created without it, or a store that has none) nothing is
+//   locked: the sweep says so once, the web process at boot and in /readyz, and the README says
+//   what is then not guaranteed.
+import type { Logger } from '../shared/logger.js';
+import { withTimeout } from '../shared/time-limit.js';
+import type { Storage } from '../shared/storage.js';
+import type { DocumentToRetain, FileRepository } from './file.repository.js';
+
+/** Documents per page of the sweep. */
+const PAGE = 100;
+/** How far back a process's first sweep looks for attachments without their record (then: since its last sweep, with OVERLAP_MS). */
+export const LOOKBACK_MS = 24 * 3600_000;
+const OVERLAP_MS = 10 * 60_000;
+/** The look back's slices: each one query of the attachments in it. */
+const SLICE_MS = 10 * 60_000;
+
+/** The end of a document's keeping period: `years` after the later of its attachment and its verdict. */
+export function retainUntil(doc: Pick<DocumentToRetain, 'attachedAt' | 'judgedAt'>, years: number): Date {
+  const start = doc.judgedAt && doc.judgedAt > doc.attachedAt ? doc.judgedAt : doc.attachedAt;
+  const until = new Date(start);
+  until.setUTCFullYear(until.getUTCFullYear() + years);
+  return until;
+}
+
+export interface LockRun {
+  /** Whether the bucket has Object Lock; nothing is locked when it has not. */
+  objectLock: boolean;
+  locked: number;
+  failed: number;
+}
+
+export function createDocumentLock(deps: {
+  repo: Pick<FileRepository, 'toRetain' | 'markRetained' | 'unrecordedAttachments' | 'recordAttachment'>;
+  storage: Pick<Storage, 'objectLock' | 'retain' | 'head' | 'bucket'>;
+  /** The attachments of a window (guarantees' and amendments' documents), for the look back. */
+  attachedBetween: (from: Date, to: Date) => Promise<Array<{ key: string; at: Date }>>;
+  years: number;
+  logger: Logger;
+  now?: () => Date;
+}) {
+  const { repo, storage, years, logger } = deps;
+  const now = deps.now ?? (() => new Date());
+  let saidAbsent = false;
+  /** Up to when this process has looked back. */
+  let lookedUntil: Date | undefined;
+
+  /**
+   * Records the attachments of the recent past that have no record (a process of the previous
+   * release attached them during a rolling release): each is then kept like any other.
+   */
+  async function lookBack(): Promise<number> {
+    const to = now();
+    let from = new Date((lookedUntil?.getTime() ?? to.getTime() - LOOKBACK_MS + OVERLAP_MS) - OVERLAP_MS);
+    let recorded = 0;
+    while (from < to) {
+      const end = new Date(Math.min(from.getTime() + SLICE_MS, to.getTime()));
+      const attached = await deps.attachedBetween(from, end);
+      const missing = new Set(await repo.unrecordedAttachments([...new Set(attached.map((a) => a.key))]));
+      for (const a of attached) {
+        if (!missing.has(a.key)) continue;
+        await repo.recordAttachment(a.key, a.at);
+        recorded++;
+      }
+      from = end;
+    }
+    lookedUntil = to;
+    if (recorded) logger.warn({ recorded }, 'attachments without their record found (made by another release?): recorded now');
+    return recorded;
+  }
+
+  async function keep(doc: DocumentToRetain): Promise<boolean> {
+    // A file judged before versions were pinned keeps its document as its key's current version.
+    const versionId = doc.versionId ?? (await storage.head(doc.key))?.versionId;
+    if (!versionId) {
+      logger.warn({ file: doc.uuid, key: doc.key }, 'an attached document has no version in the store to keep');
+      return false;
+    }
+    const until = retainUntil(doc, years);
+    await storage.retain(doc.key, versionId, until);
+    await repo.markRetained(doc.uuid, until);
+    return true;
+  }
+
+  return {
+    /** One sweep: every attached document not yet kept, page by page. */
+    async run(): Promise<LockRun> {
+      if ((await storage.objectLock()) !== 'enabled') {
+        if (!saidAbsent)
+          logger.warn({ bucket: storage.bucket }, 'the bucket has no Object Lock: attached documents are not protected against deletion (README "Records")');
+        saidAbsent = true;
+        return { objectLock: false, locked: 0, failed: 0 };
+      }
+      saidAbsent = false;
+      await lookBack();
+      const result: LockRun = { objectLock: true, locked: 0, failed: 0 };
+      let after: { attachedAt: Date; uuid: string } | undefined;
+      // A store that fails three times in a row is away: the rest waits for the next sweep
+      // (each call has its time limit, but a thousand of them would hold the worker for long).
+      let inARow = 0;
+      for (;;) {
+        const page = await repo.toRetain(PAGE, after);
+        for (const doc of page) {
+          try {
+            if (await keep(doc)) result.locked++;
+            else result.failed++;
+            inARow = 0;
+          } catch (err) {
+            result.failed++;
+            logger.warn({ file: doc.uuid, err: (err as Error).message }, 'could not put a document under Object Lock (the next sweep tries again)');
+            if (++inARow >= 3) return result;
+          }
+        }
+        const last = page.at(-1);
+        if (page.length < PAGE || !last) return result;
+        after = { attachedAt: last.attachedAt, uuid: last.uuid };
+      }
+    },
+  };
+}
+
+export type DocumentLock = ReturnType<typeof createDocumentLock>;
+
+export type ObjectLockState = 'enabled' | 'absent' | 'unknown';
+
+/**
+ * What the web process knows of the bucket's Object Lock, for its boot log and /readyz: asked
+ * at once and every `everyMs` (a bucket can be replaced), each time within `timeoutMs`;
+ * 'unknown' until the store has answered. Said once at boot, again whenever it changes.
+ */
+export function watchObjectLock(storage: Pick<Storage, 'objectLock' | 'bucket'>, logger: Logger, opts: { everyMs?: number; timeoutMs?: number } = {}) {
+  let state: ObjectLockState = 'unknown';
+  const ask = async () => {
+    const next = await withTimeout(storage.objectLock(), opts.timeoutMs ?? 10_000, 'Object Lock configuration').catch((err: unknown) => {
+      logger.warn({ bucket: storage.bucket, err: (err as Error).message }, 'could not ask the store about Object Lock');
+      return state;
+    });
+    if (next !== state) {
+      if (next === 'absent')
+        logger.warn({ bucket: storage.bucket }, 'the bucket has no Object Lock: attached documents are not protected against deletion (README "Records")');
+      else if (next === 'enabled') logger.info({ bucket: storage.bucket }, 'the bucket has Object Lock: attached documents are kept in COMPLIANCE mode');
+    }
+    state = next;
+  };
+  const first = ask();
+  const timer = setInterval(() => void ask(), opts.everyMs ?? 600_000);
+  timer.unref();
+  return {
+    state: (): ObjectLockState => state,
+    /** Resolves once the first answer (or its time limit) is in. */
+    ready: first,
+    stop: () => clearInterval(timer),
+  };
+}

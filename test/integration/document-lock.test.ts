@@ -1,0 +1,219 @@
+// Documents kept for the legal keeping period (issue 17 part 1, CONTRACT "Records"): every
+// document version attached to a guarantee or an amendment, once judged fit, is kept by the
+// store under S3 Object Lock (COMPLIANCE) until DOCUMENT_RETENTION_YEARS after it was attached
+// or judged, whichever is later; the store itself then refuses to delete it, to this service's
+// own credentials too. Against the real radosgw (its bucket made with Object Lock), clamd and
+// MariaDB; a bucket made without Object Lock is said so, at the lock's sweep and in /readyz.
+import { CreateBucketCommand, DeleteBucketCommand, S3ServiceException } from '@aws-sdk/client-s3';
+import { expect } from 'chai';
+import { createDocumentLock, retainUntil, watchObjectLock } from '../../src/files/document-lock.js';
+import { createFileRepository } from '../../src/files/file.repository.js';
+import { createAttachments } from '../../src/guarantees/attachments.js';
+import { execute, select } from '../../src/shared/db/sequelize.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { createStorage, type Storage } from '../../src/shared/storage.js';
+import { startWorkers, type RunningWorkers } from '../../workers/index.js';
+import { FAST_PIPELINE, appWith, configWith, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+
+const silent = createLogger('silent');
+const YEARS = 10;
+
+interface FileLockRow {
+  version_id: string | null;
+  attached_at: Date | null;
+  scanned_at: Date | null;
+  retained_until: Date | null;
+}
+
+async function lockRow(uuid: string): Promise<FileLockRow | undefined> {
+  const { db } = await harness();
+  const [row] = await select<FileLockRow>(db, 'SELECT version_id, attached_at, scanned_at, retained_until FROM files WHERE uuid = $1', [uuid]);
+  return row;
+}
+
+describe('documents kept under Object Lock for the keeping period', function () {
+  this.timeout(60_000);
+  let storage: Storage;
+  let workers: RunningWorkers;
+  let org: TestOrg;
+
+  before(async () => {
+    storage = createStorage((await harness()).config);
+    workers = await startWorkers(['scan'], { config: configWith(FAST_PIPELINE), logger: silent });
+  });
+  after(async () => {
+    await workers.close();
+    storage.client.destroy();
+  });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
+
+  const lock = async (s: Storage = storage) => {
+    const { db, events } = await harness();
+    const attachments = createAttachments(db);
+    return createDocumentLock({
+      repo: createFileRepository(db, events.outbox),
+      storage: s,
+      attachedBetween: (from, to) => attachments.attachedBetween(from, to),
+      years: YEARS,
+      logger: silent,
+    });
+  };
+
+  async function upload(content: string): Promise<{ key: string; uuid: string }> {
+    const up = await presign(org, { fileType: 'pdf', fileName: 'polizza.pdf' });
+    expect((await uploadForm(up.url, up.fields, content)).status).to.equal(204);
+    return up;
+  }
+
+  async function register(keys: string[]): Promise<string> {
+    const res = await (
+      await harness()
+    ).http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ details: { policyNumber: 'P-LOCK' }, docs: keys.map((key) => ({ key })) });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return res.body.id as string;
+  }
+
+  it('keeps an attached document version in COMPLIANCE mode until its date; the store refuses to delete it, to the service too; an upload never attached is not kept', async () => {
+    const doc = await upload('%PDF-1.4 polizza da conservare\n');
+    const loose = await upload('%PDF-1.4 mai allegato\n');
+    await waitForStatus(doc.uuid, ['Clean']);
+    await waitForStatus(loose.uuid, ['Clean']);
+    await register([doc.key]);
+
+    const run = await (await lock()).run();
+    expect(run.objectLock).to.equal(true);
+    expect(run.locked).to.be.at.least(1);
+    const row = (await lockRow(doc.uuid)) as FileLockRow;
+    // Attached after its verdict: kept ten years from its attachment.
+    expect(row.attached_at).to.be.an.instanceOf(Date);
+    expect((row.attached_at as Date) >= (row.scanned_at as Date)).to.equal(true);
+    const until = retainUntil({ attachedAt: row.attached_at as Date, judgedAt: row.scanned_at }, YEARS);
+    expect(row.retained_until?.toISOString()).to.equal(until.toISOString());
+    expect(until.getUTCFullYear()).to.equal((row.attached_at as Date).getUTCFullYear() + YEARS);
+    const versionId = row.version_id as string;
+    expect(await storage.retention(doc.key, versionId)).to.deep.equal({ mode: 'COMPLIANCE', until });
+
+    // With the service's own credentials: the store says no, and the version is still there.
+    let refused: unknown;
+    await storage.removeVersion(doc.key, versionId).catch((err: unknown) => {
+      refused = err;
+    });
+    expect(refused).to.be.an.instanceOf(S3ServiceException);
+    expect((refused as S3ServiceException).name).to.equal('AccessDenied');
+    expect(await storage.versions(doc.key)).to.include(versionId);
+    // Nor can its date be brought forward.
+    let shortened: unknown;
+    await storage.retain(doc.key, versionId, new Date(until.getTime() - 86_400_000)).catch((err: unknown) => {
+      shortened = err;
+    });
+    expect((shortened as S3ServiceException | undefined)?.name).to.equal('AccessDenied');
+
+    // Never attached: not kept (it is deleted after UNATTACHED_UPLOAD_DAYS instead).
+    const looseRow = (await lockRow(loose.uuid)) as FileLockRow;
+    expect(looseRow.attached_at).to.equal(null);
+    expect(looseRow.retained_until).to.equal(null);
+    expect(await storage.retention(loose.key, looseRow.version_id as string)).to.equal(undefined);
+    // A second sweep has nothing left to do for it.
+    await (await lock()).run();
+    expect((await lockRow(doc.uuid))?.retained_until?.toISOString()).to.equal(until.toISOString());
+  });
+
+  it('counts from the verdict when it comes after the attachment, and keeps an amendment’s documents too', async () => {
+    // Attached while its scan has not run: the scan worker is stopped until the guarantee exists.
+    await workers.close();
+    const doc = await upload('%PDF-1.4 allegato prima della verifica\n');
+    const id = await register([doc.key]);
+    expect((await lockRow(doc.uuid))?.attached_at).to.be.an.instanceOf(Date);
+    await (await lock()).run();
+    expect((await lockRow(doc.uuid))?.retained_until, 'not kept before its verdict').to.equal(null);
+    workers = await startWorkers(['scan'], { config: configWith(FAST_PIPELINE), logger: silent });
+    await waitForStatus(doc.uuid, ['Clean']);
+    await (await lock()).run();
+    const row = (await lockRow(doc.uuid)) as FileLockRow;
+    expect((row.scanned_at as Date) > (row.attached_at as Date)).to.equal(true);
+    expect(row.retained_until?.toISOString()).to.equal(retainUntil({ attachedAt: row.attached_at as Date, judgedAt: row.scanned_at }, YEARS).toISOString());
+    expect(row.retained_until?.getTime()).to.equal(new Date(row.scanned_at as Date).setUTCFullYear((row.scanned_at as Date).getUTCFullYear() + YEARS));
+
+    const appendix = await upload('%PDF-1.4 appendice\n');
+    await waitForStatus(appendix.uuid, ['Clean']);
+    const amended = await (
+      await harness()
+    ).http
+      .post(`/api/v2/guarantees/${id}/amendments`)
+      .set('X-API-Key', org.key)
+      .send({ type: 'RELEASE', effectiveAt: '2027-01-01T00:00:00Z', docs: [{ key: appendix.key }] });
+    expect(amended.status).to.equal(200);
+    await (await lock()).run();
+    const appendixRow = (await lockRow(appendix.uuid)) as FileLockRow;
+    expect(appendixRow.retained_until).to.be.an.instanceOf(Date);
+    expect((await storage.retention(appendix.key, appendixRow.version_id as string))?.mode).to.equal('COMPLIANCE');
+  });
+
+  it('finds an attachment made without its record (by the previous release, during a rolling release) and keeps its document', async () => {
+    const doc = await upload('%PDF-1.4 allegato dalla versione precedente\n');
+    await waitForStatus(doc.uuid, ['Clean']);
+    const id = await register([doc.key]);
+    // As the previous release attaches: no attached_at.
+    const { db } = await harness();
+    await execute(db, 'UPDATE files SET attached_at = NULL WHERE uuid = $1', [doc.uuid]);
+    await (await lock()).run();
+    const row = (await lockRow(doc.uuid)) as FileLockRow;
+    const [g] = await select<{ created_at: Date }>(db, 'SELECT created_at FROM guarantees WHERE id = $1', [id]);
+    expect(row.attached_at?.toISOString()).to.equal(g?.created_at.toISOString());
+    expect(row.retained_until).to.be.an.instanceOf(Date);
+  });
+
+  it('leaves a document for the next sweep when the store does not answer, and keeps it then', async () => {
+    const doc = await upload('%PDF-1.4 il deposito non risponde\n');
+    await waitForStatus(doc.uuid, ['Clean']);
+    await register([doc.key]);
+    // A store at an address where nothing listens (a real refused connection): Object Lock is not even known.
+    const { config } = await harness();
+    const away = createStorage({ ...config, S3_ENDPOINT: 'http://127.0.0.1:9' });
+    try {
+      let failed: unknown;
+      await (await lock(away)).run().catch((err: unknown) => {
+        failed = err;
+      });
+      expect(failed, 'the sweep fails (its job retries)').to.be.an.instanceOf(Error);
+    } finally {
+      away.client.destroy();
+    }
+    expect((await lockRow(doc.uuid))?.retained_until).to.equal(null);
+    await (await lock()).run();
+    expect((await lockRow(doc.uuid))?.retained_until).to.be.an.instanceOf(Date);
+  });
+
+  it('says when the bucket has no Object Lock: the sweep keeps nothing, and /readyz tells it', async () => {
+    const { config } = await harness();
+    const bucket = `no-lock-${Date.now()}`;
+    const plain = createStorage({ ...config, S3_BUCKET: bucket });
+    await plain.client.send(new CreateBucketCommand({ Bucket: bucket }));
+    try {
+      expect(await plain.objectLock()).to.equal('absent');
+      expect(await (await lock(plain)).run()).to.deep.equal({ objectLock: false, locked: 0, failed: 0 });
+      const watch = watchObjectLock(plain, silent);
+      await watch.ready;
+      watch.stop();
+      expect(watch.state()).to.equal('absent');
+      const { db } = await harness();
+      const http = await appWith({}, db, { objectLock: watch.state });
+      const ready = await http.get('/readyz');
+      expect(ready.status).to.equal(200);
+      expect(ready.body).to.deep.equal({ status: 'ready', database: 'up', documents: { objectLock: 'absent' } });
+      // The test bucket, made with Object Lock, says so.
+      const locked = watchObjectLock(storage, silent);
+      await locked.ready;
+      locked.stop();
+      expect(locked.state()).to.equal('enabled');
+    } finally {
+      await plain.client.send(new DeleteBucketCommand({ Bucket: bucket }));
+      plain.client.destroy();
+    }
+  });
+});
