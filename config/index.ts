@@ -155,6 +155,14 @@ const schema = z
     NOTARIZATION_INTERVAL_MS: int(10, 86_400_000).default(10_000),
     /** Years each attached document version is kept under S3 Object Lock (COMPLIANCE), from its attachment or verdict, whichever is later. */
     DOCUMENT_RETENTION_YEARS: int(1, 100).default(10),
+    /** Days after its URL was issued that an upload never attached to a guarantee or an amendment is deleted (its bytes and its row). */
+    UNATTACHED_UPLOAD_DAYS: int(1, 3650).default(30),
+    /** Days after the verdict that an Infected file's quarantined bytes are deleted (the verdict row stays). */
+    INFECTED_RETENTION_DAYS: int(0, 3650).default(30),
+    /** Days delivered webhook events (all their deliveries over), their deliveries and delivery attempts are kept. */
+    WEBHOOK_LOG_DAYS: int(1, 3650).default(90),
+    /** How often the maintenance worker's retention job runs (each run deletes in bounded batches; the rest waits for the next). */
+    RETENTION_EVERY_MS: int(60_000, 86_400_000).default(3_600_000),
     /** How often the maintenance worker puts newly attached documents under Object Lock. */
     DOCUMENT_LOCK_EVERY_MS: int(1000, 86_400_000).default(60_000),
     /** How often the lifecycle check emits guarantee.expired and guarantee.claim_overdue (daily by default). */

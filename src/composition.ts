@@ -18,12 +18,14 @@ import { createTrustSource } from './files/trust/trust.source.js';
 import { MAX_ENVELOPE_BYTES } from './files/p7m/p7m.limits.js';
 import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
 import { createDocumentLock } from './files/document-lock.js';
+import { createFileRetention } from './files/file.retention.js';
 import { createAmendmentRepository } from './guarantees/amendment.repository.js';
 import { createAttachments } from './guarantees/attachments.js';
 import { createAmendmentService } from './guarantees/amendment.service.js';
 import { createLifecycleCheck } from './guarantees/lifecycle-check.js';
 import { createGuaranteeService } from './guarantees/guarantee.service.js';
 import type { Anchor } from './notarization/anchor.js';
+import { createWebhookLogRetention } from './webhooks/webhook-log.retention.js';
 import { createAnchorKeys } from './notarization/anchor-keys.js';
 import { createEvmAnchor, evmProvider } from './notarization/evm.anchor.js';
 import { createLedgerAnchor } from './notarization/ledger.anchor.js';
@@ -201,6 +203,25 @@ export const workerServices = {
       years: core.config.DOCUMENT_RETENTION_YEARS,
       logger: core.logger,
     });
+  },
+  /**
+   * The retention job (README "Records"): uploads never attached, Infected bytes, and the
+   * webhooks' log, each deleted once older than its setting. What it returns is the job's result in Bull Board.
+   */
+  retention(core: Core, storage: Storage) {
+    const { config, db, logger } = core;
+    const files = createFileRetention({ db, storage, logger });
+    const webhookLog = createWebhookLogRetention(db);
+    const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
+    return {
+      async run() {
+        return {
+          unattachedUploads: await files.purgeUnattached(daysAgo(config.UNATTACHED_UPLOAD_DAYS)),
+          infectedFiles: await files.purgeInfected(daysAgo(config.INFECTED_RETENTION_DAYS)),
+          webhookLog: await webhookLog.purge(daysAgo(config.WEBHOOK_LOG_DAYS)),
+        };
+      },
+    };
   },
   scans(core: Core, emitting: Emitting, deps: { queues: OpenQueues; storage: Storage }) {
     const { config, logger } = core;

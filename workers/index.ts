@@ -102,15 +102,22 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
     maintenance: () => {
       const lifecycle = workerServices.lifecycle(core, emitting);
       const documentLock = workerServices.documentLock(core, emitting, storage);
+      const retention = workerServices.retention(core, storage);
       const handlers = maintenanceHandlers({
         idempotency: core.repos.idempotency,
         sweepUploads: () => scans.sweep(SWEEP_IDLE_MS),
         reconcileDeliveries: () => events.reconcile(),
         checkLifecycle: () => lifecycle.run(),
         lockDocuments: () => documentLock.run(),
+        applyRetention: () => retention.run(),
       });
       schedules.push(
-        ...maintenanceSchedules(queues.maintenance, { ...MAINTENANCE_EVERY, lifecycle: config.LIFECYCLE_CHECK_EVERY_MS, lock: config.DOCUMENT_LOCK_EVERY_MS }),
+        ...maintenanceSchedules(queues.maintenance, {
+          ...MAINTENANCE_EVERY,
+          lifecycle: config.LIFECYCLE_CHECK_EVERY_MS,
+          lock: config.DOCUMENT_LOCK_EVERY_MS,
+          retention: config.RETENTION_EVERY_MS,
+        }),
       );
       run<MaintenancePayload, MaintenanceJobName>(MAINTENANCE_QUEUE, Object.values(MaintenanceJob), handlers, 1);
     },

@@ -65,12 +65,14 @@ export function createScanService(deps: {
   const maxScanStarts = 3 * settings.scanAttempts;
 
   /**
-   * Deletes every version of a judged file's key but its document: replays of the form, and for
-   * an Infected file the judged bytes too. (A file judged before versions were pinned keeps its
-   * document under its own stored key: nothing at the upload key is kept.)
+   * Deletes every version of a judged file's key but its document: replays of the form. An
+   * Infected file's judged bytes are kept in quarantine (never read again, never served) until
+   * the retention job deletes them, INFECTED_RETENTION_DAYS after the verdict (README
+   * "Records"). (A file judged before versions were pinned keeps its document under its own
+   * stored key: nothing at the upload key is kept.)
    */
   async function pruneVersions(file: FileRecord): Promise<void> {
-    const keep = file.storedKey === file.key ? file.versionId : null;
+    const keep = file.storedKey === file.key || file.status === 'Infected' ? file.versionId : null;
     for (const versionId of await storage.versions(file.key)) {
       if (versionId === keep) continue;
       await storage.removeVersion(file.key, versionId);
@@ -154,10 +156,11 @@ export function createScanService(deps: {
           if (judged && isJudged(judged)) await pruneVersions(judged);
           return 'already-judged';
         }
-        // An Infected file's bytes go at once. Other versions of a clean file's key (a replay of
-        // the form) are deleted by the last look below, or as soon as the store's event for them
-        // comes: never read as the document, and no request on the path of every file.
-        if (verdict.infected) await pruneVersions({ ...file, versionId, storedKey, scannedAt: at });
+        // An Infected file's other versions go at once (its judged bytes stay in quarantine until
+        // the retention job). Other versions of a clean file's key (a replay of the form) are
+        // deleted by the last look below, or as soon as the store's event for them comes: never
+        // read as the document, and no request on the path of every file.
+        if (verdict.infected) await pruneVersions({ ...file, status: 'Infected', versionId, storedKey, scannedAt: at });
         logger.info(
           { file: uuid, versionId, status: verdict.infected ? 'Infected' : 'Clean', threat: verdict.infected ? verdict.threat : undefined, engine },
           'file scanned',

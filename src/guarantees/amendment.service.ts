@@ -5,7 +5,7 @@
 // `guarantee.amended` event in the outbox. Two racing amendments are serialized by the lock:
 // the second sees the first (its expectedSeq, if stale, is a 409; without one it gets the next seq).
 import { v7 as uuidv7 } from 'uuid';
-import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
+import { ER_DUP_ENTRY, ER_NO_REFERENCED_ROW, mysqlErrno } from '../shared/db/sequelize.js';
 import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import { idempotencyFingerprint, requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
@@ -15,7 +15,7 @@ import type { AmendmentRepository } from './amendment.repository.js';
 import type { CreateAmendment } from './amendment.schemas.js';
 import { toAmendmentView, toStateView } from './amendment.serializer.js';
 import { CLAIM_TERM_MS, refusalOf, stateAfter, type Amendment, type GuaranteeState, type Issued, type NewAmendment } from './amendments.js';
-import { resolveDocs } from './docs.js';
+import { DOC_GONE, resolveDocs } from './docs.js';
 
 /** The request, normalized: the type's own fields set, the others null. */
 export function toNewAmendment(input: CreateAmendment): NewAmendment & { expectedSeq: number | undefined } {
@@ -67,6 +67,7 @@ export function createAmendmentService(deps: {
       return await recordLocked(orgId, guaranteeId, input, checksums, claim);
     } catch (err) {
       // The unique (guarantee, seq) is the backstop of the lock: say so rather than fail.
+      if (mysqlErrno(err) === ER_NO_REFERENCED_ROW) throw new ValidationError(DOC_GONE);
       if (mysqlErrno(err) === ER_DUP_ENTRY)
         throw new ConflictError('Another amendment of this guarantee was recorded at the same moment: read the amendments and send it again.');
       throw err;

@@ -29,3 +29,6 @@ export async function resolveDocs(files: Pick<FileRepository, 'forDocs'>, orgId:
   }
   return new Map([...found.values()].map((f) => [f.key, f.checksum]));
 }
+
+/** The answer when a document's file was deleted between the check of its key and the write (an upload never attached, deleted by the retention job). */
+export const DOC_GONE = 'A document named was deleted meanwhile (an upload not attached within UNATTACHED_UPLOAD_DAYS is deleted): upload it again.';

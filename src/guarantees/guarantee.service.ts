@@ -5,8 +5,8 @@
 // in one round trip (registerInOneRoundTrip).
 import { randomBytes } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
-import { ER_DUP_ENTRY, mysqlErrno, type Statement } from '../shared/db/sequelize.js';
-import { ConflictError, NotFoundError } from '../shared/errors.js';
+import { ER_DUP_ENTRY, ER_NO_REFERENCED_ROW, mysqlErrno, type Statement } from '../shared/db/sequelize.js';
+import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
 import { idempotencyFingerprint, requestHash, type IdempotencyStore, type StoredResponse } from '../shared/idempotency.js';
 import { isUuid } from '../shared/validation.js';
 import type { Outbox } from '../shared/events/outbox.js';
@@ -14,7 +14,7 @@ import type { FileRepository } from '../files/file.repository.js';
 import type { OrgRepository } from '../orgs/org.repository.js';
 import { REGISTRATION, uuidAt, type GuaranteeRepository } from './guarantee.repository.js';
 import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
-import { resolveDocs } from './docs.js';
+import { DOC_GONE, resolveDocs } from './docs.js';
 import { toV2 } from './guarantee.serializer.js';
 import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
 
@@ -167,6 +167,7 @@ export function createGuaranteeService(deps: {
         return { ...response, created: true };
       });
     } catch (err) {
+      if (mysqlErrno(err) === ER_NO_REFERENCED_ROW) throw new ValidationError(DOC_GONE);
       // A concurrent create with the same transactionId won the unique index: answer as a retry.
       if (g.transactionId !== null && mysqlErrno(err) === ER_DUP_ENTRY) {
         const existing = await existingForTransaction(orgId, g.transactionId, hash);

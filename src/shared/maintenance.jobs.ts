@@ -1,7 +1,8 @@
 // Housekeeping jobs: purge expired Idempotency-Key records; make sure every upload In Progress
 // has its job (the sweeper); queue again webhook deliveries whose job Redis lost (the
 // reconciler); emit the guarantees' expiries and overdue claims (the lifecycle check); put
-// attached documents under Object Lock (the document lock). Fixed scheduler ids, so that several worker processes share one schedule; kept
+// attached documents under Object Lock (the document lock); delete what is kept no longer (the
+// retention job: README "Records"). Fixed scheduler ids, so that several worker processes share one schedule; kept
 // by keepSchedules, so that a Redis that forgot them gets them back.
 import type { Queue } from 'bullmq';
 import type { IdempotencyStore } from './idempotency.js';
@@ -15,6 +16,7 @@ export const MaintenanceJob = {
   reconcileDeliveries: 'reconcile-deliveries',
   checkLifecycle: 'check-lifecycle',
   lockDocuments: 'lock-documents',
+  applyRetention: 'apply-retention',
 } as const;
 export type MaintenanceJobName = (typeof MaintenanceJob)[keyof typeof MaintenanceJob];
 
@@ -29,8 +31,17 @@ export interface MaintenanceEvery {
   lifecycle: number;
   /** DOCUMENT_LOCK_EVERY_MS. */
   lock: number;
+  /** RETENTION_EVERY_MS. */
+  retention: number;
 }
-export const MAINTENANCE_EVERY: MaintenanceEvery = { purge: 15 * 60_000, sweep: 30_000, reconcile: 30_000, lifecycle: 86_400_000, lock: 60_000 };
+export const MAINTENANCE_EVERY: MaintenanceEvery = {
+  purge: 15 * 60_000,
+  sweep: 30_000,
+  reconcile: 30_000,
+  lifecycle: 86_400_000,
+  lock: 60_000,
+  retention: 3_600_000,
+};
 
 export function maintenanceSchedules(queue: Queue<MaintenancePayload>, everyMs: MaintenanceEvery = MAINTENANCE_EVERY): Schedule[] {
   const keep = { removeOnComplete: 100, removeOnFail: { age: 7 * 24 * 3600, count: 1000 } };
@@ -40,6 +51,7 @@ export function maintenanceSchedules(queue: Queue<MaintenancePayload>, everyMs: 
     { queue, id: MaintenanceJob.reconcileDeliveries, everyMs: everyMs.reconcile, name: MaintenanceJob.reconcileDeliveries, opts: keep },
     { queue, id: MaintenanceJob.checkLifecycle, everyMs: everyMs.lifecycle, name: MaintenanceJob.checkLifecycle, opts: keep },
     { queue, id: MaintenanceJob.lockDocuments, everyMs: everyMs.lock, name: MaintenanceJob.lockDocuments, opts: keep },
+    { queue, id: MaintenanceJob.applyRetention, everyMs: everyMs.retention, name: MaintenanceJob.applyRetention, opts: keep },
   ];
 }
 
@@ -50,6 +62,7 @@ export function maintenanceHandlers(deps: {
   reconcileDeliveries: () => Promise<number>;
   checkLifecycle: () => Promise<unknown>;
   lockDocuments: () => Promise<unknown>;
+  applyRetention: () => Promise<unknown>;
 }): Record<MaintenanceJobName, () => Promise<unknown>> {
   const { idempotency } = deps;
   return {
@@ -57,6 +70,7 @@ export function maintenanceHandlers(deps: {
     [MaintenanceJob.reconcileDeliveries]: async () => ({ requeued: await deps.reconcileDeliveries() }),
     [MaintenanceJob.checkLifecycle]: () => deps.checkLifecycle(),
     [MaintenanceJob.lockDocuments]: () => deps.lockDocuments(),
+    [MaintenanceJob.applyRetention]: () => deps.applyRetention(),
     [MaintenanceJob.purgeIdempotency]: async () => {
       let total = 0;
       for (let n = -1; n !== 0;) {

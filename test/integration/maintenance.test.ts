@@ -28,6 +28,7 @@ describe('maintenance worker', () => {
       reconcileDeliveries: () => Promise.resolve(0),
       checkLifecycle: () => Promise.resolve({}),
       lockDocuments: () => Promise.resolve({}),
+      applyRetention: () => Promise.resolve({}),
     })[MaintenanceJob.purgeIdempotency]();
     expect((result as { purged: number }).purged).to.be.at.least(2);
     const left = await select<{ idem_key: string }>(db, 'SELECT idem_key FROM idempotency_keys WHERE org_id = $1', [org.orgId]);
@@ -45,6 +46,7 @@ describe('maintenance worker', () => {
         MaintenanceJob.reconcileDeliveries,
         MaintenanceJob.checkLifecycle,
         MaintenanceJob.lockDocuments,
+        MaintenanceJob.applyRetention,
       ]);
     } finally {
       await running.close();

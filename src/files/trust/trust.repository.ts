@@ -3,7 +3,7 @@
 // removed list's row stays, marked, so that its sequence number still refuses older lists.
 import type { X509Certificate } from 'node:crypto';
 import { Transaction } from 'sequelize';
-import { ER_DUP_ENTRY, execute, mysqlErrno, select, type Sequelize } from '../../shared/db/sequelize.js';
+import { ER_DUP_ENTRY, ER_LOCK_DEADLOCK, execute, mysqlErrno, select, type Sequelize } from '../../shared/db/sequelize.js';
 import { CA_QC, TSA_QTST, type ServiceRecord } from '../p7m/p7m.trust.js';
 import type { TrustedList } from './trusted-list.js';
 
@@ -26,7 +26,6 @@ const der64 = (c: X509Certificate) => c.raw.toString('base64');
 const versionOf = (lists: ReadonlyArray<{ territory: string; sequence_number: number; sha256: Buffer }>): string =>
   lists.map((l) => `${l.territory}:${l.sequence_number}:${l.sha256.toString('hex')}`).join(',');
 /** Two first imports of one territory at once: one waits on the other's lock or collides with its row. */
-const ER_LOCK_DEADLOCK = 1213;
 
 export function createTrustRepository(db: Sequelize) {
   async function replaceOnce(list: TrustedList, now: Date): Promise<ImportOutcome> {

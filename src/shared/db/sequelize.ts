@@ -109,6 +109,10 @@ export function mysqlErrno(err: unknown): number | undefined {
 }
 
 export const ER_DUP_ENTRY = 1062;
+/** A row names a parent that is not there (a foreign key): for documents, a file deleted meanwhile. */
+export const ER_NO_REFERENCED_ROW = 1452;
+/** InnoDB chose this transaction to roll back, to break a deadlock. */
+export const ER_LOCK_DEADLOCK = 1213;
 
 /** Text cut to fit a VARCHAR(max) column, with an ellipsis when it was longer. */
 export const truncate = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

@@ -18,6 +18,7 @@ import { migration as lifecycleNotices } from './0015-lifecycle-notices.js';
 import { migration as amendmentNotarization } from './0016-amendment-notarization.js';
 import { migration as amendmentDocChecksums } from './0017-amendment-doc-checksums.js';
 import { migration as documentRetention } from './0018-document-retention.js';
+import { migration as retention } from './0019-retention.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -46,4 +47,5 @@ export const migrations: Migration[] = [
   amendmentNotarization,
   amendmentDocChecksums,
   documentRetention,
+  retention,
 ];

@@ -1,0 +1,184 @@
+// Retention enforced by the maintenance worker (issue 17 part 2, README "Records"): an upload
+// never attached is deleted after UNATTACHED_UPLOAD_DAYS (its versions, then its row; one
+// attached, or younger, stays; a guarantee racing the deletion gets a 400, never deleted
+// bytes), an Infected file's quarantined bytes after INFECTED_RETENTION_DAYS (its verdict row
+// stays), the webhooks' delivered events, deliveries and attempts after WEBHOOK_LOG_DAYS (a
+// pending one stays). Against the real radosgw, clamd and MariaDB; ages are moved back in the
+// database rather than waited for.
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { v7 as uuidv7 } from 'uuid';
+import { createFileRetention } from '../../src/files/file.retention.js';
+import { execute, select } from '../../src/shared/db/sequelize.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { createStorage, type Storage } from '../../src/shared/storage.js';
+import { createWebhookLogRetention } from '../../src/webhooks/webhook-log.retention.js';
+import { startWorkers, type RunningWorkers } from '../../workers/index.js';
+import { FAST_PIPELINE, configWith, eventually, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+
+const silent = createLogger('silent');
+const DAY = 86_400_000;
+const EICAR = 'X5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*';
+const daysAgo = (days: number) => new Date(Date.now() - days * DAY);
+
+describe('retention: what is kept no longer is deleted', function () {
+  this.timeout(60_000);
+  let storage: Storage;
+  let workers: RunningWorkers;
+  let org: TestOrg;
+
+  before(async () => {
+    storage = createStorage((await harness()).config);
+    workers = await startWorkers(['scan'], { config: configWith(FAST_PIPELINE), logger: silent });
+  });
+  after(async () => {
+    await workers.close();
+    storage.client.destroy();
+  });
+  beforeEach(async () => {
+    org = await newOrg();
+  });
+
+  const files = async () => createFileRetention({ db: (await harness()).db, storage, logger: silent });
+  const issuedDaysAgo = async (uuid: string, days: number) =>
+    execute((await harness()).db, 'UPDATE files SET created_at = $2 WHERE uuid = $1', [uuid, daysAgo(days)]);
+  const rowOf = async (uuid: string) =>
+    (
+      await select<{ status: string; purged_at: Date | null; version_id: string | null }>(
+        (await harness()).db,
+        'SELECT status, purged_at, version_id FROM files WHERE uuid = $1',
+        [uuid],
+      )
+    )[0];
+
+  async function upload(content: string): Promise<{ key: string; uuid: string }> {
+    const up = await presign(org, { fileType: 'pdf' });
+    expect((await uploadForm(up.url, up.fields, content)).status).to.equal(204);
+    return up;
+  }
+
+  it('deletes an upload never attached after UNATTACHED_UPLOAD_DAYS, its bytes and its row; an attached one, or a younger one, stays', async () => {
+    const { http } = await harness();
+    const old = await upload('%PDF-1.4 mai allegato\n');
+    const attached = await upload('%PDF-1.4 allegato\n');
+    const young = await upload('%PDF-1.4 recente\n');
+    for (const f of [old, attached, young]) await waitForStatus(f.uuid, ['Clean']);
+    const created = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ docs: [{ key: attached.key }] });
+    expect(created.status).to.equal(200);
+    await issuedDaysAgo(old.uuid, 31);
+    await issuedDaysAgo(attached.uuid, 31);
+    await issuedDaysAgo(young.uuid, 29);
+    expect(await storage.versions(old.key)).to.have.length(1);
+
+    expect(await (await files()).purgeUnattached(daysAgo(30))).to.be.at.least(1);
+    expect(await storage.versions(old.key)).to.deep.equal([]);
+    expect(await rowOf(old.uuid)).to.equal(undefined);
+    expect((await http.get(`/api/v2/file-status/${old.uuid}`).set('X-API-Key', org.key)).status).to.equal(404);
+    // Named afterwards: a 400, nothing registered.
+    const late = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ docs: [{ key: old.key }] });
+    expect(late.status).to.equal(400);
+    for (const f of [attached, young]) {
+      expect(await storage.versions(f.key)).to.have.length(1);
+      expect((await rowOf(f.uuid))?.status).to.equal('Clean');
+    }
+  });
+
+  it('a guarantee naming an upload while it is being deleted gets a 400 (its documents would be gone), and nothing is registered', async () => {
+    const { http, db } = await harness();
+    const doomed = await upload('%PDF-1.4 cancellato mentre lo si allega\n');
+    await waitForStatus(doomed.uuid, ['Clean']);
+    const transactionId = `RACE-${randomUUID()}`;
+    let answer: { status: number; body: Record<string, unknown> } | undefined;
+    // The deletion's transaction, as purgeUnattached runs it: the row deleted (its lock held to the commit), then the bytes.
+    await db.transaction(async (t) => {
+      expect(await execute(db, 'DELETE FROM files WHERE uuid = $1 AND attached_at IS NULL', [doomed.uuid], t)).to.equal(1);
+      const creating = http
+        .post('/api/v2/guarantees')
+        .set('X-API-Key', org.key)
+        .set('Accept', 'application/problem+json')
+        .send({ details: { transactionId }, docs: [{ key: doomed.key }] })
+        .then((res) => {
+          answer = { status: res.status, body: res.body as Record<string, unknown> };
+        });
+      await new Promise((r) => setTimeout(r, 500));
+      expect(answer, 'the registration waits for the deletion').to.equal(undefined);
+      for (const v of await storage.versions(doomed.key)) await storage.removeVersion(doomed.key, v);
+      void creating;
+    });
+    await eventually('the registration answered', () => Promise.resolve(answer !== undefined));
+    expect(answer?.status).to.equal(400);
+    expect(String(answer?.body.detail)).to.include('deleted meanwhile');
+    expect(await select(db, 'SELECT id FROM guarantees WHERE org_id = $1 AND transaction_id = $2', [org.orgId, transactionId])).to.deep.equal([]);
+  });
+
+  it("keeps an Infected file's bytes in quarantine, then deletes them after INFECTED_RETENTION_DAYS; the verdict row stays", async () => {
+    const bad = await upload(EICAR);
+    const row = await waitForStatus(bad.uuid, ['Infected']);
+    expect(row.status).to.equal('Infected');
+    const versionId = (await rowOf(bad.uuid))?.version_id as string;
+    expect(await storage.versions(bad.key), 'kept in quarantine').to.deep.equal([versionId]);
+    const retention = await files();
+    expect(await retention.purgeInfected(daysAgo(30))).to.equal(0);
+    expect(await storage.versions(bad.key)).to.deep.equal([versionId]);
+
+    await execute((await harness()).db, 'UPDATE files SET scanned_at = $2 WHERE uuid = $1', [bad.uuid, daysAgo(31)]);
+    expect(await retention.purgeInfected(daysAgo(30))).to.be.at.least(1);
+    expect(await storage.versions(bad.key)).to.deep.equal([]);
+    const after = await rowOf(bad.uuid);
+    expect(after?.status).to.equal('Infected');
+    expect(after?.purged_at).to.be.an.instanceOf(Date);
+    // An old Infected upload is never deleted as "never attached": its verdict stays.
+    await issuedDaysAgo(bad.uuid, 31);
+    await retention.purgeUnattached(daysAgo(30));
+    expect((await rowOf(bad.uuid))?.status).to.equal('Infected');
+  });
+
+  it("deletes the webhooks' delivered events, their deliveries and attempts after WEBHOOK_LOG_DAYS; a pending one, and a younger one, stay", async () => {
+    const { db } = await harness();
+    const endpointId = randomUUID();
+    const event = async (ageDays: number, status: 'succeeded' | 'failed' | 'pending') => {
+      const at = daysAgo(ageDays);
+      const id = uuidv7({ msecs: at.getTime() });
+      await execute(db, 'INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ($1, $2, $3, $4, $5, $5)', [
+        id,
+        org.orgId,
+        'guarantee.created',
+        '{}',
+        at,
+      ]);
+      await execute(
+        db,
+        'INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, attempts, created_at, updated_at, due_at) VALUES ($1, $2, $3, $4, 1, $5, $5, $5)',
+        [id, endpointId, org.orgId, status, at],
+      );
+      await execute(
+        db,
+        'INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, succeeded) VALUES ($1, $2, $3, 10, 200, 1)',
+        [id, endpointId, at],
+      );
+      return id;
+    };
+    // Older than every other test's rows: these are the oldest in the tables.
+    const delivered = await event(400, 'succeeded');
+    const failed = await event(399, 'failed');
+    const pending = await event(398, 'pending');
+    const young = await event(89, 'succeeded');
+
+    const result = await createWebhookLogRetention(db).purge(daysAgo(90));
+    expect(result.events).to.be.at.least(2);
+    expect(result.attempts).to.be.at.least(3);
+    const left = async (sql: string) =>
+      (await select<{ id: string }>(db, sql, [[delivered, failed, pending, young]], undefined, { prepared: false })).map((r) => r.id).sort();
+    expect(await left('SELECT id FROM webhook_events WHERE id IN ($1)')).to.deep.equal([pending, young].sort());
+    expect(await left('SELECT event_id AS id FROM webhook_deliveries WHERE event_id IN ($1)')).to.deep.equal([pending, young].sort());
+    expect(await left('SELECT event_id AS id FROM webhook_attempts WHERE event_id IN ($1)')).to.deep.equal([young]);
+    // Run again: nothing more to do, quickly (the attempts' purge stops at the first young row).
+    expect(await createWebhookLogRetention(db).purge(daysAgo(90))).to.deep.equal({ events: 0, deliveries: 0, attempts: 0 });
+  });
+});
