@@ -32,6 +32,8 @@ const OWNERS: Record<string, string> = {
   evm_transactions: 'src/notarization/',
   verification_counts: 'src/verification/',
   verification_keys: 'src/verification/',
+  audit_log: 'src/audit/',
+  audit_heads: 'src/audit/',
   idempotency_keys: 'src/shared/idempotency.ts',
 };
 

@@ -8,6 +8,7 @@ import { registerStorageEventRoutes, STORAGE_EVENTS_PATH } from './files/storage
 import { registerAmendmentRoutes } from './guarantees/amendment.routes.js';
 import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { registerNotarizationRoutes } from './notarization/notarization.routes.js';
+import { registerAuditRoutes } from './audit/audit.routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { authenticate, type AuthState } from './orgs/auth.middleware.js';
 import type { OpenQueues } from './queues.js';
@@ -43,7 +44,7 @@ export type RegistryApp = Koa & { routes: readonly string[] };
 export function createApp(deps: AppDeps): RegistryApp {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
-  const { orgs, guarantees, amendments, proofs, verifications, webhooks, files } = deps.services;
+  const { orgs, guarantees, amendments, proofs, verifications, webhooks, files, audit } = deps.services;
 
   // Behind a router, the client's address is the last X-Forwarded-For hop, the one the router
   // appended: the hops before it are whatever the client sent.
@@ -90,6 +91,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   registerGuaranteeRoutes(router, guarantees);
   registerAmendmentRoutes(router, amendments);
   registerNotarizationRoutes(router, guarantees, amendments, proofs);
+  registerAuditRoutes(router, audit);
   registerVerificationRoutes(router, { verifications, guarantees });
   registerVerifyPage(router);
   registerFileRoutes(router, files);

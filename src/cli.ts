@@ -12,6 +12,7 @@
 //   evm address            prints the EVM anchor's address (fund it with gas)
 //   trust import <list.xml>...  verifies EU trusted lists against TRUSTED_LIST_SIGNERS and keeps their
 //                          qualified CA and timestamping services for signature checks (trust list, trust remove <territory>)
+//   audit verify           checks every chain of the audit trail; names the first broken row of each
 //   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}
 //                          or {amendment, proof}, or the JSON and the proof's in two; or one file with a whole history,
 //                          {guarantee, proof, amendments, amendmentProofs}, the chain included), then against each anchor when reachable
@@ -19,6 +20,7 @@ import { getConfig, type Config } from '../config/index.js';
 import { cliServices, openCore, type Core } from './composition.js';
 import type { OrgService } from './orgs/org.service.js';
 import { verifyCommand } from './notarization/verify.command.js';
+import { createAuditRepository } from './audit/audit.repository.js';
 import { migrate } from './shared/db/migrator.js';
 import { AppError } from './shared/errors.js';
 import { createLogger } from './shared/logger.js';
@@ -40,6 +42,7 @@ const USAGE = `usage:
   cli trust list
   cli trust remove <territory>
   cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS]
+  cli audit verify
   cli verify <guarantee.json> <proof.json> [--rpc URL] [--from ADDRESS]
   cli verify <amendment.json> <amendment-proof.json> [--rpc URL] [--from ADDRESS]
   cli verify <file with {"guarantee", "proof", "amendments": [...], "amendmentProofs": [...]}> [--rpc URL] [--from ADDRESS]`;
@@ -108,6 +111,16 @@ export async function runCli(argv: string[]): Promise<number> {
       storage.client.destroy();
     }
     return 0;
+  }
+  if (noun === 'audit' && verb === 'verify' && argv.length === 2) {
+    // Every chain of the audit trail, row by row: exit 0 when all hold, 1 naming the first broken row of each chain that does not.
+    return withCore(config, async (core) => {
+      const { rows, chains, broken } = await createAuditRepository(core.db).verify();
+      for (const b of broken) say(`FAIL chain ${b.chain}: row ${b.seq}: ${b.problem}`);
+      say(`checked ${rows} row(s) in ${chains} chain(s)`);
+      process.stdout.write(broken.length ? 'audit trail NOT intact\n' : 'audit trail intact\n');
+      return broken.length ? 1 : 0;
+    });
   }
   if (noun === 'secrets' && verb === 'reencrypt' && argv.length === 2) {
     // After putting a new key first in ENCRYPTION_KEY: every secret sealed under an older key

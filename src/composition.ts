@@ -17,6 +17,7 @@ import { createTrustRepository } from './files/trust/trust.repository.js';
 import { createTrustSource } from './files/trust/trust.source.js';
 import { MAX_ENVELOPE_BYTES } from './files/p7m/p7m.limits.js';
 import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
+import { createAuditRepository } from './audit/audit.repository.js';
 import { createDocumentLock } from './files/document-lock.js';
 import { createFileRetention } from './files/file.retention.js';
 import { createAmendmentRepository } from './guarantees/amendment.repository.js';
@@ -145,7 +146,9 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
   const { config, logger, repos, secrets } = core;
   const { events, files: fileRepo } = emitting;
   const proofs = createProofService(createNotarizationRepository(core.db), repos.guarantees.notary);
+  const audit = createAuditRepository(core.db);
   return {
+    audit,
     orgs: createOrgService(repos.orgs),
     guarantees: createGuaranteeService({
       repo: repos.guarantees,
@@ -153,8 +156,15 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
       files: fileRepo,
       idempotency: repos.idempotency,
       outbox: events.outbox,
+      audit,
     }),
-    amendments: createAmendmentService({ repo: createAmendmentRepository(core.db), files: fileRepo, outbox: events.outbox, idempotency: repos.idempotency }),
+    amendments: createAmendmentService({
+      repo: createAmendmentRepository(core.db),
+      files: fileRepo,
+      outbox: events.outbox,
+      idempotency: repos.idempotency,
+      audit,
+    }),
     proofs,
     verifications: createVerificationService({
       guarantees: repos.guarantees,

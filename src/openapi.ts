@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { FILE_STATUSES } from './files/file.repository.js';
 import { amendmentProof, notarizationProof, pendingAmendmentProof, pendingProof } from './notarization/proof.js';
+import { auditPage, auditQuery } from './audit/audit.schemas.js';
 import { issuerVerificationView, verificationRequest, verificationResult } from './verification/verification.schemas.js';
 import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
 import { amendmentList, amendmentView, createAmendment, stateView } from './guarantees/amendment.schemas.js';
@@ -232,6 +233,20 @@ const paths: ZodOpenApiPathsObject = {
       responses: {
         200: { description: 'The proof, or PENDING.', content: { 'application/json': { schema: z.union([amendmentProof, pendingAmendmentProof]) } } },
         404: errorResponse('No such guarantee in this organization, or no amendment with this seq.'),
+        ...commonErrors,
+      },
+    },
+  },
+  '/api/v2/audit': {
+    get: {
+      summary: "The organization's audit trail (beyond the seed)",
+      description:
+        "Every change the organization made through the API, one row each, written in the same transaction as the change, oldest first by seq (1, 2, 3... without gaps), hash-chained: each row's hash covers its fields and the previous row's hash (README \"Audit\"). Page with since = the previous answer's next.",
+      tags: ['Audit'],
+      requestParams: { query: auditQuery },
+      responses: {
+        200: { description: 'The rows after since.', content: { 'application/json': { schema: auditPage } } },
+        400: errorResponse('since or limit malformed, or limit outside 1 to 100.'),
         ...commonErrors,
       },
     },
@@ -484,6 +499,7 @@ const OPERATION_IDS: Record<string, string> = {
   'get /api/v2/guarantees/{id}/amendments': 'listGuaranteeAmendments',
   'get /api/v2/guarantees/{id}/state': 'getGuaranteeState',
   'get /api/v2/guarantees/{id}/amendments/{seq}/proof': 'getAmendmentProof',
+  'get /api/v2/audit': 'getAuditTrail',
   'get /api/v1/webhooks': 'listWebhooks',
   'post /api/v1/webhooks': 'registerWebhook',
   'get /api/v1/webhooks/{id}': 'getWebhook',

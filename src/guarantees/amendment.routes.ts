@@ -4,7 +4,7 @@ import type { Router } from '@koa/router';
 import { readJsonObject } from '../shared/http/body.js';
 import { parseIdempotencyKey } from '../shared/idempotency.js';
 import { parseOrThrow } from '../shared/validation.js';
-import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
+import { actorOf, orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
 import { createAmendment } from './amendment.schemas.js';
 import { toAmendmentView, toStateView } from './amendment.serializer.js';
 import { toNewAmendment, type AmendmentService } from './amendment.service.js';
@@ -19,6 +19,7 @@ export function registerAmendmentRoutes(router: Router<AuthState>, service: Amen
       ctx.params.id ?? '',
       input,
       idempotencyKey === undefined ? undefined : { key: idempotencyKey, scope: `POST ${ctx.path}` },
+      actorOf(ctx.state),
     );
     ctx.status = result.status;
     ctx.body = result.body;

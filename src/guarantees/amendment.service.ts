@@ -16,6 +16,8 @@ import type { CreateAmendment } from './amendment.schemas.js';
 import { toAmendmentView, toStateView } from './amendment.serializer.js';
 import { CLAIM_TERM_MS, refusalOf, stateAfter, type Amendment, type GuaranteeState, type Issued, type NewAmendment } from './amendments.js';
 import { DOC_GONE, resolveDocs } from './docs.js';
+import type { AuditRepository } from '../audit/audit.repository.js';
+import type { ApiActor } from '../orgs/auth.middleware.js';
 
 /** The request, normalized: the type's own fields set, the others null. */
 export function toNewAmendment(input: CreateAmendment): NewAmendment & { expectedSeq: number | undefined } {
@@ -37,9 +39,11 @@ export function createAmendmentService(deps: {
   files: Pick<FileRepository, 'forDocs'>;
   outbox: Outbox;
   idempotency: IdempotencyStore;
+  /** The audit trail: each amendment is a row of its organization's chain, written with it. */
+  audit: Pick<AuditRepository, 'append'>;
   now?: () => Date;
 }) {
-  const { repo, files, outbox, idempotency } = deps;
+  const { repo, files, outbox, idempotency, audit } = deps;
   const now = deps.now ?? (() => new Date());
   const noSuch = (id: string) => new NotFoundError(`No guarantee ${id}.`);
   /** What the organization's guarantee was registered with; a 404 for another's, or none (an id that is no UUID is never looked up). */
@@ -53,6 +57,7 @@ export function createAmendmentService(deps: {
     orgId: string,
     guaranteeId: string,
     input: NewAmendment & { expectedSeq?: number },
+    by: ApiActor | undefined,
     claim?: { key: string; owner: string },
   ): Promise<{ amendment: Amendment; state: GuaranteeState }> {
     // Another organization's guarantee, or none, is a 404 before anything is locked.
@@ -64,7 +69,7 @@ export function createAmendmentService(deps: {
     }
     const checksums = await resolveDocs(files, orgId, input.docs);
     try {
-      return await recordLocked(orgId, guaranteeId, input, checksums, claim);
+      return await recordLocked(orgId, guaranteeId, input, checksums, by, claim);
     } catch (err) {
       // The unique (guarantee, seq) is the backstop of the lock: say so rather than fail.
       if (mysqlErrno(err) === ER_NO_REFERENCED_ROW) throw new ValidationError(DOC_GONE);
@@ -79,6 +84,7 @@ export function createAmendmentService(deps: {
     guaranteeId: string,
     input: NewAmendment & { expectedSeq?: number },
     checksums: Map<string, string | null>,
+    by: ApiActor | undefined,
     claim?: { key: string; owner: string },
   ): Promise<{ amendment: Amendment; state: GuaranteeState }> {
     return repo.transaction(async (t) => {
@@ -104,6 +110,7 @@ export function createAmendmentService(deps: {
         txHash: null,
       };
       await repo.insert(orgId, amendment, t);
+      if (by) await audit.append({ orgId, ...by, action: 'amendment.record', target: `amendment:${amendment.id}`, outcome: 'ok' }, createdAt, t);
       const state = stateAfter(issued, [...before, amendment], createdAt);
       await outbox.add(t, orgId, 'guarantee.amended', { amendment: toAmendmentView(amendment), state: toStateView(state) }, createdAt);
       // The response a retry with the same Idempotency-Key gets, written with the amendment.
@@ -124,12 +131,13 @@ export function createAmendmentService(deps: {
       guaranteeId: string,
       input: NewAmendment & { expectedSeq?: number },
       idem?: { key: string; scope: string },
+      by?: ApiActor,
     ): Promise<StoredResponse> {
-      if (!idem) return { status: 200, body: toAmendmentView((await add(orgId, guaranteeId, input)).amendment) };
+      if (!idem) return { status: 200, body: toAmendmentView((await add(orgId, guaranteeId, input, by)).amendment) };
       const fingerprint = idempotencyFingerprint(idem.scope, requestHash(JSON.parse(JSON.stringify(input))));
       const guarded = await idempotency.guard(orgId, idem.key, fingerprint, async (mine) => ({
         status: 200,
-        body: toAmendmentView((await add(orgId, guaranteeId, input, mine)).amendment),
+        body: toAmendmentView((await add(orgId, guaranteeId, input, by, mine)).amendment),
       }));
       return 'replay' in guarded ? guarded.replay : guarded.result;
     },

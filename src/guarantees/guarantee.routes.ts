@@ -4,7 +4,7 @@ import type { Router } from '@koa/router';
 import { readJsonObject } from '../shared/http/body.js';
 import { parseIdempotencyKey } from '../shared/idempotency.js';
 import { parseOrThrow } from '../shared/validation.js';
-import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
+import { actorOf, orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
 import { serializers, type ApiVersion } from './guarantee.serializer.js';
 import { createGuaranteeV1, createGuaranteeV2, listQuery } from './guarantee.schemas.js';
 import type { GuaranteeService } from './guarantee.service.js';
@@ -27,6 +27,7 @@ export function registerGuaranteeRoutes(router: Router<AuthState>, service: Guar
       const input = parseOrThrow(createSchemas[version], raw, 'guarantee');
       const result = await service.create(orgIdOf(ctx.state), input, {
         respond: serialize,
+        by: actorOf(ctx.state),
         idempotency: idempotencyKey === undefined ? undefined : { key: idempotencyKey, scope: `POST ${ctx.path}` },
       });
       ctx.status = result.status;

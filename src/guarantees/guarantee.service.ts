@@ -15,6 +15,8 @@ import type { OrgRepository } from '../orgs/org.repository.js';
 import { REGISTRATION, uuidAt, type GuaranteeRepository } from './guarantee.repository.js';
 import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
 import { DOC_GONE, resolveDocs } from './docs.js';
+import type { AuditRepository } from '../audit/audit.repository.js';
+import type { ApiActor } from '../orgs/auth.middleware.js';
 import { toV2 } from './guarantee.serializer.js';
 import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
 
@@ -68,6 +70,8 @@ export interface CreateOptions {
   idempotency?: { key: string; scope: string };
   /** Turns the record into the response body that a replay must repeat (v1 or v2 shape). */
   respond: (g: GuaranteeRecord) => unknown;
+  /** Who registers it, for the audit trail (absent: no audit row, as in the benchmarks' own callers). */
+  by?: ApiActor;
 }
 
 export interface CreateResult {
@@ -84,9 +88,11 @@ export function createGuaranteeService(deps: {
   files: Pick<FileRepository, 'forDocs'>;
   idempotency: IdempotencyStore;
   outbox: Outbox;
+  /** The audit trail: each registration is a row of its organization's chain, written with it. */
+  audit: Pick<AuditRepository, 'append' | 'scriptStatements'>;
   now?: () => Date;
 }) {
-  const { repo, registry, files: fileRepo, idempotency, outbox } = deps;
+  const { repo, registry, files: fileRepo, idempotency, outbox, audit } = deps;
   const now = deps.now ?? (() => new Date());
 
   /** The existing record for a transactionId when the request repeats it exactly; 409 when it differs. */
@@ -121,10 +127,26 @@ export function createGuaranteeService(deps: {
     };
   }
 
-  async function registerInOneRoundTrip(orgId: string, g: NewGuarantee, hash: Buffer, checksums: Map<string, string | null>) {
+  async function registerInOneRoundTrip(orgId: string, g: NewGuarantee, hash: Buffer, checksums: Map<string, string | null>, by: ApiActor | undefined) {
     const idTail = uuidv7().slice(13);
     const place = registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms);
     const statements = repo.registrationStatements(place, { ...g, orgId, requestHash: hash, idTail, eventIdTail: uuidv7().slice(13) });
+    // Its audit row, in the same script (the organization's row is locked by its place).
+    if (by)
+      statements.push(
+        ...audit.scriptStatements(
+          {
+            orgId,
+            actor: by.actor,
+            requestId: by.requestId,
+            action: 'guarantee.create',
+            target: { sql: `CONCAT('guarantee:', ${REGISTRATION.id})` },
+            outcome: 'ok',
+          },
+          { atSql: REGISTRATION.at, isoSql: REGISTRATION.iso },
+          REGISTRATION.placed,
+        ),
+      );
     // The event's id and createdAt are the marks MariaDB replaces: the record's are stand-ins until then.
     const record = newRecord(orgId, g, checksums, '', new Date(0));
     const event = outbox.inScript({
@@ -153,7 +175,7 @@ export function createGuaranteeService(deps: {
     }
     const checksums = await resolveDocs(fileRepo, orgId, g.docs);
     try {
-      if (!claim) return { status: 200, body: opts.respond(await registerInOneRoundTrip(orgId, g, hash, checksums)), created: true };
+      if (!claim) return { status: 200, body: opts.respond(await registerInOneRoundTrip(orgId, g, hash, checksums, opts.by)), created: true };
       return await repo.transaction(async (t) => {
         // Under the organization's lock: createdAt strictly follows registration order.
         const place = await registry.takeRegistryPlace(orgId, now(), t);
@@ -161,6 +183,7 @@ export function createGuaranteeService(deps: {
         const { createdAt } = place;
         const record = newRecord(orgId, g, checksums, uuidv7({ msecs: createdAt.getTime() }), createdAt);
         await repo.insert({ ...record, requestHash: hash }, t);
+        if (opts.by) await audit.append({ orgId, ...opts.by, action: 'guarantee.create', target: `guarantee:${record.id}`, outcome: 'ok' }, createdAt, t);
         await outbox.add(t, orgId, 'guarantee.created', toV2(record), createdAt);
         const response: StoredResponse = { status: 200, body: opts.respond(record) };
         await idempotency.complete(orgId, claim.key, claim.owner, response, t);

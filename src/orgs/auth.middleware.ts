@@ -12,6 +12,18 @@ export interface AuthState {
   principal: Principal;
 }
 
+/** Who makes a change through the API, for the audit trail: the key's public prefix and the request's id. */
+export interface ApiActor {
+  actor: string;
+  requestId: string | null;
+}
+
+/** The caller as the audit trail names it; fails closed (401) without authentication. */
+export function actorOf(state: Partial<AuthState> & { requestId?: string }): ApiActor {
+  if (!state.principal) throw new UnauthorizedError();
+  return { actor: state.principal.keyPrefix, requestId: state.requestId ?? null };
+}
+
 /** The caller's organization; fails closed (401) should a route ever run without authentication. */
 export function orgIdOf(state: Partial<AuthState>): string {
   if (!state.principal) throw new UnauthorizedError();

@@ -86,7 +86,7 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown, wha
   throw new ValidationError(`Invalid ${what}: ${errors.map((e) => `${e.pointer.slice(1) || '/'} ${e.detail}`).join('; ')}`, errors);
 }
 
-const positiveInt = (name: string, max: number) =>
+export const positiveInt = (name: string, max: number) =>
   z
     .string()
     .regex(/^[1-9]\d{0,15}$/, `${name} must be a whole number >= 1`)
@@ -96,7 +96,7 @@ const positiveInt = (name: string, max: number) =>
 export const MAX_LIMIT = 100;
 
 /** A query string is text, validated as such; the document shows the integer it stands for (generated clients then take numbers). */
-const asInteger =
+export const asInteger =
   (maximum: number, fallback: number) =>
   ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
     for (const key of Object.keys(jsonSchema)) if (key !== 'description') delete jsonSchema[key];

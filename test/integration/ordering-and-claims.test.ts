@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createAuditRepository } from '../../src/audit/audit.repository.js';
 import { harness, newOrg } from '../support/harness.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createGuaranteeRepository } from '../../src/guarantees/guarantee.repository.js';
@@ -23,6 +24,7 @@ describe('registration order across processes', () => {
       files: createFileRepository(db, events.outbox),
       idempotency: createIdempotencyStore(db),
       outbox: events.outbox,
+      audit: createAuditRepository(db),
       now: () => new Date(Date.now() - 3_600_000),
     });
     const second = await behind.create(org.orgId, { details: { policyNumber: 'second' } }, { respond: toV2 });
@@ -83,6 +85,7 @@ describe('Idempotency-Key claims', () => {
       files: createFileRepository(db, outbox),
       idempotency: thief,
       outbox,
+      audit: createAuditRepository(db),
     });
     const err = await svc
       .create(org.orgId, { details: { policyNumber: 'P' } }, { respond: toV2, idempotency: { key: 'stolen', scope: 'POST /api/v2/guarantees' } })

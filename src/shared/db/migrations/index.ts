@@ -19,6 +19,7 @@ import { migration as amendmentNotarization } from './0016-amendment-notarizatio
 import { migration as amendmentDocChecksums } from './0017-amendment-doc-checksums.js';
 import { migration as documentRetention } from './0018-document-retention.js';
 import { migration as retention } from './0019-retention.js';
+import { migration as audit } from './0020-audit.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -48,4 +49,5 @@ export const migrations: Migration[] = [
   amendmentDocChecksums,
   documentRetention,
   retention,
+  audit,
 ];

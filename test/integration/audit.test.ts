@@ -1,0 +1,174 @@
+// The audit trail (issue 17 part 3, CONTRACT "Records: ... audit"): each change through the API
+// is one row of its organization's hash chain, written in the same transaction (or script) as
+// the change; GET /api/v2/audit pages an organization's own rows; `cli audit verify` checks every
+// chain and names the first broken row. Against the real MariaDB.
+import { spawnSync } from 'node:child_process';
+import { expect } from 'chai';
+import { auditHash, GENESIS_HASH } from '../../src/audit/audit-chain.js';
+import { execute, select } from '../../src/shared/db/sequelize.js';
+import { harness, newOrg, type TestOrg } from '../support/harness.js';
+
+type Item = Record<string, unknown> & { seq: number; hash: string; prevHash: string };
+
+async function trail(org: TestOrg, query = ''): Promise<{ status: number; body: { items: Item[]; next: number | null } }> {
+  const res = await (await harness()).http.get(`/api/v2/audit${query}`).set('X-API-Key', org.key);
+  return { status: res.status, body: res.body as { items: Item[]; next: number | null } };
+}
+
+async function create(org: TestOrg, body: Record<string, unknown> = {}, headers: Record<string, string> = {}) {
+  const req = (await harness()).http.post('/api/v2/guarantees').set('X-API-Key', org.key);
+  for (const [k, v] of Object.entries(headers)) void req.set(k, v);
+  const res = await req.send(body);
+  expect(res.status, JSON.stringify(res.body)).to.equal(200);
+  return res.body as { id: string };
+}
+
+/** The row as audit-chain.ts hashes it. */
+const rehash = (org: TestOrg, i: Item) =>
+  auditHash({
+    chain: org.orgId,
+    seq: i.seq,
+    at: new Date(i.at as string),
+    orgId: i.orgId as string,
+    actor: i.actor as string,
+    action: i.action as string,
+    target: i.target as string,
+    requestId: i.requestId as string | null,
+    outcome: i.outcome as string,
+    prevHash: i.prevHash,
+  });
+
+const cliAuditVerify = () => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'audit', 'verify'], { encoding: 'utf8', env: process.env });
+
+describe('the audit trail', function () {
+  this.timeout(60_000);
+  let org: TestOrg;
+  beforeEach(async () => {
+    org = await newOrg();
+  });
+
+  it('records a registration (one round trip, or with an Idempotency-Key) and an amendment, each a row chained to the one before; a replay or a refusal adds none', async () => {
+    const first = await create(org, { details: { policyNumber: 'A-1' } }, { 'X-Request-Id': 'req-audit-1' });
+    const second = await create(org, { details: { policyNumber: 'A-2' } }, { 'Idempotency-Key': 'audit-idem-1' });
+    await create(org, { details: { policyNumber: 'A-2' } }, { 'Idempotency-Key': 'audit-idem-1' }); // a replay: nothing changed
+    const { http } = await harness();
+    const amended = await http
+      .post(`/api/v2/guarantees/${first.id}/amendments`)
+      .set('X-API-Key', org.key)
+      .send({ type: 'RELEASE', effectiveAt: '2027-01-01T00:00:00Z' });
+    expect(amended.status).to.equal(200);
+    const refused = await http
+      .post(`/api/v2/guarantees/${first.id}/amendments`)
+      .set('X-API-Key', org.key)
+      .send({ type: 'RELEASE', effectiveAt: '2027-01-02T00:00:00Z' });
+    expect(refused.status).to.equal(409);
+
+    const { status, body } = await trail(org);
+    expect(status).to.equal(200);
+    const prefix = org.key.slice(0, 16);
+    expect(prefix).to.match(/^grk_[A-Za-z0-9_-]{12}$/);
+    expect(body.items.map((i) => [i.seq, i.action, i.target, i.actor, i.outcome])).to.deep.equal([
+      [1, 'guarantee.create', `guarantee:${first.id}`, prefix, 'ok'],
+      [2, 'guarantee.create', `guarantee:${second.id}`, prefix, 'ok'],
+      [3, 'amendment.record', `amendment:${(amended.body as { id: string }).id}`, prefix, 'ok'],
+    ]);
+    expect(body.items[0]).to.include({ requestId: 'req-audit-1', orgId: org.orgId, prevHash: GENESIS_HASH });
+    expect(body.next).to.equal(null);
+    for (const [n, item] of body.items.entries()) {
+      expect(item.hash, `row ${item.seq} hashes as recorded`).to.equal(rehash(org, item));
+      if (n > 0) expect(item.prevHash).to.equal(body.items[n - 1]?.hash);
+    }
+    // No secret in any row: the key's prefix only.
+    expect(JSON.stringify(body)).to.not.include(org.key);
+  });
+
+  it('keeps each chain dense under concurrency: racing registrations and amendments get seq 1..n, each once', async () => {
+    const { id } = await create(org, { details: { policyNumber: 'RACE-0' } });
+    const { http } = await harness();
+    await Promise.all([
+      ...Array.from({ length: 12 }, (_, i) => create(org, { details: { policyNumber: `RACE-${i + 1}` } })),
+      ...Array.from({ length: 4 }, (_, i) => create(org, { details: { policyNumber: `RACE-IDEM-${i}` } }, { 'Idempotency-Key': `race-${i}-${org.orgId}` })),
+      ...Array.from({ length: 6 }, (_, i) =>
+        http
+          .post(`/api/v2/guarantees/${id}/amendments`)
+          .set('X-API-Key', org.key)
+          .send({ type: 'AMOUNT_CHANGE', effectiveAt: '2027-01-01T00:00:00Z', garantedAmount: 100 + i })
+          .then((r) => expect(r.status).to.equal(200)),
+      ),
+    ]);
+    const items: Item[] = [];
+    for (let since = 0; ;) {
+      const page = (await trail(org, `?since=${since}&limit=7`)).body;
+      items.push(...page.items);
+      if (page.next === null) break;
+      since = page.next;
+    }
+    expect(items.map((i) => i.seq)).to.deep.equal(Array.from({ length: 23 }, (_, i) => i + 1));
+    for (const [n, item] of items.entries()) {
+      expect(item.hash).to.equal(rehash(org, item));
+      if (n > 0) expect(item.prevHash).to.equal(items[n - 1]?.hash);
+    }
+  });
+
+  it('pages with since and limit (1 to 100, default 50), shows an organization only its own rows, and refuses malformed paging with 400', async () => {
+    for (let i = 0; i < 3; i++) await create(org, { details: { policyNumber: `PAGE-${i}` } });
+    const other = await newOrg();
+    await create(other, { details: { policyNumber: 'OTHER' } });
+    const first = (await trail(org, '?limit=2')).body;
+    expect(first.items.map((i) => i.seq)).to.deep.equal([1, 2]);
+    expect(first.next).to.equal(2);
+    const rest = (await trail(org, `?since=${String(first.next)}&limit=2`)).body;
+    expect(rest.items.map((i) => i.seq)).to.deep.equal([3]);
+    expect(rest.next).to.equal(null);
+    expect((await trail(org, '?since=3')).body).to.deep.equal({ items: [], next: null });
+    expect((await trail(other)).body.items.map((i) => i.orgId)).to.deep.equal([other.orgId]);
+    for (const q of ['?limit=0', '?limit=101', '?limit=abc', '?since=-1', '?since=1.5', '?limit=1&limit=2'])
+      expect((await trail(org, q)).status, q).to.equal(400);
+    const anonymous = await (await harness()).http.get('/api/v2/audit');
+    expect(anonymous.status).to.equal(401);
+  });
+
+  it('cli audit verify: intact, then names the first broken row when a row is changed, removed, or the last one cut', async () => {
+    await create(org, { details: { policyNumber: 'V-1' } });
+    await create(org, { details: { policyNumber: 'V-2' } });
+    await create(org, { details: { policyNumber: 'V-3' } });
+    const ok = cliAuditVerify();
+    expect(ok.status, ok.stderr).to.equal(0);
+    expect(ok.stdout).to.equal('audit trail intact\n');
+
+    const { db } = await harness();
+    const [row2] = await select<{ target: string }>(db, 'SELECT target FROM audit_log WHERE chain = $1 AND seq = 2', [org.orgId]);
+    try {
+      await execute(db, "UPDATE audit_log SET target = 'guarantee:forged' WHERE chain = $1 AND seq = 2", [org.orgId]);
+      const changed = cliAuditVerify();
+      expect(changed.status).to.equal(1);
+      expect(changed.stdout).to.equal('audit trail NOT intact\n');
+      expect(changed.stderr).to.include(`FAIL chain ${org.orgId}: row 2: it does not hash to its recorded hash`);
+    } finally {
+      await execute(db, 'UPDATE audit_log SET target = $2 WHERE chain = $1 AND seq = 2', [org.orgId, row2?.target]);
+    }
+    // A row removed from the middle, then the last one cut (its head still says 3).
+    const rows = await select<Record<string, unknown>>(db, 'SELECT * FROM audit_log WHERE chain = $1 ORDER BY seq', [org.orgId]);
+    const restore = async () => {
+      await execute(db, 'DELETE FROM audit_log WHERE chain = $1', [org.orgId]);
+      for (const r of rows)
+        await execute(
+          db,
+          'INSERT INTO audit_log (chain, seq, at, org_id, actor, action, target, request_id, outcome, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+          [r.chain, r.seq, r.at, r.org_id, r.actor, r.action, r.target, r.request_id, r.outcome, r.prev_hash, r.hash],
+        );
+    };
+    try {
+      await execute(db, 'DELETE FROM audit_log WHERE chain = $1 AND seq = 2', [org.orgId]);
+      expect(cliAuditVerify().stderr).to.include(`FAIL chain ${org.orgId}: row 2: row 2 is missing (the next is 3)`);
+      await restore();
+      await execute(db, 'DELETE FROM audit_log WHERE chain = $1 AND seq = 3', [org.orgId]);
+      const cut = cliAuditVerify();
+      expect(cut.status).to.equal(1);
+      expect(cut.stderr).to.include(`FAIL chain ${org.orgId}: row 3: the chain ends at row 2, its head says row 3`);
+    } finally {
+      await restore();
+    }
+    expect(cliAuditVerify().status).to.equal(0);
+  });
+});
