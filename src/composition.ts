@@ -184,6 +184,7 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
       policy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
       settings: { allowHttp: config.WEBHOOK_ALLOW_HTTP ?? config.NODE_ENV !== 'production', rotationGraceMs: config.WEBHOOK_SECRET_GRACE_SECONDS * 1000 },
       wake: events.relay.wake,
+      audit,
     }),
     files: createFileService({
       repo: fileRepo,
@@ -191,6 +192,7 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
       policy: { allowedFileTypes: config.ALLOWED_FILE_TYPES, maxBytes: config.MAX_UPLOAD_BYTES, ttlSeconds: config.UPLOAD_URL_TTL_SECONDS },
       jobs: createFileJobs(deps.queues, { scanAttempts: config.SCAN_ATTEMPTS, scanBackoffMs: config.SCAN_BACKOFF_MS }),
       logger,
+      audit,
     }),
   };
 }

@@ -204,13 +204,24 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
     },
 
     /** Records an issued key; the sweeper first makes sure of its watch at `checkDueAt`. */
-    async insert(f: NewFile, checkDueAt: Date): Promise<void> {
-      await execute(
-        db,
-        `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at, check_due_at)
-        VALUES ($1, $2, $3, $4, $5, $6, 'In Progress', $7, $8, $8, $9)`,
-        [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt, checkDueAt],
-      );
+    /** `also`: more of the same change, in its transaction (its audit row). */
+    async insert(f: NewFile, checkDueAt: Date, also?: (t: Transaction) => Promise<unknown>): Promise<void> {
+      const write = async (t?: Transaction) =>
+        execute(
+          db,
+          `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at, check_due_at)
+          VALUES ($1, $2, $3, $4, $5, $6, 'In Progress', $7, $8, $8, $9)`,
+          [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt, checkDueAt],
+          t,
+        );
+      if (!also) {
+        await write();
+        return;
+      }
+      await db.transaction(async (t) => {
+        await write(t);
+        await also(t);
+      });
     },
 
     /** Moves the sweeper's next look at a file (sooner, when its watch could not be queued). */

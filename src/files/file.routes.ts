@@ -1,7 +1,7 @@
 // Endpoints 6, 7 and 8 of the seed (upload URLs, file status) and the extended file view.
 // Thin: parse, call the service, answer.
 import type { Router } from '@koa/router';
-import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
+import { actorOf, orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
 import { ValidationError } from '../shared/errors.js';
 import { readJsonObject } from '../shared/http/body.js';
 import { parseOrThrow } from '../shared/validation.js';
@@ -11,11 +11,11 @@ import type { FileService } from './file.service.js';
 export function registerFileRoutes(router: Router<AuthState>, service: FileService): void {
   router.post('/api/v1/presigned-url', async (ctx) => {
     const input = parseOrThrow(presignV1, await readJsonObject(ctx), 'upload request');
-    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), input);
+    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), input, actorOf(ctx.state));
   });
   router.post('/api/v2/presigned-url', async (ctx) => {
     const input = parseOrThrow(presignV2, await readJsonObject(ctx), 'upload request');
-    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), input);
+    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), input, actorOf(ctx.state));
   });
 
   // Endpoint 8. The body is a JSON string ("Clean"); the seed's 400 is a missing file key.

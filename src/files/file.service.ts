@@ -13,6 +13,8 @@ import type { FileView, PresignResult } from './file.schemas.js';
 import { withTimeout } from '../shared/time-limit.js';
 import { SWEEP_IDLE_MS, type FileJobs } from './file.jobs.js';
 import type { SignatureVerdict } from './p7m/p7m.verifier.js';
+import type { AuditRepository } from '../audit/audit.repository.js';
+import type { ApiActor } from '../orgs/auth.middleware.js';
 
 /** An object key as issued: `<uuid>.<ext>`, the extension possibly compound (pdf.p7m). */
 const UUID_KEY = new RegExp(`^${UUID_PATTERN}\\.[a-z0-9]{1,10}(\\.[a-z0-9]{1,10}){0,3}$`);
@@ -49,9 +51,11 @@ export function createFileService(deps: {
   policy: UploadPolicy;
   jobs: Pick<FileJobs, 'watchUpload' | 'hint'>;
   logger: Logger;
+  /** The audit trail: each upload URL issued (a file record made) is a row of its organization's chain. */
+  audit?: Pick<AuditRepository, 'append'>;
   now?: () => Date;
 }) {
-  const { repo, storage, policy, jobs, logger } = deps;
+  const { repo, storage, policy, jobs, logger, audit } = deps;
   const now = deps.now ?? (() => new Date());
   const nudged = new Map<string, number>();
 
@@ -121,7 +125,7 @@ export function createFileService(deps: {
       return queued;
     },
 
-    async issueUploadUrl(orgId: string, req: UploadRequest): Promise<PresignResult> {
+    async issueUploadUrl(orgId: string, req: UploadRequest, by?: ApiActor): Promise<PresignResult> {
       const ext = allowedExtension(req.fileType, policy.allowedFileTypes);
       const uuid = uuidv7();
       const key = `${uuid}.${ext}`;
@@ -139,6 +143,7 @@ export function createFileService(deps: {
           createdAt,
         },
         new Date(createdAt.getTime() + SWEEP_IDLE_MS),
+        by && audit ? (t) => audit.append({ orgId, ...by, action: 'file.issue_upload', target: `file:${uuid}`, outcome: 'ok' }, createdAt, t) : undefined,
       );
       // The URL is issued from the database alone. Redis away (or never reached since boot: a
       // BullMQ Queue waits for its client without limit) costs at most ENQUEUE_WAIT_MS: the file

@@ -1,7 +1,7 @@
 // Deliveries and their attempts (webhook_deliveries, webhook_attempts): what an attempt needs,
 // recording attempts in batches, failing_since and disabling, replays, the reconciler's
 // overdue deliveries, and the attempts log.
-import { execute, select, truncate, type Sequelize } from '../shared/db/sequelize.js';
+import { execute, select, truncate, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import {
   ENDPOINT_COLUMNS,
   pairs,
@@ -196,7 +196,14 @@ export function createDeliveryRepository(db: Sequelize) {
      * the endpoint had none for it), or every failed one since `failedSince`. Their events go
      * back into the outbox, so the relay queues them (a replay gets a new job id). Returns how many.
      */
-    async replay(orgId: string, endpointId: string, which: { eventId: string } | { failedSince: Date }, at: Date): Promise<number> {
+    /** `also`: more of the same change, in its transaction (its audit row), when something was replayed. */
+    async replay(
+      orgId: string,
+      endpointId: string,
+      which: { eventId: string } | { failedSince: Date },
+      at: Date,
+      also?: (t: Transaction, replayed: number) => Promise<unknown>,
+    ): Promise<number> {
       return db.transaction(async (t) => {
         let eventIds: string[];
         if ('eventId' in which) {
@@ -230,6 +237,7 @@ export function createDeliveryRepository(db: Sequelize) {
           );
         }
         await execute(db, 'UPDATE webhook_events SET dispatched_at = NULL WHERE id IN ($1)', [eventIds], t, { prepared: false });
+        await also?.(t, eventIds.length);
         return eventIds.length;
       });
     },

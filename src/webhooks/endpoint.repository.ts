@@ -38,35 +38,54 @@ export function createEndpointRepository(db: Sequelize) {
       );
     },
 
-    /** Removes an endpoint with its deliveries and attempts; false when it is not this organization's. */
-    async deleteEndpoint(orgId: string, id: string): Promise<boolean> {
+    /**
+     * Removes an endpoint with its deliveries and attempts; false when it is not this
+     * organization's. `also`: more of the same change, in its transaction (its audit row).
+     */
+    async deleteEndpoint(orgId: string, id: string, also?: (t: Transaction) => Promise<unknown>): Promise<boolean> {
       return db.transaction(async (t) => {
         const n = await execute(db, 'DELETE FROM webhook_endpoints WHERE id = $1 AND org_id = $2', [id, orgId], t);
         if (n === 0) return false;
         await execute(db, 'DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [id], t);
         await execute(db, 'DELETE FROM webhook_attempts WHERE endpoint_id = $1', [id], t);
+        await also?.(t);
         return true;
       });
     },
 
-    async rotateSecret(orgId: string, id: string, secretEnc: Buffer, previousUntil: Date, at: Date): Promise<boolean> {
-      const n = await execute(
-        db,
-        `UPDATE webhook_endpoints SET previous_secret_enc = secret_enc, previous_secret_until = $3, secret_enc = $4, updated_at = $5
-        WHERE id = $1 AND org_id = $2`,
-        [id, orgId, previousUntil, secretEnc, at],
-      );
-      return n === 1;
+    async rotateSecret(
+      orgId: string,
+      id: string,
+      secretEnc: Buffer,
+      previousUntil: Date,
+      at: Date,
+      also?: (t: Transaction) => Promise<unknown>,
+    ): Promise<boolean> {
+      return db.transaction(async (t) => {
+        const n = await execute(
+          db,
+          `UPDATE webhook_endpoints SET previous_secret_enc = secret_enc, previous_secret_until = $3, secret_enc = $4, updated_at = $5
+          WHERE id = $1 AND org_id = $2`,
+          [id, orgId, previousUntil, secretEnc, at],
+          t,
+        );
+        if (n === 1) await also?.(t);
+        return n === 1;
+      });
     },
 
-    async enable(orgId: string, id: string, at: Date): Promise<boolean> {
-      const n = await execute(
-        db,
-        `UPDATE webhook_endpoints SET status = 'active', disabled_reason = NULL, failing_since = NULL, updated_at = $3
-        WHERE id = $1 AND org_id = $2`,
-        [id, orgId, at],
-      );
-      return n === 1;
+    async enable(orgId: string, id: string, at: Date, also?: (t: Transaction) => Promise<unknown>): Promise<boolean> {
+      return db.transaction(async (t) => {
+        const n = await execute(
+          db,
+          `UPDATE webhook_endpoints SET status = 'active', disabled_reason = NULL, failing_since = NULL, updated_at = $3
+          WHERE id = $1 AND org_id = $2`,
+          [id, orgId, at],
+          t,
+        );
+        if (n === 1) await also?.(t);
+        return n === 1;
+      });
     },
 
     /** Every sealed secret, for re-encryption under a new ENCRYPTION_KEY. */

@@ -13,6 +13,8 @@ import { checkHost, hostOf, RefusedAddressError, type AddressPolicy, type Resolv
 import { checkEndpointUrl } from './webhook-url.js';
 import type { EndpointRecord, WebhookRepository } from './webhook.repository.js';
 import type { WebhookView } from './webhook.schemas.js';
+import type { AuditRepository } from '../audit/audit.repository.js';
+import type { ApiActor } from '../orgs/auth.middleware.js';
 
 /** At most this many webhook endpoints per organization (CONTRACT.md). */
 export const MAX_WEBHOOKS_PER_ORG = 20;
@@ -38,6 +40,8 @@ export function createWebhookService(deps: {
   settings: WebhookSettings;
   /** Wakes the outbox relay after a replay committed. */
   wake: () => void;
+  /** The audit trail: each change to an endpoint is a row of its organization's chain, written with it. */
+  audit: Pick<AuditRepository, 'append'>;
   now?: () => Date;
 }) {
   const { repo, secrets, settings } = deps;
@@ -59,9 +63,13 @@ export function createWebhookService(deps: {
     createdAt: e.createdAt.toISOString(),
   });
 
+  /** The audit row of a change to endpoint `id`, to write in the change's transaction; none without an actor. */
+  const audited = (orgId: string, by: ApiActor | undefined, action: string, id: string) =>
+    by && ((t: Transaction, at: Date) => deps.audit.append({ orgId, ...by, action, target: `webhook:${id}`, outcome: 'ok' }, at, t));
+
   return {
     /** Registers `endpoint`, or finds it registered: the same webhookId and secret either way. */
-    async register(orgId: string, endpoint: string): Promise<{ webhookId: string; secret: string; created: boolean }> {
+    async register(orgId: string, endpoint: string, by?: ApiActor): Promise<{ webhookId: string; secret: string; created: boolean }> {
       const checked = checkEndpointUrl(endpoint, { allowHttp: settings.allowHttp });
       if (!checked.ok) throw new ValidationError(checked.error, [{ pointer: '#/endpoint', detail: checked.error }]);
       try {
@@ -83,7 +91,9 @@ export function createWebhookService(deps: {
         }
         const secret = newSecret();
         const id = uuidv7();
-        await repo.insertEndpoint({ id, orgId, url: checked.normalized, urlHash, secretEnc: secrets.seal(secret, SecretContext.webhook(id)), at: now() }, t);
+        const at = now();
+        await repo.insertEndpoint({ id, orgId, url: checked.normalized, urlHash, secretEnc: secrets.seal(secret, SecretContext.webhook(id)), at }, t);
+        await audited(orgId, by, 'webhook.register', id)?.(t, at);
         return { webhookId: id, secret, created: true };
       });
     },
@@ -96,23 +106,28 @@ export function createWebhookService(deps: {
       return view(await own(orgId, id), now());
     },
 
-    async remove(orgId: string, id: string): Promise<void> {
-      if (!isUuid(id) || !(await repo.deleteEndpoint(orgId, id))) throw new NotFoundError(`No webhook ${id}.`);
+    async remove(orgId: string, id: string, by?: ApiActor): Promise<void> {
+      const record = audited(orgId, by, 'webhook.delete', id);
+      if (!isUuid(id) || !(await repo.deleteEndpoint(orgId, id, record && ((t) => record(t, now()))))) throw new NotFoundError(`No webhook ${id}.`);
     },
 
     /** A new secret; the previous one keeps signing (alongside) until the grace period ends. */
-    async rotateSecret(orgId: string, id: string): Promise<{ webhookId: string; secret: string; previousSecretValidUntil: string }> {
+    async rotateSecret(orgId: string, id: string, by?: ApiActor): Promise<{ webhookId: string; secret: string; previousSecretValidUntil: string }> {
       await own(orgId, id);
       const secret = newSecret();
       const at = now();
       const until = new Date(at.getTime() + settings.rotationGraceMs);
-      if (!(await repo.rotateSecret(orgId, id, secrets.seal(secret, SecretContext.webhook(id)), until, at))) throw new NotFoundError(`No webhook ${id}.`);
+      const record = audited(orgId, by, 'webhook.rotate_secret', id);
+      if (!(await repo.rotateSecret(orgId, id, secrets.seal(secret, SecretContext.webhook(id)), until, at, record && ((t) => record(t, at)))))
+        throw new NotFoundError(`No webhook ${id}.`);
       return { webhookId: id, secret, previousSecretValidUntil: until.toISOString() };
     },
 
-    async enable(orgId: string, id: string): Promise<WebhookView> {
+    async enable(orgId: string, id: string, by?: ApiActor): Promise<WebhookView> {
       await own(orgId, id);
-      await repo.enable(orgId, id, now());
+      const at = now();
+      const record = audited(orgId, by, 'webhook.enable', id);
+      await repo.enable(orgId, id, at, record && ((t) => record(t, at)));
       return view(await own(orgId, id), now());
     },
 
@@ -135,13 +150,15 @@ export function createWebhookService(deps: {
     },
 
     /** Makes one event, or every failed delivery since a time, due again to this endpoint. */
-    async replay(orgId: string, id: string, which: { eventId: string } | { since: Date }): Promise<{ replayed: number }> {
+    async replay(orgId: string, id: string, which: { eventId: string } | { since: Date }, by?: ApiActor): Promise<{ replayed: number }> {
       const endpoint = await own(orgId, id);
       if (endpoint.status === 'disabled')
         throw new ValidationError('The webhook is disabled; enable it first (POST .../enable).', [{ pointer: '#/path/id', detail: 'is disabled' }]);
       const target = 'eventId' in which ? { eventId: which.eventId } : { failedSince: which.since };
       if ('eventId' in which && !isUuid(which.eventId)) throw new NotFoundError(`No event ${which.eventId}.`);
-      const replayed = await repo.replay(orgId, id, target, now());
+      const at = now();
+      const record = audited(orgId, by, 'webhook.replay', id);
+      const replayed = await repo.replay(orgId, id, target, at, record && ((t) => record(t, at)));
       if ('eventId' in which && replayed === 0) throw new NotFoundError(`No event ${which.eventId}.`);
       deps.wake();
       return { replayed };

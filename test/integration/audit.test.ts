@@ -1,12 +1,12 @@
 // The audit trail (issue 17 part 3, CONTRACT "Records: ... audit"): each change through the API
-// is one row of its organization's hash chain, written in the same transaction (or script) as
-// the change; GET /api/v2/audit pages an organization's own rows; `cli audit verify` checks every
+// (registrations, amendments, webhooks' changes, upload URLs issued) is one row of its
+// organization's hash chain, written in the same transaction (or script) as the change; GET /api/v2/audit pages an organization's own rows; `cli audit verify` checks every
 // chain and names the first broken row. Against the real MariaDB.
 import { spawnSync } from 'node:child_process';
 import { expect } from 'chai';
 import { auditHash, GENESIS_HASH } from '../../src/audit/audit-chain.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
-import { harness, newOrg, type TestOrg } from '../support/harness.js';
+import { eventually, harness, newOrg, type TestOrg } from '../support/harness.js';
 
 type Item = Record<string, unknown> & { seq: number; hash: string; prevHash: string };
 
@@ -80,6 +80,48 @@ describe('the audit trail', function () {
     }
     // No secret in any row: the key's prefix only.
     expect(JSON.stringify(body)).to.not.include(org.key);
+  });
+
+  it("records webhooks' changes (register, rotate, enable, replay, delete) and upload URLs issued; a webhook registered again, or a change refused, adds none", async () => {
+    const { http } = await harness();
+    const key = (req: ReturnType<typeof http.post>) => req.set('X-API-Key', org.key);
+    const reg = await key(http.post('/api/v1/webhooks')).send({ endpoint: 'http://127.0.0.1:9/audit' });
+    expect(reg.status).to.equal(200);
+    const id = (reg.body as { webhookId: string }).webhookId;
+    expect((await key(http.post('/api/v1/webhooks')).send({ endpoint: 'http://127.0.0.1:9/audit' })).status).to.equal(200); // the same: nothing changed
+    expect((await key(http.post('/api/v1/webhooks')).send({ endpoint: 'not a url' })).status).to.equal(400);
+    expect((await key(http.post(`/api/v1/webhooks/${id}/rotate-secret`)).send()).status).to.equal(200);
+    expect((await key(http.post(`/api/v1/webhooks/${id}/enable`)).send()).status).to.equal(200);
+    const created = await create(org, { details: { policyNumber: 'HOOKED' } });
+    const { db } = await harness();
+    await eventually(
+      'the event dispatched',
+      async () => (await select(db, 'SELECT id FROM webhook_events WHERE org_id = $1 AND dispatched_at IS NOT NULL', [org.orgId])).length === 1,
+    );
+    const [event] = await select<{ id: string }>(db, 'SELECT id FROM webhook_events WHERE org_id = $1', [org.orgId]);
+    expect((await key(http.post(`/api/v1/webhooks/${id}/replay`)).send({ eventId: event?.id })).status).to.equal(202);
+    const upload = await key(http.post('/api/v2/presigned-url')).send({ fileType: 'pdf' });
+    expect(upload.status).to.equal(200);
+    const fileUuid = (upload.body as { key: string }).key.split('.')[0];
+    expect((await http.delete(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).status).to.equal(204);
+    expect((await http.delete(`/api/v1/webhooks/${id}`).set('X-API-Key', org.key)).status).to.equal(404);
+
+    const { body } = await trail(org);
+    expect(body.items.map((i) => [i.action, i.target])).to.deep.equal([
+      ['webhook.register', `webhook:${id}`],
+      ['webhook.rotate_secret', `webhook:${id}`],
+      ['webhook.enable', `webhook:${id}`],
+      ['guarantee.create', `guarantee:${created.id}`],
+      ['webhook.replay', `webhook:${id}`],
+      ['file.issue_upload', `file:${String(fileUuid)}`],
+      ['webhook.delete', `webhook:${id}`],
+    ]);
+    // The secrets returned on registration and rotation are in no row.
+    expect(JSON.stringify(body)).to.not.include('whsec_');
+    for (const [n, item] of body.items.entries()) {
+      expect(item.hash).to.equal(rehash(org, item));
+      if (n > 0) expect(item.prevHash).to.equal(body.items[n - 1]?.hash);
+    }
   });
 
   it('keeps each chain dense under concurrency: racing registrations and amendments get seq 1..n, each once', async () => {
