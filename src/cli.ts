@@ -49,6 +49,9 @@ const USAGE = `usage:
 
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
+/** The operator's commands in the audit trail. */
+const CLI = { actor: 'cli' } as const;
+
 /**
  * Seals again, under the first ENCRYPTION_KEY and bound to its row, every stored secret that
  * is not (an older key's, or sealed before secrets were bound); returns how many.
@@ -175,25 +178,33 @@ export async function runCli(argv: string[]): Promise<number> {
     const described = (o: { name: string; vatNumber: string | null; register: string | null }) =>
       `"${o.name}"${o.vatNumber ? `, VAT ${o.vatNumber}` : ''}${o.register ? `, ${o.register}` : ''}`;
     if (noun === 'org' && verb === 'create') {
-      const org = await orgs.createOrganization(arg, {
-        ...(identity.vat !== undefined && { vat: identity.vat }),
-        ...(identity.register !== undefined && { register: identity.register }),
-      });
+      const org = await orgs.createOrganization(
+        arg,
+        {
+          ...(identity.vat !== undefined && { vat: identity.vat }),
+          ...(identity.register !== undefined && { register: identity.register }),
+        },
+        CLI,
+      );
       say(`created organization ${described(org)}`);
       process.stdout.write(`${org.id}\n`);
     } else if (noun === 'org' && verb === 'set') {
-      const org = await orgs.setPublicIdentity(arg, {
-        ...(identity.name !== undefined && { name: identity.name }),
-        ...(identity.vat !== undefined && { vat: identity.vat }),
-        ...(identity.register !== undefined && { register: identity.register }),
-      });
+      const org = await orgs.setPublicIdentity(
+        arg,
+        {
+          ...(identity.name !== undefined && { name: identity.name }),
+          ...(identity.vat !== undefined && { vat: identity.vat }),
+          ...(identity.register !== undefined && { register: identity.register }),
+        },
+        CLI,
+      );
       say(`organization ${org.id} is now ${described(org)}`);
     } else if (noun === 'key' && verb === 'create') {
-      const { key, prefix } = await orgs.createApiKey(arg);
+      const { key, prefix } = await orgs.createApiKey(arg, CLI);
       say(`created API key ${prefix} for organization ${arg}: store it now, it is not shown again`);
       process.stdout.write(`${key}\n`);
     } else if (noun === 'key' && verb === 'revoke') {
-      await orgs.revokeApiKey(arg);
+      await orgs.revokeApiKey(arg, CLI);
       say(`revoked API key ${arg}`);
     } else {
       say(USAGE);

@@ -333,5 +333,5 @@ export const workerServices = {
 
 /** The CLI's services (cli.ts). */
 export const cliServices = {
-  organizations: (core: Core) => createOrgService(core.repos.orgs),
+  organizations: (core: Core) => createOrgService(core.repos.orgs, { audit: createAuditRepository(core.db) }),
 };

@@ -95,15 +95,22 @@ export function createOrgRepository(db: Sequelize) {
       return (await select(db, 'SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId], t)).length === 1;
     },
 
-    async createOrganization(name: string, identity: { vatNumber?: string; register?: string } = {}): Promise<Organization> {
+    /** `also`: more of the same change, in its transaction (its audit row). */
+    async createOrganization(
+      name: string,
+      identity: { vatNumber?: string; register?: string } = {},
+      also?: (t: Transaction, org: Organization) => Promise<unknown>,
+    ): Promise<Organization> {
       const org = { id: uuidv7(), name, vatNumber: identity.vatNumber ?? null, register: identity.register ?? null, createdAt: new Date() };
-      await execute(db, 'INSERT INTO organizations (id, name, vat_number, register_entry, guarantee_count, created_at) VALUES ($1, $2, $3, $4, 0, $5)', [
-        org.id,
-        org.name,
-        org.vatNumber,
-        org.register,
-        org.createdAt,
-      ]);
+      await db.transaction(async (t) => {
+        await execute(
+          db,
+          'INSERT INTO organizations (id, name, vat_number, register_entry, guarantee_count, created_at) VALUES ($1, $2, $3, $4, 0, $5)',
+          [org.id, org.name, org.vatNumber, org.register, org.createdAt],
+          t,
+        );
+        await also?.(t, org);
+      });
       return org;
     },
 
@@ -117,7 +124,11 @@ export function createOrgRepository(db: Sequelize) {
     },
 
     /** Changes the given fields of an organization's public identity; false when there is no such organization. */
-    async setIdentity(id: string, changes: { name?: string; vatNumber?: string; register?: string }): Promise<boolean> {
+    async setIdentity(
+      id: string,
+      changes: { name?: string; vatNumber?: string; register?: string },
+      also?: (t: Transaction) => Promise<unknown>,
+    ): Promise<boolean> {
       const sets: string[] = [];
       const values: unknown[] = [id];
       for (const [column, value] of [
@@ -130,20 +141,25 @@ export function createOrgRepository(db: Sequelize) {
         sets.push(`${column} = $${values.length}`);
       }
       // affectedRows counts matched rows here only when something changed: ask existence apart.
-      const [exists] = await select(db, 'SELECT 1 FROM organizations WHERE id = $1', [id]);
-      if (!exists) return false;
-      if (sets.length) await execute(db, `UPDATE organizations SET ${sets.join(', ')} WHERE id = $1`, values);
-      return true;
+      return db.transaction(async (t) => {
+        const [exists] = await select(db, 'SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [id], t);
+        if (!exists) return false;
+        if (sets.length) await execute(db, `UPDATE organizations SET ${sets.join(', ')} WHERE id = $1`, values, t);
+        await also?.(t);
+        return true;
+      });
     },
 
-    async insertApiKey(orgId: string, prefix: string, hash: Buffer): Promise<void> {
-      await execute(db, 'INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)', [
-        uuidv7(),
-        orgId,
-        prefix,
-        hash,
-        new Date(),
-      ]);
+    async insertApiKey(orgId: string, prefix: string, hash: Buffer, also?: (t: Transaction) => Promise<unknown>): Promise<void> {
+      await db.transaction(async (t) => {
+        await execute(
+          db,
+          'INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)',
+          [uuidv7(), orgId, prefix, hash, new Date()],
+          t,
+        );
+        await also?.(t);
+      });
     },
 
     async findApiKey(prefix: string): Promise<StoredApiKey | undefined> {
@@ -151,9 +167,15 @@ export function createOrgRepository(db: Sequelize) {
       return row && { prefix: row.prefix, orgId: row.org_id, hash: row.key_hash, revokedAt: row.revoked_at };
     },
 
-    /** Marks a key revoked; false when no such key, or it was revoked already. */
-    async revokeApiKey(prefix: string): Promise<boolean> {
-      return (await execute(db, 'UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL', [new Date(), prefix])) === 1;
+    /** Marks a key revoked; false when no such key, or it was revoked already. `also`: more of the same change, in its transaction, given the key's organization. */
+    async revokeApiKey(prefix: string, also?: (t: Transaction, orgId: string) => Promise<unknown>): Promise<boolean> {
+      return db.transaction(async (t) => {
+        const [key] = await select<{ org_id: string }>(db, 'SELECT org_id FROM api_keys WHERE prefix = $1 AND revoked_at IS NULL FOR UPDATE', [prefix], t);
+        if (!key) return false;
+        await execute(db, 'UPDATE api_keys SET revoked_at = $1 WHERE prefix = $2 AND revoked_at IS NULL', [new Date(), prefix], t);
+        await also?.(t, key.org_id);
+        return true;
+      });
     },
   };
 }

@@ -3,6 +3,14 @@ import { NotFoundError, ValidationError } from '../shared/errors.js';
 import { apiKeyMatches, apiKeyPrefix, generateApiKey } from './api-key.js';
 import { normalizeRegister, normalizeVat } from './org-identity.js';
 import type { Organization, OrgRepository, StoredApiKey } from './org.repository.js';
+import type { AuditRepository } from '../audit/audit.repository.js';
+import type { Transaction } from '../shared/db/sequelize.js';
+
+/** Who makes an operator's change, for the audit trail: `cli` (the operator's commands). */
+export interface Actor {
+  actor: string;
+  requestId?: string | null;
+}
 
 /** Who is calling: the organization a valid key belongs to. */
 export interface Principal {
@@ -11,6 +19,8 @@ export interface Principal {
 }
 
 export interface OrgServiceOptions {
+  /** The audit trail: the operator's changes to organizations and keys are rows of each organization's chain. */
+  audit?: Pick<AuditRepository, 'append'>;
   /** How long a looked-up key is trusted without asking the database again; revocation takes at most this long. */
   cacheTtlMs?: number;
   cacheMaxEntries?: number;
@@ -27,6 +37,10 @@ function orgName(name: string): string {
 }
 
 export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = {}) {
+  const audited = (t: Transaction, by: Actor, orgId: string, action: string, target: string) => {
+    if (!opts.audit) throw new Error('an audited change without the audit trail');
+    return opts.audit.append({ orgId, actor: by.actor, requestId: by.requestId ?? null, action, target, outcome: 'ok' }, new Date(), t);
+  };
   const ttl = opts.cacheTtlMs ?? 1000;
   const maxEntries = opts.cacheMaxEntries ?? 10_000;
   const now = opts.now ?? Date.now;
@@ -49,38 +63,49 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
 
   return {
     /** Creates an organization, with the public identifiers the operator records for it (VAT number, register entry). */
-    async createOrganization(name: string, identity: { vat?: string; register?: string } = {}): Promise<Organization> {
-      return repo.createOrganization(orgName(name), {
-        ...(identity.vat !== undefined && { vatNumber: normalizeVat(identity.vat) }),
-        ...(identity.register !== undefined && { register: normalizeRegister(identity.register) }),
-      });
+    async createOrganization(name: string, identity: { vat?: string; register?: string } = {}, by?: Actor): Promise<Organization> {
+      return repo.createOrganization(
+        orgName(name),
+        {
+          ...(identity.vat !== undefined && { vatNumber: normalizeVat(identity.vat) }),
+          ...(identity.register !== undefined && { register: normalizeRegister(identity.register) }),
+        },
+        by && ((t, org) => audited(t, by, org.id, 'organization.create', `organization:${org.id}`)),
+      );
     },
 
     /** Changes an organization's public identity (the operator's CLI only: no API route reaches it). */
-    async setPublicIdentity(orgId: string, changes: { name?: string; vat?: string; register?: string }): Promise<Organization> {
+    async setPublicIdentity(orgId: string, changes: { name?: string; vat?: string; register?: string }, by?: Actor): Promise<Organization> {
       if (changes.name === undefined && changes.vat === undefined && changes.register === undefined) {
         throw new ValidationError('Nothing to change: give --name, --vat or --register.');
       }
-      const found = await repo.setIdentity(orgId, {
-        ...(changes.name !== undefined && { name: orgName(changes.name) }),
-        ...(changes.vat !== undefined && { vatNumber: normalizeVat(changes.vat) }),
-        ...(changes.register !== undefined && { register: normalizeRegister(changes.register) }),
-      });
+      const found = await repo.setIdentity(
+        orgId,
+        {
+          ...(changes.name !== undefined && { name: orgName(changes.name) }),
+          ...(changes.vat !== undefined && { vatNumber: normalizeVat(changes.vat) }),
+          ...(changes.register !== undefined && { register: normalizeRegister(changes.register) }),
+        },
+        by && ((t) => audited(t, by, orgId, 'organization.set_identity', `organization:${orgId}`)),
+      );
       const org = found ? await repo.findOrganization(orgId) : undefined;
       if (!org) throw new NotFoundError(`No organization ${orgId}.`);
       return org;
     },
 
     /** Creates a key for an organization; the returned key is shown once and never stored. */
-    async createApiKey(orgId: string): Promise<{ key: string; prefix: string }> {
+    async createApiKey(orgId: string, by?: Actor): Promise<{ key: string; prefix: string }> {
       if (!(await repo.findOrganization(orgId))) throw new NotFoundError(`No organization ${orgId}.`);
       const { key, prefix, hash } = generateApiKey();
-      await repo.insertApiKey(orgId, prefix, hash);
+      // The key's public prefix names it in the trail; the key itself is in no row.
+      await repo.insertApiKey(orgId, prefix, hash, by && ((t) => audited(t, by, orgId, 'api_key.create', `api_key:${prefix}`)));
       return { key, prefix };
     },
 
-    async revokeApiKey(prefix: string): Promise<void> {
-      if (!(await repo.revokeApiKey(prefix))) throw new NotFoundError(`No active API key ${prefix}.`);
+    async revokeApiKey(prefix: string, by?: Actor): Promise<void> {
+      if (!(await repo.revokeApiKey(prefix, by && ((t, orgId) => audited(t, by, orgId, 'api_key.revoke', `api_key:${prefix}`))))) {
+        throw new NotFoundError(`No active API key ${prefix}.`);
+      }
       cache.delete(prefix);
     },
 

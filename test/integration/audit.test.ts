@@ -124,6 +124,29 @@ describe('the audit trail', function () {
     }
   });
 
+  it("records the operator's changes through the CLI (organization, its identity, keys created and revoked) with actor cli, never a key", async () => {
+    const cli = (...args: string[]) => {
+      const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: process.env });
+      expect(run.status, run.stderr).to.equal(0);
+      return run.stdout.trim();
+    };
+    const orgId = cli('org', 'create', 'Assicurazioni Audit S.p.A.');
+    const revoked = cli('key', 'create', orgId);
+    const reader = cli('key', 'create', orgId);
+    cli('org', 'set', orgId, '--vat', 'IT00743110157');
+    cli('key', 'revoke', revoked.slice(0, 16));
+    const res = await (await harness()).http.get('/api/v2/audit').set('X-API-Key', reader);
+    const items = (res.body as { items: Item[] }).items;
+    expect(items.map((i) => [i.seq, i.actor, i.action, i.target])).to.deep.equal([
+      [1, 'cli', 'organization.create', `organization:${orgId}`],
+      [2, 'cli', 'api_key.create', `api_key:${revoked.slice(0, 16)}`],
+      [3, 'cli', 'api_key.create', `api_key:${reader.slice(0, 16)}`],
+      [4, 'cli', 'organization.set_identity', `organization:${orgId}`],
+      [5, 'cli', 'api_key.revoke', `api_key:${revoked.slice(0, 16)}`],
+    ]);
+    expect(JSON.stringify(items)).to.not.include(revoked).and.not.include(reader);
+  });
+
   it('keeps each chain dense under concurrency: racing registrations and amendments get seq 1..n, each once', async () => {
     const { id } = await create(org, { details: { policyNumber: 'RACE-0' } });
     const { http } = await harness();
