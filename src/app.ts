@@ -54,7 +54,14 @@ export function createApp(deps: AppDeps): RegistryApp {
   app.use(errorHandler(logger));
 
   if (config.ADMIN_USER && config.ADMIN_PASSWORD) {
-    app.use(adminBoard(queues.all, { user: config.ADMIN_USER, password: config.ADMIN_PASSWORD }, config.AUTH_FAILURES_PER_MINUTE));
+    app.use(
+      adminBoard(queues.all, { user: config.ADMIN_USER, password: config.ADMIN_PASSWORD }, config.AUTH_FAILURES_PER_MINUTE, async (e) => {
+        await audit.record(
+          { orgId: null, actor: `admin:${e.user}`, action: e.action, target: e.target, requestId: e.requestId, outcome: e.outcome },
+          new Date(),
+        );
+      }),
+    );
   }
 
   // Every /api path needs a key, matched by a route or not (so that probing reveals nothing).

@@ -91,7 +91,11 @@ export async function runCli(argv: string[]): Promise<number> {
     return withCore(config, (core) => verifyCommand(argv.slice(1), say, USAGE, { config, db: core.db, anchorKeys: core.repos.anchorKeys }));
   }
   const config = getConfig();
-  if (noun === 'trust') return trustCommand(argv.slice(1), config, say, USAGE, (work) => withCore(config, (core) => work(core.repos.trust)));
+  if (noun === 'trust') {
+    const run = () => trustCommand(argv.slice(1), config, say, USAGE, (work) => withCore(config, (core) => work(core.repos.trust)));
+    if (verb === 'import' || verb === 'remove') return audited(config, `trust_list.${verb}`, `trust_list:${verb === 'remove' ? (arg ?? '') : '*'}`, run);
+    return run();
+  }
   if (noun === 'migrate' && verb === undefined) {
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
@@ -128,36 +132,40 @@ export async function runCli(argv: string[]): Promise<number> {
   if (noun === 'secrets' && verb === 'reencrypt' && argv.length === 2) {
     // After putting a new key first in ENCRYPTION_KEY: every secret sealed under an older key
     // is sealed again under the new one; then the old key can be removed from the list.
-    const n = await withCore(config, resealSecrets);
-    process.stdout.write(`${n}\n`);
-    return 0;
+    return audited(config, 'secrets.reencrypt', 'secrets:*', async () => {
+      const n = await withCore(config, resealSecrets);
+      process.stdout.write(`${n}\n`);
+      return 0;
+    });
   }
   if (noun === 'evm' && (verb === 'set-key' || verb === 'address') && argv.length === 2) {
-    return withCore(config, async (core) => {
-      const keys = core.repos.anchorKeys;
-      if (verb === 'address') {
-        const key = await keys.evmKey();
-        if (!key) {
-          say('no EVM anchor key: set one with `cli evm set-key`');
+    const run = () =>
+      withCore(config, async (core) => {
+        const keys = core.repos.anchorKeys;
+        if (verb === 'address') {
+          const key = await keys.evmKey();
+          if (!key) {
+            say('no EVM anchor key: set one with `cli evm set-key`');
+            return 1;
+          }
+          process.stdout.write(`${key.address}\n`);
+          return 0;
+        }
+        // From standard input, never the command line (which other users of the machine can read).
+        const chunks: Buffer[] = [];
+        for await (const c of process.stdin) chunks.push(c as Buffer);
+        const address = await keys.setEvmKey(Buffer.concat(chunks).toString('utf8'));
+        say(`stored the EVM anchor key, sealed under ENCRYPTION_KEY; fund ${address} with gas`);
+        process.stdout.write(`${address}\n`);
+        return 0;
+      }).catch((err: unknown) => {
+        if (err instanceof AppError && err.expose) {
+          say(err.message);
           return 1;
         }
-        process.stdout.write(`${key.address}\n`);
-        return 0;
-      }
-      // From standard input, never the command line (which other users of the machine can read).
-      const chunks: Buffer[] = [];
-      for await (const c of process.stdin) chunks.push(c as Buffer);
-      const address = await keys.setEvmKey(Buffer.concat(chunks).toString('utf8'));
-      say(`stored the EVM anchor key, sealed under ENCRYPTION_KEY; fund ${address} with gas`);
-      process.stdout.write(`${address}\n`);
-      return 0;
-    }).catch((err: unknown) => {
-      if (err instanceof AppError && err.expose) {
-        say(err.message);
-        return 1;
-      }
-      throw err;
-    });
+        throw err;
+      });
+    return verb === 'set-key' ? audited(config, 'evm.set_key', 'anchor_key:evm', run) : run();
   }
   // Options after the positional arguments: `--vat`, `--register`, `--name`, each with a value.
   const options = new Map<string, string>();
@@ -218,6 +226,27 @@ export async function runCli(argv: string[]): Promise<number> {
     }
     throw err;
   });
+}
+
+/**
+ * Runs a system-wide command (no organization's: the secrets, the trusted lists, the anchor's
+ * key) recorded in the audit trail's system chain with actor `cli`: `requested` before it runs
+ * (a database that cannot record it stops it), then how it ended. The command spans several
+ * transactions of its own, so its rows frame it rather than share one.
+ */
+async function audited(config: Config, action: string, target: string, run: () => Promise<number>): Promise<number> {
+  const record = (outcome: string) =>
+    withCore(config, (core) => createAuditRepository(core.db).record({ orgId: null, actor: CLI.actor, action, target, requestId: null, outcome }, new Date()));
+  await record('requested');
+  let code: number;
+  try {
+    code = await run();
+  } catch (err) {
+    await record('failed');
+    throw err;
+  }
+  await record(code === 0 ? 'ok' : `failed ${code}`);
+  return code;
 }
 
 /** The configuration when there is one (a third party verifying a proof has none). */

@@ -47,24 +47,31 @@ export interface BrokenRow {
 export type SqlValue = string | null | { sql: string };
 
 export function createAuditRepository(db: Sequelize) {
+  /** Appends `entry` at `at` to its chain, in `t` (the change's own transaction); its row. */
+  async function append(entry: AuditEntry, at: Date, t: Transaction): Promise<AuditRow> {
+    const chain = chainOf(entry.orgId);
+    // Creates the chain's head, or takes its exclusive lock at once (INSERT IGNORE would take a
+    // shared one first, and two appenders upgrading theirs would deadlock).
+    await execute(db, 'INSERT INTO audit_heads (chain, seq, hash) VALUES ($1, 0, $2) ON DUPLICATE KEY UPDATE seq = seq', [chain, GENESIS_HASH], t);
+    const [head] = await select<{ seq: string | number; hash: string }>(db, 'SELECT seq, hash FROM audit_heads WHERE chain = $1 FOR UPDATE', [chain], t);
+    const row: Omit<AuditRow, 'hash'> = { ...entry, chain, seq: Number(head?.seq ?? 0) + 1, at, prevHash: head?.hash ?? GENESIS_HASH };
+    const hash = auditHash(row);
+    await execute(
+      db,
+      `INSERT INTO audit_log (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [chain, row.seq, at, entry.orgId, entry.actor, entry.action, entry.target, entry.requestId, entry.outcome, row.prevHash, hash],
+      t,
+    );
+    await execute(db, 'UPDATE audit_heads SET seq = $2, hash = $3 WHERE chain = $1', [chain, row.seq, hash], t);
+    return { ...row, hash };
+  }
+
   return {
-    /** Appends `entry` at `at` to its chain, in `t` (the change's own transaction); its row. */
-    async append(entry: AuditEntry, at: Date, t: Transaction): Promise<AuditRow> {
-      const chain = chainOf(entry.orgId);
-      // Creates the chain's head, or takes its exclusive lock at once (INSERT IGNORE would take a
-      // shared one first, and two appenders upgrading theirs would deadlock).
-      await execute(db, 'INSERT INTO audit_heads (chain, seq, hash) VALUES ($1, 0, $2) ON DUPLICATE KEY UPDATE seq = seq', [chain, GENESIS_HASH], t);
-      const [head] = await select<{ seq: string | number; hash: string }>(db, 'SELECT seq, hash FROM audit_heads WHERE chain = $1 FOR UPDATE', [chain], t);
-      const row: Omit<AuditRow, 'hash'> = { ...entry, chain, seq: Number(head?.seq ?? 0) + 1, at, prevHash: head?.hash ?? GENESIS_HASH };
-      const hash = auditHash(row);
-      await execute(
-        db,
-        `INSERT INTO audit_log (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-        [chain, row.seq, at, entry.orgId, entry.actor, entry.action, entry.target, entry.requestId, entry.outcome, row.prevHash, hash],
-        t,
-      );
-      await execute(db, 'UPDATE audit_heads SET seq = $2, hash = $3 WHERE chain = $1', [chain, row.seq, hash], t);
-      return { ...row, hash };
+    append,
+
+    /** Appends `entry` in a transaction of its own (a change that is not the database's: Bull Board's, in Redis). */
+    async record(entry: AuditEntry, at: Date): Promise<AuditRow> {
+      return db.transaction((t) => append(entry, at, t));
     },
 
     /**

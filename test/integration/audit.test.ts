@@ -147,6 +147,27 @@ describe('the audit trail', function () {
     expect(JSON.stringify(items)).to.not.include(revoked).and.not.include(reader);
   });
 
+  it("frames the CLI's system-wide commands in the system chain: requested before, how it ended after", async () => {
+    const { db } = await harness();
+    const [before] = await select<{ seq: number }>(db, "SELECT COALESCE(MAX(seq), 0) AS seq FROM audit_log WHERE chain = 'system'", []);
+    const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: process.env });
+    const reencrypted = cli('secrets', 'reencrypt');
+    expect(reencrypted.status, reencrypted.stderr).to.equal(0);
+    const removed = cli('trust', 'remove', 'ZZ');
+    const rows = await select<{ actor: string; action: string; target: string; outcome: string }>(
+      db,
+      "SELECT actor, action, target, outcome FROM audit_log WHERE chain = 'system' AND seq > $1 ORDER BY seq",
+      [Number(before?.seq ?? 0)],
+    );
+    expect(rows.map((r) => [r.actor, r.action, r.target, r.outcome])).to.deep.equal([
+      ['cli', 'secrets.reencrypt', 'secrets:*', 'requested'],
+      ['cli', 'secrets.reencrypt', 'secrets:*', 'ok'],
+      ['cli', 'trust_list.remove', 'trust_list:ZZ', 'requested'],
+      ['cli', 'trust_list.remove', 'trust_list:ZZ', removed.status === 0 ? 'ok' : `failed ${String(removed.status)}`],
+    ]);
+    expect(cliAuditVerify().status).to.equal(0);
+  });
+
   it('keeps each chain dense under concurrency: racing registrations and amendments get seq 1..n, each once', async () => {
     const { id } = await create(org, { details: { policyNumber: 'RACE-0' } });
     const { http } = await harness();

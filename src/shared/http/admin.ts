@@ -6,7 +6,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
 import type { Queue } from 'bullmq';
 import type { Middleware } from 'koa';
-import { UnauthorizedError } from '../errors.js';
+import { UnauthorizedError, UnavailableError } from '../errors.js';
 import { failedLogins } from './failed-logins.js';
 
 export const ADMIN_PATH = '/admin/queues';
@@ -38,8 +38,40 @@ export function basicAuth(user: string, password: string, failuresPerMinute: num
   };
 }
 
-/** Bull Board over `queues`, mounted at ADMIN_PATH behind basic auth. */
-export function adminBoard(queues: readonly Queue[], credentials: { user: string; password: string }, failuresPerMinute: number): Middleware {
+/** Verbs of Bull Board's API that follow a job's id (`/api/queues/<queue>/<job>/<verb>`) rather than a queue's name. */
+const QUEUE_VERBS = new Set(['retry', 'promote', 'clean', 'pause', 'resume', 'empty', 'obliterate', 'add', 'concurrency', 'rate-limit', 'job-schedulers']);
+
+/** What a change through Bull Board's API does, and to what: `board.<verb>` on `queue:<name>` or `job:<queue>/<id>`. */
+export function boardAction(method: string, path: string): { action: string; target: string } {
+  const rest = path
+    .slice(`${ADMIN_PATH}/api/`.length)
+    .split('/')
+    .filter(Boolean)
+    .map((s) => decodeURIComponent(s));
+  const [kind, queue, ...tail] = rest;
+  if (kind !== 'queues' || queue === undefined) return { action: `board.${method.toLowerCase()}`, target: `board:${rest.join('/')}` };
+  if (!tail.length) return { action: `board.${queue}`, target: 'queue:*' };
+  const [first = '', ...more] = tail;
+  if (!QUEUE_VERBS.has(first) && more.length) return { action: `board.${more.join('.')}`, target: `job:${queue}/${first}` };
+  return { action: `board.${tail.join('.')}`, target: `queue:${queue}` };
+}
+
+/** Records an administrator's change in the audit trail (the system chain); throws when it cannot. */
+export type AdminAudit = (entry: { user: string; action: string; target: string; outcome: string; requestId: string | null }) => Promise<void>;
+
+/**
+ * Bull Board over `queues`, mounted at ADMIN_PATH behind basic auth. With `audit`, every change
+ * through its API (any method but GET: retry, remove, promote, clean, pause...) is recorded
+ * twice in the audit trail's system chain: `requested` before it runs (a database that cannot
+ * record it refuses the change: 503), then how it ended. Redis has no transaction with the
+ * database: the first row is the guarantee that no change goes unrecorded.
+ */
+export function adminBoard(
+  queues: readonly Queue[],
+  credentials: { user: string; password: string },
+  failuresPerMinute: number,
+  audit?: AdminAudit,
+): Middleware {
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath(ADMIN_PATH);
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
@@ -50,7 +82,25 @@ export function adminBoard(queues: readonly Queue[], credentials: { user: string
     const path = ctx.path.toLowerCase();
     if (path === ADMIN_PATH || path.startsWith(`${ADMIN_PATH}/`))
       await auth(ctx, async () => {
-        await board(ctx, next);
+        const change =
+          audit && ctx.method !== 'GET' && ctx.method !== 'HEAD' && path.startsWith(`${ADMIN_PATH}/api/`) ? boardAction(ctx.method, ctx.path) : undefined;
+        if (!change || !audit) {
+          await board(ctx, next);
+          return;
+        }
+        const who = { user: credentials.user, requestId: (ctx.state as { requestId?: string }).requestId ?? null, ...change };
+        await audit({ ...who, outcome: 'requested' }).catch((err: unknown) => {
+          throw new UnavailableError(`The change was not made: the audit trail could not record it (${(err as Error).message}).`);
+        });
+        let failed: unknown;
+        try {
+          await board(ctx, next);
+        } catch (err) {
+          failed = err;
+        }
+        const outcome = failed !== undefined ? 'failed' : ctx.status >= 400 ? `failed ${ctx.status}` : 'ok';
+        await audit({ ...who, outcome });
+        if (failed !== undefined) throw failed;
       });
     else await next();
   };
