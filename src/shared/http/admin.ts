@@ -92,15 +92,13 @@ export function adminBoard(
         await audit({ ...who, outcome: 'requested' }).catch((err: unknown) => {
           throw new UnavailableError(`The change was not made: the audit trail could not record it (${(err as Error).message}).`);
         });
-        let failed: unknown;
         try {
           await board(ctx, next);
         } catch (err) {
-          failed = err;
+          await audit({ ...who, outcome: 'failed' });
+          throw err;
         }
-        const outcome = failed !== undefined ? 'failed' : ctx.status >= 400 ? `failed ${ctx.status}` : 'ok';
-        await audit({ ...who, outcome });
-        if (failed !== undefined) throw failed;
+        await audit({ ...who, outcome: ctx.status >= 400 ? `failed ${ctx.status}` : 'ok' });
       });
     else await next();
   };
