@@ -7,6 +7,7 @@
 // as the application caches them, so both do the same database work per request.
 //
 //   npm run build && DATABASE_URL=... PORT=... node dist/bench/raw-server.js
+import { auditScriptStatements } from '../src/audit/audit.repository.js';
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
@@ -16,6 +17,9 @@ import { normalize } from '../src/guarantees/guarantee.service.js';
 import { lateEventStatement } from '../src/webhooks/webhook.repository.js';
 import { FIND_API_KEY_SQL, REGISTRY_SQL, registryPlaceStatements } from '../src/orgs/org.repository.js';
 import { toPositional } from '../src/shared/db/sequelize.js';
+
+/** The raw server's actor in the audit trail (an API key's prefix has this shape). */
+const RAW_ACTOR = 'grk_rawbaseline0';
 
 const stmt = (sql: string) => {
   const p = toPositional(sql);
@@ -119,8 +123,8 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
     if (existing.length) return shape(existing)[0];
   }
   // The same one-round-trip script as the application's registration (guarantee.repository.ts,
-  // REGISTRATION): the organization's place, the record and its event, whose id and createdAt
-  // MariaDB fills in under the lock.
+  // REGISTRATION): the organization's place, the record, its audit row and its event, whose id
+  // and createdAt MariaDB fills in under the lock.
   const idTail = uuidv7().slice(13);
   const record = {
     details: { transactionId: txId, policyNumber: d.policyNumber, actType: d.actType },
@@ -143,6 +147,12 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
       // The app's own normalization of the body (its defaults), without its validation.
       ...normalize(body),
     }),
+    // Its audit row, as the app writes it (the same durable work: issue 17).
+    ...auditScriptStatements(
+      { orgId, actor: RAW_ACTOR, requestId: null, action: 'guarantee.create', target: { sql: `CONCAT('guarantee:', ${REGISTRATION.id})` }, outcome: 'ok' },
+      { atSql: REGISTRATION.at, isoSql: REGISTRATION.iso },
+      REGISTRATION.placed,
+    ),
     lateEventStatement({
       idSql: REGISTRATION.eventId,
       orgId,

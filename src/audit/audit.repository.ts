@@ -46,6 +46,53 @@ export interface BrokenRow {
 /** An SQL value: a bound string, or an expression of the script's (a session variable). */
 export type SqlValue = string | null | { sql: string };
 
+/**
+ * The statements that append a row to the organization's chain inside a registration's
+ * script (one round trip), only when `whenSql` holds; `at`/`iso` are the script's time as
+ * DATETIME(3) and as its RFC 3339 string, `target` may be an expression of the script's.
+ * The organization's row is locked by the script before (its registry place), so its head
+ * is not contended.
+ */
+export function auditScriptStatements(
+  entry: Omit<AuditEntry, 'target' | 'orgId'> & { orgId: string; target: SqlValue },
+  time: { atSql: string; isoSql: string },
+  whenSql: string,
+): Statement[] {
+  const chain = chainOf(entry.orgId);
+  const value = (v: SqlValue, n: number): { sql: string; bind: unknown[] } =>
+    v !== null && typeof v === 'object' ? { sql: v.sql, bind: [] } : { sql: `$${n}`, bind: [v ?? ''] };
+  // Bound in this order: chain $1, orgId $2, actor $3, action $4, target $5 (unless an expression), requestId $6, outcome $7.
+  const target = value(entry.target, 5);
+  const bind = [chain, entry.orgId, entry.actor, entry.action, target.bind[0] ?? '', entry.requestId ?? '', entry.outcome];
+  const hash = auditHashSql({
+    prevHash: '@audit_prev',
+    chain: '$1',
+    seq: 'CAST(@audit_seq + 1 AS CHAR)',
+    iso: time.isoSql,
+    orgId: '$2',
+    actor: '$3',
+    action: '$4',
+    target: target.sql,
+    requestId: '$6',
+    outcome: '$7',
+  });
+  return [
+    { sql: 'SET @audit_seq = NULL, @audit_prev = NULL, @audit_hash = NULL', bind: [] },
+    {
+      sql: `INSERT INTO audit_heads (chain, seq, hash) SELECT $1, 0, $2 FROM DUAL WHERE ${whenSql} ON DUPLICATE KEY UPDATE seq = audit_heads.seq`,
+      bind: [chain, GENESIS_HASH],
+    },
+    { sql: `SELECT seq, hash INTO @audit_seq, @audit_prev FROM audit_heads WHERE chain = $1 AND ${whenSql} FOR UPDATE`, bind: [chain] },
+    { sql: `SET @audit_hash = IF(@audit_seq IS NULL, NULL, ${hash})`, bind },
+    {
+      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, @audit_seq + 1, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, @audit_hash
+      FROM DUAL WHERE @audit_hash IS NOT NULL`,
+      bind,
+    },
+    { sql: 'UPDATE audit_heads SET seq = @audit_seq + 1, hash = @audit_hash WHERE chain = $1 AND @audit_hash IS NOT NULL', bind: [chain] },
+  ];
+}
+
 export function createAuditRepository(db: Sequelize) {
   /** Appends `entry` at `at` to its chain, in `t` (the change's own transaction); its row. */
   async function append(entry: AuditEntry, at: Date, t: Transaction): Promise<AuditRow> {
@@ -74,52 +121,8 @@ export function createAuditRepository(db: Sequelize) {
       return db.transaction((t) => append(entry, at, t));
     },
 
-    /**
-     * The statements that append a row to the organization's chain inside a registration's
-     * script (one round trip), only when `whenSql` holds; `at`/`iso` are the script's time as
-     * DATETIME(3) and as its RFC 3339 string, `target` may be an expression of the script's.
-     * The organization's row is locked by the script before (its registry place), so its head
-     * is not contended.
-     */
-    scriptStatements(
-      entry: Omit<AuditEntry, 'target' | 'orgId'> & { orgId: string; target: SqlValue },
-      time: { atSql: string; isoSql: string },
-      whenSql: string,
-    ): Statement[] {
-      const chain = chainOf(entry.orgId);
-      const value = (v: SqlValue, n: number): { sql: string; bind: unknown[] } =>
-        v !== null && typeof v === 'object' ? { sql: v.sql, bind: [] } : { sql: `$${n}`, bind: [v ?? ''] };
-      // Bound in this order: chain $1, orgId $2, actor $3, action $4, target $5 (unless an expression), requestId $6, outcome $7.
-      const target = value(entry.target, 5);
-      const bind = [chain, entry.orgId, entry.actor, entry.action, target.bind[0] ?? '', entry.requestId ?? '', entry.outcome];
-      const hash = auditHashSql({
-        prevHash: '@audit_prev',
-        chain: '$1',
-        seq: 'CAST(@audit_seq + 1 AS CHAR)',
-        iso: time.isoSql,
-        orgId: '$2',
-        actor: '$3',
-        action: '$4',
-        target: target.sql,
-        requestId: '$6',
-        outcome: '$7',
-      });
-      return [
-        { sql: 'SET @audit_seq = NULL, @audit_prev = NULL, @audit_hash = NULL', bind: [] },
-        {
-          sql: `INSERT INTO audit_heads (chain, seq, hash) SELECT $1, 0, $2 FROM DUAL WHERE ${whenSql} ON DUPLICATE KEY UPDATE seq = audit_heads.seq`,
-          bind: [chain, GENESIS_HASH],
-        },
-        { sql: `SELECT seq, hash INTO @audit_seq, @audit_prev FROM audit_heads WHERE chain = $1 AND ${whenSql} FOR UPDATE`, bind: [chain] },
-        { sql: `SET @audit_hash = IF(@audit_seq IS NULL, NULL, ${hash})`, bind },
-        {
-          sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, @audit_seq + 1, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, @audit_hash
-          FROM DUAL WHERE @audit_hash IS NOT NULL`,
-          bind,
-        },
-        { sql: 'UPDATE audit_heads SET seq = @audit_seq + 1, hash = @audit_hash WHERE chain = $1 AND @audit_hash IS NOT NULL', bind: [chain] },
-      ];
-    },
+    /** The statements of a registration's script that append its row (auditScriptStatements). */
+    scriptStatements: auditScriptStatements,
 
     /** The organization's rows after `since`, oldest first, at most `limit`. */
     async list(orgId: string, since: number, limit: number): Promise<AuditRow[]> {
