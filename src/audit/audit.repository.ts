@@ -76,17 +76,19 @@ export function auditScriptStatements(
     requestId: '$6',
     outcome: '$7',
   });
+  // Four statements, run under the organization's row lock that the script took first (each
+  // one lengthens the time that lock is held: the organization's registrations wait for it).
+  // The head's seq and hash are read by the statement that takes its lock (or makes it).
   return [
-    { sql: 'SET @audit_seq = NULL, @audit_prev = NULL, @audit_hash = NULL', bind: [] },
+    { sql: `SET @audit_seq = 0, @audit_prev = '${GENESIS_HASH}', @audit_hash = NULL`, bind: [] },
     {
-      sql: `INSERT INTO audit_heads (chain, seq, hash) SELECT $1, 0, $2 FROM DUAL WHERE ${whenSql} ON DUPLICATE KEY UPDATE seq = audit_heads.seq`,
+      sql: `INSERT INTO audit_heads (chain, seq, hash) SELECT $1, 0, $2 FROM DUAL WHERE ${whenSql}
+      ON DUPLICATE KEY UPDATE seq = (@audit_seq := audit_heads.seq), hash = (@audit_prev := audit_heads.hash)`,
       bind: [chain, GENESIS_HASH],
     },
-    { sql: `SELECT seq, hash INTO @audit_seq, @audit_prev FROM audit_heads WHERE chain = $1 AND ${whenSql} FOR UPDATE`, bind: [chain] },
-    { sql: `SET @audit_hash = IF(@audit_seq IS NULL, NULL, ${hash})`, bind },
     {
-      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, @audit_seq + 1, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, @audit_hash
-      FROM DUAL WHERE @audit_hash IS NOT NULL`,
+      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, @audit_seq + 1, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, (@audit_hash := ${hash})
+      FROM DUAL WHERE ${whenSql}`,
       bind,
     },
     { sql: 'UPDATE audit_heads SET seq = @audit_seq + 1, hash = @audit_hash WHERE chain = $1 AND @audit_hash IS NOT NULL', bind: [chain] },
