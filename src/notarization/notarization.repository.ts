@@ -58,13 +58,8 @@ const batchOf = (r: BatchDbRow): BatchRow => ({
 
 const TEXT = { prepared: false } as const;
 
-export interface AmendmentProofRow {
-  amendmentId: string;
-  leafIndex: number;
-  digest: string;
-  guaranteeDigest: string;
-  previousDigest: string | null;
-  path: PathStep[];
+/** An amendment's sealed leaf with its batch. */
+export interface AmendmentProofRow extends SealedAmendmentProof {
   batch: BatchRow;
 }
 

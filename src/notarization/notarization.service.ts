@@ -379,6 +379,7 @@ export function createProofService(
   repo: Pick<NotarizationRepository, 'proofOf' | 'amendmentProofsOf'>,
   notary: Pick<GuaranteeRepository['notary'], 'amendmentBlock'>,
 ) {
+  /** Each amendment's COMPLETE proof, or null while its batch is not anchored (or it has none). */
   async function amendmentProofs(amendments: readonly Amendment[]): Promise<(AmendmentProof | null)[]> {
     const rows = await repo.amendmentProofsOf(amendments.map((a) => a.id));
     return amendments.map((a) => {
@@ -391,15 +392,7 @@ export function createProofService(
 
   return {
     /** The proofs of a guarantee's amendments (the caller read them as the organization's), in their order: each COMPLETE proof, or null. */
-    async amendmentProofs(amendments: readonly Amendment[]): Promise<(AmendmentProof | null)[]> {
-      const rows = await repo.amendmentProofsOf(amendments.map((a) => a.id));
-      return amendments.map((a) => {
-        const row = rows.get(a.id);
-        return row && isAnchored(row.batch)
-          ? completeAmendmentProof(a, row as AmendmentProofRow & { batch: BatchRow & { txHash: string; anchoredAt: Date } })
-          : null;
-      });
-    },
+    amendmentProofs,
 
     /** The proof of one of the organization's amendments (the caller read it as the organization's), or where it stands without one. */
     async amendmentProof(amendment: Amendment): Promise<AmendmentProof | PendingAmendmentProof> {

@@ -12,8 +12,8 @@ import { createAttachments } from '../../src/guarantees/attachments.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { createStorage, type Storage } from '../../src/shared/storage.js';
-import { startWorkers, type RunningWorkers } from '../../workers/index.js';
-import { FAST_PIPELINE, appWith, configWith, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { scanning } from '../support/scanning.js';
+import { appWith, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
 
 const silent = createLogger('silent');
 const YEARS = 10;
@@ -33,17 +33,11 @@ async function lockRow(uuid: string): Promise<FileLockRow | undefined> {
 
 describe('documents kept under Object Lock for the keeping period', function () {
   this.timeout(60_000);
+  const world = scanning();
   let storage: Storage;
-  let workers: RunningWorkers;
   let org: TestOrg;
-
-  before(async () => {
-    storage = createStorage((await harness()).config);
-    workers = await startWorkers(['scan'], { config: configWith(FAST_PIPELINE), logger: silent });
-  });
-  after(async () => {
-    await workers.close();
-    storage.client.destroy();
+  before(() => {
+    storage = world.storage;
   });
   beforeEach(async () => {
     org = await newOrg();
@@ -125,13 +119,13 @@ describe('documents kept under Object Lock for the keeping period', function () 
 
   it('counts from the verdict when it comes after the attachment, and keeps an amendment’s documents too', async () => {
     // Attached while its scan has not run: the scan worker is stopped until the guarantee exists.
-    await workers.close();
+    await world.stop();
     const doc = await upload('%PDF-1.4 allegato prima della verifica\n');
     const id = await register([doc.key]);
     expect((await lockRow(doc.uuid))?.attached_at).to.be.an.instanceOf(Date);
     await (await lock()).run();
     expect((await lockRow(doc.uuid))?.retained_until, 'not kept before its verdict').to.equal(null);
-    workers = await startWorkers(['scan'], { config: configWith(FAST_PIPELINE), logger: silent });
+    await world.start();
     await waitForStatus(doc.uuid, ['Clean']);
     await (await lock()).run();
     const row = (await lockRow(doc.uuid)) as FileLockRow;

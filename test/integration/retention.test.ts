@@ -11,10 +11,10 @@ import { v7 as uuidv7 } from 'uuid';
 import { createFileRetention } from '../../src/files/file.retention.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { createStorage, type Storage } from '../../src/shared/storage.js';
+import type { Storage } from '../../src/shared/storage.js';
+import { scanning } from '../support/scanning.js';
 import { createWebhookLogRetention } from '../../src/webhooks/webhook-log.retention.js';
-import { startWorkers, type RunningWorkers } from '../../workers/index.js';
-import { FAST_PIPELINE, configWith, eventually, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
+import { eventually, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
 
 const silent = createLogger('silent');
 const DAY = 86_400_000;
@@ -23,17 +23,11 @@ const daysAgo = (days: number) => new Date(Date.now() - days * DAY);
 
 describe('retention: what is kept no longer is deleted', function () {
   this.timeout(60_000);
+  const world = scanning();
   let storage: Storage;
-  let workers: RunningWorkers;
   let org: TestOrg;
-
-  before(async () => {
-    storage = createStorage((await harness()).config);
-    workers = await startWorkers(['scan'], { config: configWith(FAST_PIPELINE), logger: silent });
-  });
-  after(async () => {
-    await workers.close();
-    storage.client.destroy();
+  before(() => {
+    storage = world.storage;
   });
   beforeEach(async () => {
     org = await newOrg();
