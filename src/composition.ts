@@ -226,12 +226,17 @@ export const workerServices = {
     const webhookLog = createWebhookLogRetention(db);
     const daysAgo = (days: number) => new Date(Date.now() - days * 86_400_000);
     return {
+      /** Each kind on its own: one that fails (the store away) neither stops nor hides the others; the job fails after all ran. */
       async run() {
-        return {
-          unattachedUploads: await files.purgeUnattached(daysAgo(config.UNATTACHED_UPLOAD_DAYS)),
-          infectedFiles: await files.purgeInfected(daysAgo(config.INFECTED_RETENTION_DAYS)),
-          webhookLog: await webhookLog.purge(daysAgo(config.WEBHOOK_LOG_DAYS)),
-        };
+        const [unattachedUploads, infectedFiles, webhookLogPurged] = await Promise.allSettled([
+          files.purgeUnattached(daysAgo(config.UNATTACHED_UPLOAD_DAYS)),
+          files.purgeInfected(daysAgo(config.INFECTED_RETENTION_DAYS)),
+          webhookLog.purge(daysAgo(config.WEBHOOK_LOG_DAYS)),
+        ]);
+        const failed = [unattachedUploads, infectedFiles, webhookLogPurged].filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+        if (failed.length) throw new Error(`retention: ${failed.map((r) => String(r.reason)).join('; ')}`);
+        const value = <T>(r: PromiseSettledResult<T>) => (r as PromiseFulfilledResult<T>).value;
+        return { unattachedUploads: value(unattachedUploads), infectedFiles: value(infectedFiles), webhookLog: value(webhookLogPurged) };
       },
     };
   },

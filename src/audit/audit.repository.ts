@@ -141,19 +141,24 @@ export function createAuditRepository(db: Sequelize) {
      * broken chain; how many rows were checked.
      */
     async verify(): Promise<{ rows: number; chains: number; broken: BrokenRow[] }> {
+      // On a running system rows keep coming: the chains first, then their heads, and each chain
+      // read up to the head read (a row appended since is the next check's). A chain with rows
+      // but no head had its head removed.
+      const chains = new Set((await select<{ chain: string }>(db, 'SELECT DISTINCT chain FROM audit_log', [])).map((r) => r.chain));
       const heads = await select<{ chain: string; seq: string | number; hash: string }>(db, 'SELECT chain, seq, hash FROM audit_heads ORDER BY chain', []);
-      const chains = new Set(heads.map((h) => h.chain));
-      for (const r of await select<{ chain: string }>(db, 'SELECT DISTINCT chain FROM audit_log', [])) chains.add(r.chain);
+      for (const h of heads) chains.add(h.chain);
       const broken: BrokenRow[] = [];
       let checked = 0;
       for (const chain of [...chains].sort()) {
+        const head = heads.find((h) => h.chain === chain);
+        const upTo = head ? Number(head.seq) : Number.MAX_SAFE_INTEGER;
         let prev = GENESIS_HASH;
         let seq = 0;
         let problem: BrokenRow | undefined;
         for (;;) {
-          const page = (await select<Row>(db, `SELECT ${COLUMNS} FROM audit_log WHERE chain = $1 AND seq > $2 ORDER BY seq LIMIT 1000`, [chain, seq])).map(
-            rowOf,
-          );
+          const page = (
+            await select<Row>(db, `SELECT ${COLUMNS} FROM audit_log WHERE chain = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT 1000`, [chain, seq, upTo])
+          ).map(rowOf);
           for (const r of page) {
             checked++;
             if (r.seq !== seq + 1) problem = { chain, seq: seq + 1, problem: `row ${seq + 1} is missing (the next is ${r.seq})` };
@@ -165,7 +170,6 @@ export function createAuditRepository(db: Sequelize) {
           }
           if (problem || page.length < 1000) break;
         }
-        const head = heads.find((h) => h.chain === chain);
         if (!problem && (!head || Number(head.seq) !== seq || head.hash !== prev))
           problem = {
             chain,

@@ -13,6 +13,7 @@
 // - On a bucket without Object Lock (created without it, or a store that has none) nothing is
 //   locked: the sweep says so once, the web process at boot and in /readyz, and the README says
 //   what is then not guaranteed.
+import { S3ServiceException } from '@aws-sdk/client-s3';
 import type { Logger } from '../shared/logger.js';
 import { withTimeout } from '../shared/time-limit.js';
 import type { Storage } from '../shared/storage.js';
@@ -96,6 +97,8 @@ export function createDocumentLock(deps: {
   return {
     /** One sweep: every attached document not yet kept, page by page. */
     async run(): Promise<LockRun> {
+      // Attachments without their record are recorded whatever the bucket: the retention job must never take them for uploads never attached.
+      await lookBack();
       if ((await storage.objectLock()) !== 'enabled') {
         if (!saidAbsent)
           logger.warn({ bucket: storage.bucket }, 'the bucket has no Object Lock: attached documents are not protected against deletion (README "Records")');
@@ -103,7 +106,6 @@ export function createDocumentLock(deps: {
         return { objectLock: false, locked: 0, failed: 0 };
       }
       saidAbsent = false;
-      await lookBack();
       const result: LockRun = { objectLock: true, locked: 0, failed: 0 };
       let after: { attachedAt: Date; uuid: string } | undefined;
       // A store that fails three times in a row is away: the rest waits for the next sweep
@@ -119,7 +121,11 @@ export function createDocumentLock(deps: {
           } catch (err) {
             result.failed++;
             logger.warn({ file: doc.uuid, err: (err as Error).message }, 'could not put a document under Object Lock (the next sweep tries again)');
-            if (++inARow >= 3) return result;
+            // The store's refusal of this document (4xx: a version gone, say) is this document's
+            // trouble, not the store's absence: the sweep goes on past it.
+            const status = err instanceof S3ServiceException ? err.$metadata.httpStatusCode : undefined;
+            if (status !== undefined && status >= 400 && status < 500) inARow = 0;
+            else if (++inARow >= 3) return result;
           }
         }
         const last = page.at(-1);

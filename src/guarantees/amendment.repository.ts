@@ -164,6 +164,12 @@ export function createAmendmentRepository(db: Sequelize) {
         t,
       );
       if (a.docs.length) {
+        // The files' rows first: the exclusive lock before the foreign key's shared one (see guarantee.repository.ts).
+        const attach = attachStatement(
+          a.docs.map((d) => d.key),
+          a.createdAt,
+        );
+        await execute(db, attach.sql, attach.bind, t, { prepared: false });
         await execute(
           db,
           'INSERT INTO guarantee_amendment_docs (amendment_id, position, type, file_key, original_file_name) VALUES $1',
@@ -171,12 +177,6 @@ export function createAmendmentRepository(db: Sequelize) {
           t,
           { prepared: false },
         );
-        // Its documents are attached from now on (their keeping period starts: files' Object Lock).
-        const attach = attachStatement(
-          a.docs.map((d) => d.key),
-          a.createdAt,
-        );
-        await execute(db, attach.sql, attach.bind, t, { prepared: false });
       }
     },
   };

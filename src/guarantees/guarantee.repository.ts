@@ -187,12 +187,9 @@ export function registrationStatements(
     { sql: GUARANTEE_SQL.register, bind: [null, ...rowValues(g), null] },
   ];
   if (g.docs.length) {
-    const rows = g.docs.map((_, i) => `SELECT @reg_id, $${i * 3 + 1}, $${i * 3 + 2}, $${i * 3 + 3}, ${i} FROM DUAL WHERE ${REGISTRATION.placed}`);
-    statements.push({
-      sql: `INSERT INTO guarantee_docs (guarantee_id, type, file_key, original_file_name, position) ${rows.join(' UNION ALL ')}`,
-      bind: g.docs.flatMap((doc) => [doc.type, doc.key, doc.originalFileName]),
-    });
     // Its documents are attached from now on (their keeping period starts: files' Object Lock).
+    // First: the exclusive lock on each file's row is taken before the foreign key's shared one,
+    // so two changes naming one file take turns instead of deadlocking on the upgrade.
     statements.push(
       attachStatement(
         g.docs.map((d) => d.key),
@@ -200,6 +197,11 @@ export function registrationStatements(
         REGISTRATION.placed,
       ),
     );
+    const rows = g.docs.map((_, i) => `SELECT @reg_id, $${i * 3 + 1}, $${i * 3 + 2}, $${i * 3 + 3}, ${i} FROM DUAL WHERE ${REGISTRATION.placed}`);
+    statements.push({
+      sql: `INSERT INTO guarantee_docs (guarantee_id, type, file_key, original_file_name, position) ${rows.join(' UNION ALL ')}`,
+      bind: g.docs.flatMap((doc) => [doc.type, doc.key, doc.originalFileName]),
+    });
   }
   return statements;
 }
@@ -289,6 +291,12 @@ export function createGuaranteeRepository(db: Sequelize) {
     async insert(g: NewGuarantee & { id: string; orgId: string; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {
       await execute(db, GUARANTEE_SQL.insert, [g.id, ...rowValues(g), g.createdAt], t);
       if (g.docs.length) {
+        // The files' rows first (see registrationStatements).
+        const attach = attachStatement(
+          g.docs.map((d) => d.key),
+          g.createdAt,
+        );
+        await execute(db, attach.sql, attach.bind, t, { prepared: false });
         const values = g.docs.map((_, i) => `($1, $${i * 3 + 2}, $${i * 3 + 3}, $${i * 3 + 4}, ${i})`).join(', ');
         await execute(
           db,
@@ -297,11 +305,6 @@ export function createGuaranteeRepository(db: Sequelize) {
           t,
           { prepared: false },
         );
-        const attach = attachStatement(
-          g.docs.map((d) => d.key),
-          g.createdAt,
-        );
-        await execute(db, attach.sql, attach.bind, t, { prepared: false });
       }
     },
 

@@ -162,6 +162,26 @@ describe('documents kept under Object Lock for the keeping period', function () 
     expect(row.retained_until).to.be.an.instanceOf(Date);
   });
 
+  it('goes on past documents the store refuses (a version gone), and keeps the ones after them', async () => {
+    const { db } = await harness();
+    const gone: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const doc = await upload(`%PDF-1.4 versione sparita ${i}\n`);
+      await waitForStatus(doc.uuid, ['Clean']);
+      await register([doc.key]);
+      // Its version is not in the store (a bad id): the store refuses it (4xx), for good.
+      await execute(db, "UPDATE files SET version_id = 'no-such-version', attached_at = '2001-01-01' WHERE uuid = $1", [doc.uuid]);
+      gone.push(doc.uuid);
+    }
+    const good = await upload('%PDF-1.4 dopo quelli rifiutati\n');
+    await waitForStatus(good.uuid, ['Clean']);
+    await register([good.key]);
+    const run = await (await lock()).run();
+    expect(run.failed).to.be.at.least(4);
+    expect((await lockRow(good.uuid))?.retained_until).to.be.an.instanceOf(Date);
+    for (const uuid of gone) await execute(db, "UPDATE files SET attached_at = NULL, status = 'Error' WHERE uuid = $1", [uuid]);
+  });
+
   it('leaves a document for the next sweep when the store does not answer, and keeps it then', async () => {
     const doc = await upload('%PDF-1.4 il deposito non risponde\n');
     await waitForStatus(doc.uuid, ['Clean']);

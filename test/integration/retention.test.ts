@@ -83,6 +83,29 @@ describe('retention: what is kept no longer is deleted', function () {
     }
   });
 
+  it('keeps, and records as attached, an old upload that a guarantee names without the record of it (the previous release attached it); the run goes on', async () => {
+    const { http, db } = await harness();
+    const named = await upload('%PDF-1.4 allegato dalla versione precedente\n');
+    const loose = await upload('%PDF-1.4 mai allegato, dopo\n');
+    for (const f of [named, loose]) await waitForStatus(f.uuid, ['Clean']);
+    expect(
+      (
+        await http
+          .post('/api/v2/guarantees')
+          .set('X-API-Key', org.key)
+          .send({ docs: [{ key: named.key }] })
+      ).status,
+    ).to.equal(200);
+    await execute(db, 'UPDATE files SET attached_at = NULL WHERE uuid = $1', [named.uuid]);
+    await issuedDaysAgo(named.uuid, 32);
+    await issuedDaysAgo(loose.uuid, 31);
+    expect(await (await files()).purgeUnattached(daysAgo(30))).to.be.at.least(1);
+    const [row] = await select<{ attached_at: Date | null }>(db, 'SELECT attached_at FROM files WHERE uuid = $1', [named.uuid]);
+    expect(row?.attached_at, 'recorded as attached').to.be.an.instanceOf(Date);
+    expect(await storage.versions(named.key)).to.have.length(1);
+    expect(await rowOf(loose.uuid), 'the next one still deleted').to.equal(undefined);
+  });
+
   it('a guarantee naming an upload while it is being deleted gets a 400 (its documents would be gone), and nothing is registered', async () => {
     const { http, db } = await harness();
     const doomed = await upload('%PDF-1.4 cancellato mentre lo si allega\n');

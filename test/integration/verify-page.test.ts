@@ -299,13 +299,21 @@ describe('the verification page in Chromium', function () {
     await screenshot(page, 'verify-history-blocked');
   });
 
-  it('on a phone: fits the screen without sideways scrolling', async () => {
+  it('on a phone: fits the screen without sideways scrolling, its history of amendments too', async () => {
     const g = await registered();
+    const { http } = await harness();
+    const amended = await http
+      .post(`/api/v2/guarantees/${g.id}/amendments`)
+      .set('X-API-Key', g.org.key)
+      .send({ type: 'EXTENSION', effectiveAt: '2027-06-01T00:00:00Z', expiresAt: '2029-06-30T00:00:00Z', reason: 'Appendice n. 1' });
+    expect(amended.status).to.equal(200);
+    await notarizeAll();
     await notarizeAll();
     const page = await open(await qrUrl(g.org, g.id), { width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
     expect(await resultOf(page)).to.equal('found');
     const widths = await inPage<number[]>(page, '[document.documentElement.scrollWidth, window.innerWidth]');
     expect(widths[0], 'page width against the screen').to.be.at.most(widths[1] as number);
+    expect(await inPage<number>(page, "document.querySelectorAll('[data-amendment]').length")).to.equal(1);
     await screenshot(page, 'verify-phone');
   });
 

@@ -113,6 +113,8 @@ export const ER_DUP_ENTRY = 1062;
 export const ER_NO_REFERENCED_ROW = 1452;
 /** InnoDB chose this transaction to roll back, to break a deadlock. */
 export const ER_LOCK_DEADLOCK = 1213;
+/** A row still named by another (a foreign key) cannot be deleted. */
+export const ER_ROW_IS_REFERENCED = 1451;
 
 /** Text cut to fit a VARCHAR(max) column, with an ellipsis when it was longer. */
 export const truncate = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

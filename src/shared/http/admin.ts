@@ -83,7 +83,7 @@ export function adminBoard(
     if (path === ADMIN_PATH || path.startsWith(`${ADMIN_PATH}/`))
       await auth(ctx, async () => {
         const change =
-          audit && ctx.method !== 'GET' && ctx.method !== 'HEAD' && path.startsWith(`${ADMIN_PATH}/api/`) ? boardAction(ctx.method, ctx.path) : undefined;
+          audit && !['GET', 'HEAD', 'OPTIONS'].includes(ctx.method) && path.startsWith(`${ADMIN_PATH}/api/`) ? boardAction(ctx.method, ctx.path) : undefined;
         if (!change || !audit) {
           await board(ctx, next);
           return;
@@ -92,13 +92,16 @@ export function adminBoard(
         await audit({ ...who, outcome: 'requested' }).catch((err: unknown) => {
           throw new UnavailableError(`The change was not made: the audit trail could not record it (${(err as Error).message}).`);
         });
+        // The change is made (or refused) by now: a row that cannot say how it ended must not
+        // replace the board's answer (the operator would repeat the change); the requested row stands.
+        const ended = (outcome: string) => audit({ ...who, outcome }).catch(() => undefined);
         try {
           await board(ctx, next);
         } catch (err) {
-          await audit({ ...who, outcome: 'failed' });
+          await ended('failed');
           throw err;
         }
-        await audit({ ...who, outcome: ctx.status >= 400 ? `failed ${ctx.status}` : 'ok' });
+        await ended(ctx.status >= 400 ? `failed ${ctx.status}` : 'ok');
       });
     else await next();
   };
