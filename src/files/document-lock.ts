@@ -21,6 +21,8 @@ import type { DocumentToRetain, FileRepository } from './file.repository.js';
 
 /** Documents per page of the sweep. */
 const PAGE = 100;
+/** Documents per sweep at most (the first one after a release has every attached document to do): the rest at the next. */
+export const MAX_PER_SWEEP = 1000;
 /** How far back a process's first sweep looks for attachments without their record (then: since its last sweep, with OVERLAP_MS). */
 export const LOOKBACK_MS = 24 * 3600_000;
 const OVERLAP_MS = 10 * 60_000;
@@ -129,7 +131,7 @@ export function createDocumentLock(deps: {
           }
         }
         const last = page.at(-1);
-        if (page.length < PAGE || !last) return result;
+        if (page.length < PAGE || !last || result.locked + result.failed >= MAX_PER_SWEEP) return result;
         after = { attachedAt: last.attachedAt, uuid: last.uuid };
       }
     },

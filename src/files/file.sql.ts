@@ -21,13 +21,16 @@ export const FILE_SQL = {
  * The statement that records the files of `keys` as attached (to a guarantee or an amendment)
  * at `at`, an SQL expression (a session variable of a registration's script) or a time (bound
  * after the keys); only when `when` holds (an SQL condition: the registration took its place).
- * The first attachment's time is kept: it starts the document's keeping period (Object Lock).
+ * The latest attachment's time is kept: it starts the document's keeping period (Object Lock),
+ * so a document attached again later is kept longer (its retention asked again, extended).
  */
 export function attachStatement(keys: readonly string[], at: string | Date, when = 'TRUE'): Statement {
   const list = keys.map((_, i) => `$${i + 1}`).join(', ');
   const atSql = typeof at === 'string' ? at : `$${keys.length + 1}`;
   return {
-    sql: `UPDATE files SET attached_at = COALESCE(attached_at, ${atSql}) WHERE object_key IN (${list}) AND ${when}`,
+    // retained_until first: MariaDB assigns left to right, and it must compare with the old attached_at.
+    sql: `UPDATE files SET retained_until = IF(attached_at IS NULL OR ${atSql} > attached_at, NULL, retained_until),
+      attached_at = GREATEST(COALESCE(attached_at, ${atSql}), ${atSql}) WHERE object_key IN (${list}) AND ${when}`,
     bind: typeof at === 'string' ? [...keys] : [...keys, at],
   };
 }

@@ -84,5 +84,10 @@ describe("Bull Board's changes in the audit trail", () => {
     expect(boardAction('PUT', '/admin/queues/api/queues/scans/retry/failed')).to.deep.equal({ action: 'board.retry.failed', target: 'queue:scans' });
     expect(boardAction('PUT', '/admin/queues/api/queues/scans/clean/completed')).to.deep.equal({ action: 'board.clean.completed', target: 'queue:scans' });
     expect(boardAction('PUT', '/admin/queues/api/queues/pause')).to.deep.equal({ action: 'board.pause', target: 'queue:*' });
+    expect(boardAction('PUT', '/admin/queues/api/queues/maintenance/job-schedulers/sweep-uploads/remove')).to.deep.equal({
+      action: 'board.job-schedulers.remove',
+      target: 'job-scheduler:maintenance/sweep-uploads',
+    });
+    expect(boardAction('PUT', '/admin/queues/api/queues/scans/%E0%A4%A/retry')).to.deep.equal({ action: 'board.retry', target: 'job:scans/%E0%A4%A' });
   });
 });

@@ -162,6 +162,29 @@ describe('documents kept under Object Lock for the keeping period', function () 
     expect(row.retained_until).to.be.an.instanceOf(Date);
   });
 
+  it('keeps a document attached again later (an amendment naming it) from that attachment: its date extended', async () => {
+    const doc = await upload('%PDF-1.4 allegato due volte\n');
+    await waitForStatus(doc.uuid, ['Clean']);
+    const id = await register([doc.key]);
+    await (await lock()).run();
+    const first = (await lockRow(doc.uuid)) as FileLockRow;
+    expect(first.retained_until).to.be.an.instanceOf(Date);
+    await new Promise((r) => setTimeout(r, 20));
+    const amended = await (
+      await harness()
+    ).http
+      .post(`/api/v2/guarantees/${id}/amendments`)
+      .set('X-API-Key', org.key)
+      .send({ type: 'AMOUNT_CHANGE', effectiveAt: '2027-01-01T00:00:00Z', garantedAmount: 10, docs: [{ key: doc.key }] });
+    expect(amended.status).to.equal(200);
+    expect((await lockRow(doc.uuid))?.retained_until, 'to be asked again').to.equal(null);
+    await (await lock()).run();
+    const second = (await lockRow(doc.uuid)) as FileLockRow;
+    expect((second.attached_at as Date) > (first.attached_at as Date)).to.equal(true);
+    expect((second.retained_until as Date) > (first.retained_until as Date)).to.equal(true);
+    expect((await storage.retention(doc.key, second.version_id as string))?.until).to.deep.equal(second.retained_until);
+  });
+
   it('goes on past documents the store refuses (a version gone), and keeps the ones after them', async () => {
     const { db } = await harness();
     const gone: string[] = [];

@@ -41,17 +41,26 @@ export function basicAuth(user: string, password: string, failuresPerMinute: num
 /** Verbs of Bull Board's API that follow a job's id (`/api/queues/<queue>/<job>/<verb>`) rather than a queue's name. */
 const QUEUE_VERBS = new Set(['retry', 'promote', 'clean', 'pause', 'resume', 'empty', 'obliterate', 'add', 'concurrency', 'rate-limit', 'job-schedulers']);
 
+/** A path segment decoded, or as it is when its escapes are malformed (the board answers such a request; it must still be recorded). */
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 /** What a change through Bull Board's API does, and to what: `board.<verb>` on `queue:<name>` or `job:<queue>/<id>`. */
 export function boardAction(method: string, path: string): { action: string; target: string } {
-  const rest = path
-    .slice(`${ADMIN_PATH}/api/`.length)
-    .split('/')
-    .filter(Boolean)
-    .map((s) => decodeURIComponent(s));
+  const rest = path.slice(`${ADMIN_PATH}/api/`.length).split('/').filter(Boolean).map(safeDecode);
   const [kind, queue, ...tail] = rest;
   if (kind !== 'queues' || queue === undefined) return { action: `board.${method.toLowerCase()}`, target: `board:${rest.join('/')}` };
   if (!tail.length) return { action: `board.${queue}`, target: 'queue:*' };
   const [first = '', ...more] = tail;
+  if (first === 'job-schedulers' && more.length >= 1) {
+    const [scheduler = '', ...verb] = more;
+    return { action: `board.job-schedulers${verb.length ? `.${verb.join('.')}` : ''}`, target: `job-scheduler:${queue}/${scheduler}` };
+  }
   if (!QUEUE_VERBS.has(first) && more.length) return { action: `board.${more.join('.')}`, target: `job:${queue}/${first}` };
   return { action: `board.${tail.join('.')}`, target: `queue:${queue}` };
 }

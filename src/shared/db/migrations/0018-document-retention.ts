@@ -1,7 +1,7 @@
 // Documents kept for the legal keeping period (issue 17, CONTRACT "Records"): each document
 // version attached to a guarantee or an amendment is put under S3 Object Lock (COMPLIANCE)
 // until DOCUMENT_RETENTION_YEARS after it was attached or judged, whichever is later.
-// - files.attached_at: when the file was first named by a guarantee or an amendment, written
+// - files.attached_at: when the file was last named by a guarantee or an amendment, written
 //   in the same transaction (null: never attached); set here for the files attached already.
 // - files.retained_until: the date the store was asked to keep the version until (null: not
 //   yet, or not a document).
