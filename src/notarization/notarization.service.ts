@@ -20,6 +20,7 @@ import type { Amendment } from '../guarantees/amendments.js';
 import type { GuaranteeRepository } from '../guarantees/guarantee.repository.js';
 import { toV2 } from '../guarantees/guarantee.serializer.js';
 import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
+import { ER_LOCK_DEADLOCK, mysqlErrno } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import type { Anchor, BatchToAnchor, Submission } from './anchor.js';
@@ -49,6 +50,17 @@ interface AmendmentLeaf {
 interface Members {
   records: GuaranteeRecord[];
   amendments: (Amendment & { orgId: string })[];
+}
+
+/** `work`, again (up to three times in all) when InnoDB chose it to break a deadlock. */
+export async function retryDeadlock<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (attempt >= 3 || mysqlErrno(err) !== ER_LOCK_DEADLOCK) throw err;
+    }
+  }
 }
 
 /** A record of the batch being sealed was no longer waiting: the seal rolls back. */
@@ -100,38 +112,43 @@ export function createNotarizationService(deps: {
       records: await guarantees.findByIds(await repo.members(batch.id)),
       amendments: await amendments.findByIds(await repo.amendmentMembers(batch.id)),
     };
-    const completed = await repo.transaction(async (t) => {
-      if (!(await repo.complete(batch.id, receipt, t))) return false;
-      await notary.markDone(
-        records.map((g) => g.id),
-        receipt.txHash,
-        receipt.anchoredAt,
-        t,
-      );
-      await outbox.addMany(
-        t,
-        'guarantee.notarized',
-        records.map((g) => ({
-          orgId: g.orgId,
-          data: toV2({ ...g, txHash: receipt.txHash, notarizationStatus: 'COMPLETE', docs: g.docs.map((d) => ({ ...d, notarizedAt: receipt.anchoredAt })) }),
-        })),
-        receipt.anchoredAt,
-      );
-      if (changes.length) {
-        await notary.markAmendmentsDone(
-          changes.map((a) => a.id),
+    // The batch's members marked done in one transaction, retried when InnoDB breaks a deadlock
+    // with it (it touches every member's rows; a registration or an amendment writing beside
+    // them can be the other side): each step is conditional on the state it leaves.
+    const completed = await retryDeadlock(() =>
+      repo.transaction(async (t) => {
+        if (!(await repo.complete(batch.id, receipt, t))) return false;
+        await notary.markDone(
+          records.map((g) => g.id),
           receipt.txHash,
+          receipt.anchoredAt,
           t,
         );
         await outbox.addMany(
           t,
-          'guarantee.amendment_notarized',
-          changes.map((a) => ({ orgId: a.orgId, data: toAmendmentView({ ...a, notarizationStatus: 'COMPLETE', txHash: receipt.txHash }) })),
+          'guarantee.notarized',
+          records.map((g) => ({
+            orgId: g.orgId,
+            data: toV2({ ...g, txHash: receipt.txHash, notarizationStatus: 'COMPLETE', docs: g.docs.map((d) => ({ ...d, notarizedAt: receipt.anchoredAt })) }),
+          })),
           receipt.anchoredAt,
         );
-      }
-      return true;
-    });
+        if (changes.length) {
+          await notary.markAmendmentsDone(
+            changes.map((a) => a.id),
+            receipt.txHash,
+            t,
+          );
+          await outbox.addMany(
+            t,
+            'guarantee.amendment_notarized',
+            changes.map((a) => ({ orgId: a.orgId, data: toAmendmentView({ ...a, notarizationStatus: 'COMPLETE', txHash: receipt.txHash }) })),
+            receipt.anchoredAt,
+          );
+        }
+        return true;
+      }),
+    );
     if (!completed) return 0;
     logger.info({ batch: batch.id, records: records.length, amendments: changes.length, anchor: anchor.kind, txHash: receipt.txHash }, 'batch notarized');
     return records.length + changes.length;
