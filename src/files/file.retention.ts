@@ -10,6 +10,7 @@
 // In batches of 100 files, each a short transaction; at most `max` per run, the rest next run.
 import { ER_LOCK_DEADLOCK, ER_ROW_IS_REFERENCED, execute, mysqlErrno, select, type Sequelize } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
+import { attachStatement } from './file.sql.js';
 import type { Storage } from '../shared/storage.js';
 
 const PAGE = 100;
@@ -65,7 +66,8 @@ export function createFileRetention(deps: { db: Sequelize; storage: Pick<Storage
               }
               if (errno === ER_ROW_IS_REFERENCED) {
                 // Attached without its record (by a previous release): recorded now, kept from now on.
-                await execute(db, 'UPDATE files SET attached_at = COALESCE(attached_at, $2) WHERE uuid = $1', [f.uuid, now()]);
+                const attach = attachStatement([f.object_key], now());
+                await execute(db, attach.sql, attach.bind, undefined, { prepared: false });
                 logger.warn({ file: f.uuid }, 'an upload attached without its record: recorded, not deleted');
                 return false;
               }

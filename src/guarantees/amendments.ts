@@ -60,6 +60,11 @@ export interface Issued {
   isAutomaticRenewal: boolean | null;
 }
 
+/** What a registered record says, the start of its fold. */
+export function issuedOf(g: { details: { expiresAt: Date | null }; economics: { garantedAmount: number | null; isAutomaticRenewal: boolean | null } }): Issued {
+  return { garantedAmount: g.economics.garantedAmount, expiresAt: g.details.expiresAt, isAutomaticRenewal: g.economics.isAutomaticRenewal };
+}
+
 export interface OpenClaim {
   seq: number;
   claimedAmount: number;

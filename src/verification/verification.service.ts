@@ -7,7 +7,7 @@ import type { KeyObject } from 'node:crypto';
 import type { SignatureVerdict } from '../files/p7m/p7m.verifier.js';
 import type { AmendmentRepository } from '../guarantees/amendment.repository.js';
 import { toAmendmentView, toStateView } from '../guarantees/amendment.serializer.js';
-import { stateAfter } from '../guarantees/amendments.js';
+import { issuedOf, stateAfter } from '../guarantees/amendments.js';
 import { MIN_PUBLIC_CHECK_CODE, type GuaranteeRepository, type VerificationHit } from '../guarantees/guarantee.repository.js';
 import { toV2 } from '../guarantees/guarantee.serializer.js';
 import type { GuaranteeV2 } from '../guarantees/guarantee.schemas.js';
@@ -147,14 +147,9 @@ export function createVerificationService(deps: {
         // Most guarantees have no amendment: the lookup said how many there are, so none costs a round trip.
         const history = hit.lastSeq > 0 ? await amendments.list(record.id) : [];
         const amendmentProofs = history.length ? await proofs.amendmentProofs(history) : [];
-        const issued = {
-          garantedAmount: record.economics.garantedAmount,
-          expiresAt: record.details.expiresAt,
-          isAutomaticRenewal: record.economics.isAutomaticRenewal,
-        };
         matches.push({
           issuer: hit.issuer,
-          state: toStateView(stateAfter(issued, history, verifiedAt)),
+          state: toStateView(stateAfter(issuedOf(record), history, verifiedAt)),
           guarantee: toV2(record),
           proof: proof?.notarizationStatus === 'COMPLETE' ? proof : null,
           amendments: history.map((a, i) => ({ ...toAmendmentView(a), proof: amendmentProofs[i] ?? null })),
