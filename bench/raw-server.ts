@@ -137,7 +137,7 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
     id: LATE.id,
     orgId,
   };
-  const place = registryPlaceStatements(orgId, new Date(), REGISTRATION.ms);
+  const place = registryPlaceStatements(orgId, new Date(), REGISTRATION.ms, true);
   const statements = [
     ...registrationStatements(place, {
       orgId,

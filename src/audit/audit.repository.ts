@@ -1,10 +1,12 @@
 // audit_log and audit_heads: rows appended to their chain in the transaction of the change they
 // record (append), or as statements of a registration's one-round-trip script (scriptStatements);
 // an organization's rows read back (list); every chain checked (verify).
-// Appending locks the chain's head row: an organization's changes take turns on it, and a
-// retried or racing change can neither reuse a seq nor leave a gap.
+// Appending locks the chain's head: an organization's row (its audit_seq, migration 0021), or
+// the system chain's audit_heads row. An organization's changes take turns on it, and a retried
+// or racing change can neither reuse a seq nor leave a gap.
 import { execute, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
-import { auditHash, auditHashSql, chainOf, GENESIS_HASH, type AuditEntry, type AuditRow } from './audit-chain.js';
+import { AUDIT_SEQ_SQL, createOrgRepository } from '../orgs/org.repository.js';
+import { auditHash, auditHashSql, chainOf, GENESIS_HASH, SYSTEM_CHAIN, type AuditEntry, type AuditRow } from './audit-chain.js';
 
 interface Row {
   chain: string;
@@ -47,11 +49,12 @@ export interface BrokenRow {
 export type SqlValue = string | null | { sql: string };
 
 /**
- * The statements that append a row to the organization's chain inside a registration's
- * script (one round trip), only when `whenSql` holds; `at`/`iso` are the script's time as
- * DATETIME(3) and as its RFC 3339 string, `target` may be an expression of the script's.
- * The organization's row is locked by the script before (its registry place), so its head
- * is not contended.
+ * The statement that appends a row to the organization's chain inside a registration's script
+ * (one round trip), only when `whenSql` holds; `at`/`iso` are the script's time as DATETIME(3)
+ * and as its RFC 3339 string, `target` may be an expression of the script's. The script's
+ * place must be taken `audited` (orgs' registryPlaceStatements): that UPDATE took the
+ * organization's row lock and the row's seq, so the chain is not contended, and the previous
+ * row's hash is read here by primary key.
  */
 export function auditScriptStatements(
   entry: Omit<AuditEntry, 'target' | 'orgId'> & { orgId: string; target: SqlValue },
@@ -64,10 +67,11 @@ export function auditScriptStatements(
   // Bound in this order: chain $1, orgId $2, actor $3, action $4, target $5 (unless an expression), requestId $6, outcome $7.
   const target = value(entry.target, 5);
   const bind = [chain, entry.orgId, entry.actor, entry.action, target.bind[0] ?? '', entry.requestId ?? '', entry.outcome];
+  const prevHash = `COALESCE(p.hash, '${GENESIS_HASH}')`;
   const hash = auditHashSql({
-    prevHash: '@audit_prev',
+    prevHash,
     chain: '$1',
-    seq: 'CAST(@audit_seq + 1 AS CHAR)',
+    seq: 'CAST(s.seq AS CHAR)',
     iso: time.isoSql,
     orgId: '$2',
     actor: '$3',
@@ -76,34 +80,45 @@ export function auditScriptStatements(
     requestId: '$6',
     outcome: '$7',
   });
-  // Four statements, run under the organization's row lock that the script took first (each
-  // one lengthens the time that lock is held: the organization's registrations wait for it).
-  // The head's seq and hash are read by the statement that takes its lock (or makes it).
+  // One statement under the organization's row lock, which the script took first (each
+  // statement there lengthens the time that lock is held: the organization's registrations
+  // wait for it). Four before, with the chain's head on a row of its own: bench/README.md.
   return [
-    { sql: `SET @audit_seq = 0, @audit_prev = '${GENESIS_HASH}', @audit_hash = NULL`, bind: [] },
     {
-      sql: `INSERT INTO audit_heads (chain, seq, hash) SELECT $1, 0, $2 FROM DUAL WHERE ${whenSql}
-      ON DUPLICATE KEY UPDATE seq = (@audit_seq := audit_heads.seq), hash = (@audit_prev := audit_heads.hash)`,
-      bind: [chain, GENESIS_HASH],
-    },
-    {
-      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, @audit_seq + 1, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, (@audit_hash := ${hash})
-      FROM DUAL WHERE ${whenSql}`,
+      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, s.seq, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, ${prevHash}, ${hash}
+      FROM (SELECT ${AUDIT_SEQ_SQL.seqOf('$2')} AS seq) s LEFT JOIN audit_log p ON p.chain = $1 AND p.seq = s.seq - 1
+      WHERE ${whenSql}`,
       bind,
     },
-    { sql: 'UPDATE audit_heads SET seq = @audit_seq + 1, hash = @audit_hash WHERE chain = $1 AND @audit_hash IS NOT NULL', bind: [chain] },
   ];
 }
 
 export function createAuditRepository(db: Sequelize) {
+  const orgs = createOrgRepository(db);
+
+  /** The system chain's next seq and the hash before it, its head's row locked until `t` ends. */
+  async function takeSystemSeq(t: Transaction): Promise<{ seq: number; prevHash: string }> {
+    // Creates the chain's head, or takes its exclusive lock at once (INSERT IGNORE would take a
+    // shared one first, and two appenders upgrading theirs would deadlock).
+    await execute(db, 'INSERT INTO audit_heads (chain, seq, hash) VALUES ($1, 0, $2) ON DUPLICATE KEY UPDATE seq = seq', [SYSTEM_CHAIN, GENESIS_HASH], t);
+    const [head] = await select<{ seq: string | number; hash: string }>(db, 'SELECT seq, hash FROM audit_heads WHERE chain = $1 FOR UPDATE', [SYSTEM_CHAIN], t);
+    return { seq: Number(head?.seq ?? 0) + 1, prevHash: head?.hash ?? GENESIS_HASH };
+  }
+
+  /** An organization's chain's next seq (its row locked until `t` ends) and the hash of the row before it. */
+  async function takeOrgSeq(orgId: string, t: Transaction): Promise<{ seq: number; prevHash: string }> {
+    const seq = await orgs.takeAuditSeq(orgId, t);
+    if (seq === undefined) throw new Error(`No organization ${orgId} to record a change of.`);
+    // As the registration's script reads it (a row missing there is `cli audit verify`'s to name).
+    const [prev] = seq > 1 ? await select<{ hash: string }>(db, 'SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2', [orgId, seq - 1], t) : [];
+    return { seq, prevHash: prev?.hash ?? GENESIS_HASH };
+  }
+
   /** Appends `entry` at `at` to its chain, in `t` (the change's own transaction); its row. */
   async function append(entry: AuditEntry, at: Date, t: Transaction): Promise<AuditRow> {
     const chain = chainOf(entry.orgId);
-    // Creates the chain's head, or takes its exclusive lock at once (INSERT IGNORE would take a
-    // shared one first, and two appenders upgrading theirs would deadlock).
-    await execute(db, 'INSERT INTO audit_heads (chain, seq, hash) VALUES ($1, 0, $2) ON DUPLICATE KEY UPDATE seq = seq', [chain, GENESIS_HASH], t);
-    const [head] = await select<{ seq: string | number; hash: string }>(db, 'SELECT seq, hash FROM audit_heads WHERE chain = $1 FOR UPDATE', [chain], t);
-    const row: Omit<AuditRow, 'hash'> = { ...entry, chain, seq: Number(head?.seq ?? 0) + 1, at, prevHash: head?.hash ?? GENESIS_HASH };
+    const { seq, prevHash } = entry.orgId === null ? await takeSystemSeq(t) : await takeOrgSeq(entry.orgId, t);
+    const row: Omit<AuditRow, 'hash'> = { ...entry, chain, seq, at, prevHash };
     const hash = auditHash(row);
     await execute(
       db,
@@ -111,7 +126,7 @@ export function createAuditRepository(db: Sequelize) {
       [chain, row.seq, at, entry.orgId, entry.actor, entry.action, entry.target, entry.requestId, entry.outcome, row.prevHash, hash],
       t,
     );
-    await execute(db, 'UPDATE audit_heads SET seq = $2, hash = $3 WHERE chain = $1', [chain, row.seq, hash], t);
+    if (entry.orgId === null) await execute(db, 'UPDATE audit_heads SET seq = $2, hash = $3 WHERE chain = $1', [chain, row.seq, hash], t);
     return { ...row, hash };
   }
 
@@ -145,13 +160,21 @@ export function createAuditRepository(db: Sequelize) {
       // read up to the head read (a row appended since is the next check's). A chain with rows
       // but no head had its head removed.
       const chains = new Set((await select<{ chain: string }>(db, 'SELECT DISTINCT chain FROM audit_log', [])).map((r) => r.chain));
-      const heads = await select<{ chain: string; seq: string | number; hash: string }>(db, 'SELECT chain, seq, hash FROM audit_heads ORDER BY chain', []);
+      // The system chain's head has its last hash too; an organization's is its row's seq.
+      const heads: Array<{ chain: string; seq: number; hash?: string }> = [
+        ...(await select<{ chain: string; seq: string | number; hash: string }>(db, 'SELECT chain, seq, hash FROM audit_heads', [])).map((h) => ({
+          chain: h.chain,
+          seq: Number(h.seq),
+          hash: h.hash,
+        })),
+        ...(await orgs.auditHeads()),
+      ];
       for (const h of heads) chains.add(h.chain);
       const broken: BrokenRow[] = [];
       let checked = 0;
       for (const chain of [...chains].sort()) {
         const head = heads.find((h) => h.chain === chain);
-        const upTo = head ? Number(head.seq) : Number.MAX_SAFE_INTEGER;
+        const upTo = head ? head.seq : Number.MAX_SAFE_INTEGER;
         let prev = GENESIS_HASH;
         let seq = 0;
         let problem: BrokenRow | undefined;
@@ -170,7 +193,7 @@ export function createAuditRepository(db: Sequelize) {
           }
           if (problem || page.length < 1000) break;
         }
-        if (!problem && (!head || Number(head.seq) !== seq || head.hash !== prev))
+        if (!problem && (!head || head.seq !== seq || (head.hash !== undefined && head.hash !== prev)))
           problem = {
             chain,
             seq: seq + 1,

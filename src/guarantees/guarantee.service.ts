@@ -129,9 +129,9 @@ export function createGuaranteeService(deps: {
 
   async function registerInOneRoundTrip(orgId: string, g: NewGuarantee, hash: Buffer, checksums: Map<string, string | null>, by: ApiActor | undefined) {
     const idTail = uuidv7().slice(13);
-    const place = registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms);
+    const place = registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms, by !== undefined);
     const statements = repo.registrationStatements(place, { ...g, orgId, requestHash: hash, idTail, eventIdTail: uuidv7().slice(13) });
-    // Its audit row, in the same script (the organization's row is locked by its place).
+    // Its audit row, in the same script (its place took the organization's row lock and the row's seq).
     if (by)
       statements.push(
         ...audit.scriptStatements(

@@ -25,13 +25,31 @@ export const FIND_API_KEY_SQL = 'SELECT prefix, org_id, key_hash, revoked_at FRO
  * guarantees take a place with takeRegistryPlace and read the number just taken through
  * `seqOf`, a fragment for their INSERT. Exported for the API benchmark's raw baseline.
  */
+const TAKE_PLACE = `UPDATE organizations SET guarantee_count = guarantee_count + 1,
+    last_created_ms = LAST_INSERT_ID(GREATEST($2, COALESCE(last_created_ms, 0) + 1))`;
 export const REGISTRY_SQL = {
   /** Takes the organization's row lock, its next number and a createdAt (epoch ms) handed back as the insert id. */
-  takePlace: `UPDATE organizations SET guarantee_count = guarantee_count + 1,
-    last_created_ms = LAST_INSERT_ID(GREATEST($2, COALESCE(last_created_ms, 0) + 1)) WHERE id = $1`,
+  takePlace: `${TAKE_PLACE} WHERE id = $1`,
+  /** takePlace for a registration that writes its audit row: the chain's next seq too (AUDIT_SEQ_SQL). */
+  takeAuditedPlace: `${TAKE_PLACE}, audit_seq = audit_seq + 1 WHERE id = $1`,
   /** The number takePlace just took, as a scalar subquery on the organization id bound at `param` (same transaction). */
   seqOf: (param: string) => `(SELECT guarantee_count FROM organizations WHERE id = ${param})`,
   size: 'SELECT guarantee_count AS n FROM organizations WHERE id = $1',
+} as const;
+
+/**
+ * An organization's audit chain's last seq, kept on its row (migration 0021): the row whose
+ * lock already serializes the organization's registrations serializes its chain too, and a
+ * registration's place takes the next seq in the same UPDATE (registryPlaceStatements with
+ * `audited`). src/audit reads and takes seqs only through these.
+ */
+export const AUDIT_SEQ_SQL = {
+  /** Takes the row's lock and the chain's next seq, handed back as the insert id. */
+  take: 'UPDATE organizations SET audit_seq = LAST_INSERT_ID(audit_seq + 1) WHERE id = $1',
+  /** The seq just taken, as a scalar subquery on the organization id bound at `param` (same transaction). */
+  seqOf: (param: string) => `(SELECT audit_seq FROM organizations WHERE id = ${param})`,
+  /** Every organization's chain that has rows, and its last seq: the chains' heads. */
+  heads: 'SELECT id AS chain, audit_seq AS seq FROM organizations WHERE audit_seq > 0',
 } as const;
 
 /**
@@ -40,9 +58,10 @@ export const REGISTRY_SQL = {
  * organization is unknown; the lock is held until the script's COMMIT. Exported for the API
  * benchmark's raw baseline.
  */
-export function registryPlaceStatements(orgId: string, now: Date, msVar: string): Statement[] {
+export function registryPlaceStatements(orgId: string, now: Date, msVar: string, audited = false): Statement[] {
   return [
-    { sql: REGISTRY_SQL.takePlace, bind: [orgId, now.getTime()] },
+    // `audited`: the registration writes its audit row, whose seq the same UPDATE takes (AUDIT_SEQ_SQL).
+    { sql: audited ? REGISTRY_SQL.takeAuditedPlace : REGISTRY_SQL.takePlace, bind: [orgId, now.getTime()] },
     { sql: `SET ${msVar} = IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL)`, bind: [] },
   ];
 }
@@ -80,6 +99,20 @@ export function createOrgRepository(db: Sequelize) {
 
     /** takeRegistryPlace as statements of a one-round-trip script (see the function). */
     registryPlaceStatements,
+
+    /**
+     * Takes the organization's row lock until `t` ends and its audit chain's next seq;
+     * undefined when there is no such organization.
+     */
+    async takeAuditSeq(orgId: string, t: Transaction): Promise<number | undefined> {
+      const { affectedRows, insertId } = await write(db, AUDIT_SEQ_SQL.take, [orgId], t);
+      return affectedRows === 1 ? Number(insertId) : undefined;
+    },
+
+    /** Every organization's chain that has rows, and its last seq. */
+    async auditHeads(): Promise<Array<{ chain: string; seq: number }>> {
+      return (await select<{ chain: string; seq: string | number }>(db, AUDIT_SEQ_SQL.heads, [])).map((r) => ({ chain: r.chain, seq: Number(r.seq) }));
+    },
 
     /** How many guarantees the organization registered: one primary-key read of its counter. */
     async registrySize(orgId: string): Promise<number> {

@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { expect } from 'chai';
 import { auditHash, GENESIS_HASH } from '../../src/audit/audit-chain.js';
+import { migration } from '../../src/shared/db/migrations/0021-audit-seq-on-organizations.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { eventually, harness, newOrg, type TestOrg } from '../support/harness.js';
 
@@ -194,6 +195,36 @@ describe('the audit trail', function () {
       expect(item.hash).to.equal(rehash(org, item));
       if (n > 0) expect(item.prevHash).to.equal(items[n - 1]?.hash);
     }
+  });
+
+  it("keeps an organization's chain going across migration 0021 (its head moved from audit_heads to its row) and back", async () => {
+    const org = await newOrg('audit-migration');
+    await create(org);
+    await create(org);
+    const { db } = await harness();
+    const q = (sql: string) => db.query(sql, { raw: true });
+    const before = (await trail(org)).body.items;
+    const [last] = before.slice(-1);
+    try {
+      // Back to the previous release's schema: the head in audit_heads, with the last row's hash.
+      await migration.down({ context: q });
+      expect(await select(db, 'SELECT CAST(seq AS CHAR) AS seq, hash FROM audit_heads WHERE chain = $1', [org.orgId])).to.deep.equal([
+        { seq: '2', hash: last?.hash },
+      ]);
+    } finally {
+      await migration.up({ context: q });
+    }
+    expect(await select(db, 'SELECT CAST(audit_seq AS CHAR) AS n FROM organizations WHERE id = $1', [org.orgId])).to.deep.equal([{ n: '2' }]);
+    expect(await select(db, 'SELECT chain FROM audit_heads WHERE chain = $1', [org.orgId])).to.deep.equal([]);
+    // The next registration, and a change recorded in a transaction, follow row 2.
+    await create(org);
+    const hook = await (await harness()).http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/audit' });
+    expect(hook.status).to.equal(200);
+    const after = (await trail(org)).body.items;
+    expect(after.map((i) => i.seq)).to.deep.equal([1, 2, 3, 4]);
+    expect(after[2]?.prevHash).to.equal(last?.hash);
+    expect(after[3]?.prevHash).to.equal(after[2]?.hash);
+    for (const i of after) expect(rehash(org, i)).to.equal(i.hash);
   });
 
   it('pages with since and limit (1 to 100, default 50), shows an organization only its own rows, and refuses malformed paging with 400', async () => {

@@ -20,6 +20,7 @@ import { migration as amendmentDocChecksums } from './0017-amendment-doc-checksu
 import { migration as documentRetention } from './0018-document-retention.js';
 import { migration as retention } from './0019-retention.js';
 import { migration as audit } from './0020-audit.js';
+import { migration as auditSeqOnOrganizations } from './0021-audit-seq-on-organizations.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -50,4 +51,5 @@ export const migrations: Migration[] = [
   documentRetention,
   retention,
   audit,
+  auditSeqOnOrganizations,
 ];
