@@ -7,7 +7,7 @@
 // as the application caches them, so both do the same database work per request.
 //
 //   npm run build && DATABASE_URL=... PORT=... node dist/bench/raw-server.js
-import { auditScriptStatements } from '../src/audit/audit.repository.js';
+import { AUDIT_SEQ_VAR, auditScriptStatements } from '../src/audit/audit.repository.js';
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';
@@ -137,7 +137,7 @@ async function create(orgId: string, body: Record<string, any>): Promise<unknown
     id: LATE.id,
     orgId,
   };
-  const place = registryPlaceStatements(orgId, new Date(), REGISTRATION.ms, true);
+  const place = registryPlaceStatements(orgId, new Date(), REGISTRATION.ms, AUDIT_SEQ_VAR);
   const statements = [
     ...registrationStatements(place, {
       orgId,

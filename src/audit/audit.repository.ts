@@ -5,7 +5,7 @@
 // the system chain's audit_heads row. An organization's changes take turns on it, and a retried
 // or racing change can neither reuse a seq nor leave a gap.
 import { execute, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
-import { AUDIT_SEQ_SQL, createOrgRepository } from '../orgs/org.repository.js';
+import { createOrgRepository } from '../orgs/org.repository.js';
 import { auditHash, auditHashSql, chainOf, GENESIS_HASH, SYSTEM_CHAIN, type AuditEntry, type AuditRow } from './audit-chain.js';
 
 interface Row {
@@ -48,12 +48,15 @@ export interface BrokenRow {
 /** An SQL value: a bound string, or an expression of the script's (a session variable). */
 export type SqlValue = string | null | { sql: string };
 
+/** The session variable in which a registration's place leaves its audit row's seq (orgs' registryPlaceStatements). */
+export const AUDIT_SEQ_VAR = '@audit_seq';
+
 /**
- * The statement that appends a row to the organization's chain inside a registration's script
+ * The statements that append a row to the organization's chain inside a registration's script
  * (one round trip), only when `whenSql` holds; `at`/`iso` are the script's time as DATETIME(3)
  * and as its RFC 3339 string, `target` may be an expression of the script's. The script's
- * place must be taken `audited` (orgs' registryPlaceStatements): that UPDATE took the
- * organization's row lock and the row's seq, so the chain is not contended, and the previous
+ * place must be taken with AUDIT_SEQ_VAR (orgs' registryPlaceStatements): that UPDATE took the
+ * organization's row lock and the row's seq, so the chain is not contended; the previous
  * row's hash is read here by primary key.
  */
 export function auditScriptStatements(
@@ -67,11 +70,10 @@ export function auditScriptStatements(
   // Bound in this order: chain $1, orgId $2, actor $3, action $4, target $5 (unless an expression), requestId $6, outcome $7.
   const target = value(entry.target, 5);
   const bind = [chain, entry.orgId, entry.actor, entry.action, target.bind[0] ?? '', entry.requestId ?? '', entry.outcome];
-  const prevHash = `COALESCE(p.hash, '${GENESIS_HASH}')`;
   const hash = auditHashSql({
-    prevHash,
+    prevHash: '@audit_prev',
     chain: '$1',
-    seq: 'CAST(s.seq AS CHAR)',
+    seq: `CAST(${AUDIT_SEQ_VAR} AS CHAR)`,
     iso: time.isoSql,
     orgId: '$2',
     actor: '$3',
@@ -80,14 +82,19 @@ export function auditScriptStatements(
     requestId: '$6',
     outcome: '$7',
   });
-  // One statement under the organization's row lock, which the script took first (each
-  // statement there lengthens the time that lock is held: the organization's registrations
-  // wait for it). Four before, with the chain's head on a row of its own: bench/README.md.
+  // Two statements under the organization's row lock, which the script took first (each one
+  // lengthens the time that lock is held: the organization's registrations wait for it). Four
+  // before, with the chain's head on a row of its own; one INSERT reading the previous row
+  // itself costs more than two, MariaDB copying the table it inserts into (bench/README.md).
+  // AUDIT_SEQ_VAR is this script's: the INSERT runs only when the place was taken.
   return [
     {
-      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, s.seq, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, ${prevHash}, ${hash}
-      FROM (SELECT ${AUDIT_SEQ_SQL.seqOf('$2')} AS seq) s LEFT JOIN audit_log p ON p.chain = $1 AND p.seq = s.seq - 1
-      WHERE ${whenSql}`,
+      sql: `SET @audit_prev = COALESCE((SELECT hash FROM audit_log WHERE chain = $1 AND seq = ${AUDIT_SEQ_VAR} - 1), '${GENESIS_HASH}')`,
+      bind: [chain],
+    },
+    {
+      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, ${AUDIT_SEQ_VAR}, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, ${hash}
+      FROM DUAL WHERE ${whenSql}`,
       bind,
     },
   ];

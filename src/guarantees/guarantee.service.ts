@@ -15,7 +15,7 @@ import type { OrgRepository } from '../orgs/org.repository.js';
 import { REGISTRATION, uuidAt, type GuaranteeRepository } from './guarantee.repository.js';
 import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
 import { DOC_GONE, resolveDocs } from './docs.js';
-import type { AuditRepository } from '../audit/audit.repository.js';
+import { AUDIT_SEQ_VAR, type AuditRepository } from '../audit/audit.repository.js';
 import type { ApiActor } from '../orgs/auth.middleware.js';
 import { toV2 } from './guarantee.serializer.js';
 import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
@@ -129,7 +129,7 @@ export function createGuaranteeService(deps: {
 
   async function registerInOneRoundTrip(orgId: string, g: NewGuarantee, hash: Buffer, checksums: Map<string, string | null>, by: ApiActor | undefined) {
     const idTail = uuidv7().slice(13);
-    const place = registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms, by !== undefined);
+    const place = registry.registryPlaceStatements(orgId, now(), REGISTRATION.ms, by ? AUDIT_SEQ_VAR : undefined);
     const statements = repo.registrationStatements(place, { ...g, orgId, requestHash: hash, idTail, eventIdTail: uuidv7().slice(13) });
     // Its audit row, in the same script (its place took the organization's row lock and the row's seq).
     if (by)

@@ -30,8 +30,8 @@ const TAKE_PLACE = `UPDATE organizations SET guarantee_count = guarantee_count +
 export const REGISTRY_SQL = {
   /** Takes the organization's row lock, its next number and a createdAt (epoch ms) handed back as the insert id. */
   takePlace: `${TAKE_PLACE} WHERE id = $1`,
-  /** takePlace for a registration that writes its audit row: the chain's next seq too (AUDIT_SEQ_SQL). */
-  takeAuditedPlace: `${TAKE_PLACE}, audit_seq = audit_seq + 1 WHERE id = $1`,
+  /** takePlace for a registration that writes its audit row: the chain's next seq too, left in the session variable `seqVar` (AUDIT_SEQ_SQL). */
+  takeAuditedPlace: (seqVar: string) => `${TAKE_PLACE}, audit_seq = (${seqVar} := audit_seq + 1) WHERE id = $1`,
   /** The number takePlace just took, as a scalar subquery on the organization id bound at `param` (same transaction). */
   seqOf: (param: string) => `(SELECT guarantee_count FROM organizations WHERE id = ${param})`,
   size: 'SELECT guarantee_count AS n FROM organizations WHERE id = $1',
@@ -41,13 +41,11 @@ export const REGISTRY_SQL = {
  * An organization's audit chain's last seq, kept on its row (migration 0021): the row whose
  * lock already serializes the organization's registrations serializes its chain too, and a
  * registration's place takes the next seq in the same UPDATE (registryPlaceStatements with
- * `audited`). src/audit reads and takes seqs only through these.
+ * `auditSeqVar`). src/audit takes and reads seqs only through the repository's functions.
  */
-export const AUDIT_SEQ_SQL = {
+const AUDIT_SEQ_SQL = {
   /** Takes the row's lock and the chain's next seq, handed back as the insert id. */
   take: 'UPDATE organizations SET audit_seq = LAST_INSERT_ID(audit_seq + 1) WHERE id = $1',
-  /** The seq just taken, as a scalar subquery on the organization id bound at `param` (same transaction). */
-  seqOf: (param: string) => `(SELECT audit_seq FROM organizations WHERE id = ${param})`,
   /** Every organization's chain that has rows, and its last seq: the chains' heads. */
   heads: 'SELECT id AS chain, audit_seq AS seq FROM organizations WHERE audit_seq > 0',
 } as const;
@@ -58,10 +56,10 @@ export const AUDIT_SEQ_SQL = {
  * organization is unknown; the lock is held until the script's COMMIT. Exported for the API
  * benchmark's raw baseline.
  */
-export function registryPlaceStatements(orgId: string, now: Date, msVar: string, audited = false): Statement[] {
+export function registryPlaceStatements(orgId: string, now: Date, msVar: string, auditSeqVar?: string): Statement[] {
   return [
-    // `audited`: the registration writes its audit row, whose seq the same UPDATE takes (AUDIT_SEQ_SQL).
-    { sql: audited ? REGISTRY_SQL.takeAuditedPlace : REGISTRY_SQL.takePlace, bind: [orgId, now.getTime()] },
+    // `auditSeqVar`: the registration writes its audit row, whose seq the same UPDATE takes (AUDIT_SEQ_SQL).
+    { sql: auditSeqVar ? REGISTRY_SQL.takeAuditedPlace(auditSeqVar) : REGISTRY_SQL.takePlace, bind: [orgId, now.getTime()] },
     { sql: `SET ${msVar} = IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL)`, bind: [] },
   ];
 }

@@ -1,7 +1,7 @@
 // An organization's audit chain counts its rows on the organization's own row (issue 17, part 4:
 // the create path's cost). A registration already holds that row's lock for its registry place:
 // the same UPDATE now also takes the chain's next seq, and the audit row reads the previous
-// row's hash by primary key, so the chain costs a registration one statement under the lock
+// row's hash by primary key, so the chain costs a registration two statements under the lock
 // instead of four (bench/README.md, "The audit row on the create path").
 // - organizations.audit_seq: the organization's chain's last seq (0: no row yet).
 // - The organizations' heads move from audit_heads, which keeps the 'system' chain's only.
