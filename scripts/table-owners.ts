@@ -18,6 +18,7 @@ const OWNERS: Record<string, string> = {
   guarantee_notices: 'src/guarantees/',
   lifecycle_checks: 'src/guarantees/',
   files: 'src/files/',
+  file_purges: 'src/files/',
   trusted_lists: 'src/files/trust/',
   trust_services: 'src/files/trust/',
   webhook_endpoints: 'src/webhooks/',

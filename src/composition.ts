@@ -211,7 +211,7 @@ export const workerServices = {
     return createDocumentLock({
       repo: emitting.files,
       storage,
-      attachedBetween: (from, to) => attachments.attachedBetween(from, to),
+      unrecordedBetween: (from, to) => attachments.unrecordedBetween(from, to),
       years: core.config.DOCUMENT_RETENTION_YEARS,
       logger: core.logger,
     });

@@ -45,10 +45,10 @@ export interface LockRun {
 }
 
 export function createDocumentLock(deps: {
-  repo: Pick<FileRepository, 'toRetain' | 'markRetained' | 'unrecordedAttachments' | 'recordAttachment'>;
+  repo: Pick<FileRepository, 'toRetain' | 'markRetained' | 'recordAttachment'>;
   storage: Pick<Storage, 'objectLock' | 'retain' | 'head' | 'bucket'>;
-  /** The attachments of a window (guarantees' and amendments' documents), for the look back. */
-  attachedBetween: (from: Date, to: Date) => Promise<Array<{ key: string; at: Date }>>;
+  /** The attachments of a window (guarantees' and amendments' documents) whose file has no record of one, for the look back. */
+  unrecordedBetween: (from: Date, to: Date) => Promise<Array<{ key: string; at: Date }>>;
   years: number;
   logger: Logger;
   now?: () => Date;
@@ -69,10 +69,8 @@ export function createDocumentLock(deps: {
     let recorded = 0;
     while (from < to) {
       const end = new Date(Math.min(from.getTime() + SLICE_MS, to.getTime()));
-      const attached = await deps.attachedBetween(from, end);
-      const missing = new Set(await repo.unrecordedAttachments([...new Set(attached.map((a) => a.key))]));
-      for (const a of attached) {
-        if (!missing.has(a.key)) continue;
+      for (const a of await deps.unrecordedBetween(from, end)) {
+        // The latest of a key's attachments is kept (attachStatement), whatever their order here.
         await repo.recordAttachment(a.key, a.at);
         recorded++;
       }

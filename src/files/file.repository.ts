@@ -18,7 +18,7 @@ export interface NewFile {
 }
 
 import { FILE_SQL, attachStatement } from './file.sql.js';
-import { ACCEPTED_FILE_STATUSES, type FileStatus } from './file.statuses.js';
+import type { FileStatus } from './file.statuses.js';
 export { FILE_STATUSES, type FileStatus } from './file.statuses.js';
 
 /** What a guarantee's document takes from its file. */
@@ -282,10 +282,11 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
         scanned_at: Date | null;
       }>(
         db,
-        `SELECT uuid, object_key, stored_key, version_id, attached_at, scanned_at FROM files FORCE INDEX (ix_files_to_retain)
-        WHERE retained_until IS NULL AND attached_at IS NOT NULL AND ${FILE_SQL.statusIn('files', ACCEPTED_FILE_STATUSES)}
-          AND (attached_at > $1 OR (attached_at = $1 AND uuid > $2))
-        ORDER BY attached_at, uuid LIMIT ${Math.trunc(limit)}`,
+        // to_retain_since: attached_at of the documents judged fit and not yet kept, NULL for
+        // every other file (migration 0022): the range reads nothing else.
+        `SELECT uuid, object_key, stored_key, version_id, attached_at, scanned_at FROM files FORCE INDEX (ix_files_to_retain_since)
+        WHERE to_retain_since IS NOT NULL AND (to_retain_since > $1 OR (to_retain_since = $1 AND uuid > $2))
+        ORDER BY to_retain_since, uuid LIMIT ${Math.trunc(limit)}`,
         [after?.attachedAt ?? new Date(0), after?.uuid ?? ''],
       );
       return rows.map((r) => ({
@@ -297,22 +298,7 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
       }));
     },
 
-    /** Of `keys`, those whose attachment is not recorded (attached_at null); normally none. */
-    async unrecordedAttachments(keys: readonly string[]): Promise<string[]> {
-      if (!keys.length) return [];
-      const rows = await select<{ object_key: string }>(
-        db,
-        'SELECT object_key FROM files WHERE object_key IN ($1) AND attached_at IS NULL',
-        [keys],
-        undefined,
-        {
-          prepared: false,
-        },
-      );
-      return rows.map((r) => r.object_key);
-    },
-
-    /** Records the attachment of `key` at `at` when none is recorded (the first one's time is kept). */
+    /** Records the attachment of `key` at `at` (attachStatement: the latest attachment's time is kept). */
     async recordAttachment(key: string, at: Date): Promise<void> {
       const statement = attachStatement([key], at);
       await execute(db, statement.sql, statement.bind, undefined, { prepared: false });

@@ -1,19 +1,28 @@
 // What the files keep, and for how long (README "Records", retention table), enforced by the
 // maintenance worker's retention job:
 // - an upload never attached to a guarantee or an amendment is deleted UNATTACHED_UPLOAD_DAYS
-//   after its URL was issued: its row (still unattached), then every version of its key, in one
-//   transaction (its key is then unknown: a guarantee naming it later gets a 400). An
-//   attachment racing the deletion waits for the row's lock, then finds no file (a 400, its
-//   guarantee not registered) rather than naming deleted bytes.
+//   after its URL was issued: first its row (still unattached) in a short transaction that
+//   leaves a tombstone of its keys (file_purges), then, after the commit, every version of
+//   its keys, then the tombstone. Its key is unknown from the commit on (a guarantee naming it
+//   gets a 400); an attachment racing the deletion waits for the row's lock, then finds no
+//   file. A commit that fails leaves the row and its bytes as they were; a store that fails
+//   leaves the tombstone, whose bytes the next run deletes first.
 // - an Infected file's bytes (kept in quarantine since the verdict) are deleted
 //   INFECTED_RETENTION_DAYS after it; its row, the verdict, stays (purged_at says when).
-// In batches of 100 files, each a short transaction; at most `max` per run, the rest next run.
+// Each reads its work off an index that holds nothing else (migration 0022); in pages of 100
+// files, each deletion a short transaction; at most `max` per run, the rest next run.
 import { ER_LOCK_DEADLOCK, ER_ROW_IS_REFERENCED, execute, mysqlErrno, select, type Sequelize } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import { attachStatement } from './file.sql.js';
 import type { Storage } from '../shared/storage.js';
 
 const PAGE = 100;
+
+interface Tombstone {
+  object_key: string;
+  stored_key: string | null;
+  file_uuid: string;
+}
 
 export function createFileRetention(deps: { db: Sequelize; storage: Pick<Storage, 'versions' | 'removeVersion'>; logger: Logger; now?: () => Date }) {
   const { db, storage, logger } = deps;
@@ -29,54 +38,86 @@ export function createFileRetention(deps: { db: Sequelize; storage: Pick<Storage
     return n;
   }
 
+  /** The bytes of a deleted upload's keys, then its tombstone; false (and the tombstone kept for the next run) when the store fails. */
+  async function bury(t: Tombstone): Promise<boolean> {
+    try {
+      let versions = 0;
+      for (const key of new Set([t.object_key, t.stored_key ?? t.object_key])) versions += await removeAll(key);
+      await execute(db, 'DELETE FROM file_purges WHERE object_key = $1', [t.object_key]);
+      logger.info({ file: t.file_uuid, versions }, 'deleted an upload never attached');
+      return true;
+    } catch (err) {
+      // Another file's trouble (the store refusing one version) must not stop the rest: the next run tries it again.
+      logger.warn({ file: t.file_uuid, err: (err as Error).message }, 'could not delete the bytes of an upload never attached (its tombstone stays)');
+      return false;
+    }
+  }
+
+  /** Deletes the row of an unattached upload with its tombstone, in one transaction; the tombstone, or undefined when it is kept. */
+  async function unregister(f: Tombstone): Promise<Tombstone | undefined> {
+    try {
+      return await db.transaction(async (t) => {
+        // Still unattached, and never judged Infected meanwhile (a verdict row stays). The row's
+        // lock is held to the commit: an attachment racing it waits, then finds no file.
+        if ((await execute(db, "DELETE FROM files WHERE uuid = $1 AND attached_at IS NULL AND status <> 'Infected'", [f.file_uuid], t)) !== 1) return undefined;
+        await execute(
+          db,
+          'INSERT INTO file_purges (object_key, stored_key, file_uuid, created_at) VALUES ($1, $2, $3, $4) ON DUPLICATE KEY UPDATE file_uuid = file_uuid',
+          [f.object_key, f.stored_key, f.file_uuid, now()],
+          t,
+        );
+        return f;
+      });
+    } catch (err) {
+      const errno = mysqlErrno(err);
+      if (errno === ER_LOCK_DEADLOCK) {
+        logger.info({ file: f.file_uuid }, 'an upload being attached while it was to be deleted: kept');
+        return undefined;
+      }
+      if (errno === ER_ROW_IS_REFERENCED) {
+        // Attached without its record (by a previous release): recorded now, kept from now on.
+        const attach = attachStatement([f.object_key], now());
+        await execute(db, attach.sql, attach.bind, undefined, { prepared: false });
+        logger.warn({ file: f.file_uuid }, 'an upload attached without its record: recorded, not deleted');
+        return undefined;
+      }
+      throw err;
+    }
+  }
+
   return {
-    /** Uploads issued before `cutoff` and never attached: their versions, then their rows; how many files. */
+    /** Uploads issued before `cutoff` and never attached: their rows, then their versions; how many files. */
     async purgeUnattached(cutoff: Date, max = 2000): Promise<number> {
       let purged = 0;
       let failures = 0;
+      // First the bytes that an earlier run could not delete (their rows are gone already).
+      for (const t of await select<Tombstone>(
+        db,
+        `SELECT object_key, stored_key, file_uuid FROM file_purges ORDER BY created_at LIMIT ${Math.trunc(max)}`,
+        [],
+      )) {
+        if (!(await bury(t))) failures++;
+      }
       let after = { at: new Date(0), uuid: '' };
       while (purged + failures < max) {
-        const page = await select<{ uuid: string; object_key: string; stored_key: string | null; created_at: Date }>(
+        const page = await select<{ uuid: string; object_key: string; stored_key: string | null; unattached_since: Date }>(
           db,
-          `SELECT uuid, object_key, stored_key, created_at FROM files FORCE INDEX (ix_files_unattached)
-          WHERE attached_at IS NULL AND created_at < $1 AND (created_at > $2 OR (created_at = $2 AND uuid > $3)) AND status <> 'Infected'
-          ORDER BY created_at, uuid LIMIT ${PAGE}`,
+          `SELECT uuid, object_key, stored_key, unattached_since FROM files FORCE INDEX (ix_files_unattached_since)
+          WHERE unattached_since < $1 AND (unattached_since > $2 OR (unattached_since = $2 AND uuid > $3))
+          ORDER BY unattached_since, uuid LIMIT ${PAGE}`,
           [cutoff, after.at, after.uuid],
         );
         if (!page.length) break;
         for (const f of page) {
-          after = { at: f.created_at, uuid: f.uuid };
-          // The row first, still unattached (its lock held to the commit), then its bytes: an
-          // attachment racing it waits, then finds no file; a deadlock with one, or a store
-          // that fails, rolls the row back with its bytes untouched (the next run tries again).
-          const gone = await db
-            .transaction(async (t) => {
-              // Still unattached, and never judged Infected meanwhile (a verdict row stays).
-              if ((await execute(db, "DELETE FROM files WHERE uuid = $1 AND attached_at IS NULL AND status <> 'Infected'", [f.uuid], t)) !== 1) return false;
-              let versions = 0;
-              for (const key of new Set([f.object_key, f.stored_key ?? f.object_key])) versions += await removeAll(key);
-              logger.info({ file: f.uuid, versions }, 'deleted an upload never attached');
-              return true;
-            })
-            .catch(async (err: unknown) => {
-              const errno = mysqlErrno(err);
-              if (errno === ER_LOCK_DEADLOCK) {
-                logger.info({ file: f.uuid }, 'an upload being attached while it was to be deleted: kept');
-                return false;
-              }
-              if (errno === ER_ROW_IS_REFERENCED) {
-                // Attached without its record (by a previous release): recorded now, kept from now on.
-                const attach = attachStatement([f.object_key], now());
-                await execute(db, attach.sql, attach.bind, undefined, { prepared: false });
-                logger.warn({ file: f.uuid }, 'an upload attached without its record: recorded, not deleted');
-                return false;
-              }
-              // Another file's trouble (the store refusing one version) must not stop the rest: the next run tries it again.
-              logger.warn({ file: f.uuid, err: (err as Error).message }, 'could not delete an upload never attached');
-              failures++;
-              return false;
-            });
-          if (gone) purged++;
+          after = { at: f.unattached_since, uuid: f.uuid };
+          const tombstone = await unregister({ object_key: f.object_key, stored_key: f.stored_key, file_uuid: f.uuid }).catch((err: unknown) => {
+            logger.warn({ file: f.uuid, err: (err as Error).message }, 'could not delete an upload never attached');
+            failures++;
+            return undefined;
+          });
+          if (!tombstone) continue;
+          purged++;
+          if (!(await bury(tombstone))) failures++;
         }
         if (page.length < PAGE) break;
       }
@@ -89,7 +130,7 @@ export function createFileRetention(deps: { db: Sequelize; storage: Pick<Storage
       while (purged < max) {
         const page = await select<{ uuid: string; object_key: string }>(
           db,
-          `SELECT uuid, object_key FROM files WHERE status = 'Infected' AND purged_at IS NULL AND scanned_at < $1 LIMIT ${PAGE}`,
+          `SELECT uuid, object_key FROM files FORCE INDEX (ix_files_infected_since) WHERE infected_since < $1 LIMIT ${PAGE}`,
           [cutoff],
         );
         if (!page.length) break;

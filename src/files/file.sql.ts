@@ -15,6 +15,8 @@ export const FILE_SQL = {
   statusIn: (alias: string, statuses: readonly FileStatus[]) => `${alias}.status IN (${sqlStatusList(statuses)})`,
   /** The file `alias` has none of `statuses`. */
   statusNotIn: (alias: string, statuses: readonly FileStatus[]) => `${alias}.status NOT IN (${sqlStatusList(statuses)})`,
+  /** The file `alias` has no record of an attachment (attachStatement). */
+  unrecorded: (alias: string) => `${alias}.attached_at IS NULL`,
 } as const;
 
 /**

@@ -49,7 +49,7 @@ describe('documents kept under Object Lock for the keeping period', function () 
     return createDocumentLock({
       repo: createFileRepository(db, events.outbox),
       storage: s,
-      attachedBetween: (from, to) => attachments.attachedBetween(from, to),
+      unrecordedBetween: (from, to) => attachments.unrecordedBetween(from, to),
       years: YEARS,
       logger: silent,
     });

@@ -11,7 +11,8 @@ import { v7 as uuidv7 } from 'uuid';
 import { createFileRetention } from '../../src/files/file.retention.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
-import type { Storage } from '../../src/shared/storage.js';
+import { ACCEPTED_FILE_STATUSES } from '../../src/files/file.statuses.js';
+import { createStorage, type Storage } from '../../src/shared/storage.js';
 import { scanning } from '../support/scanning.js';
 import { createWebhookLogRetention } from '../../src/webhooks/webhook-log.retention.js';
 import { eventually, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
@@ -81,6 +82,76 @@ describe('retention: what is kept no longer is deleted', function () {
       expect(await storage.versions(f.key)).to.have.length(1);
       expect((await rowOf(f.uuid))?.status).to.equal('Clean');
     }
+  });
+
+  it('deletes the row first, with a tombstone of its keys: a store that does not answer leaves the bytes to the next run, which deletes them first', async () => {
+    const { http, db, config } = await harness();
+    const old = await upload('%PDF-1.4 il deposito non risponde alla cancellazione\n');
+    await waitForStatus(old.uuid, ['Clean']);
+    await issuedDaysAgo(old.uuid, 31);
+    // A store at an address where nothing listens (a real refused connection).
+    const away = createStorage({ ...config, S3_ENDPOINT: 'http://127.0.0.1:9' });
+    try {
+      expect(await createFileRetention({ db, storage: away, logger: silent }).purgeUnattached(daysAgo(30))).to.be.at.least(1);
+    } finally {
+      away.client.destroy();
+    }
+    // The key is unknown from the row's deletion on: nothing can attach the bytes still kept.
+    expect(await rowOf(old.uuid)).to.equal(undefined);
+    expect(await storage.versions(old.key)).to.have.length(1);
+    expect(await select(db, 'SELECT file_uuid FROM file_purges WHERE object_key = $1', [old.key])).to.deep.equal([{ file_uuid: old.uuid }]);
+    const named = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', org.key)
+      .send({ docs: [{ key: old.key }] });
+    expect(named.status).to.equal(400);
+    // The next run, the store back: the bytes, then the tombstone.
+    await (await files()).purgeUnattached(daysAgo(30));
+    expect(await storage.versions(old.key)).to.deep.equal([]);
+    expect(await select(db, 'SELECT file_uuid FROM file_purges WHERE object_key = $1', [old.key])).to.deep.equal([]);
+  });
+
+  it("reads each sweep's work off an index of its own, where a file with nothing left to do (Infected and purged, kept already) is NULL", async () => {
+    const { db } = await harness();
+    const clean = await upload('%PDF-1.4 in coda\n');
+    const bad = await upload(EICAR);
+    await waitForStatus(clean.uuid, ['Clean']);
+    await waitForStatus(bad.uuid, ['Infected']);
+    const queues = async (uuid: string) =>
+      (
+        await select<{ u: Date | null; r: Date | null; i: Date | null }>(
+          db,
+          'SELECT unattached_since AS u, to_retain_since AS r, infected_since AS i FROM files WHERE uuid = $1',
+          [uuid],
+        )
+      )[0];
+    // Never attached: the clean one waits for deletion, the Infected one for its bytes' deletion only.
+    expect(await queues(clean.uuid))
+      .to.deep.include({ r: null, i: null })
+      .and.to.have.property('u')
+      .that.is.an.instanceOf(Date);
+    expect(await queues(bad.uuid))
+      .to.deep.include({ u: null, r: null })
+      .and.to.have.property('i')
+      .that.is.an.instanceOf(Date);
+    // Attached: the clean one waits to be kept until the store says so; then it is in no queue.
+    await execute(db, 'UPDATE files SET attached_at = $2 WHERE uuid IN ($1)', [[clean.uuid, bad.uuid], new Date()], undefined, { prepared: false });
+    expect(await queues(clean.uuid))
+      .to.deep.include({ u: null, i: null })
+      .and.to.have.property('r')
+      .that.is.an.instanceOf(Date);
+    expect((await queues(bad.uuid))?.r, 'an attached Infected file is never kept').to.equal(null);
+    await execute(db, 'UPDATE files SET retained_until = $2 WHERE uuid = $1', [clean.uuid, daysAgo(-3650)]);
+    expect(await queues(clean.uuid)).to.deep.equal({ u: null, r: null, i: null });
+    await execute(db, 'UPDATE files SET purged_at = $2 WHERE uuid = $1', [bad.uuid, new Date()]);
+    expect(await queues(bad.uuid)).to.deep.equal({ u: null, r: null, i: null });
+    // The statuses the lock's queue takes are the files' accepted ones (migration 0022 names them).
+    const [column] = await select<{ expr: string }>(
+      db,
+      "SELECT GENERATION_EXPRESSION AS expr FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'files' AND COLUMN_NAME = 'to_retain_since'",
+      [],
+    );
+    expect(column?.expr).to.include(`in (${ACCEPTED_FILE_STATUSES.map((x) => `'${x}'`).join(',')})`);
   });
 
   it('keeps, and records as attached, an old upload that a guarantee names without the record of it (the previous release attached it); the run goes on', async () => {

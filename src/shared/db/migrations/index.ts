@@ -21,6 +21,7 @@ import { migration as documentRetention } from './0018-document-retention.js';
 import { migration as retention } from './0019-retention.js';
 import { migration as audit } from './0020-audit.js';
 import { migration as auditSeqOnOrganizations } from './0021-audit-seq-on-organizations.js';
+import { migration as retentionQueues } from './0022-retention-queues.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -52,4 +53,5 @@ export const migrations: Migration[] = [
   retention,
   audit,
   auditSeqOnOrganizations,
+  retentionQueues,
 ];
