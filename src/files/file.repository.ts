@@ -17,7 +17,7 @@ export interface NewFile {
   createdAt: Date;
 }
 
-import { FILE_SQL, attachStatement } from './file.sql.js';
+import { attachStatement } from './file.sql.js';
 import type { FileStatus } from './file.statuses.js';
 export { FILE_STATUSES, type FileStatus } from './file.statuses.js';
 
