@@ -20,7 +20,7 @@ import type { Amendment } from '../guarantees/amendments.js';
 import type { GuaranteeRepository } from '../guarantees/guarantee.repository.js';
 import { toV2 } from '../guarantees/guarantee.serializer.js';
 import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
-import { ER_LOCK_DEADLOCK, mysqlErrno } from '../shared/db/sequelize.js';
+import { retryDeadlock } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import type { Anchor, BatchToAnchor, Submission } from './anchor.js';
@@ -50,17 +50,6 @@ interface AmendmentLeaf {
 interface Members {
   records: GuaranteeRecord[];
   amendments: (Amendment & { orgId: string })[];
-}
-
-/** `work`, again (up to three times in all) when InnoDB chose it to break a deadlock. */
-export async function retryDeadlock<T>(work: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await work();
-    } catch (err) {
-      if (attempt >= 3 || mysqlErrno(err) !== ER_LOCK_DEADLOCK) throw err;
-    }
-  }
 }
 
 /** A record of the batch being sealed was no longer waiting: the seal rolls back. */

@@ -1,7 +1,7 @@
 // Deliveries and their attempts (webhook_deliveries, webhook_attempts): what an attempt needs,
 // recording attempts in batches, failing_since and disabling, replays, the reconciler's
 // overdue deliveries, and the attempts log.
-import { execute, select, truncate, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { execute, retryDeadlock, select, truncate, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import {
   ENDPOINT_COLUMNS,
   pairs,
@@ -204,42 +204,52 @@ export function createDeliveryRepository(db: Sequelize) {
       at: Date,
       also?: (t: Transaction, replayed: number) => Promise<unknown>,
     ): Promise<number> {
-      return db.transaction(async (t) => {
-        let eventIds: string[];
-        if ('eventId' in which) {
-          const found = await select<{ id: string }>(db, 'SELECT id FROM webhook_events WHERE id = $1 AND org_id = $2', [which.eventId, orgId], t);
-          if (!found.length) return 0;
-          await execute(
-            db,
-            `INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, created_at, updated_at, due_at) VALUES ($1, $2, $3, 'pending', $4, $4, $4)
+      // The webhook log's purge locks the same rows from the other side: a deadlock retries.
+      return retryDeadlock(() =>
+        db.transaction(async (t) => {
+          let eventIds: string[];
+          if ('eventId' in which) {
+            // Shared-locked to the commit: the webhook log's purge cannot delete the event between
+            // this read and its new delivery (it waits, then sees the delivery pending and keeps it).
+            const found = await select<{ id: string }>(
+              db,
+              'SELECT id FROM webhook_events WHERE id = $1 AND org_id = $2 LOCK IN SHARE MODE',
+              [which.eventId, orgId],
+              t,
+            );
+            if (!found.length) return 0;
+            await execute(
+              db,
+              `INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, created_at, updated_at, due_at) VALUES ($1, $2, $3, 'pending', $4, $4, $4)
             ON DUPLICATE KEY UPDATE status = 'pending', replays = replays + 1, updated_at = $4, due_at = $4`,
-            [which.eventId, endpointId, orgId, at],
-            t,
-          );
-          eventIds = [which.eventId];
-        } else {
-          const rows = await select<{ event_id: string }>(
-            db,
-            `SELECT event_id FROM webhook_deliveries
+              [which.eventId, endpointId, orgId, at],
+              t,
+            );
+            eventIds = [which.eventId];
+          } else {
+            const rows = await select<{ event_id: string }>(
+              db,
+              `SELECT event_id FROM webhook_deliveries
             WHERE endpoint_id = $1 AND status = 'failed' AND created_at >= $2 FOR UPDATE`,
-            [endpointId, which.failedSince],
-            t,
-          );
-          eventIds = rows.map((r) => r.event_id);
-          if (!eventIds.length) return 0;
-          await execute(
-            db,
-            `UPDATE webhook_deliveries SET status = 'pending', replays = replays + 1, updated_at = $1, due_at = $1
+              [endpointId, which.failedSince],
+              t,
+            );
+            eventIds = rows.map((r) => r.event_id);
+            if (!eventIds.length) return 0;
+            await execute(
+              db,
+              `UPDATE webhook_deliveries SET status = 'pending', replays = replays + 1, updated_at = $1, due_at = $1
             WHERE endpoint_id = $2 AND event_id IN ($3)`,
-            [at, endpointId, eventIds],
-            t,
-            { prepared: false },
-          );
-        }
-        await execute(db, 'UPDATE webhook_events SET dispatched_at = NULL WHERE id IN ($1)', [eventIds], t, { prepared: false });
-        await also?.(t, eventIds.length);
-        return eventIds.length;
-      });
+              [at, endpointId, eventIds],
+              t,
+              { prepared: false },
+            );
+          }
+          await execute(db, 'UPDATE webhook_events SET dispatched_at = NULL WHERE id IN ($1)', [eventIds], t, { prepared: false });
+          await also?.(t, eventIds.length);
+          return eventIds.length;
+        }),
+      );
     },
 
     async attempts(endpointId: string, page: number, limit: number): Promise<{ total: number; attempts: AttemptRecord[] }> {

@@ -5,7 +5,7 @@
 // In bounded batches (events by primary key: their ids are UUIDv7, in time order; attempts by
 // their time's index), each batch a short statement of its own: never a long lock on tables the
 // relay and the workers write all the time.
-import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
+import { execute, retryDeadlock, select, type Sequelize } from '../shared/db/sequelize.js';
 
 const TEXT = { prepared: false } as const;
 /** Rows per batch. */
@@ -35,10 +35,46 @@ export function createWebhookLogRetention(db: Sequelize) {
     return deleted;
   }
 
+  /**
+   * Deletes, in one short transaction, those of `ids` (events made before the cutoff, dispatched)
+   * with no delivery pending, and their deliveries; how many events and deliveries. The events
+   * are locked first, as a replay of one locks it first: a replay and the purge take turns on an
+   * event, and the one that comes second sees what the first did (a delivery made pending again,
+   * or the event gone).
+   */
+  async function purgeOver(ids: string[]): Promise<{ events: number; deliveries: number }> {
+    return retryDeadlock(() =>
+      db.transaction(async (t) => {
+        const locked = (await select<{ id: string }>(db, 'SELECT id FROM webhook_events WHERE id IN ($1) FOR UPDATE', [ids], t, TEXT)).map((r) => r.id);
+        if (!locked.length) return { events: 0, deliveries: 0 };
+        const pending = new Set(
+          (
+            await select<{ event_id: string }>(
+              db,
+              "SELECT DISTINCT event_id FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending' LOCK IN SHARE MODE",
+              [locked],
+              t,
+              TEXT,
+            )
+          ).map((r) => r.event_id),
+        );
+        const over = locked.filter((id) => !pending.has(id));
+        if (!over.length) return { events: 0, deliveries: 0 };
+        const deliveries = await execute(db, "DELETE FROM webhook_deliveries WHERE event_id IN ($1) AND status <> 'pending'", [over], t, TEXT);
+        const events = await execute(db, 'DELETE FROM webhook_events WHERE id IN ($1)', [over], t, TEXT);
+        return { events, deliveries };
+      }),
+    );
+  }
+
+  /** Where the last pass stopped when it reached its `max` (the next goes on from there); '' when it reached the end. */
+  let resumeAfter = '';
+
   /** Deletes the events made before `cutoff` whose deliveries are over, with their deliveries, oldest first, up to `max` events. */
   async function purgeEvents(cutoff: Date, max: number, result: WebhookLogPurge): Promise<void> {
     const below = uuidv7Floor(cutoff.getTime());
-    let after = '';
+    let after = resumeAfter;
+    resumeAfter = '';
     while (result.events < max) {
       const events = await select<{ id: string; dispatched_at: Date | null }>(
         db,
@@ -47,34 +83,17 @@ export function createWebhookLogRetention(db: Sequelize) {
       );
       if (!events.length) return;
       after = events.at(-1)?.id ?? after;
+      // An event not yet dispatched, or with a delivery pending (a replay asked late), stays.
       const ids = events.filter((e) => e.dispatched_at !== null).map((e) => e.id);
       if (ids.length) {
-        const pending = new Set(
-          (
-            await select<{ event_id: string }>(
-              db,
-              "SELECT DISTINCT event_id FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending'",
-              [ids],
-              undefined,
-              TEXT,
-            )
-          ).map((r) => r.event_id),
-        );
-        const over = ids.filter((id) => !pending.has(id));
-        if (over.length) {
-          result.deliveries += await execute(db, "DELETE FROM webhook_deliveries WHERE event_id IN ($1) AND status <> 'pending'", [over], undefined, TEXT);
-          // An event with a delivery pending since (a replay in between) stays.
-          result.events += await execute(
-            db,
-            'DELETE FROM webhook_events WHERE id IN ($1) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id)',
-            [over],
-            undefined,
-            TEXT,
-          );
-        }
+        const done = await purgeOver(ids);
+        result.events += done.events;
+        result.deliveries += done.deliveries;
       }
       if (events.length < BATCH) return;
     }
+    // Stopped at `max`: the next pass starts here rather than reading again the events it keeps.
+    resumeAfter = after;
   }
 
   return {

@@ -14,6 +14,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { ACCEPTED_FILE_STATUSES } from '../../src/files/file.statuses.js';
 import { createStorage, type Storage } from '../../src/shared/storage.js';
 import { scanning } from '../support/scanning.js';
+import { createDeliveryRepository } from '../../src/webhooks/delivery.repository.js';
 import { createWebhookLogRetention } from '../../src/webhooks/webhook-log.retention.js';
 import { eventually, harness, newOrg, presign, uploadForm, waitForStatus, type TestOrg } from '../support/harness.js';
 
@@ -268,5 +269,98 @@ describe('retention: what is kept no longer is deleted', function () {
     expect(await left('SELECT event_id AS id FROM webhook_attempts WHERE event_id IN ($1)')).to.deep.equal([young]);
     // Run again: nothing more to do, quickly (the attempts' purge stops at the first young row).
     expect(await createWebhookLogRetention(db).purge(daysAgo(90))).to.deep.equal({ events: 0, deliveries: 0, attempts: 0 });
+  });
+
+  it('goes on where the last pass stopped at its maximum, rather than reading again the events it keeps; a pass that reaches the end starts over', async () => {
+    const { db } = await harness();
+    const at = (days: number, i = 0) => new Date(daysAgo(days).getTime() + i);
+    const insert = async (ids: Array<{ id: string; at: Date; dispatched: boolean }>) => {
+      const rows = ids.map((_, i) => `($${i * 3 + 1}, '${org.orgId}', 'guarantee.created', '{}', $${i * 3 + 2}, $${i * 3 + 3})`);
+      await execute(
+        db,
+        `INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ${rows.join(', ')}`,
+        ids.flatMap((e) => [e.id, e.at, e.dispatched ? e.at : null]),
+        undefined,
+        { prepared: false },
+      );
+    };
+    // Not yet dispatched: kept, before every other old event of this test.
+    const kept = { id: uuidv7({ msecs: at(390).getTime() }), at: at(390), dispatched: false };
+    const over = Array.from({ length: 600 }, (_, i) => ({ id: uuidv7({ msecs: at(385, i).getTime() }), at: at(385, i), dispatched: true }));
+    await insert([kept, ...over]);
+    const left = async () =>
+      new Set(
+        (
+          await select<{ id: string }>(db, 'SELECT id FROM webhook_events WHERE id IN ($1)', [[kept.id, ...over.map((e) => e.id)]], undefined, {
+            prepared: false,
+          })
+        ).map((r) => r.id),
+      );
+    const retention = createWebhookLogRetention(db);
+    await retention.purge(daysAgo(90), 10);
+    const afterFirst = await left();
+    expect(afterFirst.has(kept.id)).to.equal(true);
+    expect(afterFirst.size, 'stopped at its maximum, a batch in').to.be.within(2, 600);
+    // Dispatched meanwhile: over too, but behind where the last pass stopped.
+    await execute(db, 'UPDATE webhook_events SET dispatched_at = created_at WHERE id = $1', [kept.id]);
+    await retention.purge(daysAgo(90), 10);
+    expect([...(await left())], 'the rest, not the one behind').to.deep.equal([kept.id]);
+    await retention.purge(daysAgo(90), 10);
+    expect((await left()).size, 'the next pass started over').to.equal(0);
+  });
+
+  it('a replay and the purge take turns on an old event: a replay asked while the purge deletes it finds nothing, a purge during a replay keeps it', async () => {
+    const { db } = await harness();
+    const deliveries = createDeliveryRepository(db);
+    const endpointId = randomUUID();
+    const oldEvent = async () => {
+      const at = daysAgo(395);
+      const id = uuidv7({ msecs: at.getTime() });
+      await execute(db, 'INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ($1, $2, $3, $4, $5, $5)', [
+        id,
+        org.orgId,
+        'guarantee.created',
+        '{}',
+        at,
+      ]);
+      await execute(
+        db,
+        "INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, attempts, created_at, updated_at, due_at) VALUES ($1, $2, $3, 'failed', 1, $4, $4, $4)",
+        [id, endpointId, org.orgId, at],
+      );
+      return id;
+    };
+    const rowsOf = async (id: string) => ({
+      events: (await select(db, 'SELECT id FROM webhook_events WHERE id = $1', [id])).length,
+      deliveries: await select<{ status: string }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1', [id]),
+    });
+
+    // The purge's transaction holds the event (locked first, as purgeOver does) and deletes it: a
+    // replay waits for it, then finds no event, and leaves no delivery behind for it.
+    const doomed = await oldEvent();
+    let replayed: number | undefined;
+    await db.transaction(async (t) => {
+      await select(db, 'SELECT id FROM webhook_events WHERE id = $1 FOR UPDATE', [doomed], t);
+      await execute(db, 'DELETE FROM webhook_deliveries WHERE event_id = $1', [doomed], t);
+      await execute(db, 'DELETE FROM webhook_events WHERE id = $1', [doomed], t);
+      void deliveries.replay(org.orgId, endpointId, { eventId: doomed }, new Date()).then((n) => {
+        replayed = n;
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(replayed, 'the replay waits for the purge').to.equal(undefined);
+    });
+    await eventually('the replay answered', () => Promise.resolve(replayed !== undefined));
+    expect(replayed).to.equal(0);
+    expect(await rowsOf(doomed)).to.deep.equal({ events: 0, deliveries: [] });
+
+    // A purge that starts while a replay's transaction is open waits for it, then keeps the event.
+    const kept = await oldEvent();
+    let purged: Promise<unknown> | undefined;
+    await deliveries.replay(org.orgId, endpointId, { eventId: kept }, new Date(), async () => {
+      purged = createWebhookLogRetention(db).purge(daysAgo(90));
+      await new Promise((r) => setTimeout(r, 300));
+    });
+    await purged;
+    expect(await rowsOf(kept)).to.deep.equal({ events: 1, deliveries: [{ status: 'pending' }] });
   });
 });

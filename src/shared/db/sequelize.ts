@@ -116,6 +116,17 @@ export const ER_LOCK_DEADLOCK = 1213;
 /** A row still named by another (a foreign key) cannot be deleted. */
 export const ER_ROW_IS_REFERENCED = 1451;
 
+/** `work`, again (up to three times in all) when InnoDB chose it to break a deadlock. */
+export async function retryDeadlock<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (attempt >= 3 || mysqlErrno(err) !== ER_LOCK_DEADLOCK) throw err;
+    }
+  }
+}
+
 /** Text cut to fit a VARCHAR(max) column, with an ellipsis when it was longer. */
 export const truncate = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 

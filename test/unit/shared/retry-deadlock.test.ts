@@ -1,11 +1,12 @@
-// The notarizer's completing transaction is retried when InnoDB breaks a deadlock with it (a
-// deadlock seen in CI between a batch's completion and writes beside its members), and only then.
+// A transaction is retried when InnoDB breaks a deadlock with it, and only then (the notarizer's
+// completing transaction: a deadlock seen in CI beside a batch's members; webhooks' replays and
+// the webhook log's purge, which lock one event from either side).
 import { expect } from 'chai';
-import { retryDeadlock } from '../../../src/notarization/notarization.service.js';
+import { retryDeadlock } from '../../../src/shared/db/sequelize.js';
 
 const deadlock = () => Object.assign(new Error('Deadlock found when trying to get lock'), { parent: { errno: 1213 } });
 
-describe('the notarizer retrying a transaction InnoDB chose to break a deadlock', () => {
+describe('retrying a transaction InnoDB chose to break a deadlock', () => {
   it('runs it again after a deadlock, up to three times in all', async () => {
     let runs = 0;
     expect(
