@@ -16,6 +16,7 @@
 //   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}
 //                          or {amendment, proof}, or the JSON and the proof's in two; or one file with a whole history,
 //                          {guarantee, proof, amendments, amendmentProofs}, the chain included), then against each anchor when reachable
+import { basename } from 'node:path';
 import { getConfig, type Config } from '../config/index.js';
 import { cliServices, openCore, type Core } from './composition.js';
 import type { OrgService } from './orgs/org.service.js';
@@ -23,6 +24,7 @@ import { verifyCommand } from './notarization/verify.command.js';
 import { createAuditRepository } from './audit/audit.repository.js';
 import { migrate } from './shared/db/migrator.js';
 import { AppError } from './shared/errors.js';
+import { truncate } from './shared/db/sequelize.js';
 import { createLogger } from './shared/logger.js';
 import { configureUploadEvents } from './files/storage-events.setup.js';
 import { trustCommand } from './files/trust/trust.command.js';
@@ -93,31 +95,28 @@ export async function runCli(argv: string[]): Promise<number> {
   const config = getConfig();
   if (noun === 'trust') {
     const run = () => trustCommand(argv.slice(1), config, say, USAGE, (work) => withCore(config, (core) => work(core.repos.trust)));
-    if (verb === 'import' || verb === 'remove') return audited(config, `trust_list.${verb}`, `trust_list:${verb === 'remove' ? (arg ?? '') : '*'}`, run);
+    // An import names its files (the lists they hold are known once verified), a removal its territory.
+    const lists =
+      verb === 'remove'
+        ? (arg ?? '')
+        : argv
+            .slice(2)
+            .map((file) => basename(file))
+            .join(',');
+    if (verb === 'import' || verb === 'remove') return audited(config, `trust_list.${verb}`, truncate(`trust_list:${lists}`, 300), run);
     return run();
   }
   if (noun === 'migrate' && verb === undefined) {
-    const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr));
+    // Recorded once done: before, the audit trail's tables may not exist yet (a new database),
+    // and a schema change is not a transaction a row could share. A failure is recorded when the
+    // trail can take it.
+    const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr)).catch(async (err: unknown) => {
+      await recordSystem(config, 'schema.migrate', 'schema', 'failed').catch(() => undefined);
+      throw err;
+    });
+    if (applied.length) await recordSystem(config, 'schema.migrate', truncate(`schema:${applied.join(',')}`, 300), 'ok');
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
-    // The release phase also turns the bucket's versioning on (documents are object versions),
-    // and brings its CORS rule in line with UPLOAD_CORS_ORIGINS.
-    const storage = createStorage(config);
-    try {
-      await storage.enableVersioning();
-      say(`bucket ${storage.bucket}: versioning enabled`);
-      await storage.allowBrowserUploads(config.UPLOAD_CORS_ORIGINS);
-      say(`bucket ${storage.bucket}: browser uploads allowed from ${config.UPLOAD_CORS_ORIGINS.join(', ') || 'no origin'}`);
-      // And its upload events with STORAGE_EVENTS_URL (hints; the polling watch works without them).
-      const topic = await configureUploadEvents(storage, config, config.STORAGE_EVENTS_URL, config.ENCRYPTION_KEY[0] as Buffer);
-      say(
-        topic
-          ? `bucket ${storage.bucket}: upload events pushed to ${config.STORAGE_EVENTS_URL} (${topic})`
-          : `bucket ${storage.bucket}: no upload events (polling only)`,
-      );
-    } finally {
-      storage.client.destroy();
-    }
-    return 0;
+    return audited(config, 'storage.configure', truncate(`bucket:${config.S3_BUCKET}`, 300), () => configureBucket(config));
   }
   if (noun === 'audit' && verb === 'verify' && argv.length === 2) {
     // Every chain of the audit trail, row by row: exit 0 when all hold, 1 naming the first broken row of each chain that does not.
@@ -229,14 +228,44 @@ export async function runCli(argv: string[]): Promise<number> {
 }
 
 /**
+ * The bucket as the service needs it (the release phase, `cli migrate`): its versioning on
+ * (documents are object versions), its CORS rule in line with UPLOAD_CORS_ORIGINS, its upload
+ * events with STORAGE_EVENTS_URL (hints; the polling watch works without them).
+ */
+async function configureBucket(config: Config): Promise<number> {
+  const storage = createStorage(config);
+  try {
+    await storage.enableVersioning();
+    say(`bucket ${storage.bucket}: versioning enabled`);
+    await storage.allowBrowserUploads(config.UPLOAD_CORS_ORIGINS);
+    say(`bucket ${storage.bucket}: browser uploads allowed from ${config.UPLOAD_CORS_ORIGINS.join(', ') || 'no origin'}`);
+    const topic = await configureUploadEvents(storage, config, config.STORAGE_EVENTS_URL, config.ENCRYPTION_KEY[0] as Buffer);
+    say(
+      topic
+        ? `bucket ${storage.bucket}: upload events pushed to ${config.STORAGE_EVENTS_URL} (${topic})`
+        : `bucket ${storage.bucket}: no upload events (polling only)`,
+    );
+  } finally {
+    storage.client.destroy();
+  }
+  return 0;
+}
+
+/** One row of the audit trail's system chain, actor `cli`. */
+function recordSystem(config: Config, action: string, target: string, outcome: string) {
+  return withCore(config, (core) =>
+    createAuditRepository(core.db).record({ orgId: null, actor: CLI.actor, action, target, requestId: null, outcome }, new Date()),
+  );
+}
+
+/**
  * Runs a system-wide command (no organization's: the secrets, the trusted lists, the anchor's
  * key) recorded in the audit trail's system chain with actor `cli`: `requested` before it runs
  * (a database that cannot record it stops it), then how it ended. The command spans several
  * transactions of its own, so its rows frame it rather than share one.
  */
 async function audited(config: Config, action: string, target: string, run: () => Promise<number>): Promise<number> {
-  const record = (outcome: string) =>
-    withCore(config, (core) => createAuditRepository(core.db).record({ orgId: null, actor: CLI.actor, action, target, requestId: null, outcome }, new Date()));
+  const record = (outcome: string) => recordSystem(config, action, target, outcome);
   await record('requested');
   let code: number;
   try {

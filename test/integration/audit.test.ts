@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { expect } from 'chai';
 import { auditHash, GENESIS_HASH } from '../../src/audit/audit-chain.js';
 import { migration } from '../../src/shared/db/migrations/0021-audit-seq-on-organizations.js';
+import { migration as retentionQueues } from '../../src/shared/db/migrations/0022-retention-queues.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { eventually, harness, newOrg, type TestOrg } from '../support/harness.js';
 
@@ -167,6 +168,34 @@ describe('the audit trail', function () {
       ['cli', 'trust_list.remove', 'trust_list:ZZ', removed.status === 0 ? 'ok' : `failed ${String(removed.status)}`],
     ]);
     expect(cliAuditVerify().status).to.equal(0);
+  });
+
+  it('records `cli migrate`: the migrations it applied once done, and the bucket configured, framed; `trust import` names its files', async () => {
+    const { db } = await harness();
+    const [before] = await select<{ seq: number }>(db, "SELECT COALESCE(MAX(seq), 0) AS seq FROM audit_log WHERE chain = 'system'", []);
+    const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: process.env });
+    // The last migration undone, so that `cli migrate` has one to apply.
+    await retentionQueues.down({ context: (sql: string) => db.query(sql, { raw: true }) });
+    await execute(db, 'DELETE FROM schema_migrations WHERE name = $1', [retentionQueues.name]);
+    const migrated = cli('migrate');
+    expect(migrated.status, migrated.stderr).to.equal(0);
+    expect(migrated.stderr).to.include(`applied ${retentionQueues.name}`);
+    const imported = cli('trust', 'import', '/nonexistent/lists/IT.xml');
+    expect(imported.status).to.not.equal(0);
+    const rows = await select<{ actor: string; action: string; target: string; outcome: string }>(
+      db,
+      "SELECT actor, action, target, outcome FROM audit_log WHERE chain = 'system' AND seq > $1 ORDER BY seq",
+      [Number(before?.seq ?? 0)],
+    );
+    const bucket = `bucket:${(await harness()).config.S3_BUCKET}`;
+    expect(rows.map((r) => [r.actor, r.action, r.target, r.outcome])).to.deep.equal([
+      ['cli', 'schema.migrate', `schema:${retentionQueues.name}`, 'ok'],
+      ['cli', 'storage.configure', bucket, 'requested'],
+      ['cli', 'storage.configure', bucket, 'ok'],
+      ['cli', 'trust_list.import', 'trust_list:IT.xml', 'requested'],
+      ['cli', 'trust_list.import', 'trust_list:IT.xml', rows[4]?.outcome],
+    ]);
+    expect(rows[4]?.outcome, 'the import of a missing file failed').to.match(/^failed/);
   });
 
   it('keeps each chain dense under concurrency: racing registrations and amendments get seq 1..n, each once', async () => {
