@@ -6,6 +6,7 @@
 // MariaDB; a bucket made without Object Lock is said so, at the lock's sweep and in /readyz.
 import { CreateBucketCommand, DeleteBucketCommand, S3ServiceException } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
+import { backfillAttachedAt } from '../../src/shared/db/migrations/0018-document-retention.js';
 import { createDocumentLock, retainUntil, watchObjectLock } from '../../src/files/document-lock.js';
 import { createFileRepository } from '../../src/files/file.repository.js';
 import { createAttachments } from '../../src/guarantees/attachments.js';
@@ -183,6 +184,18 @@ describe('documents kept under Object Lock for the keeping period', function () 
     expect((second.attached_at as Date) > (first.attached_at as Date)).to.equal(true);
     expect((second.retained_until as Date) > (first.retained_until as Date)).to.equal(true);
     expect((await storage.retention(doc.key, second.version_id as string))?.until).to.deep.equal(second.retained_until);
+
+    // Migration 0018's backfill, for a database attached before the record: the latest
+    // attachment's time, batch by batch (two files a batch here); a time recorded is never lowered.
+    const { db } = await harness();
+    const q = (sql: string) => db.query(sql, { raw: true });
+    await execute(db, 'UPDATE files SET attached_at = NULL WHERE uuid = $1', [doc.uuid]);
+    await backfillAttachedAt(q, 2);
+    expect((await lockRow(doc.uuid))?.attached_at).to.deep.equal(second.attached_at);
+    const later = new Date((second.attached_at as Date).getTime() + 60_000);
+    await execute(db, 'UPDATE files SET attached_at = $2 WHERE uuid = $1', [doc.uuid, later]);
+    await backfillAttachedAt(q, 2);
+    expect((await lockRow(doc.uuid))?.attached_at).to.deep.equal(later);
   });
 
   it('goes on past documents the store refuses (a version gone), and keeps the ones after them', async () => {
