@@ -25,6 +25,8 @@ describe('webhooks: the first attempts list', function () {
     const blocking = workerConnection(config.REDIS_URL);
     const regular = producerConnection(config.REDIS_URL);
     opened.push(regular);
+    // It fails fast until it is connected (no offline queue): a loaded machine connects it late.
+    await eventually("the taker's Redis connection to be ready", () => regular.status === 'ready');
     const t = firstAttemptsTaker({ blocking, regular }, prefix, leaseMs);
     takers.push(t);
     return t;
