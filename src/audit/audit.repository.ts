@@ -4,8 +4,9 @@
 // Appending locks the chain's head: an organization's row (its audit_seq, migration 0021), or
 // the system chain's audit_heads row. An organization's changes take turns on it, and a retried
 // or racing change can neither reuse a seq nor leave a gap.
-import { execute, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
+import { ER_DUP_ENTRY, execute, mysqlErrno, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 import { createOrgRepository } from '../orgs/org.repository.js';
+import { AUDIT_SEQ_VAR } from './audit.sql.js';
 import { auditHash, auditHashSql, chainOf, GENESIS_HASH, SYSTEM_CHAIN, type AuditEntry, type AuditRow } from './audit-chain.js';
 
 interface Row {
@@ -48,8 +49,7 @@ export interface BrokenRow {
 /** An SQL value: a bound string, or an expression of the script's (a session variable). */
 export type SqlValue = string | null | { sql: string };
 
-/** The session variable in which a registration's place leaves its audit row's seq (orgs' registryPlaceStatements). */
-export const AUDIT_SEQ_VAR = '@audit_seq';
+export { AUDIT_SEQ_VAR } from './audit.sql.js';
 
 /**
  * The statements that append a row to the organization's chain inside a registration's script
@@ -94,7 +94,7 @@ export function auditScriptStatements(
     },
     {
       sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, ${AUDIT_SEQ_VAR}, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, ${hash}
-      FROM DUAL WHERE ${whenSql}`,
+      FROM DUAL WHERE ${whenSql} AND ${AUDIT_SEQ_VAR} IS NOT NULL`,
       bind,
     },
   ];
@@ -117,24 +117,38 @@ export function createAuditRepository(db: Sequelize) {
     const seq = await orgs.takeAuditSeq(orgId, t);
     if (seq === undefined) throw new Error(`No organization ${orgId} to record a change of.`);
     // As the registration's script reads it (a row missing there is `cli audit verify`'s to name).
-    const [prev] = seq > 1 ? await select<{ hash: string }>(db, 'SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2', [orgId, seq - 1], t) : [];
+    // A locking read: the latest row, whatever snapshot the caller's earlier reads opened.
+    const [prev] =
+      seq > 1 ? await select<{ hash: string }>(db, 'SELECT hash FROM audit_log WHERE chain = $1 AND seq = $2 LOCK IN SHARE MODE', [orgId, seq - 1], t) : [];
     return { seq, prevHash: prev?.hash ?? GENESIS_HASH };
   }
 
   /** Appends `entry` at `at` to its chain, in `t` (the change's own transaction); its row. */
   async function append(entry: AuditEntry, at: Date, t: Transaction): Promise<AuditRow> {
     const chain = chainOf(entry.orgId);
-    const { seq, prevHash } = entry.orgId === null ? await takeSystemSeq(t) : await takeOrgSeq(entry.orgId, t);
-    const row: Omit<AuditRow, 'hash'> = { ...entry, chain, seq, at, prevHash };
-    const hash = auditHash(row);
-    await execute(
-      db,
-      `INSERT INTO audit_log (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-      [chain, row.seq, at, entry.orgId, entry.actor, entry.action, entry.target, entry.requestId, entry.outcome, row.prevHash, hash],
-      t,
-    );
-    if (entry.orgId === null) await execute(db, 'UPDATE audit_heads SET seq = $2, hash = $3 WHERE chain = $1', [chain, row.seq, hash], t);
-    return { ...row, hash };
+    for (let attempt = 1; ; attempt++) {
+      const { seq, prevHash } = entry.orgId === null ? await takeSystemSeq(t) : await takeOrgSeq(entry.orgId, t);
+      const row: Omit<AuditRow, 'hash'> = { ...entry, chain, seq, at, prevHash };
+      const hash = auditHash(row);
+      try {
+        await execute(
+          db,
+          `INSERT INTO audit_log (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+          [chain, row.seq, at, entry.orgId, entry.actor, entry.action, entry.target, entry.requestId, entry.outcome, row.prevHash, hash],
+          t,
+        );
+      } catch (err) {
+        // The seq is taken: the organization's head is behind rows the previous release appended
+        // during a rolling release (migration 0021). A duplicate key rolls back the statement
+        // only: the head is healed in the same transaction, and the row goes after them.
+        if (entry.orgId === null || attempt >= 3 || mysqlErrno(err) !== ER_DUP_ENTRY) throw err;
+        // Up to the chain's last row (unless the seq just taken is that row's: the next take is after it).
+        await orgs.healAuditSeq(entry.orgId, t);
+        continue;
+      }
+      if (entry.orgId === null) await execute(db, 'UPDATE audit_heads SET seq = $2, hash = $3 WHERE chain = $1', [chain, row.seq, hash], t);
+      return { ...row, hash };
+    }
   }
 
   return {
@@ -147,6 +161,13 @@ export function createAuditRepository(db: Sequelize) {
 
     /** The statements of a registration's script that append its row (auditScriptStatements). */
     scriptStatements: auditScriptStatements,
+
+    /**
+     * After a registration's script failed on a duplicate key: whether the organization's head
+     * was behind its chain (the previous release's rows, during a rolling release), now healed,
+     * so that the script can run again.
+     */
+    healChain: (orgId: string): Promise<boolean> => orgs.healAuditSeq(orgId),
 
     /** The organization's rows after `since`, oldest first, at most `limit`. */
     async list(orgId: string, since: number, limit: number): Promise<AuditRow[]> {
@@ -167,15 +188,17 @@ export function createAuditRepository(db: Sequelize) {
       // read up to the head read (a row appended since is the next check's). A chain with rows
       // but no head had its head removed.
       const chains = new Set((await select<{ chain: string }>(db, 'SELECT DISTINCT chain FROM audit_log', [])).map((r) => r.chain));
-      // The system chain's head has its last hash too; an organization's is its row's seq.
-      const heads: Array<{ chain: string; seq: number; hash?: string }> = [
-        ...(await select<{ chain: string; seq: string | number; hash: string }>(db, 'SELECT chain, seq, hash FROM audit_heads', [])).map((h) => ({
-          chain: h.chain,
-          seq: Number(h.seq),
-          hash: h.hash,
-        })),
-        ...(await orgs.auditHeads()),
-      ];
+      // The system chain's head is its audit_heads row, with its last hash. An organization's
+      // is its row's seq, unless the previous release appended after it during a rolling
+      // release: then the head it left in audit_heads (migration 0021), which is further on.
+      const heads: Array<{ chain: string; seq: number; hash?: string }> = (
+        await select<{ chain: string; seq: string | number; hash: string }>(db, 'SELECT chain, seq, hash FROM audit_heads', [])
+      ).map((h) => ({ chain: h.chain, seq: Number(h.seq), hash: h.hash }));
+      for (const h of await orgs.auditHeads()) {
+        const kept = heads.findIndex((k) => k.chain === h.chain);
+        if (kept === -1) heads.push(h);
+        else if ((heads[kept]?.seq ?? 0) < h.seq) heads[kept] = h;
+      }
       for (const h of heads) chains.add(h.chain);
       const broken: BrokenRow[] = [];
       let checked = 0;

@@ -219,8 +219,11 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
         return;
       }
       await db.transaction(async (t) => {
-        await write(t);
+        // `also` first: an audit row takes the organization's row lock, which the file's foreign
+        // key would otherwise have taken shared (two uploads of one organization would then
+        // deadlock, each upgrading its shared lock).
         await also(t);
+        await write(t);
       });
     },
 

@@ -109,8 +109,10 @@ export function createAmendmentService(deps: {
         notarizationStatus: 'PENDING',
         txHash: null,
       };
-      await repo.insert(orgId, amendment, t);
+      // Its audit row before its rows: the organization's row lock is then taken before the
+      // documents' files are (a registration takes them in that order too: no lock cycle).
       if (by) await audit.append({ orgId, ...by, action: 'amendment.record', target: `amendment:${amendment.id}`, outcome: 'ok' }, createdAt, t);
+      await repo.insert(orgId, amendment, t);
       const state = stateAfter(issued, [...before, amendment], createdAt);
       await outbox.add(t, orgId, 'guarantee.amended', { amendment: toAmendmentView(amendment), state: toStateView(state) }, createdAt);
       // The response a retry with the same Idempotency-Key gets, written with the amendment.

@@ -1,5 +1,6 @@
 // Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
 // (create, get, list) are a handful of indexed statements and no per-row model work.
+import { AUDIT_SEQ_VAR } from '../audit/audit.sql.js';
 import { createHash } from 'node:crypto';
 import { execute, script, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 import { FILE_SQL, attachStatement } from '../files/file.sql.js';
@@ -96,7 +97,8 @@ const UUID_FROM_MS = `CONCAT(SUBSTR(LPAD(LOWER(HEX(@reg_ms)), 12, '0'), 1, 8), '
 
 /** The values a registration's script derives from @reg_ms, each a statement of its own (within one SET, MariaDB does not promise to read a variable after assigning it). */
 const DERIVE_SQL = {
-  clear: 'SET @reg_ms = NULL',
+  // The audit row's seq too (AUDIT_SEQ_VAR): its INSERT needs one this script took.
+  clear: `SET @reg_ms = NULL, ${AUDIT_SEQ_VAR} = NULL`,
   // Epoch milliseconds as a DATETIME(3) in UTC (the pool's time zone), whatever the session's.
   at: `SET @reg_at = TIMESTAMPADD(MICROSECOND, @reg_ms * 1000, TIMESTAMP'1970-01-01 00:00:00')`,
   iso: `SET @reg_iso = CONCAT(DATE_FORMAT(@reg_at, '%Y-%m-%dT%H:%i:%s.'), LPAD(@reg_ms MOD 1000, 3, '0'), 'Z')`,

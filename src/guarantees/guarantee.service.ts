@@ -89,7 +89,7 @@ export function createGuaranteeService(deps: {
   idempotency: IdempotencyStore;
   outbox: Outbox;
   /** The audit trail: each registration is a row of its organization's chain, written with it. */
-  audit: Pick<AuditRepository, 'append' | 'scriptStatements'>;
+  audit: Pick<AuditRepository, 'append' | 'scriptStatements' | 'healChain'>;
   now?: () => Date;
 }) {
   const { repo, registry, files: fileRepo, idempotency, outbox, audit } = deps;
@@ -175,7 +175,15 @@ export function createGuaranteeService(deps: {
     }
     const checksums = await resolveDocs(fileRepo, orgId, g.docs);
     try {
-      if (!claim) return { status: 200, body: opts.respond(await registerInOneRoundTrip(orgId, g, hash, checksums, opts.by)), created: true };
+      if (!claim) {
+        const registered = await registerInOneRoundTrip(orgId, g, hash, checksums, opts.by).catch(async (err: unknown) => {
+          // Its audit row collided with one the previous release appended during a rolling
+          // release (the organization's head behind its chain): healed, the script runs again.
+          if (opts.by && mysqlErrno(err) === ER_DUP_ENTRY && (await audit.healChain(orgId))) return registerInOneRoundTrip(orgId, g, hash, checksums, opts.by);
+          throw err;
+        });
+        return { status: 200, body: opts.respond(registered), created: true };
+      }
       return await repo.transaction(async (t) => {
         // Under the organization's lock: createdAt strictly follows registration order.
         const place = await registry.takeRegistryPlace(orgId, now(), t);

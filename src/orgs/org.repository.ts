@@ -1,5 +1,6 @@
 // Organizations and API keys in the database. Returns plain objects.
 import { v7 as uuidv7 } from 'uuid';
+import { AUDIT_SQL } from '../audit/audit.sql.js';
 import { execute, select, write, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 
 export interface Organization {
@@ -30,7 +31,7 @@ const TAKE_PLACE = `UPDATE organizations SET guarantee_count = guarantee_count +
 export const REGISTRY_SQL = {
   /** Takes the organization's row lock, its next number and a createdAt (epoch ms) handed back as the insert id. */
   takePlace: `${TAKE_PLACE} WHERE id = $1`,
-  /** takePlace for a registration that writes its audit row: the chain's next seq too, left in the session variable `seqVar` (AUDIT_SEQ_SQL). */
+  /** takePlace for a registration that writes its audit row: the chain's next seq too (AUDIT_SEQ_SQL), left in the session variable `seqVar`. */
   takeAuditedPlace: (seqVar: string) => `${TAKE_PLACE}, audit_seq = (${seqVar} := audit_seq + 1) WHERE id = $1`,
   /** The number takePlace just took, as a scalar subquery on the organization id bound at `param` (same transaction). */
   seqOf: (param: string) => `(SELECT guarantee_count FROM organizations WHERE id = ${param})`,
@@ -46,6 +47,13 @@ export const REGISTRY_SQL = {
 const AUDIT_SEQ_SQL = {
   /** Takes the row's lock and the chain's next seq, handed back as the insert id. */
   take: 'UPDATE organizations SET audit_seq = LAST_INSERT_ID(audit_seq + 1) WHERE id = $1',
+  /**
+   * Brings the head up to the chain's last row when it is behind it: the previous release,
+   * during a rolling release, appended with its heads kept elsewhere (migration 0021), and an
+   * append of this release then collided with its row. Only then: its locking read of the
+   * chain's end takes a gap lock that two organizations' appends would deadlock on.
+   */
+  heal: `UPDATE organizations SET audit_seq = ${AUDIT_SQL.lastSeqOf('$1')} WHERE id = $1 AND audit_seq < ${AUDIT_SQL.lastSeqOf('$1')}`,
   /** Every organization's chain that has rows, and its last seq: the chains' heads. */
   heads: 'SELECT id AS chain, audit_seq AS seq FROM organizations WHERE audit_seq > 0',
 } as const;
@@ -60,7 +68,11 @@ export function registryPlaceStatements(orgId: string, now: Date, msVar: string,
   return [
     // `auditSeqVar`: the registration writes its audit row, whose seq the same UPDATE takes (AUDIT_SEQ_SQL).
     { sql: auditSeqVar ? REGISTRY_SQL.takeAuditedPlace(auditSeqVar) : REGISTRY_SQL.takePlace, bind: [orgId, now.getTime()] },
-    { sql: `SET ${msVar} = IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL)`, bind: [] },
+    // The seq too is this script's only when the place was taken (a pooled connection keeps variables).
+    {
+      sql: `SET ${msVar} = IF(ROW_COUNT() = 1, LAST_INSERT_ID(), NULL)${auditSeqVar ? `, ${auditSeqVar} = IF(ROW_COUNT() = 1, ${auditSeqVar}, NULL)` : ''}`,
+      bind: [],
+    },
   ];
 }
 
@@ -105,6 +117,11 @@ export function createOrgRepository(db: Sequelize) {
     async takeAuditSeq(orgId: string, t: Transaction): Promise<number | undefined> {
       const { affectedRows, insertId } = await write(db, AUDIT_SEQ_SQL.take, [orgId], t);
       return affectedRows === 1 ? Number(insertId) : undefined;
+    },
+
+    /** AUDIT_SEQ_SQL.heal, in `t` or on its own; whether the head was behind (and is healed). */
+    async healAuditSeq(orgId: string, t?: Transaction): Promise<boolean> {
+      return (await execute(db, AUDIT_SEQ_SQL.heal, [orgId], t)) === 1;
     },
 
     /** Every organization's chain that has rows, and its last seq. */
@@ -183,13 +200,14 @@ export function createOrgRepository(db: Sequelize) {
 
     async insertApiKey(orgId: string, prefix: string, hash: Buffer, also?: (t: Transaction) => Promise<unknown>): Promise<void> {
       await db.transaction(async (t) => {
+        // `also` first: its audit row takes the organization's row lock before the key's foreign key takes it shared (see files' create).
+        await also?.(t);
         await execute(
           db,
           'INSERT INTO api_keys (id, org_id, prefix, key_hash, created_at) VALUES ($1, $2, $3, $4, $5)',
           [uuidv7(), orgId, prefix, hash, new Date()],
           t,
         );
-        await also?.(t);
       });
     },
 

@@ -8,7 +8,7 @@ import { auditHash, GENESIS_HASH } from '../../src/audit/audit-chain.js';
 import { migration } from '../../src/shared/db/migrations/0021-audit-seq-on-organizations.js';
 import { migration as retentionQueues } from '../../src/shared/db/migrations/0022-retention-queues.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
-import { eventually, harness, newOrg, type TestOrg } from '../support/harness.js';
+import { eventually, harness, newOrg, presign, type TestOrg } from '../support/harness.js';
 
 type Item = Record<string, unknown> & { seq: number; hash: string; prevHash: string };
 
@@ -198,10 +198,12 @@ describe('the audit trail', function () {
     expect(rows[4]?.outcome, 'the import of a missing file failed').to.match(/^failed/);
   });
 
-  it('keeps each chain dense under concurrency: racing registrations and amendments get seq 1..n, each once', async () => {
+  it('keeps each chain dense under concurrency: racing registrations, amendments and upload URLs get seq 1..n, each once, none refused', async () => {
     const { id } = await create(org, { details: { policyNumber: 'RACE-0' } });
     const { http } = await harness();
     await Promise.all([
+      // Upload URLs: the file's row names the organization (a foreign key), the audit row locks it.
+      ...Array.from({ length: 8 }, () => presign(org)),
       ...Array.from({ length: 12 }, (_, i) => create(org, { details: { policyNumber: `RACE-${i + 1}` } })),
       ...Array.from({ length: 4 }, (_, i) => create(org, { details: { policyNumber: `RACE-IDEM-${i}` } }, { 'Idempotency-Key': `race-${i}-${org.orgId}` })),
       ...Array.from({ length: 6 }, (_, i) =>
@@ -219,14 +221,15 @@ describe('the audit trail', function () {
       if (page.next === null) break;
       since = page.next;
     }
-    expect(items.map((i) => i.seq)).to.deep.equal(Array.from({ length: 23 }, (_, i) => i + 1));
+    expect(items.map((i) => i.seq)).to.deep.equal(Array.from({ length: 31 }, (_, i) => i + 1));
+    expect(items.filter((i) => i.action === 'file.issue_upload')).to.have.length(8);
     for (const [n, item] of items.entries()) {
       expect(item.hash).to.equal(rehash(org, item));
       if (n > 0) expect(item.prevHash).to.equal(items[n - 1]?.hash);
     }
   });
 
-  it("keeps an organization's chain going across migration 0021 (its head moved from audit_heads to its row) and back", async () => {
+  it("keeps an organization's chain going across migration 0021 (its head copied from audit_heads to its row) and back", async () => {
     const org = await newOrg('audit-migration');
     await create(org);
     await create(org);
@@ -244,7 +247,8 @@ describe('the audit trail', function () {
       await migration.up({ context: q });
     }
     expect(await select(db, 'SELECT CAST(audit_seq AS CHAR) AS n FROM organizations WHERE id = $1', [org.orgId])).to.deep.equal([{ n: '2' }]);
-    expect(await select(db, 'SELECT chain FROM audit_heads WHERE chain = $1', [org.orgId])).to.deep.equal([]);
+    // Left for the previous release, which reads its heads there during a rolling release.
+    expect(await select(db, 'SELECT CAST(seq AS CHAR) AS seq FROM audit_heads WHERE chain = $1', [org.orgId])).to.deep.equal([{ seq: '2' }]);
     // The next registration, and a change recorded in a transaction, follow row 2.
     await create(org);
     const hook = await (await harness()).http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: 'http://127.0.0.1:9/audit' });
@@ -254,6 +258,67 @@ describe('the audit trail', function () {
     expect(after[2]?.prevHash).to.equal(last?.hash);
     expect(after[3]?.prevHash).to.equal(after[2]?.hash);
     for (const i of after) expect(rehash(org, i)).to.equal(i.hash);
+  });
+
+  it('goes on after rows the previous release appended during a rolling release (its heads in audit_heads): the head heals, the chain verifies', async () => {
+    const { db, http } = await harness();
+    // The previous release's append (59bc666's audit.repository.ts): its head row locked, the row after it, the head moved.
+    const previousRelease = (org: TestOrg, target: string) =>
+      db.transaction(async (t) => {
+        await execute(db, 'INSERT INTO audit_heads (chain, seq, hash) VALUES ($1, 0, $2) ON DUPLICATE KEY UPDATE seq = seq', [org.orgId, GENESIS_HASH], t);
+        const [head] = await select<{ seq: string; hash: string }>(db, 'SELECT seq, hash FROM audit_heads WHERE chain = $1 FOR UPDATE', [org.orgId], t);
+        const row = {
+          chain: org.orgId,
+          seq: Number(head?.seq) + 1,
+          at: new Date(),
+          orgId: org.orgId,
+          actor: 'cli',
+          action: 'api_key.create',
+          target,
+          requestId: null,
+          outcome: 'ok',
+          prevHash: head?.hash as string,
+        };
+        const hash = auditHash(row);
+        await execute(
+          db,
+          'INSERT INTO audit_log (chain, seq, at, org_id, actor, action, target, request_id, outcome, prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8, $9, $10)',
+          [row.chain, row.seq, row.at, row.orgId, row.actor, row.action, row.target, row.outcome, row.prevHash, hash],
+          t,
+        );
+        await execute(db, 'UPDATE audit_heads SET seq = $2, hash = $3 WHERE chain = $1', [org.orgId, row.seq, hash], t);
+      });
+    const expectChain = async (org: TestOrg, actions: string[]) => {
+      const items = (await trail(org)).body.items;
+      expect(items.map((i) => i.action)).to.deep.equal(actions);
+      expect(items.map((i) => i.seq)).to.deep.equal(actions.map((_, n) => n + 1));
+      for (const [n, i] of items.entries()) {
+        expect(rehash(org, i)).to.equal(i.hash);
+        expect(i.prevHash).to.equal(n === 0 ? GENESIS_HASH : items[n - 1]?.hash);
+      }
+    };
+
+    // A registration (its one-round-trip script) after the previous release's row: run again, healed.
+    const first = await newOrg('audit-rolling-script');
+    await previousRelease(first, 'api_key:old-1');
+    await create(first);
+    // The previous release after this release's row: its head is behind, its change fails whole.
+    let failed: unknown;
+    await previousRelease(first, 'api_key:old-2').catch((err: unknown) => {
+      failed = err;
+    });
+    expect(failed, 'the previous release collides with the primary key').to.be.an.instanceOf(Error);
+    await expectChain(first, ['api_key.create', 'guarantee.create']);
+
+    // A change recorded in a transaction (a webhook) after the previous release's row: healed in it.
+    const second = await newOrg('audit-rolling-append');
+    await previousRelease(second, 'api_key:old-1');
+    expect((await http.post('/api/v1/webhooks').set('X-API-Key', second.key).send({ endpoint: 'http://127.0.0.1:9/rolling' })).status).to.equal(200);
+    await create(second);
+    await expectChain(second, ['api_key.create', 'webhook.register', 'guarantee.create']);
+
+    const verified = cliAuditVerify();
+    expect(verified.status, verified.stderr).to.equal(0);
   });
 
   it('pages with since and limit (1 to 100, default 50), shows an organization only its own rows, and refuses malformed paging with 400', async () => {

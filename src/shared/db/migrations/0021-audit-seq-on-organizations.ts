@@ -4,11 +4,16 @@
 // row's hash by primary key, so the chain costs a registration two statements under the lock
 // instead of four (bench/README.md, "The audit row on the create path").
 // - organizations.audit_seq: the organization's chain's last seq (0: no row yet).
-// - The organizations' heads move from audit_heads, which keeps the 'system' chain's only.
-// During a rolling release, a change the previous release records on an organization's chain
-// takes its seq from audit_heads, which no longer moves: its audit row collides with the
-// primary key of one this release wrote, and the change fails whole (nothing is lost or
-// forked; the client retries it on this release).
+// - The organizations' heads are copied from audit_heads, where they stay for the previous
+//   release (this one reads only the system chain's head there).
+// During a rolling release the previous release appends to an organization's chain with its
+// head in audit_heads, which this release does not move. When this release's row then collides
+// with one of the previous release's (its head behind the chain), it brings the head up to the
+// chain's last row and appends after it (orgs' healAuditSeq: in the same transaction, or the
+// registration's script run again). The other way round, once this release has appended to an
+// organization's chain, a change the previous release records on it collides with the primary
+// key and fails whole (a 500; nothing is lost or forked, and its client's retry lands on this
+// release once the old processes are gone). README, "Audit".
 import type { Migration } from './index.js';
 
 export const migration: Migration = {
@@ -17,12 +22,14 @@ export const migration: Migration = {
     await q('ALTER TABLE organizations ADD COLUMN audit_seq BIGINT UNSIGNED NOT NULL DEFAULT 0');
     // One statement: organizations are few (one row per issuer), unlike files or guarantees.
     await q(`UPDATE organizations o JOIN audit_heads h ON h.chain = o.id SET o.audit_seq = h.seq`);
-    await q(`DELETE FROM audit_heads WHERE chain <> 'system'`);
   },
   async down({ context: q }) {
-    // The heads back where the previous release reads them: the seq, and the hash of that row.
+    // The heads back where the previous release reads them: each organization chain's last row,
+    // its seq and hash (a head the previous release made meanwhile is brought up to it).
     await q(`INSERT INTO audit_heads (chain, seq, hash)
-      SELECT o.id, o.audit_seq, l.hash FROM organizations o JOIN audit_log l ON l.chain = o.id AND l.seq = o.audit_seq WHERE o.audit_seq > 0`);
+      SELECT l.chain, l.seq, l.hash FROM audit_log l
+        JOIN (SELECT chain, MAX(seq) AS seq FROM audit_log WHERE chain <> 'system' GROUP BY chain) last ON last.chain = l.chain AND last.seq = l.seq
+      ON DUPLICATE KEY UPDATE seq = VALUES(seq), hash = VALUES(hash)`);
     await q('ALTER TABLE organizations DROP COLUMN audit_seq');
   },
 };

@@ -36,6 +36,12 @@ export const migration: Migration = {
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`);
   },
   async down({ context: q }) {
+    // A tombstone is bytes still to delete, whose row is gone: dropping it would keep them for ever.
+    const [waiting] = (await q('SELECT COUNT(*) AS n FROM file_purges')) as [Array<{ n: number | string }>];
+    if (Number(waiting[0]?.n ?? 0) > 0)
+      throw new Error(
+        'file_purges has uploads whose bytes are still to delete: run the retention job (apply-retention) until it is empty, then undo this migration',
+      );
     await q('DROP TABLE file_purges');
     await q(`ALTER TABLE files DROP KEY ix_files_unattached_since, DROP KEY ix_files_to_retain_since, DROP KEY ix_files_infected_since,
       DROP COLUMN unattached_since, DROP COLUMN to_retain_since, DROP COLUMN infected_since`);
