@@ -204,19 +204,16 @@ export function createDeliveryRepository(db: Sequelize) {
       at: Date,
       also?: (t: Transaction, replayed: number) => Promise<unknown>,
     ): Promise<number> {
-      // The webhook log's purge locks the same rows from the other side: a deadlock retries.
+      // Events first, then their deliveries, as the webhook log's purge and the relay take them:
+      // each waits for the other rather than deadlocking (a deadlock with another writer retries).
       return retryDeadlock(() =>
         db.transaction(async (t) => {
           let eventIds: string[];
           if ('eventId' in which) {
-            // Shared-locked to the commit: the webhook log's purge cannot delete the event between
-            // this read and its new delivery (it waits, then sees the delivery pending and keeps it).
-            const found = await select<{ id: string }>(
-              db,
-              'SELECT id FROM webhook_events WHERE id = $1 AND org_id = $2 LOCK IN SHARE MODE',
-              [which.eventId, orgId],
-              t,
-            );
+            // Locked to the commit: the webhook log's purge cannot delete the event between this
+            // read and its new delivery (it waits, then sees the delivery pending and keeps it);
+            // exclusively, as the event is updated below (two replays of it take turns).
+            const found = await select<{ id: string }>(db, 'SELECT id FROM webhook_events WHERE id = $1 AND org_id = $2 FOR UPDATE', [which.eventId, orgId], t);
             if (!found.length) return 0;
             await execute(
               db,
@@ -227,14 +224,29 @@ export function createDeliveryRepository(db: Sequelize) {
             );
             eventIds = [which.eventId];
           } else {
-            const rows = await select<{ event_id: string }>(
-              db,
-              `SELECT event_id FROM webhook_deliveries
-            WHERE endpoint_id = $1 AND status = 'failed' AND created_at >= $2 FOR UPDATE`,
-              [endpointId, which.failedSince],
-              t,
-            );
-            eventIds = rows.map((r) => r.event_id);
+            // The candidates, then their events locked, then the deliveries still failed read again under lock.
+            const candidates = (
+              await select<{ event_id: string }>(
+                db,
+                `SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'failed' AND created_at >= $2`,
+                [endpointId, which.failedSince],
+                t,
+              )
+            ).map((r) => r.event_id);
+            if (!candidates.length) return 0;
+            const events = (
+              await select<{ id: string }>(db, 'SELECT id FROM webhook_events WHERE id IN ($1) ORDER BY id FOR UPDATE', [candidates], t, { prepared: false })
+            ).map((r) => r.id);
+            if (!events.length) return 0;
+            eventIds = (
+              await select<{ event_id: string }>(
+                db,
+                `SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id IN ($2) AND status = 'failed' FOR UPDATE`,
+                [endpointId, events],
+                t,
+                { prepared: false },
+              )
+            ).map((r) => r.event_id);
             if (!eventIds.length) return 0;
             await execute(
               db,

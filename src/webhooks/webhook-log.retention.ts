@@ -38,20 +38,29 @@ export function createWebhookLogRetention(db: Sequelize) {
   /**
    * Deletes, in one short transaction, those of `ids` (events made before the cutoff, dispatched)
    * with no delivery pending, and their deliveries; how many events and deliveries. The events
-   * are locked first, as a replay of one locks it first: a replay and the purge take turns on an
-   * event, and the one that comes second sees what the first did (a delivery made pending again,
-   * or the event gone).
+   * are locked first, then their deliveries, as a replay takes them: a replay and the purge take
+   * turns on an event, and the one that comes second sees what the first did (a delivery made
+   * pending again, or the event gone).
    */
   async function purgeOver(ids: string[]): Promise<{ events: number; deliveries: number }> {
     return retryDeadlock(() =>
       db.transaction(async (t) => {
-        const locked = (await select<{ id: string }>(db, 'SELECT id FROM webhook_events WHERE id IN ($1) FOR UPDATE', [ids], t, TEXT)).map((r) => r.id);
+        // Still dispatched once locked (a replay may have made one due again meanwhile).
+        const locked = (
+          await select<{ id: string }>(
+            db,
+            'SELECT id FROM webhook_events WHERE id IN ($1) AND dispatched_at IS NOT NULL ORDER BY id FOR UPDATE',
+            [ids],
+            t,
+            TEXT,
+          )
+        ).map((r) => r.id);
         if (!locked.length) return { events: 0, deliveries: 0 };
         const pending = new Set(
           (
             await select<{ event_id: string }>(
               db,
-              "SELECT DISTINCT event_id FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending' LOCK IN SHARE MODE",
+              "SELECT DISTINCT event_id FROM webhook_deliveries WHERE event_id IN ($1) AND status = 'pending' FOR UPDATE",
               [locked],
               t,
               TEXT,

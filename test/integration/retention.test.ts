@@ -353,6 +353,25 @@ describe('retention: what is kept no longer is deleted', function () {
     expect(replayed).to.equal(0);
     expect(await rowsOf(doomed)).to.deep.equal({ events: 0, deliveries: [] });
 
+    // Replays of one event to several endpoints at once, beside a purge: each made due, the event kept.
+    const shared = await oldEvent();
+    const endpoints = Array.from({ length: 4 }, () => randomUUID());
+    const results = await Promise.all([
+      ...endpoints.map((ep) => deliveries.replay(org.orgId, ep, { eventId: shared }, new Date())),
+      createWebhookLogRetention(db).purge(daysAgo(90)),
+    ]);
+    expect(results.slice(0, 4)).to.deep.equal([1, 1, 1, 1]);
+    const sharedRows = await select<{ endpoint_id: string; status: string }>(db, 'SELECT endpoint_id, status FROM webhook_deliveries WHERE event_id = $1', [
+      shared,
+    ]);
+    expect(
+      sharedRows
+        .filter((r) => r.status === 'pending')
+        .map((r) => r.endpoint_id)
+        .sort(),
+    ).to.deep.equal([...endpoints].sort());
+    expect((await rowsOf(shared)).events).to.equal(1);
+
     // A purge that starts while a replay's transaction is open waits for it, then keeps the event.
     const kept = await oldEvent();
     let purged: Promise<unknown> | undefined;
