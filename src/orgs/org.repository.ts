@@ -31,7 +31,7 @@ const TAKE_PLACE = `UPDATE organizations SET guarantee_count = guarantee_count +
 export const REGISTRY_SQL = {
   /** Takes the organization's row lock, its next number and a createdAt (epoch ms) handed back as the insert id. */
   takePlace: `${TAKE_PLACE} WHERE id = $1`,
-  /** takePlace for a registration that writes its audit row: the chain's next seq too (AUDIT_SEQ_SQL), left in the session variable `seqVar`. */
+  /** takePlace for a registration that writes its audit row: its chain's next seq too (as AUDIT_SEQ_SQL.take), left in the session variable `seqVar`. */
   takeAuditedPlace: (seqVar: string) => `${TAKE_PLACE}, audit_seq = (${seqVar} := audit_seq + 1) WHERE id = $1`,
   /** The number takePlace just took, as a scalar subquery on the organization id bound at `param` (same transaction). */
   seqOf: (param: string) => `(SELECT guarantee_count FROM organizations WHERE id = ${param})`,
