@@ -1,5 +1,6 @@
 // `npm run bench -- <name> [options]`: the benchmarks, run by hand; figures go to bench/README.md.
 import { benchApi } from './api.js';
+import { benchAuditScript } from './audit-script.js';
 import { benchNotarize } from './notarize.js';
 import { benchP7m } from './p7m.js';
 import { benchP7mCorpus } from './p7m-corpus.js';
@@ -10,6 +11,7 @@ import { benchWebhooks } from './webhooks.js';
 
 const benches: Record<string, (argv: string[]) => Promise<void>> = {
   api: benchApi,
+  'audit-script': benchAuditScript,
   scan: benchScan,
   p7m: benchP7m,
   'p7m-corpus': benchP7mCorpus,

@@ -50,24 +50,46 @@ export function auditHash(r: Omit<AuditRow, 'hash'>): string {
   return sha256Hex(AUDIT_SCHEMA + parts.map(field).join(''));
 }
 
-/** SQL expressions of a row's fields (each a string expression, never NULL). */
+/** A field of the hash in SQL: a string expression (never NULL), or a value known before the statement runs. */
+export type AuditSqlField = string | { value: string };
+
+/** A row's fields for auditHashSql, in hash order. */
 export interface AuditSqlFields {
-  prevHash: string;
-  chain: string;
-  seq: string;
-  iso: string;
-  orgId: string;
-  actor: string;
-  action: string;
-  target: string;
-  requestId: string;
-  outcome: string;
+  prevHash: AuditSqlField;
+  chain: AuditSqlField;
+  seq: AuditSqlField;
+  iso: AuditSqlField;
+  orgId: AuditSqlField;
+  actor: AuditSqlField;
+  action: AuditSqlField;
+  target: AuditSqlField;
+  requestId: AuditSqlField;
+  outcome: AuditSqlField;
 }
 
-/** The same hash as auditHash, as an SQL expression over the fields' expressions (MariaDB: LENGTH counts bytes). */
-export function auditHashSql(f: AuditSqlFields): string {
-  const parts = [f.prevHash, f.chain, f.seq, f.iso, f.orgId, f.actor, f.action, f.target, f.requestId, f.outcome].map(
-    (x) => `CAST(LENGTH(${x}) AS CHAR), ':', ${x}, ';'`,
-  );
-  return `SHA2(CONCAT('${AUDIT_SCHEMA}', ${parts.join(', ')}), 256)`;
+/**
+ * The same hash as auditHash, as an SQL expression (MariaDB: LENGTH counts bytes). The values
+ * known beforehand are framed here, each run of them one parameter bound from `$firstParam` on
+ * (`bind`, in order): the expression MariaDB parses and evaluates under a registration's lock is
+ * then only what it must compute (the previous hash, the seq, the time, the target).
+ */
+export function auditHashSql(f: AuditSqlFields, firstParam: number): { sql: string; bind: string[] } {
+  const parts: string[] = [];
+  const bind: string[] = [];
+  let known = AUDIT_SCHEMA;
+  const flush = () => {
+    if (!known) return;
+    bind.push(known);
+    parts.push(`$${firstParam + bind.length - 1}`);
+    known = '';
+  };
+  for (const x of [f.prevHash, f.chain, f.seq, f.iso, f.orgId, f.actor, f.action, f.target, f.requestId, f.outcome]) {
+    if (typeof x === 'object') known += field(x.value);
+    else {
+      flush();
+      parts.push(`LENGTH(${x}), ':', ${x}, ';'`);
+    }
+  }
+  flush();
+  return { sql: `SHA2(CONCAT(${parts.join(', ')}), 256)`, bind };
 }

@@ -70,18 +70,22 @@ export function auditScriptStatements(
   // Bound in this order: chain $1, orgId $2, actor $3, action $4, target $5 (unless an expression), requestId $6, outcome $7.
   const target = value(entry.target, 5);
   const bind = [chain, entry.orgId, entry.actor, entry.action, target.bind[0] ?? '', entry.requestId ?? '', entry.outcome];
-  const hash = auditHashSql({
-    prevHash: '@audit_prev',
-    chain: '$1',
-    seq: `CAST(${AUDIT_SEQ_VAR} AS CHAR)`,
-    iso: time.isoSql,
-    orgId: '$2',
-    actor: '$3',
-    action: '$4',
-    target: target.sql,
-    requestId: '$6',
-    outcome: '$7',
-  });
+  // The fields known now are framed here, bound from $8 on: MariaDB computes only the rest.
+  const hash = auditHashSql(
+    {
+      prevHash: '@audit_prev',
+      chain: { value: chain },
+      seq: `${AUDIT_SEQ_VAR}`,
+      iso: time.isoSql,
+      orgId: { value: entry.orgId },
+      actor: { value: entry.actor },
+      action: { value: entry.action },
+      target: target.sql === '$5' ? { value: String(target.bind[0] ?? '') } : target.sql,
+      requestId: { value: entry.requestId ?? '' },
+      outcome: { value: entry.outcome },
+    },
+    8,
+  );
   // Two statements under the organization's row lock, which the script took first (each one
   // lengthens the time that lock is held: the organization's registrations wait for it). Four
   // before, with the chain's head on a row of its own; one INSERT reading the previous row
@@ -93,9 +97,9 @@ export function auditScriptStatements(
       bind: [chain],
     },
     {
-      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, ${AUDIT_SEQ_VAR}, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, ${hash}
+      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, ${AUDIT_SEQ_VAR}, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, ${hash.sql}
       FROM DUAL WHERE ${whenSql} AND ${AUDIT_SEQ_VAR} IS NOT NULL`,
-      bind,
+      bind: [...bind, ...hash.bind],
     },
   ];
 }
