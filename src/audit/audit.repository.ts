@@ -80,7 +80,7 @@ export function auditScriptStatements(
       orgId: { value: entry.orgId },
       actor: { value: entry.actor },
       action: { value: entry.action },
-      target: target.sql === '$5' ? { value: String(target.bind[0] ?? '') } : target.sql,
+      target: entry.target !== null && typeof entry.target === 'object' ? entry.target.sql : { value: entry.target ?? '' },
       requestId: { value: entry.requestId ?? '' },
       outcome: { value: entry.outcome },
     },
