@@ -104,6 +104,14 @@ export function auditScriptStatements(
   ];
 }
 
+/** Whether `err` is an audit row colliding with a row of the organization's chain (its primary key, `<chain>-<seq>`). */
+function isChainCollision(err: unknown, orgId: string): boolean {
+  if (mysqlErrno(err) !== ER_DUP_ENTRY) return false;
+  const e = err as { message?: unknown; parent?: { message?: unknown } } | null;
+  const message = String(e?.parent?.message ?? e?.message ?? '');
+  return message.includes(`'${orgId}-`) && message.includes("for key 'PRIMARY'");
+}
+
 export function createAuditRepository(db: Sequelize) {
   const orgs = createOrgRepository(db);
 
@@ -145,7 +153,8 @@ export function createAuditRepository(db: Sequelize) {
         // The seq is taken: the organization's head is behind rows the previous release appended
         // during a rolling release (migration 0021). A duplicate key rolls back the statement
         // only: the head is healed in the same transaction, and the row goes after them.
-        if (entry.orgId === null || attempt >= 3 || mysqlErrno(err) !== ER_DUP_ENTRY) throw err;
+        if (entry.orgId === null || !isChainCollision(err, entry.orgId)) throw err;
+        if (attempt >= 3) throw new Error(`the audit chain of ${entry.orgId} collided ${attempt} times with rows past its head`);
         // Up to the chain's last row (unless the seq just taken is that row's: the next take is after it).
         await orgs.healAuditSeq(entry.orgId, t);
         continue;
@@ -167,11 +176,16 @@ export function createAuditRepository(db: Sequelize) {
     scriptStatements: auditScriptStatements,
 
     /**
-     * After a registration's script failed on a duplicate key: whether the organization's head
-     * was behind its chain (the previous release's rows, during a rolling release), now healed,
-     * so that the script can run again.
+     * After a registration's script failed with `err`: whether it was its audit row colliding
+     * with its chain (the organization's head behind the previous release's rows, during a
+     * rolling release), now healed, so that the script can run again. Any other error (a
+     * transactionId raced, say) is left as it is.
      */
-    healChain: (orgId: string): Promise<boolean> => orgs.healAuditSeq(orgId),
+    async healChain(err: unknown, orgId: string): Promise<boolean> {
+      if (!isChainCollision(err, orgId)) return false;
+      // A heal that fails (the organization busy) leaves the collision as the answer.
+      return orgs.healAuditSeq(orgId).catch(() => false);
+    },
 
     /** The organization's rows after `since`, oldest first, at most `limit`. */
     async list(orgId: string, since: number, limit: number): Promise<AuditRow[]> {

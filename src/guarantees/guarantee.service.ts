@@ -179,7 +179,7 @@ export function createGuaranteeService(deps: {
         const registered = await registerInOneRoundTrip(orgId, g, hash, checksums, opts.by).catch(async (err: unknown) => {
           // Its audit row collided with one the previous release appended during a rolling
           // release (the organization's head behind its chain): healed, the script runs again.
-          if (opts.by && mysqlErrno(err) === ER_DUP_ENTRY && (await audit.healChain(orgId))) return registerInOneRoundTrip(orgId, g, hash, checksums, opts.by);
+          if (opts.by && (await audit.healChain(err, orgId))) return registerInOneRoundTrip(orgId, g, hash, checksums, opts.by);
           throw err;
         });
         return { status: 200, body: opts.respond(registered), created: true };

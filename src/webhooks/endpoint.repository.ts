@@ -3,7 +3,27 @@
 import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import { ENDPOINT_COLUMNS, toEndpoint, type EndpointRecord, type EndpointRow } from './webhook.records.js';
 
+/** Thrown to roll back a change that found nothing to change (`changing`). */
+const UNCHANGED = new Error('nothing to change');
+
 export function createEndpointRepository(db: Sequelize) {
+  /**
+   * A change of one endpoint with `also` (its audit row) run first: the audit row takes the
+   * organization's row lock before the endpoint's row is locked, the order a registration takes
+   * them in (its script locks the organization, then reads its endpoints), so the two take turns
+   * instead of deadlocking. When `change` finds nothing to change (false), everything rolls back.
+   */
+  const changing = (change: (t: Transaction) => Promise<boolean>): Promise<boolean> =>
+    db
+      .transaction(async (t) => {
+        if (!(await change(t))) throw UNCHANGED;
+        return true;
+      })
+      .catch((err: unknown) => {
+        if (err === UNCHANGED) return false;
+        throw err;
+      });
+
   return {
     async countEndpoints(orgId: string, t?: Transaction): Promise<number> {
       const [row] = await select<{ n: number }>(db, 'SELECT COUNT(*) AS n FROM webhook_endpoints WHERE org_id = $1', [orgId], t);
@@ -43,12 +63,12 @@ export function createEndpointRepository(db: Sequelize) {
      * organization's. `also`: more of the same change, in its transaction (its audit row).
      */
     async deleteEndpoint(orgId: string, id: string, also?: (t: Transaction) => Promise<unknown>): Promise<boolean> {
-      return db.transaction(async (t) => {
+      return changing(async (t) => {
+        await also?.(t);
         const n = await execute(db, 'DELETE FROM webhook_endpoints WHERE id = $1 AND org_id = $2', [id, orgId], t);
         if (n === 0) return false;
         await execute(db, 'DELETE FROM webhook_deliveries WHERE endpoint_id = $1', [id], t);
         await execute(db, 'DELETE FROM webhook_attempts WHERE endpoint_id = $1', [id], t);
-        await also?.(t);
         return true;
       });
     },
@@ -61,7 +81,8 @@ export function createEndpointRepository(db: Sequelize) {
       at: Date,
       also?: (t: Transaction) => Promise<unknown>,
     ): Promise<boolean> {
-      return db.transaction(async (t) => {
+      return changing(async (t) => {
+        await also?.(t);
         const n = await execute(
           db,
           `UPDATE webhook_endpoints SET previous_secret_enc = secret_enc, previous_secret_until = $3, secret_enc = $4, updated_at = $5
@@ -69,13 +90,13 @@ export function createEndpointRepository(db: Sequelize) {
           [id, orgId, previousUntil, secretEnc, at],
           t,
         );
-        if (n === 1) await also?.(t);
         return n === 1;
       });
     },
 
     async enable(orgId: string, id: string, at: Date, also?: (t: Transaction) => Promise<unknown>): Promise<boolean> {
-      return db.transaction(async (t) => {
+      return changing(async (t) => {
+        await also?.(t);
         const n = await execute(
           db,
           `UPDATE webhook_endpoints SET status = 'active', disabled_reason = NULL, failing_since = NULL, updated_at = $3
@@ -83,7 +104,6 @@ export function createEndpointRepository(db: Sequelize) {
           [id, orgId, at],
           t,
         );
-        if (n === 1) await also?.(t);
         return n === 1;
       });
     },

@@ -4,7 +4,8 @@
 // chain and names the first broken row. Against the real MariaDB.
 import { spawnSync } from 'node:child_process';
 import { expect } from 'chai';
-import { auditHash, GENESIS_HASH } from '../../src/audit/audit-chain.js';
+import { auditHash, auditHashSql, GENESIS_HASH } from '../../src/audit/audit-chain.js';
+import { sha256Hex } from '../../src/shared/sha256.js';
 import { migration } from '../../src/shared/db/migrations/0021-audit-seq-on-organizations.js';
 import { migration as retentionQueues } from '../../src/shared/db/migrations/0022-retention-queues.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
@@ -319,6 +320,83 @@ describe('the audit trail', function () {
 
     const verified = cliAuditVerify();
     expect(verified.status, verified.stderr).to.equal(0);
+  });
+
+  it("takes turns, without a deadlock, between a webhook's changes and registrations of its organization", async () => {
+    const { http, db } = await harness();
+    const racing = await newOrg('audit-webhook-race');
+    const reg = await http.post('/api/v1/webhooks').set('X-API-Key', racing.key).send({ endpoint: 'http://127.0.0.1:9/race' });
+    expect(reg.status).to.equal(200);
+    const id = (reg.body as { webhookId: string }).webhookId;
+    const deadlocks = async () => Number((await select<{ Value: string }>(db, "SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'", []))[0]?.Value ?? NaN);
+    const before = await deadlocks();
+    const statuses = await Promise.all([
+      ...Array.from({ length: 8 }, (_, i) => create(racing, { details: { policyNumber: `HOOK-RACE-${i}` } }).then(() => 200)),
+      ...Array.from({ length: 3 }, () =>
+        http
+          .post(`/api/v1/webhooks/${id}/rotate-secret`)
+          .set('X-API-Key', racing.key)
+          .send()
+          .then((r) => r.status),
+      ),
+      ...Array.from({ length: 3 }, () =>
+        http
+          .post(`/api/v1/webhooks/${id}/enable`)
+          .set('X-API-Key', racing.key)
+          .send()
+          .then((r) => r.status),
+      ),
+    ]);
+    expect(statuses.every((s) => s === 200)).to.equal(true);
+    expect(await deadlocks(), 'no deadlock broken').to.equal(before);
+    expect((await trail(racing)).body.items.map((i) => i.seq)).to.deep.equal(Array.from({ length: 15 }, (_, i) => i + 1));
+  });
+
+  it('hashes in SQL the very bytes the process hashes, the fields known beforehand framed in the process (multi-byte, separators, empty)', async () => {
+    const { db } = await harness();
+    const at = new Date('2026-11-25T01:02:03.045Z');
+    const cases = [
+      { actor: 'grk_abcdefghijkl', requestId: '', target: 'guarantee:x', action: 'guarantee.create', outcome: 'ok' },
+      { actor: 'admin:renée', requestId: 'req-1;2:3', target: 'job:notarize/42;:', action: 'board.retry', outcome: 'failed 500' },
+      { actor: 'cli', requestId: 'ünïcödé-€', target: 'trust_list:ЕС.xml', action: 'trust_list.import', outcome: '' },
+    ];
+    for (const c of cases) {
+      for (const targetInSql of [false, true]) {
+        const prevHash = sha256Hex(JSON.stringify(c));
+        const row = {
+          chain: org.orgId,
+          seq: 12345,
+          at,
+          orgId: org.orgId,
+          actor: c.actor,
+          action: c.action,
+          target: c.target,
+          requestId: c.requestId || null,
+          outcome: c.outcome,
+          prevHash,
+        };
+        const sql = auditHashSql(
+          {
+            prevHash: '@t_prev',
+            chain: { value: org.orgId },
+            seq: '@t_seq',
+            iso: '@t_iso',
+            orgId: { value: org.orgId },
+            actor: { value: c.actor },
+            action: { value: c.action },
+            target: targetInSql ? '@t_target' : { value: c.target },
+            requestId: { value: c.requestId },
+            outcome: { value: c.outcome },
+          },
+          1,
+        );
+        const inSql = await db.transaction(async (t) => {
+          await execute(db, 'SET @t_prev = $1, @t_seq = 12345, @t_iso = $2, @t_target = $3', [prevHash, at.toISOString(), c.target], t);
+          return select<{ h: string }>(db, `SELECT ${sql.sql} AS h`, sql.bind, t);
+        });
+        expect(inSql[0]?.h, JSON.stringify(c)).to.equal(auditHash(row));
+      }
+    }
   });
 
   it('pages with since and limit (1 to 100, default 50), shows an organization only its own rows, and refuses malformed paging with 400', async () => {

@@ -353,14 +353,16 @@ describe('retention: what is kept no longer is deleted', function () {
     expect(replayed).to.equal(0);
     expect(await rowsOf(doomed)).to.deep.equal({ events: 0, deliveries: [] });
 
-    // Replays of one event to several endpoints at once, beside a purge: each made due, the event kept.
+    // Replays of one event to several endpoints at once take turns on it: each made due, no
+    // deadlock broken on the way (a shared lock upgraded by each would deadlock every time,
+    // hidden by the retry: InnoDB's count of deadlocks tells).
     const shared = await oldEvent();
     const endpoints = Array.from({ length: 4 }, () => randomUUID());
-    const results = await Promise.all([
-      ...endpoints.map((ep) => deliveries.replay(org.orgId, ep, { eventId: shared }, new Date())),
-      createWebhookLogRetention(db).purge(daysAgo(90)),
-    ]);
-    expect(results.slice(0, 4)).to.deep.equal([1, 1, 1, 1]);
+    const deadlocks = async () => Number((await select<{ Value: string }>(db, "SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'", []))[0]?.Value ?? NaN);
+    const before = await deadlocks();
+    const results = await Promise.all(endpoints.map((ep) => deliveries.replay(org.orgId, ep, { eventId: shared }, new Date())));
+    expect(results).to.deep.equal([1, 1, 1, 1]);
+    expect(await deadlocks(), 'no deadlock broken').to.equal(before);
     const sharedRows = await select<{ endpoint_id: string; status: string }>(db, 'SELECT endpoint_id, status FROM webhook_deliveries WHERE event_id = $1', [
       shared,
     ]);
@@ -370,7 +372,6 @@ describe('retention: what is kept no longer is deleted', function () {
         .map((r) => r.endpoint_id)
         .sort(),
     ).to.deep.equal([...endpoints].sort());
-    expect((await rowsOf(shared)).events).to.equal(1);
 
     // A purge that starts while a replay's transaction is open waits for it, then keeps the event.
     const kept = await oldEvent();
