@@ -108,7 +108,8 @@ export function auditScriptStatements(
 function isChainCollision(err: unknown, orgId: string): boolean {
   if (mysqlErrno(err) !== ER_DUP_ENTRY) return false;
   const e = err as { message?: unknown; parent?: { message?: unknown } } | null;
-  const message = String(e?.parent?.message ?? e?.message ?? '');
+  const text = e?.parent?.message ?? e?.message;
+  const message = typeof text === 'string' ? text : '';
   return message.includes(`'${orgId}-`) && message.includes("for key 'PRIMARY'");
 }
 
@@ -154,7 +155,7 @@ export function createAuditRepository(db: Sequelize) {
         // during a rolling release (migration 0021). A duplicate key rolls back the statement
         // only: the head is healed in the same transaction, and the row goes after them.
         if (entry.orgId === null || !isChainCollision(err, entry.orgId)) throw err;
-        if (attempt >= 3) throw new Error(`the audit chain of ${entry.orgId} collided ${attempt} times with rows past its head`);
+        if (attempt >= 3) throw new Error(`the audit chain of ${entry.orgId} collided ${attempt} times with rows past its head`, { cause: err });
         // Up to the chain's last row (unless the seq just taken is that row's: the next take is after it).
         await orgs.healAuditSeq(entry.orgId, t);
         continue;
