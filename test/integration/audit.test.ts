@@ -349,7 +349,12 @@ describe('the audit trail', function () {
     ]);
     expect(statuses.every((s) => s === 200)).to.equal(true);
     expect(await deadlocks(), 'no deadlock broken').to.equal(before);
-    expect((await trail(racing)).body.items.map((i) => i.seq)).to.deep.equal(Array.from({ length: 15 }, (_, i) => i + 1));
+    // Dense; an enable that found the endpoint enabled in the same millisecond changed nothing and wrote no row.
+    const items = (await trail(racing)).body.items;
+    expect(items.map((i) => i.seq)).to.deep.equal(Array.from({ length: items.length }, (_, i) => i + 1));
+    const count = (action: string) => items.filter((i) => i.action === action).length;
+    expect([count('webhook.register'), count('guarantee.create'), count('webhook.rotate_secret')]).to.deep.equal([1, 8, 3]);
+    expect(count('webhook.enable')).to.be.within(1, 3);
   });
 
   it('hashes in SQL the very bytes the process hashes, the fields known beforehand framed in the process (multi-byte, separators, empty)', async () => {
