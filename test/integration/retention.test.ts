@@ -47,6 +47,32 @@ describe('retention: what is kept no longer is deleted', function () {
       )
     )[0];
 
+  /** An event made `ageDays` ago, dispatched, with one delivery to `endpointId` in `status` (and its attempt, when `attempted`); its id. */
+  async function webhookEvent(endpointId: string, ageDays: number, status: 'succeeded' | 'failed' | 'pending', attempted: boolean): Promise<string> {
+    const { db } = await harness();
+    const at = daysAgo(ageDays);
+    const id = uuidv7({ msecs: at.getTime() });
+    await execute(db, 'INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ($1, $2, $3, $4, $5, $5)', [
+      id,
+      org.orgId,
+      'guarantee.created',
+      '{}',
+      at,
+    ]);
+    await execute(
+      db,
+      'INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, attempts, created_at, updated_at, due_at) VALUES ($1, $2, $3, $4, 1, $5, $5, $5)',
+      [id, endpointId, org.orgId, status, at],
+    );
+    if (attempted)
+      await execute(
+        db,
+        'INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, succeeded) VALUES ($1, $2, $3, 10, 200, 1)',
+        [id, endpointId, at],
+      );
+    return id;
+  }
+
   async function upload(content: string): Promise<{ key: string; uuid: string }> {
     const up = await presign(org, { fileType: 'pdf' });
     expect((await uploadForm(up.url, up.fields, content)).status).to.equal(204);
@@ -231,28 +257,7 @@ describe('retention: what is kept no longer is deleted', function () {
   it("deletes the webhooks' delivered events, their deliveries and attempts after WEBHOOK_LOG_DAYS; a pending one, and a younger one, stay", async () => {
     const { db } = await harness();
     const endpointId = randomUUID();
-    const event = async (ageDays: number, status: 'succeeded' | 'failed' | 'pending') => {
-      const at = daysAgo(ageDays);
-      const id = uuidv7({ msecs: at.getTime() });
-      await execute(db, 'INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ($1, $2, $3, $4, $5, $5)', [
-        id,
-        org.orgId,
-        'guarantee.created',
-        '{}',
-        at,
-      ]);
-      await execute(
-        db,
-        'INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, attempts, created_at, updated_at, due_at) VALUES ($1, $2, $3, $4, 1, $5, $5, $5)',
-        [id, endpointId, org.orgId, status, at],
-      );
-      await execute(
-        db,
-        'INSERT INTO webhook_attempts (event_id, endpoint_id, attempted_at, duration_ms, status_code, succeeded) VALUES ($1, $2, $3, 10, 200, 1)',
-        [id, endpointId, at],
-      );
-      return id;
-    };
+    const event = (ageDays: number, status: 'succeeded' | 'failed' | 'pending') => webhookEvent(endpointId, ageDays, status, true);
     // Older than every other test's rows: these are the oldest in the tables.
     const delivered = await event(400, 'succeeded');
     const failed = await event(399, 'failed');
@@ -313,23 +318,7 @@ describe('retention: what is kept no longer is deleted', function () {
     const { db } = await harness();
     const deliveries = createDeliveryRepository(db);
     const endpointId = randomUUID();
-    const oldEvent = async () => {
-      const at = daysAgo(395);
-      const id = uuidv7({ msecs: at.getTime() });
-      await execute(db, 'INSERT INTO webhook_events (id, org_id, type, body, created_at, dispatched_at) VALUES ($1, $2, $3, $4, $5, $5)', [
-        id,
-        org.orgId,
-        'guarantee.created',
-        '{}',
-        at,
-      ]);
-      await execute(
-        db,
-        "INSERT INTO webhook_deliveries (event_id, endpoint_id, org_id, status, attempts, created_at, updated_at, due_at) VALUES ($1, $2, $3, 'failed', 1, $4, $4, $4)",
-        [id, endpointId, org.orgId, at],
-      );
-      return id;
-    };
+    const oldEvent = () => webhookEvent(endpointId, 395, 'failed', false);
     const rowsOf = async (id: string) => ({
       events: (await select(db, 'SELECT id FROM webhook_events WHERE id = $1', [id])).length,
       deliveries: await select<{ status: string }>(db, 'SELECT status FROM webhook_deliveries WHERE event_id = $1', [id]),
