@@ -7,7 +7,8 @@
 // as the application caches them, so both do the same database work per request.
 //
 //   npm run build && DATABASE_URL=... PORT=... node dist/bench/raw-server.js
-import { AUDIT_SEQ_VAR, auditScriptStatements } from '../src/audit/audit.repository.js';
+import { auditScriptStatements } from '../src/audit/audit.repository.js';
+import { AUDIT_SEQ_VAR } from '../src/audit/audit.sql.js';
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import mysql, { type ExecuteValues, type ResultSetHeader, type RowDataPacket } from 'mysql2/promise';

@@ -46,58 +46,48 @@ export interface BrokenRow {
   problem: string;
 }
 
-/** An SQL value: a bound string, or an expression of the script's (a session variable). */
-export type SqlValue = string | null | { sql: string };
-
-export { AUDIT_SEQ_VAR } from './audit.sql.js';
-
 /**
  * The statements that append a row to the organization's chain inside a registration's script
  * (one round trip), only when `whenSql` holds; `at`/`iso` are the script's time as DATETIME(3)
- * and as its RFC 3339 string, `target` may be an expression of the script's. The script's
- * place must be taken with AUDIT_SEQ_VAR (orgs' registryPlaceStatements): that UPDATE took the
- * organization's row lock and the row's seq, so the chain is not contended; the previous
- * row's hash is read here by primary key.
+ * and as its RFC 3339 string, `target` an expression of the script's (the record's id is known
+ * only there). The script's place must be taken with AUDIT_SEQ_VAR (orgs'
+ * registryPlaceStatements): that UPDATE took the organization's row lock and the row's seq, so
+ * the chain is not contended; the previous row's hash is read here by primary key.
  */
 export function auditScriptStatements(
-  entry: Omit<AuditEntry, 'target' | 'orgId'> & { orgId: string; target: SqlValue },
+  entry: Omit<AuditEntry, 'target' | 'orgId'> & { orgId: string; target: { sql: string } },
   time: { atSql: string; isoSql: string },
   whenSql: string,
 ): Statement[] {
   const chain = chainOf(entry.orgId);
-  const value = (v: SqlValue, n: number): { sql: string; bind: unknown[] } =>
-    v !== null && typeof v === 'object' ? { sql: v.sql, bind: [] } : { sql: `$${n}`, bind: [v ?? ''] };
-  // Bound in this order: chain $1, orgId $2, actor $3, action $4, target $5 (unless an expression), requestId $6, outcome $7.
-  const target = value(entry.target, 5);
-  const bind = [chain, entry.orgId, entry.actor, entry.action, target.bind[0] ?? '', entry.requestId ?? '', entry.outcome];
-  // The fields known now are framed here, bound from $8 on: MariaDB computes only the rest.
+  // Bound: chain $1, orgId $2, actor $3, action $4, requestId $5, outcome $6, then the hash's known fields from $7 on.
+  const bind = [chain, entry.orgId, entry.actor, entry.action, entry.requestId ?? '', entry.outcome];
   const hash = auditHashSql(
     {
       prevHash: '@audit_prev',
       chain: { value: chain },
-      seq: `${AUDIT_SEQ_VAR}`,
+      seq: AUDIT_SEQ_VAR,
       iso: time.isoSql,
       orgId: { value: entry.orgId },
       actor: { value: entry.actor },
       action: { value: entry.action },
-      target: entry.target !== null && typeof entry.target === 'object' ? entry.target.sql : { value: entry.target ?? '' },
+      target: entry.target.sql,
       requestId: { value: entry.requestId ?? '' },
       outcome: { value: entry.outcome },
     },
-    8,
+    bind.length + 1,
   );
-  // Two statements under the organization's row lock, which the script took first (each one
-  // lengthens the time that lock is held: the organization's registrations wait for it). Four
-  // before, with the chain's head on a row of its own; one INSERT reading the previous row
-  // itself costs more than two, MariaDB copying the table it inserts into (bench/README.md).
-  // AUDIT_SEQ_VAR is this script's: the INSERT runs only when the place was taken.
+  // Two statements under the organization's row lock, which the script took first: each one
+  // lengthens the time the organization's registrations wait for it (bench/README.md, "The
+  // audit row on the create path"; an INSERT reading the previous row itself costs more, MariaDB
+  // copying the table it inserts into). The INSERT runs only with a seq this script took.
   return [
     {
       sql: `SET @audit_prev = COALESCE((SELECT hash FROM audit_log WHERE chain = $1 AND seq = ${AUDIT_SEQ_VAR} - 1), '${GENESIS_HASH}')`,
       bind: [chain],
     },
     {
-      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, ${AUDIT_SEQ_VAR}, ${time.atSql}, $2, $3, $4, ${target.sql}, NULLIF($6, ''), $7, @audit_prev, ${hash.sql}
+      sql: `INSERT INTO audit_log (${COLUMNS}) SELECT $1, ${AUDIT_SEQ_VAR}, ${time.atSql}, $2, $3, $4, ${entry.target.sql}, NULLIF($5, ''), $6, @audit_prev, ${hash.sql}
       FROM DUAL WHERE ${whenSql} AND ${AUDIT_SEQ_VAR} IS NOT NULL`,
       bind: [...bind, ...hash.bind],
     },
@@ -136,7 +126,13 @@ export function createAuditRepository(db: Sequelize) {
     return { seq, prevHash: prev?.hash ?? GENESIS_HASH };
   }
 
-  /** Appends `entry` at `at` to its chain, in `t` (the change's own transaction); its row. */
+  /**
+   * Appends `entry` at `at` to its chain, in `t` (the change's own transaction); its row. For an
+   * organization's chain it locks the organization's row (the head): call it before the
+   * change's own writes, whose foreign keys would take that row shared first (two such changes
+   * then deadlock, each upgrading its lock), and before the change locks rows a registration
+   * locks after the organization's (its documents' files, its webhook endpoints).
+   */
   async function append(entry: AuditEntry, at: Date, t: Transaction): Promise<AuditRow> {
     const chain = chainOf(entry.orgId);
     for (let attempt = 1; ; attempt++) {

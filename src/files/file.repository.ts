@@ -219,9 +219,7 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
         return;
       }
       await db.transaction(async (t) => {
-        // `also` first: an audit row takes the organization's row lock, which the file's foreign
-        // key would otherwise have taken shared (two uploads of one organization would then
-        // deadlock, each upgrading its shared lock).
+        // `also` (an audit row) first: see the audit repository's append.
         await also(t);
         await write(t);
       });

@@ -109,8 +109,7 @@ export function createAmendmentService(deps: {
         notarizationStatus: 'PENDING',
         txHash: null,
       };
-      // Its audit row before its rows: the organization's row lock is then taken before the
-      // documents' files are (a registration takes them in that order too: no lock cycle).
+      // Its audit row before its rows (see the audit repository's append).
       if (by) await audit.append({ orgId, ...by, action: 'amendment.record', target: `amendment:${amendment.id}`, outcome: 'ok' }, createdAt, t);
       await repo.insert(orgId, amendment, t);
       const state = stateAfter(issued, [...before, amendment], createdAt);

@@ -1,7 +1,7 @@
 // Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
 // (create, get, list) are a handful of indexed statements and no per-row model work.
-import { AUDIT_SEQ_VAR } from '../audit/audit.sql.js';
 import { createHash } from 'node:crypto';
+import { AUDIT_SEQ_VAR } from '../audit/audit.sql.js';
 import { execute, script, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 import { FILE_SQL, attachStatement } from '../files/file.sql.js';
 import { ISSUER_SQL, REGISTRY_SQL, type IssuerRow } from '../orgs/org.repository.js';

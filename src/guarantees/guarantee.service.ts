@@ -15,7 +15,8 @@ import type { OrgRepository } from '../orgs/org.repository.js';
 import { REGISTRATION, uuidAt, type GuaranteeRepository } from './guarantee.repository.js';
 import type { CreateGuaranteeV1, CreateGuaranteeV2 } from './guarantee.schemas.js';
 import { DOC_GONE, resolveDocs } from './docs.js';
-import { AUDIT_SEQ_VAR, type AuditRepository } from '../audit/audit.repository.js';
+import { AUDIT_SEQ_VAR } from '../audit/audit.sql.js';
+import type { AuditRepository } from '../audit/audit.repository.js';
 import type { ApiActor } from '../orgs/auth.middleware.js';
 import { toV2 } from './guarantee.serializer.js';
 import type { GuaranteeRecord, NewGuarantee } from './guarantee.types.js';
@@ -70,7 +71,7 @@ export interface CreateOptions {
   idempotency?: { key: string; scope: string };
   /** Turns the record into the response body that a replay must repeat (v1 or v2 shape). */
   respond: (g: GuaranteeRecord) => unknown;
-  /** Who registers it, for the audit trail (absent: no audit row, as in the benchmarks' own callers). */
+  /** Who registers it, for the audit trail (absent: no audit row; only a caller that is no API request, a test's, leaves it out). */
   by?: ApiActor;
 }
 

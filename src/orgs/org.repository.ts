@@ -20,14 +20,16 @@ export interface StoredApiKey {
 /** The key lookup of every request (cache miss); exported for the API benchmark's raw baseline. */
 export const FIND_API_KEY_SQL = 'SELECT prefix, org_id, key_hash, revoked_at FROM api_keys WHERE prefix = $1';
 
+/** The registry place's UPDATE but its WHERE (REGISTRY_SQL.takePlace, takeAuditedPlace). */
+const TAKE_PLACE = `UPDATE organizations SET guarantee_count = guarantee_count + 1,
+    last_created_ms = LAST_INSERT_ID(GREATEST($2, COALESCE(last_created_ms, 0) + 1))`;
+
 /**
  * An organization's registry of guarantees, kept on its row: how many it registered (the last
  * one's sequence number) and when the last one was registered. Only this folder writes them:
  * guarantees take a place with takeRegistryPlace and read the number just taken through
  * `seqOf`, a fragment for their INSERT. Exported for the API benchmark's raw baseline.
  */
-const TAKE_PLACE = `UPDATE organizations SET guarantee_count = guarantee_count + 1,
-    last_created_ms = LAST_INSERT_ID(GREATEST($2, COALESCE(last_created_ms, 0) + 1))`;
 export const REGISTRY_SQL = {
   /** Takes the organization's row lock, its next number and a createdAt (epoch ms) handed back as the insert id. */
   takePlace: `${TAKE_PLACE} WHERE id = $1`,
@@ -200,7 +202,7 @@ export function createOrgRepository(db: Sequelize) {
 
     async insertApiKey(orgId: string, prefix: string, hash: Buffer, also?: (t: Transaction) => Promise<unknown>): Promise<void> {
       await db.transaction(async (t) => {
-        // `also` first: its audit row takes the organization's row lock before the key's foreign key takes it shared (see files' create).
+        // `also` (an audit row) first: see the audit repository's append.
         await also?.(t);
         await execute(
           db,

@@ -8,10 +8,8 @@ const UNCHANGED = new Error('nothing to change');
 
 export function createEndpointRepository(db: Sequelize) {
   /**
-   * A change of one endpoint with `also` (its audit row) run first: the audit row takes the
-   * organization's row lock before the endpoint's row is locked, the order a registration takes
-   * them in (its script locks the organization, then reads its endpoints), so the two take turns
-   * instead of deadlocking. When `change` finds nothing to change (false), everything rolls back.
+   * A change of one endpoint, which runs `also` (its audit row) first (see the audit
+   * repository's append); when it finds nothing to change (false), everything rolls back.
    */
   const changing = (change: (t: Transaction) => Promise<boolean>): Promise<boolean> =>
     db
