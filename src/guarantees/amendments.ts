@@ -81,8 +81,8 @@ export interface GuaranteeState {
   lastSeq: number;
 }
 
-/** The fold's running state: the state's inputs, without the clock (kept per guarantee in guarantee_folds). */
-export interface Folded {
+/** The fold's running state: the state's inputs, without the clock. */
+interface Folded {
   garantedAmount: number | null;
   expiresAt: Date | null;
   openClaim: OpenClaim | null;
@@ -197,34 +197,70 @@ export function refusalOf(issued: Issued, amendments: readonly Amendment[], a: N
   return refusal(fold(issued, amendments), a);
 }
 
-// Folding on from a stored fold (guarantee_folds, issue 27): recording an amendment reads its
-// guarantee's fold, not every amendment before it, and folds the one it adds.
-
-/** The fold of a guarantee registered as `issued`, before any amendment (lastSeq 0). */
-export function foldStart(issued: Issued): Folded {
-  return start(issued);
+/**
+ * The amendments recorded (createdAt) by `at`: the longest prefix, in seq order, of those
+ * recorded by then. A prefix, as seq is the order they were recorded in: a clock set back
+ * between two recordings must not fold an amendment without the one before it.
+ */
+export function recordedBy(amendments: readonly Amendment[], at: Date): Amendment[] {
+  const later = amendments.findIndex((a) => a.createdAt > at);
+  return later < 0 ? [...amendments] : amendments.slice(0, later);
 }
-
-/** An amendment as the fold reads it: its type's fields and its seq. */
-export type FoldedAmendment = Pick<NewAmendment, 'type' | 'effectiveAt' | 'expiresAt' | 'garantedAmount' | 'claimedAmount' | 'paidAmount'> & { seq: number };
 
 /**
- * `f` after `amendments`, which must follow it without a gap (seq f.lastSeq + 1, + 2...): an
- * error otherwise, so that a fold never skips an amendment nor counts one twice.
+ * The state a guarantee showed at `at` (what GET .../state answered then): only the amendments
+ * recorded by `at` folded. (stateAfter folds every amendment it is given, whenever recorded.)
  */
-export function foldFrom(f: Folded, amendments: readonly FoldedAmendment[]): Folded {
-  return amendments.reduce((g, a) => {
-    if (a.seq !== g.lastSeq + 1) throw new Error(`amendment ${a.seq} does not follow a fold at ${g.lastSeq}`);
-    return apply(g, { ...a, reason: null, docs: [] }, a.seq);
-  }, f);
+export function stateRecordedBy(issued: Issued, amendments: readonly Amendment[], at: Date): GuaranteeState {
+  return stateAfter(issued, recordedBy(amendments, at), at);
 }
 
-/** Why `a` may not follow the fold `f` (a 409's detail), or undefined: refusalOf from a stored fold. */
-export function refusalAfter(f: Folded, a: NewAmendment): string | undefined {
-  return refusal(f, a);
+/** A state a guarantee showed, from the instant `at`. */
+export interface Shown {
+  at: Date;
+  state: GuaranteeState;
 }
 
-/** The state of the fold `f` of a guarantee registered as `issued`, at `now`: stateAfter from a stored fold. */
-export function stateOfFold(f: Folded, issued: Issued, now: Date): GuaranteeState {
-  return stateOf(f, issued, now);
+/**
+ * When a guarantee registered at `registeredAt` lapsed and had a claim overdue, up to `until`,
+ * judging by what was recorded at each instant (stateRecordedBy), each with the state shown then:
+ * - `expired`: each instant its cover lapsed, the state turning EXPIRED from covered (ACTIVE,
+ *   PARTIALLY_RELEASED, or not yet registered: registered already expired). A claim open in
+ *   between keeps what came before it: an expiry that passes while a claim is open lapses when
+ *   the claim is closed; a guarantee expired, claimed, the claim closed, lapsed once. An
+ *   extension to an expiry already passed is no lapse (it was lapsed). At most one per expiry.
+ * - `claimOverdue`: each claim, the first instant it showed open past its due date.
+ * A later amendment changes none of them: what was shown then stays shown.
+ */
+export function lapsesOf(issued: Issued, registeredAt: Date, amendments: readonly Amendment[], until: Date): { expired: Shown[]; claimOverdue: Shown[] } {
+  // The state changes only at these instants: the registration, an amendment recorded, an expiry or a claim's due date passing.
+  const instants = [
+    registeredAt,
+    issued.expiresAt,
+    ...amendments.flatMap((a) => [
+      a.createdAt,
+      a.type === 'EXTENSION' ? a.expiresAt : null,
+      a.type === 'CLAIM' ? new Date(a.effectiveAt.getTime() + CLAIM_TERM_MS) : null,
+    ]),
+  ].filter((t): t is Date => t !== null && t >= registeredAt && t <= until);
+  const times = [...new Set(instants.map((t) => t.getTime()))].sort((a, b) => a - b);
+  const expired: Shown[] = [];
+  const claimOverdue: Shown[] = [];
+  const overdue = new Set<number>();
+  let lapsed = false;
+  for (const time of times) {
+    const at = new Date(time);
+    const state = stateRecordedBy(issued, amendments, at);
+    if (state.status === 'EXPIRED') {
+      if (!lapsed) expired.push({ at, state });
+      lapsed = true;
+    } else if (state.status === 'ACTIVE' || state.status === 'PARTIALLY_RELEASED') {
+      lapsed = false;
+    }
+    if (state.openClaim && state.claimDueAt && state.claimDueAt <= at && !overdue.has(state.openClaim.seq)) {
+      overdue.add(state.openClaim.seq);
+      claimOverdue.push({ at, state });
+    }
+  }
+  return { expired, claimOverdue };
 }

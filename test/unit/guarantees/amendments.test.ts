@@ -1,7 +1,15 @@
 // The lifecycle's rules and the state they fold to (src/guarantees/amendments.ts): pure.
 import { expect } from 'chai';
-import { CLAIM_TERM_MS, refusalOf, stateAfter, type Amendment, type AmendmentType, type Issued } from '../../../src/guarantees/amendments.js';
-import { foldFrom, foldStart, refusalAfter, stateOfFold } from '../../../src/guarantees/amendments.js';
+import {
+  CLAIM_TERM_MS,
+  lapsesOf,
+  refusalOf,
+  stateAfter,
+  stateRecordedBy,
+  type Amendment,
+  type AmendmentType,
+  type Issued,
+} from '../../../src/guarantees/amendments.js';
 
 const issued: Issued = { garantedAmount: 1000, expiresAt: new Date('2030-01-01T00:00:00Z'), isAutomaticRenewal: false };
 const now = new Date('2026-06-01T00:00:00Z');
@@ -142,86 +150,92 @@ describe('lifecycle: what may follow what (each a 409)', () => {
   });
 });
 
-describe('lifecycle: folding on from a stored fold', () => {
-  // A chain of accepted amendments of every type, pseudo-random but the same each run.
-  function chainOf(length: number, seed: number): Amendment[] {
-    let x = seed;
-    const next = () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-    const chain: Amendment[] = [];
-    const types: AmendmentType[] = ['EXTENSION', 'AMOUNT_CHANGE', 'PARTIAL_RELEASE', 'CLAIM', 'CLAIM_SETTLED', 'CLAIM_REJECTED'];
-    while (chain.length < length) {
-      const s = stateAfter(issued, chain, now);
-      const type = chain.length === length - 1 ? (next() < 0.5 ? 'RELEASE' : 'CANCELLATION') : (types[Math.floor(next() * types.length)] as AmendmentType);
-      const amount = Math.round(next() * (s.garantedAmount ?? 0) * 100) / 100;
-      const a: Amendment = {
-        ...candidate(type, chain.length + 1),
-        expiresAt: type === 'EXTENSION' ? new Date((s.expiresAt?.getTime() ?? 0) + 86_400_000 * (1 + Math.floor(next() * 30))) : null,
-        garantedAmount: type === 'AMOUNT_CHANGE' ? 1 + Math.round(next() * 500_000) / 100 : type === 'PARTIAL_RELEASE' ? amount : null,
-        claimedAmount: type === 'CLAIM' ? Math.max(0.01, amount) : null,
-        paidAmount: type === 'CLAIM_SETTLED' ? amount : null,
-        effectiveAt: new Date(Date.UTC(2026, 0, 1) + chain.length * 3_600_000),
-      };
-      if (refusalOf(issued, chain, a) === undefined) chain.push(a);
-    }
-    return chain;
-  }
-  function candidate(type: AmendmentType, seq: number, fields: Partial<Amendment> = {}): Amendment {
+describe('lifecycle: what the state showed, as recorded at each instant', () => {
+  const t = (iso: string) => new Date(iso);
+  const iso = (d: Date | null | undefined) => d?.toISOString();
+  // Registered on 1 January 2026, expiring on 1 March 2026.
+  const registeredAt = t('2026-01-01T00:00:00Z');
+  const expiring: Issued = { ...issued, expiresAt: t('2026-03-01T00:00:00Z') };
+  const recorded = (type: AmendmentType, createdAt: string, fields: Partial<Amendment> = {}) => amendment(type, { createdAt: t(createdAt), ...fields });
+  const lapses = (list: Amendment[], until: string, start: Issued = expiring, at = registeredAt) => {
+    const { expired, claimOverdue } = lapsesOf(start, at, list, t(until));
     return {
-      id: `c-${seq}`,
-      guaranteeId: 'g',
-      seq,
-      type,
-      effectiveAt: new Date('2026-05-01T00:00:00Z'),
-      expiresAt: null,
-      garantedAmount: null,
-      claimedAmount: null,
-      paidAmount: null,
-      reason: null,
-      docs: [],
-      createdAt: now,
-      notarizationStatus: 'PENDING',
-      txHash: null,
-      ...fields,
+      expired: expired.map((s) => [iso(s.at), iso(s.state.expiresAt), s.state.status]),
+      claimOverdue: claimOverdue.map((s) => [iso(s.at), s.state.openClaim?.seq, iso(s.state.claimDueAt)]),
     };
-  }
-  // What might be asked after any prefix: one of each type, with amounts and dates that some prefixes accept and others refuse.
-  const asks = (seq: number): Amendment[] => [
-    candidate('EXTENSION', seq, { expiresAt: new Date('2031-01-01T00:00:00Z') }),
-    candidate('AMOUNT_CHANGE', seq, { garantedAmount: 10 }),
-    candidate('PARTIAL_RELEASE', seq, { garantedAmount: 500 }),
-    candidate('RELEASE', seq),
-    candidate('CLAIM', seq, { claimedAmount: 700 }),
-    candidate('CLAIM_SETTLED', seq, { paidAmount: 1 }),
-    candidate('CLAIM_REJECTED', seq),
-    candidate('CANCELLATION', seq),
-  ];
+  };
 
-  it('starts from the registration: the state of no amendment, lastSeq 0', () => {
-    expect(foldStart(issued).lastSeq).to.equal(0);
-    expect(stateOfFold(foldStart(issued), issued, now)).to.deep.equal(stateAfter(issued, [], now));
+  beforeEach(() => {
+    seq = 0;
   });
 
-  it('gives, from a fold stored after any prefix of a chain, the state and the 409s of folding the whole chain again', () => {
-    for (const seed of [1, 2, 3, 4, 5]) {
-      const chain = chainOf(40, seed);
-      expect(new Set(chain.map((a) => a.type)).size, `seed ${seed}`).to.be.at.least(5);
-      for (let k = 0; k <= chain.length; k++) {
-        const stored = foldFrom(foldStart(issued), chain.slice(0, k));
-        expect(stored.lastSeq).to.equal(k);
-        // Folded on one amendment at a time, as each is recorded, or all at once (a fold healed after a rolling release).
-        const onByOne = chain.slice(k).reduce((f, a) => foldFrom(f, [a]), stored);
-        for (const f of [foldFrom(stored, chain.slice(k)), onByOne]) expect(stateOfFold(f, issued, now)).to.deep.equal(stateAfter(issued, chain, now));
-        for (const ask of asks(k + 1)) expect(refusalAfter(stored, ask), `${ask.type} after ${k}`).to.equal(refusalOf(issued, chain.slice(0, k), ask));
-      }
-    }
+  it('folds at an instant only the amendments recorded by then, a prefix in seq order even when the clock went back', () => {
+    const extension = recorded('EXTENSION', '2026-02-01T00:00:00Z', { expiresAt: t('2026-06-01T00:00:00Z') });
+    // Recorded after the extension, by a clock set back a day.
+    const change = recorded('AMOUNT_CHANGE', '2026-01-31T00:00:00Z', { garantedAmount: 5 });
+    expect(stateRecordedBy(expiring, [extension, change], t('2026-01-31T12:00:00Z'))).to.include({ status: 'ACTIVE', garantedAmount: 1000, lastSeq: 0 });
+    expect(stateRecordedBy(expiring, [extension, change], t('2026-02-01T00:00:00Z'))).to.include({ garantedAmount: 5, lastSeq: 2 });
+    // After the registered expiry, before the extension was recorded: expired, as it was shown then.
+    const before = stateRecordedBy(
+      expiring,
+      [recorded('EXTENSION', '2026-03-05T00:00:00Z', { expiresAt: t('2026-06-01T00:00:00Z') })],
+      t('2026-03-02T00:00:00Z'),
+    );
+    expect(before.status).to.equal('EXPIRED');
+    expect(iso(before.expiresAt)).to.equal('2026-03-01T00:00:00.000Z');
   });
 
-  it('refuses to fold an amendment that does not follow the fold: a gap, one folded already, or one out of order', () => {
-    const chain = chainOf(4, 7);
-    const at2 = foldFrom(foldStart(issued), chain.slice(0, 2));
-    expect(() => foldFrom(at2, [chain[3] as Amendment])).to.throw(/amendment 4 does not follow a fold at 2/);
-    expect(() => foldFrom(at2, [chain[1] as Amendment])).to.throw(/amendment 2 does not follow a fold at 2/);
-    expect(() => foldFrom(at2, [chain[3] as Amendment, chain[2] as Amendment])).to.throw(/does not follow/);
-    expect(foldFrom(at2, [chain[2] as Amendment, chain[3] as Amendment]).lastSeq).to.equal(4);
+  it('a lapse at the expiry, kept when an extension is recorded after it; the extended expiry lapses again', () => {
+    expect(lapses([], '2026-02-28T23:59:59.999Z')).to.deep.equal({ expired: [], claimOverdue: [] });
+    const extended = [recorded('EXTENSION', '2026-03-01T00:00:01Z', { expiresAt: t('2026-06-01T00:00:00Z'), effectiveAt: t('2026-02-20T00:00:00Z') })];
+    expect(lapses(extended, '2026-03-02T00:00:00Z').expired).to.deep.equal([['2026-03-01T00:00:00.000Z', '2026-03-01T00:00:00.000Z', 'EXPIRED']]);
+    expect(lapses(extended, '2026-06-01T00:00:00Z').expired).to.deep.equal([
+      ['2026-03-01T00:00:00.000Z', '2026-03-01T00:00:00.000Z', 'EXPIRED'],
+      ['2026-06-01T00:00:00.000Z', '2026-06-01T00:00:00.000Z', 'EXPIRED'],
+    ]);
+    // Recorded before the expiry: no lapse until the new one.
+    const inTime = [recorded('EXTENSION', '2026-02-28T00:00:00Z', { expiresAt: t('2026-06-01T00:00:00Z') })];
+    expect(lapses(inTime, '2026-05-31T00:00:00Z').expired).to.deep.equal([]);
+  });
+
+  it('a registration already expired lapses at its registration; with automatic renewal, or ended before, never', () => {
+    expect(lapses([], '2026-12-31T00:00:00Z', { ...expiring, expiresAt: t('2025-06-01T00:00:00Z') }).expired).to.deep.equal([
+      ['2026-01-01T00:00:00.000Z', '2025-06-01T00:00:00.000Z', 'EXPIRED'],
+    ]);
+    expect(lapses([], '2026-12-31T00:00:00Z', { ...expiring, isAutomaticRenewal: true }).expired).to.deep.equal([]);
+    expect(lapses([recorded('RELEASE', '2026-02-01T00:00:00Z')], '2026-12-31T00:00:00Z').expired).to.deep.equal([]);
+  });
+
+  it('an expiry passed while a claim is open lapses when the claim is closed; a claim against a lapsed guarantee leaves it lapsed once', () => {
+    const open = recorded('CLAIM', '2026-02-20T00:00:00Z', { claimedAmount: 10, effectiveAt: t('2026-02-20T00:00:00Z') });
+    const closedLate = [open, recorded('CLAIM_REJECTED', '2026-04-01T00:00:00Z')];
+    expect(lapses(closedLate, '2026-12-31T00:00:00Z').expired).to.deep.equal([['2026-04-01T00:00:00.000Z', '2026-03-01T00:00:00.000Z', 'EXPIRED']]);
+    seq = 0;
+    const afterLapse = [
+      recorded('CLAIM', '2026-03-10T00:00:00Z', { claimedAmount: 10, effectiveAt: t('2026-02-25T00:00:00Z') }),
+      recorded('CLAIM_REJECTED', '2026-03-20T00:00:00Z'),
+      // An extension to a date passed already: lapsed still, no new lapse.
+      recorded('EXTENSION', '2026-04-01T00:00:00Z', { expiresAt: t('2026-03-15T00:00:00Z') }),
+    ];
+    expect(lapses(afterLapse, '2026-12-31T00:00:00Z').expired).to.deep.equal([['2026-03-01T00:00:00.000Z', '2026-03-01T00:00:00.000Z', 'EXPIRED']]);
+  });
+
+  it('a claim overdue from its due date while open, or from its recording when recorded late; kept when closed later; none closed in time', () => {
+    const due = '2026-01-25T00:00:00.000Z';
+    const overdue = (claimedAt: string, closed?: Amendment['type'], closedAt?: string) => {
+      seq = 0;
+      const list = [recorded('CLAIM', claimedAt, { claimedAmount: 10, effectiveAt: t('2026-01-10T00:00:00Z') })];
+      if (closed && closedAt) list.push(recorded(closed, closedAt, { paidAmount: 10 }));
+      return lapses(list, '2026-02-01T00:00:00Z').claimOverdue;
+    };
+    expect(
+      lapses([recorded('CLAIM', '2026-01-10T00:00:00Z', { claimedAmount: 10, effectiveAt: t('2026-01-10T00:00:00Z') })], '2026-01-24T23:59:59.999Z')
+        .claimOverdue,
+    ).to.deep.equal([]);
+    expect(overdue('2026-01-10T00:00:00Z')).to.deep.equal([[due, 1, due]]);
+    expect(overdue('2026-01-10T00:00:00Z', 'CLAIM_SETTLED', '2026-01-26T00:00:00Z')).to.deep.equal([[due, 1, due]]);
+    expect(overdue('2026-01-30T00:00:00Z')).to.deep.equal([['2026-01-30T00:00:00.000Z', 1, due]]);
+    expect(overdue('2026-01-10T00:00:00Z', 'CLAIM_SETTLED', '2026-01-24T00:00:00Z')).to.deep.equal([]);
+    expect(overdue('2026-01-10T00:00:00Z', 'RELEASE', '2026-01-24T00:00:00Z')).to.deep.equal([]);
   });
 });
