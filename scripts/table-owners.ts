@@ -15,6 +15,7 @@ const OWNERS: Record<string, string> = {
   guarantee_docs: 'src/guarantees/',
   guarantee_amendments: 'src/guarantees/',
   guarantee_amendment_docs: 'src/guarantees/',
+  guarantee_folds: 'src/guarantees/',
   guarantee_notices: 'src/guarantees/',
   lifecycle_checks: 'src/guarantees/',
   files: 'src/files/',

@@ -1,10 +1,22 @@
 // guarantee_amendments and guarantee_amendment_docs: a guarantee's amendments, appended under
 // the guarantee's row lock (so that seq is dense however many race), and read in seq order
 // with their documents (each doc's checksum is its file's: files lend the join, FILE_SQL).
+// guarantee_folds: the state they fold to, written with each amendment, read instead of them.
 import { Transaction as SequelizeTransaction } from 'sequelize';
 import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import { FILE_SQL, attachStatement } from '../files/file.sql.js';
-import type { Amendment, AmendmentDoc, AmendmentType, Issued } from './amendments.js';
+import {
+  foldFrom,
+  foldStart,
+  stateOfFold,
+  type Amendment,
+  type AmendmentDoc,
+  type AmendmentType,
+  type Folded,
+  type FoldedAmendment,
+  type GuaranteeState,
+  type Issued,
+} from './amendments.js';
 
 interface Row {
   id: string;
@@ -77,6 +89,17 @@ function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment & { orgId: string 
   };
 }
 
+/** An amendment's row as the fold reads it. */
+const toFolded = (r: Pick<Row, 'seq' | 'type' | 'effective_at' | 'expires_at' | 'garanted_amount' | 'claimed_amount' | 'paid_amount'>): FoldedAmendment => ({
+  seq: Number(r.seq),
+  type: r.type,
+  effectiveAt: r.effective_at,
+  expiresAt: r.expires_at,
+  garantedAmount: num(r.garanted_amount),
+  claimedAmount: num(r.claimed_amount),
+  paidAmount: num(r.paid_amount),
+});
+
 interface IssuedRow {
   garanted_amount: string | null;
   expires_at: Date | null;
@@ -93,10 +116,60 @@ const ISSUED_SQL = 'SELECT garanted_amount, expires_at, is_automatic_renewal FRO
 
 const TEXT = { prepared: false } as const;
 
+/** Amendments read per statement when a fold is brought up to date (see `current`). */
+const HEAL_BATCH = 1000;
+
+interface FoldRow {
+  garanted_amount: string | null;
+  expires_at: Date | null;
+  claim_seq: number | null;
+  claimed_amount: string | null;
+  claim_effective_at: Date | null;
+  ended: 'RELEASED' | 'CANCELLED' | null;
+  partially_released: number;
+  last_seq: number;
+}
+
+/** A guarantee's registration, its stored fold if any (fold_seq null: none) and its last amendment's seq (null: none). */
+type CurrentRow = IssuedRow & { [K in keyof FoldRow as `fold_${K}`]: FoldRow[K] | null } & { last_seq: number | null };
+
+// The last seq by the unique key (guarantee_id, seq): one index entry read, as many amendments as it has.
+const CURRENT_SQL = `SELECT g.garanted_amount, g.expires_at, g.is_automatic_renewal,
+  f.garanted_amount AS fold_garanted_amount, f.expires_at AS fold_expires_at, f.claim_seq AS fold_claim_seq, f.claimed_amount AS fold_claimed_amount,
+  f.claim_effective_at AS fold_claim_effective_at, f.ended AS fold_ended, f.partially_released AS fold_partially_released, f.last_seq AS fold_last_seq,
+  (SELECT MAX(a.seq) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS last_seq
+  FROM guarantees g LEFT JOIN guarantee_folds f ON f.guarantee_id = g.id WHERE g.id = $1`;
+
+function storedFold(r: CurrentRow): Folded | undefined {
+  if (r.fold_last_seq === null) return undefined;
+  return {
+    garantedAmount: num(r.fold_garanted_amount),
+    expiresAt: r.fold_expires_at,
+    openClaim:
+      r.fold_claim_seq === null
+        ? null
+        : { seq: Number(r.fold_claim_seq), claimedAmount: Number(r.fold_claimed_amount), effectiveAt: r.fold_claim_effective_at as Date },
+    ended: r.fold_ended,
+    partiallyReleased: r.fold_partially_released === 1,
+    lastSeq: Number(r.fold_last_seq),
+  };
+}
+
+/** What a guarantee covers, folded: its registration, and the fold after its last amendment. */
+export interface Current {
+  issued: Issued;
+  fold: Folded;
+}
+
 export function createAmendmentRepository(db: Sequelize) {
   /** Amendments matching `where` (on alias a), by guarantee and seq, each with its documents. */
   async function read(where: string, params: unknown[], t?: Transaction, opts?: typeof TEXT): Promise<(Amendment & { orgId: string })[]> {
     const rows = await select<Row>(db, `SELECT ${COLUMNS} FROM guarantee_amendments a WHERE ${where} ORDER BY a.guarantee_id, a.seq`, params, t, opts);
+    return withDocs(rows, where, params, t, opts);
+  }
+
+  /** `rows` with their documents, read by `where` (which must match the amendments of `rows`, and may match more). */
+  async function withDocs(rows: Row[], where: string, params: unknown[], t?: Transaction, opts?: typeof TEXT): Promise<(Amendment & { orgId: string })[]> {
     if (!rows.length) return [];
     const docs = await select<DocRow>(
       db,
@@ -116,6 +189,37 @@ export function createAmendmentRepository(db: Sequelize) {
       byAmendment.set(d.amendment_id, list);
     }
     return rows.map((r) => toAmendment(r, byAmendment.get(r.id) ?? []));
+  }
+
+  /**
+   * The guarantee's registration and its fold now (`orgId`: only the organization's; undefined
+   * if there is no such guarantee): the stored fold when it is current, one statement. One
+   * behind the last amendment (the previous release recorded those during a rolling release,
+   * or none is stored yet) is folded on with the amendments it lacks, read in batches; the
+   * caller that holds the guarantee's lock writes it back (`saveFold`).
+   */
+  async function current(guaranteeId: string, opts: { orgId?: string; t?: Transaction } = {}): Promise<Current | undefined> {
+    const [row] = await select<CurrentRow>(
+      db,
+      opts.orgId === undefined ? CURRENT_SQL : `${CURRENT_SQL} AND g.org_id = $2`,
+      opts.orgId === undefined ? [guaranteeId] : [guaranteeId, opts.orgId],
+      opts.t,
+    );
+    if (!row) return undefined;
+    const issued = toIssued(row);
+    let fold = storedFold(row) ?? foldStart(issued);
+    const lastSeq = Number(row.last_seq ?? 0);
+    while (fold.lastSeq < lastSeq) {
+      const missing = await select<Row>(
+        db,
+        `SELECT seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount FROM guarantee_amendments
+        WHERE guarantee_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`,
+        [guaranteeId, fold.lastSeq, Math.min(lastSeq, fold.lastSeq + HEAL_BATCH)],
+        opts.t,
+      );
+      fold = foldFrom(fold, missing.map(toFolded));
+    }
+    return { issued, fold };
   }
 
   return {
@@ -140,9 +244,45 @@ export function createAmendmentRepository(db: Sequelize) {
       return row && toIssued(row);
     },
 
-    /** The guarantee's amendments, oldest first. */
+    /** The guarantee's amendments, oldest first (all of them: a page of them is `page`). */
     async list(guaranteeId: string, t?: Transaction): Promise<Amendment[]> {
       return read('a.guarantee_id = $1', [guaranteeId], t);
+    },
+
+    current,
+
+    /**
+     * What the guarantee covers at `at`, from its fold (undefined if there is no such
+     * guarantee): as stateAfter over all its amendments, reading one row when the fold is current.
+     */
+    async stateOf(guaranteeId: string, at: Date): Promise<GuaranteeState | undefined> {
+      const c = await current(guaranteeId);
+      return c && stateOfFold(c.fold, c.issued, at);
+    },
+
+    /** Stores the guarantee's fold, in `t`, which holds the guarantee's row lock (as every writer of its amendments does). */
+    async saveFold(guaranteeId: string, f: Folded, t: Transaction): Promise<void> {
+      const amount = (n: number | null) => (n === null ? null : n.toFixed(2));
+      await execute(
+        db,
+        `INSERT INTO guarantee_folds (guarantee_id, garanted_amount, expires_at, claim_seq, claimed_amount, claim_effective_at, ended, partially_released, last_seq)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+        ON DUPLICATE KEY UPDATE garanted_amount = VALUES(garanted_amount), expires_at = VALUES(expires_at), claim_seq = VALUES(claim_seq),
+          claimed_amount = VALUES(claimed_amount), claim_effective_at = VALUES(claim_effective_at), ended = VALUES(ended),
+          partially_released = VALUES(partially_released), last_seq = VALUES(last_seq)`,
+        [
+          guaranteeId,
+          amount(f.garantedAmount),
+          f.expiresAt,
+          f.openClaim?.seq ?? null,
+          amount(f.openClaim?.claimedAmount ?? null),
+          f.openClaim?.effectiveAt ?? null,
+          f.ended,
+          f.partiallyReleased ? 1 : 0,
+          f.lastSeq,
+        ],
+        t,
+      );
     },
 
     /** The guarantee's amendment `seq`, if it has one. */

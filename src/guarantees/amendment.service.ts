@@ -1,7 +1,8 @@
 // Recording a guarantee's amendments and answering what it covers now. An amendment is written
-// in one transaction holding the guarantee's row lock: the amendments so far are read, the
-// client's expectedSeq and the type's rules checked against the state they fold to (a 409
-// otherwise, nothing written), and the amendment appended as seq + 1 with its
+// in one transaction holding the guarantee's row lock: the guarantee's fold is read (the state
+// its amendments so far fold to, kept in guarantee_folds: one row, however long its history),
+// the client's expectedSeq and the type's rules checked against it (a 409 otherwise, nothing
+// written), and the amendment appended as seq + 1 with the fold after it and its
 // `guarantee.amended` event in the outbox. Two racing amendments are serialized by the lock:
 // the second sees the first (its expectedSeq, if stale, is a 409; without one it gets the next seq).
 import { v7 as uuidv7 } from 'uuid';
@@ -14,7 +15,7 @@ import type { FileRepository } from '../files/file.repository.js';
 import type { AmendmentRepository } from './amendment.repository.js';
 import type { CreateAmendment } from './amendment.schemas.js';
 import { toAmendmentView, toStateView } from './amendment.serializer.js';
-import { CLAIM_TERM_MS, refusalOf, stateAfter, type Amendment, type GuaranteeState, type Issued, type NewAmendment } from './amendments.js';
+import { CLAIM_TERM_MS, foldFrom, refusalAfter, stateOfFold, type Amendment, type GuaranteeState, type Issued, type NewAmendment } from './amendments.js';
 import { DOC_GONE, resolveDocs } from './docs.js';
 import type { AuditRepository } from '../audit/audit.repository.js';
 import type { ApiActor } from '../orgs/auth.middleware.js';
@@ -88,14 +89,15 @@ export function createAmendmentService(deps: {
     claim?: { key: string; owner: string },
   ): Promise<{ amendment: Amendment; state: GuaranteeState }> {
     return repo.transaction(async (t) => {
-      const issued = await repo.lockIssued(orgId, guaranteeId, t);
-      if (!issued) throw noSuch(guaranteeId);
-      const before = await repo.list(guaranteeId, t);
-      const lastSeq = before.at(-1)?.seq ?? 0;
+      if (!(await repo.lockIssued(orgId, guaranteeId, t))) throw noSuch(guaranteeId);
+      // Read after the lock: every writer of the guarantee's amendments holds it, so the fold (with what it lacks folded on) is current.
+      const current = await repo.current(guaranteeId, { t });
+      if (!current) throw noSuch(guaranteeId);
+      const lastSeq = current.fold.lastSeq;
       if (input.expectedSeq !== undefined && input.expectedSeq !== lastSeq) {
         throw new ConflictError(`expectedSeq is ${input.expectedSeq}, but the last amendment is ${lastSeq}: read the amendments again.`);
       }
-      const refusal = refusalOf(issued, before, input);
+      const refusal = refusalAfter(current.fold, input);
       if (refusal) throw new ConflictError(refusal);
       const createdAt = now();
       const { expectedSeq: _seen, ...fields } = input;
@@ -112,7 +114,9 @@ export function createAmendmentService(deps: {
       // Its audit row before its rows (see the audit repository's append).
       if (by) await audit.append({ orgId, ...by, action: 'amendment.record', target: `amendment:${amendment.id}`, outcome: 'ok' }, createdAt, t);
       await repo.insert(orgId, amendment, t);
-      const state = stateAfter(issued, [...before, amendment], createdAt);
+      const fold = foldFrom(current.fold, [amendment]);
+      await repo.saveFold(guaranteeId, fold, t);
+      const state = stateOfFold(fold, current.issued, createdAt);
       await outbox.add(t, orgId, 'guarantee.amended', { amendment: toAmendmentView(amendment), state: toStateView(state) }, createdAt);
       // The response a retry with the same Idempotency-Key gets, written with the amendment.
       if (claim) await idempotency.complete(orgId, claim.key, claim.owner, { status: 200, body: toAmendmentView(amendment) }, t);
@@ -158,9 +162,11 @@ export function createAmendmentService(deps: {
       return amendment;
     },
 
-    /** What the guarantee covers now. */
+    /** What the guarantee covers now, from its fold (404 for another organization's guarantee, or none). */
     async state(orgId: string, guaranteeId: string): Promise<GuaranteeState> {
-      return stateAfter(await issuedOr404(orgId, guaranteeId), await repo.list(guaranteeId), now());
+      const current = isUuid(guaranteeId) ? await repo.current(guaranteeId, { orgId }) : undefined;
+      if (!current) throw noSuch(guaranteeId);
+      return stateOfFold(current.fold, current.issued, now());
     },
   };
 }

@@ -1,8 +1,18 @@
 // A guarantee's life through the API (CONTRACT "Lifecycle"): amendments recorded with a dense
 // seq, each rule's 409 changing nothing, 400s, other organizations' 404s, races, the state,
-// and the guarantee.amended event in the outbox. Against the real database.
+// and the guarantee.amended event in the outbox; the fold kept with the amendments
+// (guarantee_folds: what recording one reads, however long the history, healed after a
+// rolling release, backfilled by migration 0023). Against the real database.
 import { expect } from 'chai';
-import { execute, select } from '../../src/shared/db/sequelize.js';
+import { v7 as uuidv7 } from 'uuid';
+import { createAuditRepository } from '../../src/audit/audit.repository.js';
+import { createFileRepository } from '../../src/files/file.repository.js';
+import { createAmendmentRepository } from '../../src/guarantees/amendment.repository.js';
+import { createAmendmentService } from '../../src/guarantees/amendment.service.js';
+import type { Amendment, NewAmendment } from '../../src/guarantees/amendments.js';
+import { backfillFolds, migration as guaranteeFolds } from '../../src/shared/db/migrations/0023-guarantee-folds.js';
+import { createSequelize, execute, select } from '../../src/shared/db/sequelize.js';
+import { createIdempotencyStore } from '../../src/shared/idempotency.js';
 import { harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
 
 interface Answer {
@@ -282,5 +292,219 @@ describe('lifecycle: amendments through the API', function () {
     expect(await stateOf(org, renewed)).to.include({ status: 'ACTIVE' });
     expect((await amend(org, expired, { type: 'CLAIM', claimedAmount: 5 })).status).to.equal(200);
     expect(await stateOf(org, expired)).to.include({ status: 'CLAIMED' });
+  });
+});
+
+/** An amendment as the service takes it: `type` with its fields, the others null. */
+function asked(type: NewAmendment['type'], fields: Partial<NewAmendment> = {}): NewAmendment {
+  return {
+    type,
+    effectiveAt: new Date('2026-04-01T00:00:00Z'),
+    expiresAt: null,
+    garantedAmount: null,
+    claimedAmount: null,
+    paidAmount: null,
+    reason: null,
+    docs: [],
+    ...fields,
+  };
+}
+
+interface FoldRow {
+  guarantee_id: string;
+  garanted_amount: string | null;
+  expires_at: Date | null;
+  claim_seq: number | null;
+  claimed_amount: string | null;
+  claim_effective_at: Date | null;
+  ended: string | null;
+  partially_released: number;
+  last_seq: number;
+}
+
+async function foldRows(...ids: string[]): Promise<FoldRow[]> {
+  const { db } = await harness();
+  return select<FoldRow>(db, 'SELECT * FROM guarantee_folds WHERE guarantee_id IN ($1) ORDER BY guarantee_id', [ids], undefined, { prepared: false });
+}
+
+describe('lifecycle: the fold kept with the amendments', function () {
+  this.timeout(60_000);
+  let org: TestOrg;
+  beforeEach(async () => {
+    org = await newOrg();
+  });
+
+  it('keeps the fold in guarantee_folds, written with each amendment; the fold alone decides the 409s and the state', async () => {
+    const id = await guarantee(org);
+    expect(await foldRows(id)).to.deep.equal([]);
+    expect((await amend(org, id, { type: 'EXTENSION', expiresAt: '2031-01-01T00:00:00Z' })).status).to.equal(200);
+    expect((await amend(org, id, { type: 'PARTIAL_RELEASE', garantedAmount: 800.5 })).status).to.equal(200);
+    expect((await amend(org, id, { type: 'CLAIM', claimedAmount: 250, effectiveAt: '2026-05-01T00:00:00Z' })).status).to.equal(200);
+    expect(await foldRows(id)).to.deep.equal([
+      {
+        guarantee_id: id,
+        garanted_amount: '800.50',
+        expires_at: new Date('2031-01-01T00:00:00Z'),
+        claim_seq: 3,
+        claimed_amount: '250.00',
+        claim_effective_at: new Date('2026-05-01T00:00:00Z'),
+        ended: null,
+        partially_released: 1,
+        last_seq: 3,
+      },
+    ]);
+    // The fold says released, with no claim open (nothing in the amendments says so): a CLAIM_REJECTED
+    // is refused as after a RELEASE, not accepted as the open claim would have it.
+    const { db } = await harness();
+    await execute(
+      db,
+      "UPDATE guarantee_folds SET ended = 'RELEASED', claim_seq = NULL, claimed_amount = NULL, claim_effective_at = NULL WHERE guarantee_id = $1",
+      [id],
+    );
+    const refused = await amend(org, id, { type: 'CLAIM_REJECTED' }, true);
+    expect(refused.status).to.equal(409);
+    expect(refused.body.detail).to.match(/nothing may follow a RELEASE/);
+    expect(await stateOf(org, id)).to.deep.include({ status: 'RELEASED', garantedAmount: 800.5, openClaim: null, lastSeq: 3 });
+    expect((await foldRows(id))[0]?.last_seq).to.equal(3);
+  });
+
+  it('reads as many rows to record an amendment after 300 as after 5: the fold, never the history', async () => {
+    const { config, db, events } = await harness();
+    // One connection, so that its session's count of rows read is the service's.
+    const one = createSequelize({ url: config.DATABASE_URL, poolMax: 1 });
+    try {
+      const service = createAmendmentService({
+        repo: createAmendmentRepository(one),
+        files: createFileRepository(db, events.outbox),
+        outbox: events.outbox,
+        idempotency: createIdempotencyStore(db),
+        audit: createAuditRepository(db),
+      });
+      const id = await guarantee(org);
+      const rowsRead = async () =>
+        Number((await select<{ Value: string }>(one, "SHOW SESSION STATUS LIKE 'Rows_read'", [], undefined, { prepared: false }))[0]?.Value);
+      let n = 0;
+      // Extensions and amount changes in turn, each extension a day later than the last.
+      const next = () =>
+        ++n % 2 ? asked('EXTENSION', { expiresAt: new Date(Date.UTC(2030, 0, 1 + n)) }) : asked('AMOUNT_CHANGE', { garantedAmount: 1000 + n });
+      const readToRecord = async () => {
+        const before = await rowsRead();
+        await service.record(org.orgId, id, next());
+        return (await rowsRead()) - before;
+      };
+      while (n < 5) await service.record(org.orgId, id, next());
+      const early = await readToRecord();
+      while (n < 300) await service.record(org.orgId, id, next());
+      const late = await readToRecord();
+      expect(n).to.equal(301);
+      expect(late, `rows read to record amendment 6: ${early}, amendment 301: ${late}`).to.equal(early);
+      expect(await stateOf(org, id)).to.include({ garantedAmount: 1300, lastSeq: 301, expiresAt: new Date(Date.UTC(2030, 0, 1 + 301)).toISOString() });
+    } finally {
+      await one.close();
+    }
+  });
+
+  it('folds on what the previous release recorded without the fold (a rolling release), and writes the fold healed with the next amendment', async () => {
+    const { db } = await harness();
+    const repo = createAmendmentRepository(db);
+    // What the previous release wrote: the amendments' rows, under the guarantee's lock, and no fold.
+    const recordedByPrevious = (id: string, seq: number, a: NewAmendment) =>
+      repo.transaction(async (t) => {
+        await repo.lockIssued(org.orgId, id, t);
+        const createdAt = new Date();
+        const amendment: Amendment = { ...a, id: uuidv7(), guaranteeId: id, seq, createdAt, notarizationStatus: 'PENDING', txHash: null, docs: [] };
+        await repo.insert(org.orgId, amendment, t);
+      });
+    const id = await guarantee(org);
+    expect((await amend(org, id, { type: 'AMOUNT_CHANGE', garantedAmount: 900 })).status).to.equal(200);
+    await recordedByPrevious(id, 2, asked('CLAIM', { claimedAmount: 300, effectiveAt: new Date('2026-06-01T00:00:00Z') }));
+    await recordedByPrevious(id, 3, asked('EXTENSION', { expiresAt: new Date('2032-01-01T00:00:00Z') }));
+    expect((await foldRows(id))[0]?.last_seq).to.equal(1);
+    // Read: the fold at 1 and the two after it.
+    expect(await stateOf(org, id)).to.deep.equal({
+      status: 'CLAIMED',
+      garantedAmount: 900,
+      expiresAt: '2032-01-01T00:00:00.000Z',
+      openClaim: { seq: 2, claimedAmount: 300, effectiveAt: '2026-06-01T00:00:00.000Z' },
+      claimDueAt: '2026-06-16T00:00:00.000Z',
+      lastSeq: 3,
+    });
+    expect((await foldRows(id))[0]?.last_seq).to.equal(1);
+    // Recorded: the rules and the seq see them.
+    expect((await amend(org, id, { type: 'CLAIM', claimedAmount: 10 }, true)).body.detail).to.match(/claim is open already \(amendment 2\)/);
+    expect((await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 300, expectedSeq: 1 }, true)).body.detail).to.match(/the last amendment is 3/);
+    const settled = await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 300, expectedSeq: 3 });
+    expect(settled.body).to.include({ seq: 4 });
+    expect(await foldRows(id)).to.deep.equal([
+      {
+        guarantee_id: id,
+        garanted_amount: '600.00',
+        expires_at: new Date('2032-01-01T00:00:00Z'),
+        claim_seq: null,
+        claimed_amount: null,
+        claim_effective_at: null,
+        ended: null,
+        partially_released: 0,
+        last_seq: 4,
+      },
+    ]);
+    // A guarantee whose every amendment the previous release recorded: no fold yet, folded from the registration.
+    const other = await guarantee(org);
+    await recordedByPrevious(other, 1, asked('PARTIAL_RELEASE', { garantedAmount: 400 }));
+    expect(await stateOf(org, other)).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 400, lastSeq: 1 });
+    expect(await foldRows(other)).to.deep.equal([]);
+    expect((await amend(org, other, { type: 'RELEASE', expectedSeq: 1 })).status).to.equal(200);
+    expect(await foldRows(other)).to.deep.include.members([
+      {
+        guarantee_id: other,
+        garanted_amount: '400.00',
+        expires_at: new Date('2030-01-01T00:00:00Z'),
+        claim_seq: null,
+        claimed_amount: null,
+        claim_effective_at: null,
+        ended: 'RELEASED',
+        partially_released: 1,
+        last_seq: 2,
+      },
+    ]);
+  });
+
+  it('migration 0023 backfills the folds of the guarantees with amendments, batch by batch, as the service writes them; a stored fold is kept; down drops them', async () => {
+    const { db } = await harness();
+    const q = (sql: string) => db.query(sql, { raw: true });
+    const long = await guarantee(org);
+    for (const body of [
+      { type: 'EXTENSION', expiresAt: '2031-01-01T00:00:00Z' },
+      { type: 'CLAIM', claimedAmount: 100.1, effectiveAt: '2026-07-01T12:00:00+02:00' },
+      { type: 'CLAIM_SETTLED', paidAmount: 0.2 },
+      { type: 'PARTIAL_RELEASE', garantedAmount: 500.25 },
+      { type: 'CLAIM', claimedAmount: 20, effectiveAt: '2026-08-01T00:00:00Z' },
+    ])
+      expect((await amend(org, long, body)).status).to.equal(200);
+    const short = await guarantee(org, {});
+    expect((await amend(org, short, { type: 'CANCELLATION' })).status).to.equal(200);
+    const none = await guarantee(org);
+    const written = await foldRows(long, short, none);
+    expect(written.map((r) => [r.guarantee_id, r.last_seq])).to.deep.equal(
+      [
+        [long, 5],
+        [short, 1],
+      ].sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+    );
+    // Two amendments a batch: the long history spans three, its fold carried from one to the next.
+    await execute(db, 'DELETE FROM guarantee_folds WHERE guarantee_id IN ($1)', [[long, short]], undefined, { prepared: false });
+    await backfillFolds(q, 2);
+    expect(await foldRows(long, short, none)).to.deep.equal(written);
+    // A fold stored already is left as it is (the service's, or behind and folded on when read).
+    await execute(db, 'UPDATE guarantee_folds SET last_seq = 4, garanted_amount = 1 WHERE guarantee_id = $1', [long]);
+    await backfillFolds(q, 2);
+    expect((await foldRows(long))[0]).to.include({ last_seq: 4, garanted_amount: '1.00' });
+    try {
+      await guaranteeFolds.down({ context: q });
+      expect(await select(db, "SHOW TABLES LIKE 'guarantee_folds'", [], undefined, { prepared: false })).to.deep.equal([]);
+    } finally {
+      await guaranteeFolds.up({ context: q });
+    }
+    expect(await foldRows(long, short, none)).to.deep.equal(written);
   });
 });

@@ -22,6 +22,7 @@ import { migration as retention } from './0019-retention.js';
 import { migration as audit } from './0020-audit.js';
 import { migration as auditSeqOnOrganizations } from './0021-audit-seq-on-organizations.js';
 import { migration as retentionQueues } from './0022-retention-queues.js';
+import { migration as guaranteeFolds } from './0023-guarantee-folds.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -54,4 +55,5 @@ export const migrations: Migration[] = [
   audit,
   auditSeqOnOrganizations,
   retentionQueues,
+  guaranteeFolds,
 ];
