@@ -10,7 +10,9 @@
 // - an Infected file's bytes (kept in quarantine since the verdict) are deleted
 //   INFECTED_RETENTION_DAYS after it; its row, the verdict, stays (purged_at says when).
 // Each reads its work off an index that holds nothing else (migration 0022); in pages of 100
-// files, each deletion a short transaction; at most `max` per run, the rest next run.
+// files, each deletion a short transaction; at most `max` per run, the rest next run (the
+// Infected bytes by keyset, a pass stopped at its maximum resumed after its last file: files
+// the store refuses are tried once a pass, never in the way of the rest).
 import { ER_LOCK_DEADLOCK, ER_ROW_IS_REFERENCED, execute, mysqlErrno, select, type Sequelize } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import { attachStatement } from './file.sql.js';
@@ -24,9 +26,19 @@ interface Tombstone {
   file_uuid: string;
 }
 
-export function createFileRetention(deps: { db: Sequelize; storage: Pick<Storage, 'versions' | 'removeVersion'>; logger: Logger; now?: () => Date }) {
+export function createFileRetention(deps: {
+  db: Sequelize;
+  storage: Pick<Storage, 'versions' | 'removeVersion'>;
+  logger: Logger;
+  now?: () => Date;
+  /** Files per page (100). */
+  page?: number;
+}) {
   const { db, storage, logger } = deps;
   const now = deps.now ?? (() => new Date());
+  const pageSize = deps.page ?? PAGE;
+  /** Where the last Infected pass stopped at its maximum (the next goes on after it); undefined when it reached the end. */
+  let infectedAfter: { at: Date; uuid: string } | undefined;
 
   /** Deletes every version of `key`; how many. */
   async function removeAll(key: string): Promise<number> {
@@ -104,7 +116,7 @@ export function createFileRetention(deps: { db: Sequelize; storage: Pick<Storage
           db,
           `SELECT uuid, object_key, stored_key, unattached_since FROM files FORCE INDEX (ix_files_unattached_since)
           WHERE unattached_since < $1 AND (unattached_since > $2 OR (unattached_since = $2 AND uuid > $3))
-          ORDER BY unattached_since, uuid LIMIT ${PAGE}`,
+          ORDER BY unattached_since, uuid LIMIT ${Math.trunc(pageSize)}`,
           [cutoff, after.at, after.uuid],
         );
         if (!page.length) break;
@@ -119,36 +131,49 @@ export function createFileRetention(deps: { db: Sequelize; storage: Pick<Storage
           purged++;
           if (!(await bury(tombstone))) failures++;
         }
-        if (page.length < PAGE) break;
+        if (page.length < pageSize) break;
       }
       return purged;
     },
 
-    /** The bytes of files judged Infected before `cutoff`: deleted, the verdict row kept; how many files. */
+    /**
+     * The bytes of files judged Infected before `cutoff`: deleted, the verdict row kept; how many
+     * files. By keyset (their verdict's time, uuid): a file the store will not let go is tried
+     * once a pass and passed, never read again in a loop nor in the way of the files after it.
+     * At most `max` files tried; a pass stopped there is resumed where it stopped, and one that
+     * reaches the end starts over (the files that failed are tried again then).
+     */
     async purgeInfected(cutoff: Date, max = 2000): Promise<number> {
       let purged = 0;
-      while (purged < max) {
-        const page = await select<{ uuid: string; object_key: string }>(
+      let failed = 0;
+      let after = infectedAfter ?? { at: new Date(0), uuid: '' };
+      infectedAfter = undefined;
+      for (;;) {
+        const limit = Math.min(pageSize, max - purged - failed);
+        if (limit <= 0) break;
+        const page = await select<{ uuid: string; object_key: string; infected_since: Date }>(
           db,
-          `SELECT uuid, object_key FROM files FORCE INDEX (ix_files_infected_since) WHERE infected_since < $1 LIMIT ${PAGE}`,
-          [cutoff],
+          `SELECT uuid, object_key, infected_since FROM files FORCE INDEX (ix_files_infected_since)
+          WHERE infected_since < $1 AND (infected_since > $2 OR (infected_since = $2 AND uuid > $3))
+          ORDER BY infected_since, uuid LIMIT ${Math.trunc(limit)}`,
+          [cutoff, after.at, after.uuid],
         );
-        if (!page.length) break;
-        let failed = 0;
         for (const f of page) {
+          after = { at: f.infected_since, uuid: f.uuid };
           try {
             const versions = await removeAll(f.object_key);
             await execute(db, 'UPDATE files SET purged_at = $2 WHERE uuid = $1', [f.uuid, now()]);
             logger.info({ file: f.uuid, versions }, "deleted an Infected file's bytes (its verdict stays)");
             purged++;
           } catch (err) {
-            // One file the store will not let go must not stop the rest (the next run tries it again).
+            // One file the store will not let go must not stop the rest (the next pass tries it again).
             logger.warn({ file: f.uuid, err: (err as Error).message }, "could not delete an Infected file's bytes");
             failed++;
           }
         }
-        if (page.length < PAGE || failed === page.length) break;
+        if (page.length < limit) return purged;
       }
+      infectedAfter = after;
       return purged;
     },
   };

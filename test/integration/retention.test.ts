@@ -6,6 +6,7 @@
 // pending one stays). Against the real radosgw, clamd and MariaDB; ages are moved back in the
 // database rather than waited for.
 import { randomUUID } from 'node:crypto';
+import { PutObjectLegalHoldCommand } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { v7 as uuidv7 } from 'uuid';
 import { createFileRetention } from '../../src/files/file.retention.js';
@@ -252,6 +253,63 @@ describe('retention: what is kept no longer is deleted', function () {
     await issuedDaysAgo(bad.uuid, 31);
     await retention.purgeUnattached(daysAgo(30));
     expect((await rowOf(bad.uuid))?.status).to.equal('Infected');
+  });
+
+  it('goes on past Infected files whose bytes the store keeps, trying each once a pass; a pass stopped at its maximum is resumed where it stopped', async () => {
+    const { db } = await harness();
+    const bad = [];
+    for (let i = 0; i < 5; i++) bad.push(await upload(`${EICAR}${' '.repeat(i)}`));
+    for (const f of bad) await waitForStatus(f.uuid, ['Infected']);
+    // Older than every other test's: the cutoff below takes these five only, in this order.
+    for (const [i, f] of bad.entries()) await execute(db, 'UPDATE files SET scanned_at = $2 WHERE uuid = $1', [f.uuid, daysAgo(400 - i)]);
+    const [held1, held2, ...rest] = bad as [{ key: string; uuid: string }, { key: string; uuid: string }, ...Array<{ key: string; uuid: string }>];
+    // The two oldest are under a legal hold: the store itself refuses to delete them.
+    const hold = async (f: { key: string }, on: boolean) => {
+      for (const v of await storage.versions(f.key))
+        await storage.client.send(
+          new PutObjectLegalHoldCommand({ Bucket: storage.bucket, Key: f.key, VersionId: v, LegalHold: { Status: on ? 'ON' : 'OFF' } }),
+        );
+    };
+    await hold(held1, true);
+    await hold(held2, true);
+    try {
+      // The real store, each listing of a file's versions (its deletion's first call) counted.
+      const tried = new Map<string, number>();
+      const counting: Storage = {
+        ...storage,
+        versions: (key) => {
+          tried.set(key, (tried.get(key) ?? 0) + 1);
+          return storage.versions(key);
+        },
+      };
+      const cutoff = daysAgo(395);
+      // Pages of two: the first page is the two held files.
+      const retention = createFileRetention({ db, storage: counting, logger: silent, page: 2 });
+      expect(await retention.purgeInfected(cutoff), 'the files after the refused ones').to.equal(3);
+      for (const f of rest) {
+        expect(await storage.versions(f.key)).to.deep.equal([]);
+        expect((await rowOf(f.uuid))?.purged_at).to.be.an.instanceOf(Date);
+      }
+      expect([tried.get(held1.key), tried.get(held2.key)], 'each refused file tried once').to.deep.equal([1, 1]);
+      expect((await rowOf(held1.uuid))?.purged_at).to.equal(null);
+      expect(await storage.versions(held1.key)).to.have.length(1);
+
+      // At most two a pass, failures counted: the next pass goes on after them, and one that reached the end starts over.
+      await execute(db, 'UPDATE files SET purged_at = NULL WHERE uuid IN ($1)', [rest.map((f) => f.uuid)], undefined, { prepared: false });
+      tried.clear();
+      const bounded = createFileRetention({ db, storage: counting, logger: silent, page: 2 });
+      const passes = [];
+      for (let i = 0; i < 4; i++) passes.push(await bounded.purgeInfected(cutoff, 2));
+      expect(passes).to.deep.equal([0, 2, 1, 0]);
+      expect([tried.get(held1.key), tried.get(held2.key)], 'tried again by the pass that started over').to.deep.equal([2, 2]);
+      await hold(held1, false);
+      await hold(held2, false);
+      expect(await createFileRetention({ db, storage, logger: silent }).purgeInfected(cutoff)).to.equal(2);
+      expect(await storage.versions(held1.key)).to.deep.equal([]);
+    } finally {
+      await hold(held1, false);
+      await hold(held2, false);
+    }
   });
 
   it("deletes the webhooks' delivered events, their deliveries and attempts after WEBHOOK_LOG_DAYS; a pending one, and a younger one, stay", async () => {
