@@ -81,8 +81,8 @@ export interface GuaranteeState {
   lastSeq: number;
 }
 
-/** The fold's running state: the state's inputs, without the clock. */
-interface Folded {
+/** The fold's running state: the state's inputs, without the clock (kept per guarantee in guarantee_folds). */
+export interface Folded {
   garantedAmount: number | null;
   expiresAt: Date | null;
   openClaim: OpenClaim | null;
@@ -195,6 +195,38 @@ export function stateAfter(issued: Issued, amendments: readonly Amendment[], now
 /** Why `a` may not be recorded after `amendments` (a 409's detail), or undefined. */
 export function refusalOf(issued: Issued, amendments: readonly Amendment[], a: NewAmendment): string | undefined {
   return refusal(fold(issued, amendments), a);
+}
+
+// Folding on from a stored fold (guarantee_folds, issue 27): recording an amendment reads its
+// guarantee's fold, not every amendment before it, and folds the one it adds.
+
+/** The fold of a guarantee registered as `issued`, before any amendment (lastSeq 0). */
+export function foldStart(issued: Issued): Folded {
+  return start(issued);
+}
+
+/** An amendment as the fold reads it: its type's fields and its seq. */
+export type FoldedAmendment = Pick<NewAmendment, 'type' | 'effectiveAt' | 'expiresAt' | 'garantedAmount' | 'claimedAmount' | 'paidAmount'> & { seq: number };
+
+/**
+ * `f` after `amendments`, which must follow it without a gap (seq f.lastSeq + 1, + 2...): an
+ * error otherwise, so that a fold never skips an amendment nor counts one twice.
+ */
+export function foldFrom(f: Folded, amendments: readonly FoldedAmendment[]): Folded {
+  return amendments.reduce((g, a) => {
+    if (a.seq !== g.lastSeq + 1) throw new Error(`amendment ${a.seq} does not follow a fold at ${g.lastSeq}`);
+    return apply(g, { ...a, reason: null, docs: [] }, a.seq);
+  }, f);
+}
+
+/** Why `a` may not follow the fold `f` (a 409's detail), or undefined: refusalOf from a stored fold. */
+export function refusalAfter(f: Folded, a: NewAmendment): string | undefined {
+  return refusal(f, a);
+}
+
+/** The state of the fold `f` of a guarantee registered as `issued`, at `now`: stateAfter from a stored fold. */
+export function stateOfFold(f: Folded, issued: Issued, now: Date): GuaranteeState {
+  return stateOf(f, issued, now);
 }
 
 /**

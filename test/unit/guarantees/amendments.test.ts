@@ -10,6 +10,7 @@ import {
   type AmendmentType,
   type Issued,
 } from '../../../src/guarantees/amendments.js';
+import { foldFrom, foldStart, refusalAfter, stateOfFold } from '../../../src/guarantees/amendments.js';
 
 const issued: Issued = { garantedAmount: 1000, expiresAt: new Date('2030-01-01T00:00:00Z'), isAutomaticRenewal: false };
 const now = new Date('2026-06-01T00:00:00Z');
@@ -147,6 +148,90 @@ describe('lifecycle: what may follow what (each a 409)', () => {
       amendment('CLAIM', { claimedAmount: 400.01 }),
       /at most/,
     );
+  });
+});
+
+describe('lifecycle: folding on from a stored fold', () => {
+  // A chain of accepted amendments of every type, pseudo-random but the same each run.
+  function chainOf(length: number, seed: number): Amendment[] {
+    let x = seed;
+    const next = () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const chain: Amendment[] = [];
+    const types: AmendmentType[] = ['EXTENSION', 'AMOUNT_CHANGE', 'PARTIAL_RELEASE', 'CLAIM', 'CLAIM_SETTLED', 'CLAIM_REJECTED'];
+    while (chain.length < length) {
+      const s = stateAfter(issued, chain, now);
+      const type = chain.length === length - 1 ? (next() < 0.5 ? 'RELEASE' : 'CANCELLATION') : (types[Math.floor(next() * types.length)] as AmendmentType);
+      const amount = Math.round(next() * (s.garantedAmount ?? 0) * 100) / 100;
+      const a: Amendment = {
+        ...candidate(type, chain.length + 1),
+        expiresAt: type === 'EXTENSION' ? new Date((s.expiresAt?.getTime() ?? 0) + 86_400_000 * (1 + Math.floor(next() * 30))) : null,
+        garantedAmount: type === 'AMOUNT_CHANGE' ? 1 + Math.round(next() * 500_000) / 100 : type === 'PARTIAL_RELEASE' ? amount : null,
+        claimedAmount: type === 'CLAIM' ? Math.max(0.01, amount) : null,
+        paidAmount: type === 'CLAIM_SETTLED' ? amount : null,
+        effectiveAt: new Date(Date.UTC(2026, 0, 1) + chain.length * 3_600_000),
+      };
+      if (refusalOf(issued, chain, a) === undefined) chain.push(a);
+    }
+    return chain;
+  }
+  function candidate(type: AmendmentType, seq: number, fields: Partial<Amendment> = {}): Amendment {
+    return {
+      id: `c-${seq}`,
+      guaranteeId: 'g',
+      seq,
+      type,
+      effectiveAt: new Date('2026-05-01T00:00:00Z'),
+      expiresAt: null,
+      garantedAmount: null,
+      claimedAmount: null,
+      paidAmount: null,
+      reason: null,
+      docs: [],
+      createdAt: now,
+      notarizationStatus: 'PENDING',
+      txHash: null,
+      ...fields,
+    };
+  }
+  // What might be asked after any prefix: one of each type, with amounts and dates that some prefixes accept and others refuse.
+  const asks = (seq: number): Amendment[] => [
+    candidate('EXTENSION', seq, { expiresAt: new Date('2031-01-01T00:00:00Z') }),
+    candidate('AMOUNT_CHANGE', seq, { garantedAmount: 10 }),
+    candidate('PARTIAL_RELEASE', seq, { garantedAmount: 500 }),
+    candidate('RELEASE', seq),
+    candidate('CLAIM', seq, { claimedAmount: 700 }),
+    candidate('CLAIM_SETTLED', seq, { paidAmount: 1 }),
+    candidate('CLAIM_REJECTED', seq),
+    candidate('CANCELLATION', seq),
+  ];
+
+  it('starts from the registration: the state of no amendment, lastSeq 0', () => {
+    expect(foldStart(issued).lastSeq).to.equal(0);
+    expect(stateOfFold(foldStart(issued), issued, now)).to.deep.equal(stateAfter(issued, [], now));
+  });
+
+  it('gives, from a fold stored after any prefix of a chain, the state and the 409s of folding the whole chain again', () => {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const chain = chainOf(40, seed);
+      expect(new Set(chain.map((a) => a.type)).size, `seed ${seed}`).to.be.at.least(5);
+      for (let k = 0; k <= chain.length; k++) {
+        const stored = foldFrom(foldStart(issued), chain.slice(0, k));
+        expect(stored.lastSeq).to.equal(k);
+        // Folded on one amendment at a time, as each is recorded, or all at once (a fold healed after a rolling release).
+        const onByOne = chain.slice(k).reduce((f, a) => foldFrom(f, [a]), stored);
+        for (const f of [foldFrom(stored, chain.slice(k)), onByOne]) expect(stateOfFold(f, issued, now)).to.deep.equal(stateAfter(issued, chain, now));
+        for (const ask of asks(k + 1)) expect(refusalAfter(stored, ask), `${ask.type} after ${k}`).to.equal(refusalOf(issued, chain.slice(0, k), ask));
+      }
+    }
+  });
+
+  it('refuses to fold an amendment that does not follow the fold: a gap, one folded already, or one out of order', () => {
+    const chain = chainOf(4, 7);
+    const at2 = foldFrom(foldStart(issued), chain.slice(0, 2));
+    expect(() => foldFrom(at2, [chain[3] as Amendment])).to.throw(/amendment 4 does not follow a fold at 2/);
+    expect(() => foldFrom(at2, [chain[1] as Amendment])).to.throw(/amendment 2 does not follow a fold at 2/);
+    expect(() => foldFrom(at2, [chain[3] as Amendment, chain[2] as Amendment])).to.throw(/does not follow/);
+    expect(foldFrom(at2, [chain[2] as Amendment, chain[3] as Amendment]).lastSeq).to.equal(4);
   });
 });
 
