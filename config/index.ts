@@ -257,6 +257,12 @@ const schema = z
     AUTH_FAILURES_PER_MINUTE: int(1).default(60),
     /** Public verifications per minute per client address (malformed requests count too); 0 turns the limit off. */
     VERIFY_RATE_PER_MINUTE: int(0).default(30),
+    /** The same, per IPv6 /64 (one subscriber's network: its 2^64 addresses are one client); 0 turns it off. Counted in Redis for every web process. */
+    VERIFY_RATE_PER_MINUTE_PER_NETWORK: int(0).default(60),
+    /** Public verification misses in one minute, the whole service together, at which a warning is logged (someone may be guessing codes). */
+    VERIFY_MISS_SURGE_PER_MINUTE: int(1).default(600),
+    /** A public request's body must arrive whole within this: a client that stalls is cut off (408) rather than hold its share of bytes. */
+    PUBLIC_BODY_TIMEOUT_MS: int(100, 60_000).default(5_000),
     /** Signs verification receipts; required in production (elsewhere a key is generated once and sealed in the database). */
     VERIFICATION_SIGNING_KEY: signingKey.optional(),
     /** Where contracting authorities reach the service: the verification URL and QR code point to <PUBLIC_BASE_URL>/verify. Required in production. */

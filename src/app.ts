@@ -13,6 +13,7 @@ import { buildOpenApiDocument } from './openapi.js';
 import { authenticate, type AuthState } from './orgs/auth.middleware.js';
 import type { OpenQueues } from './queues.js';
 import type { Sequelize } from './shared/db/sequelize.js';
+import { clientAddress } from './shared/http/client-address.js';
 import { adminBoard } from './shared/http/admin.js';
 import { MAX_BODY_BYTES } from './shared/http/body.js';
 import { createBodyBudget } from './shared/http/body-budget.js';
@@ -20,7 +21,9 @@ import { errorHandler } from './shared/http/error-handler.js';
 import { createMetrics, observe, type HttpMetrics } from './shared/http/observability.js';
 import { registerOpsRoutes } from './shared/http/ops.routes.js';
 import type { Logger } from './shared/logger.js';
-import { perAddressLimit, registerVerificationRoutes } from './verification/verification.routes.js';
+import type { RedisConnection } from './shared/queues.js';
+import { createMissWatch, publicLimits } from './verification/public-limits.js';
+import { MAX_VERIFICATION_BODY_BYTES, registerVerificationRoutes } from './verification/verification.routes.js';
 import { registerVerifyPage } from './verification/verify-page.js';
 import { registerWebhookRoutes } from './webhooks/webhook.routes.js';
 
@@ -32,6 +35,8 @@ export interface AppDeps {
   metrics?: HttpMetrics;
   /** The queues Bull Board shows (the caller owns their connection). */
   queues: OpenQueues;
+  /** Where the public endpoints' limits and misses are counted for every web process (the caller owns it); without it, per process. */
+  redis?: RedisConnection;
   /** The API's services, built by the composition root (src/composition.ts). */
   services: WebServices;
   /** The bucket's Object Lock as last asked, for /readyz (src/files/document-lock.ts watchObjectLock). */
@@ -72,13 +77,17 @@ export function createApp(deps: AppDeps): RegistryApp {
     perOwnerBytes: config.BODY_BYTES_IN_FLIGHT_PER_KEY,
     maxBodyBytes: MAX_BODY_BYTES,
   });
-  const publicLimit = perAddressLimit(config.VERIFY_RATE_PER_MINUTE);
+  const limits = { redis: deps.redis, keyPrefix: config.QUEUE_PREFIX };
+  const publicLimit = publicLimits({ perAddress: config.VERIFY_RATE_PER_MINUTE, perNetwork: config.VERIFY_RATE_PER_MINUTE_PER_NETWORK, ...limits });
+  const misses = createMissWatch({ ...limits, surgePerMinute: config.VERIFY_MISS_SURGE_PER_MINUTE, registry: metrics.registry, logger });
   // The prefix is compared case-insensitively: no spelling of /api gets past without a key.
-  // Only /api/public/ (contracting authorities' verifications) takes none: limited per address instead.
+  // Only /api/public/ (contracting authorities' verifications) takes none: limited per client
+  // instead, and each client's bodies in flight are its own share (a chunked body counted at the
+  // route's 4 KiB), so that one client's stalled bodies never refuse another's.
   app.use(async (ctx, next) => {
     const path = ctx.path.toLowerCase();
     if (path.startsWith('/api/public/')) {
-      await publicLimit(ctx, () => bodies.within(ctx, 'public', next));
+      await publicLimit(ctx, () => bodies.within(ctx, `public:${clientAddress(ctx.ip).network}`, next, MAX_VERIFICATION_BODY_BYTES));
     } else if (path.startsWith('/api/') || path === '/api') {
       await requireKey(ctx, () => bodies.within(ctx, (ctx.state as AuthState).principal.keyPrefix, next));
     } else if (path.startsWith(STORAGE_EVENTS_PATH)) await bodies.within(ctx, 'storage-events', next);
@@ -99,7 +108,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   registerAmendmentRoutes(router, amendments);
   registerNotarizationRoutes(router, guarantees, amendments, proofs);
   registerAuditRoutes(router, audit);
-  registerVerificationRoutes(router, { verifications, guarantees });
+  registerVerificationRoutes(router, { verifications, guarantees, misses, bodyTimeoutMs: config.PUBLIC_BODY_TIMEOUT_MS });
   registerVerifyPage(router);
   registerFileRoutes(router, files);
   registerWebhookRoutes(router, webhooks);

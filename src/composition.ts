@@ -169,6 +169,7 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
     verifications: createVerificationService({
       guarantees: repos.guarantees,
       amendments: createAmendmentRepository(core.db),
+      files: fileRepo,
       proofs,
       repo: repos.verification,
       outbox: events.outbox,

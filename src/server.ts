@@ -19,7 +19,7 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   // The composition root builds the pools, secrets, repositories, events and services (src/composition.ts).
   const core = openCore(config, logger);
   const metrics = createMetrics();
-  // Redis serves uploads (enqueueing checks), store events and Bull Board; guarantees never need it.
+  // Redis serves uploads (enqueueing checks), store events, Bull Board and the public limits; guarantees never need it.
   const redis = producerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
   watchRedisHealth(redis, metrics.registry, logger);
   const queues = openQueues(redis, config.QUEUE_PREFIX, logger);
@@ -31,7 +31,7 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   const services = webServices(core, emitting, { queues, storage });
   // Said at boot and in /readyz: whether attached documents are protected against deletion.
   const objectLock = watchObjectLock(storage, logger);
-  const app = createApp({ config, logger, db: core.db, metrics, queues, services, objectLock: objectLock.state });
+  const app = createApp({ config, logger, db: core.db, metrics, queues, redis, services, objectLock: objectLock.state });
   const handle = app.callback();
   const server = createServer((req, res) => {
     void handle(req, res);

@@ -12,12 +12,14 @@ export interface NewFile {
   fileType: string;
   originalFileName: string | null;
   isDocumentPublic: boolean;
+  /** The API version the upload URL was asked through (2 when absent): a v1 upload, which has no isDocumentPublic, is shown by the public verification. */
+  uploadApi?: 1 | 2;
   /** When the upload URL stops working. */
   expiresAt: Date;
   createdAt: Date;
 }
 
-import { attachStatement } from './file.sql.js';
+import { FILE_SQL, attachStatement } from './file.sql.js';
 import type { FileStatus } from './file.statuses.js';
 export { FILE_STATUSES, type FileStatus } from './file.statuses.js';
 
@@ -180,6 +182,22 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
       return rows.map((r) => ({ key: r.object_key, status: r.status, originalFileName: r.original_file_name, checksum: r.checksum }));
     },
 
+    /**
+     * Which of `keys` name files the public verification may show: uploaded as public, or through
+     * v1 (which has no such flag). A key of no file is not among them.
+     */
+    async publicAmong(keys: readonly string[]): Promise<Set<string>> {
+      if (!keys.length) return new Set();
+      const rows = await select<{ object_key: string }>(
+        db,
+        `SELECT object_key FROM files f WHERE object_key IN ($1) AND ${FILE_SQL.shownPublicly('f')}`,
+        [keys],
+        undefined,
+        { prepared: false },
+      );
+      return new Set(rows.map((r) => r.object_key));
+    },
+
     /** The status of this organization's file by its UUID or its whole key; another organization's is absent. */
     async statusOf(orgId: string, by: { uuid: string } | { key: string }): Promise<{ uuid: string; status: FileStatus; judged: boolean } | undefined> {
       const [where, bind] = byRef(orgId, by);
@@ -209,9 +227,9 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
       const write = async (t?: Transaction) =>
         execute(
           db,
-          `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at, check_due_at)
-          VALUES ($1, $2, $3, $4, $5, $6, 'In Progress', $7, $8, $8, $9)`,
-          [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt, checkDueAt],
+          `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, is_document_public, status, expires_at, created_at, updated_at, check_due_at, upload_api)
+          VALUES ($1, $2, $3, $4, $5, $6, 'In Progress', $7, $8, $8, $9, $10)`,
+          [f.uuid, f.key, f.orgId, f.fileType, f.originalFileName, f.isDocumentPublic, f.expiresAt, f.createdAt, checkDueAt, f.uploadApi ?? 2],
           t,
         );
       if (!also) {

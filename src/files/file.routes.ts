@@ -11,11 +11,11 @@ import type { FileService } from './file.service.js';
 export function registerFileRoutes(router: Router<AuthState>, service: FileService): void {
   router.post('/api/v1/presigned-url', async (ctx) => {
     const input = parseOrThrow(presignV1, await readJsonObject(ctx), 'upload request');
-    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), input, actorOf(ctx.state));
+    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), { ...input, api: 1 }, actorOf(ctx.state));
   });
   router.post('/api/v2/presigned-url', async (ctx) => {
     const input = parseOrThrow(presignV2, await readJsonObject(ctx), 'upload request');
-    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), input, actorOf(ctx.state));
+    ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), { ...input, api: 2 }, actorOf(ctx.state));
   });
 
   // Endpoint 8. The body is a JSON string ("Clean"); the seed's 400 is a missing file key.

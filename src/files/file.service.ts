@@ -29,6 +29,8 @@ export interface UploadRequest {
   fileType: string;
   fileName?: string;
   isDocumentPublic?: boolean;
+  /** The API version asked through (v1 has no isDocumentPublic: its uploads are shown by the public verification). */
+  api: 1 | 2;
 }
 
 /** The first look for an upload: most arrive within seconds of the URL. */
@@ -139,6 +141,7 @@ export function createFileService(deps: {
           fileType: ext,
           originalFileName: req.fileName ?? null,
           isDocumentPublic: req.isDocumentPublic ?? false,
+          uploadApi: req.api,
           expiresAt: new Date(createdAt.getTime() + policy.ttlSeconds * 1000),
           createdAt,
         },

@@ -17,6 +17,8 @@ export const FILE_SQL = {
   statusNotIn: (alias: string, statuses: readonly FileStatus[]) => `${alias}.status NOT IN (${sqlStatusList(statuses)})`,
   /** The file `alias` has no record of an attachment (attachStatement). */
   unrecorded: (alias: string) => `${alias}.attached_at IS NULL`,
+  /** The file `alias` may be shown by the public verification: uploaded as public, or through v1 (which has no such flag; migration 0026). */
+  shownPublicly: (alias: string) => `(${alias}.is_document_public = 1 OR ${alias}.upload_api <=> 1)`,
 } as const;
 
 /**

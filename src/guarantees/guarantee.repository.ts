@@ -1,10 +1,11 @@
 // Guarantees in MariaDB, through Sequelize's lean form (raw SQL, plain rows): the hot paths
 // (create, get, list) are a handful of indexed statements and no per-row model work.
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { AUDIT_SEQ_VAR } from '../audit/audit.sql.js';
 import { execute, script, select, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 import { FILE_SQL, attachStatement } from '../files/file.sql.js';
 import { ISSUER_SQL, REGISTRY_SQL, type IssuerRow } from '../orgs/org.repository.js';
+import { MAX_DOCS } from './guarantee.schemas.js';
 import { createNotaryState } from './notary-state.js';
 import type { ActType, DocRecord, GuaranteeRecord, NewGuarantee, NotarizationStatus } from './guarantee.types.js';
 
@@ -45,15 +46,15 @@ const COLUMNS = `g.id, g.org_id, g.transaction_id, g.policy_number, g.act_type, 
   g.request_hash, d.position AS doc_position, d.type AS doc_type, d.file_key AS doc_key,
   d.original_file_name AS doc_name, d.notarized_at AS doc_notarized_at, f.checksum AS doc_checksum`;
 
-/** The shortest checkCode that can be verified publicly: a shorter one could be guessed. */
-export const MIN_PUBLIC_CHECK_CODE = 8;
+/** The most guarantees one public verification answers with (the oldest, by id). */
+export const MAX_VERIFICATION_MATCHES = 10;
 
 /**
  * The lookup key of a public verification, as MariaDB computes guarantees.verification_key
  * (migration 0011): SHA-256 of the policy number's length in UTF-8 bytes, ':', the policy
- * number and the check code. The column is NULL for a check code under MIN_PUBLIC_CHECK_CODE
- * characters, so such codes never match; their key is still computed and sought here, so that
- * their miss is the same seek as any other.
+ * number and the check code. The column is NULL for a check code under 8 characters, so such
+ * codes never match; a code too weak to verify (src/verification/check-code.ts) is sought with a
+ * key that matches nothing, so that every miss is the same seek.
  */
 export function verificationKey(policyNumber: string, checkCode: string): Buffer {
   return createHash('sha256')
@@ -135,11 +136,12 @@ export const GUARANTEE_SQL = {
    * guarantee's columns made MariaDB build a temporary table and sort it for every lookup,
    * three quarters of the statement's cost (measured); the few rows are ordered in process.
    */
-  findForVerification: `SELECT ${COLUMNS}, f.status AS doc_status, f.signature AS doc_signature, ${ISSUER_SQL.columns('o')},
+  findForVerification: `SELECT ${COLUMNS}, f.status AS doc_status, f.signature AS doc_signature, ${FILE_SQL.shownPublicly('f')} AS doc_public, ${ISSUER_SQL.columns('o')},
       (SELECT MAX(a.seq) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS last_seq
     ${FROM} ${ISSUER_SQL.join('o', 'g.org_id')}
     WHERE g.verification_key = $1
-      AND ($2 IS NULL OR BINARY g.cig = BINARY $2) AND ($3 IS NULL OR g.garanted_amount = CAST($3 AS DECIMAL(15,2)))`,
+      AND ($2 IS NULL OR BINARY g.cig = BINARY $2) AND ($3 IS NULL OR g.garanted_amount = CAST($3 AS DECIMAL(15,2)))
+    ORDER BY g.id LIMIT ${MAX_VERIFICATION_MATCHES * MAX_DOCS}`,
 } as const;
 
 /** $2..$18 of GUARANTEE_SQL.insert and .register: a new record's values but its id and createdAt. */
@@ -260,8 +262,11 @@ function fold(rows: Row[]): Array<{ record: GuaranteeRecord; requestHash: Buffer
 export interface VerificationHit {
   record: GuaranteeRecord;
   issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null };
-  /** Per doc, in the record's order: the file's status and its signature verdict (JSON) when checked. */
-  files: Array<{ key: string; status: string | null; signature: string | null }>;
+  /**
+   * Per doc, in the record's order: the file's status, its signature verdict (JSON) when checked,
+   * and whether it was uploaded as public (`isDocumentPublic: true`, or through v1, which has no such flag).
+   */
+  files: Array<{ key: string; status: string | null; signature: string | null; public: boolean }>;
   /** The seq of its last amendment (0 for none): its amendments are read only when it has some. */
   lastSeq: number;
 }
@@ -270,6 +275,8 @@ interface VerificationRow extends Row, IssuerRow {
   last_seq: number | null;
   doc_status: string | null;
   doc_signature: string | null;
+  /** 1 when the public may see it (FILE_SQL.shownPublicly); 0 or NULL (no file) when not. */
+  doc_public: number | null;
 }
 
 export function createGuaranteeRepository(db: Sequelize) {
@@ -329,10 +336,20 @@ export function createGuaranteeRepository(db: Sequelize) {
       return fold(rows).map((r) => r.record);
     },
 
-    /** The guarantees, of any organization, that a public verification with these codes finds. */
-    async findForVerification(q: { policyNumber: string; checkCode: string; cig: string | null; garantedAmount: string | null }): Promise<VerificationHit[]> {
+    /**
+     * The guarantees, of any organization, that a public verification with these codes finds (at
+     * most MAX_VERIFICATION_MATCHES, the oldest). `unmatchable`: the same seek, with a key that
+     * finds nothing (a code that may not match, looked up at the same cost as any other).
+     */
+    async findForVerification(q: {
+      policyNumber: string;
+      checkCode: string;
+      cig: string | null;
+      garantedAmount: string | null;
+      unmatchable?: boolean;
+    }): Promise<VerificationHit[]> {
       const rows = await select<VerificationRow>(db, GUARANTEE_SQL.findForVerification, [
-        verificationKey(q.policyNumber, q.checkCode),
+        q.unmatchable ? randomBytes(32) : verificationKey(q.policyNumber, q.checkCode),
         q.cig,
         q.garantedAmount,
       ]);
@@ -348,9 +365,10 @@ export function createGuaranteeRepository(db: Sequelize) {
         const hit = hits.get(r.id) as VerificationHit;
         hit.issuer = { orgId: r.org_id, name: r.org_name, vatNumber: r.org_vat, register: r.org_register };
         hit.lastSeq = Number(r.last_seq ?? 0);
-        if (r.doc_position !== null) hit.files.push({ key: r.doc_key ?? '', status: r.doc_status, signature: r.doc_signature });
+        if (r.doc_position !== null)
+          hit.files.push({ key: r.doc_key ?? '', status: r.doc_status, signature: r.doc_signature, public: Number(r.doc_public) === 1 });
       }
-      return [...hits.values()];
+      return [...hits.values()].slice(0, MAX_VERIFICATION_MATCHES);
     },
 
     /**

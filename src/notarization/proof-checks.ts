@@ -156,6 +156,19 @@ export function checkAmendmentProof(amendment: AmendmentJson, proof: AmendmentPr
 }
 
 /**
+ * What a public verification leaves out of the chain's items: documents not uploaded as public
+ * are not listed, so the items that have some cannot be hashed again here. Their digests are
+ * then taken from their proofs (each anchored on its own), and the links between them still
+ * checked: the chain's order and links hold, only those items' contents are not recomputed.
+ */
+export interface ChainWithheld {
+  /** The guarantee's digest, when the guarantee has documents left out (its proof's). */
+  guaranteeDigest?: string;
+  /** Whether amendment `seq` has documents left out. */
+  amendment?: (seq: number) => boolean;
+}
+
+/**
  * A guarantee's whole chain of amendments, recomputed from the guarantee: amendment k's digest
  * covers the guarantee's digest and amendment k - 1's, so an amendment changed, removed,
  * added or moved changes every digest from it on. Checks that the amendments are 1..n in
@@ -164,8 +177,15 @@ export function checkAmendmentProof(amendment: AmendmentJson, proof: AmendmentPr
  * every amendment has a proof. `proofs[i]` is the proof of the amendment with seq i + 1, or
  * undefined when it has none. The chain's end is not in it: an amendment recorded after the
  * last one given is not missed by these checks (the state's lastSeq says how many there are).
+ * What the public verification withholds (private documents) cannot be hashed again: see
+ * ChainWithheld.
  */
-export function checkChain(guarantee: GuaranteeV2, amendments: readonly AmendmentJson[], proofs: readonly (AmendmentProof | undefined)[]): Check[] {
+export function checkChain(
+  guarantee: GuaranteeV2,
+  amendments: readonly AmendmentJson[],
+  proofs: readonly (AmendmentProof | undefined)[],
+  withheld: ChainWithheld = {},
+): Check[] {
   const checks: Check[] = [];
   const check = (id: CheckId, name: string, ok: boolean, detail?: string, seq?: number) =>
     checks.push({ id, name, ok, ...(detail !== undefined && !ok && { detail }), ...(seq !== undefined && { seq }) });
@@ -178,12 +198,12 @@ export function checkChain(guarantee: GuaranteeV2, amendments: readonly Amendmen
     dense && own,
     own ? `seqs ${order.join(', ')}` : 'an amendment of another guarantee',
   );
-  const start = guaranteeDigest(guarantee);
+  const start = withheld.guaranteeDigest ?? guaranteeDigest(guarantee);
   let previous: string | null = null;
   amendments.forEach((a, i) => {
     const links = { guaranteeDigest: start, previousDigest: previous };
-    const digest = amendmentDigest(a, links);
     const proof = proofs[i];
+    const digest = withheld.amendment?.(a.seq) && proof ? proof.digest : amendmentDigest(a, links);
     const at = `amendment ${i + 1}`;
     if (!proof) check('chain-notarized', `${at} has its proof`, false, 'not notarized', a.seq);
     else {

@@ -2,15 +2,13 @@
 // public keys, and the issuer's view of a guarantee's verification with its QR code. Thin:
 // parse, call the service, answer.
 import type { Router } from '@koa/router';
-import type { Middleware } from 'koa';
 import QRCode from 'qrcode';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
 import type { GuaranteeService } from '../guarantees/guarantee.service.js';
 import { orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
-import { RateLimitedError } from '../shared/errors.js';
+import { NotFoundError } from '../shared/errors.js';
 import { readJsonObject } from '../shared/http/body.js';
-import { retryAfterSeconds } from '../shared/http/failed-logins.js';
 import { parseOrThrow } from '../shared/validation.js';
+import type { MissWatch } from './public-limits.js';
 import type { PublicJwk } from './signing-keys.js';
 import { verificationRequest } from './verification.schemas.js';
 import type { VerificationService } from './verification.service.js';
@@ -21,40 +19,29 @@ export const MAX_VERIFICATION_BODY_BYTES = 4096;
 /** How long the JWKS is kept in memory (a rotation made by another process shows within it). */
 const JWKS_TTL_MS = 60_000;
 
-/**
- * The public endpoints' limit per client address (VERIFY_RATE_PER_MINUTE; 0: none), taken before
- * the body is read, so that malformed requests count too. Per process, in memory, like the API
- * keys' limit. Only addresses are limited, never a policy number: a limit per policy would let
- * anyone block the verification of someone else's guarantee.
- */
-export function perAddressLimit(perMinute: number): Middleware {
-  const limiter = perMinute > 0 ? new RateLimiterMemory({ points: perMinute, duration: 60 }) : undefined;
-  return async (ctx, next) => {
-    if (limiter) {
-      try {
-        await limiter.consume(ctx.ip);
-      } catch (res) {
-        throw new RateLimitedError(retryAfterSeconds(res));
-      }
-    }
-    await next();
-  };
-}
-
 export function registerVerificationRoutes(
   router: Router<AuthState>,
   deps: {
     verifications: VerificationService;
     guarantees: GuaranteeService;
+    /** Counts the misses for the whole service. */
+    misses?: MissWatch;
+    /** PUBLIC_BODY_TIMEOUT_MS: a body not received whole by then is cut off (408). */
+    bodyTimeoutMs: number;
   },
 ): void {
-  const { verifications, guarantees } = deps;
+  const { verifications, guarantees, misses, bodyTimeoutMs } = deps;
   let jwks: { at: number; keys: Promise<PublicJwk[]> } | undefined;
 
   router.post('/api/public/v1/verifications', async (ctx) => {
-    const raw = await readJsonObject(ctx, MAX_VERIFICATION_BODY_BYTES);
+    const raw = await readJsonObject(ctx, MAX_VERIFICATION_BODY_BYTES, { timeoutMs: bodyTimeoutMs });
     const query = parseOrThrow(verificationRequest, raw, 'verification');
-    ctx.body = await verifications.verify(query);
+    try {
+      ctx.body = await verifications.verify(query);
+    } catch (err) {
+      if (err instanceof NotFoundError) misses?.record();
+      throw err;
+    }
     // The answer names the codes: no shared cache may keep it.
     ctx.set('Cache-Control', 'no-store');
   });

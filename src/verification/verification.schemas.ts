@@ -16,7 +16,7 @@ const code = (what: string) =>
 export const verificationRequest = z
   .strictObject({
     policyNumber: code('The policy number printed on the guarantee'),
-    checkCode: code('The verification key printed on the guarantee (at least 8 characters can match)'),
+    checkCode: code('The verification key printed on the guarantee (only a code of at least 10 characters that cannot be guessed ever matches)'),
     cig: code("The tender's CIG: when given, it must match too").optional(),
     garantedAmount: money.optional().meta({ description: 'The guaranteed amount: when given, it must match too.' }),
   })
@@ -25,8 +25,7 @@ export const verificationRequest = z
 export type VerificationRequest = z.output<typeof verificationRequest>;
 
 const signerSummary = z.object({
-  subject: z.string().nullable().meta({ description: "The signer certificate's subject." }),
-  fiscalCode: z.string().nullable().meta({ description: 'The Italian fiscal code the certificate carries (subject serialNumber TINIT-...), if any.' }),
+  commonName: z.string().nullable().meta({ description: "The signer certificate's common name (CN): never its fiscal code or another personal identifier." }),
   issuer: z.string().nullable().meta({ description: "Who issued the signer's certificate." }),
   signingTime: z.string().nullable().meta({ description: 'The time the signer claims (signingTime attribute).' }),
   timestampedAt: z
@@ -73,9 +72,23 @@ export const verificationMatch = z
     guarantee: guaranteeV2.meta({ description: 'The record as registered: it never changes (the amendments say what changed since).' }),
     proof: notarizationProof.nullable().meta({ description: 'Null while the record is not notarized.' }),
     amendments: z
-      .array(amendmentView.extend({ proof: amendmentProof.nullable().meta({ description: 'Null while the amendment is not notarized.' }) }))
+      .array(
+        amendmentView.extend({
+          privateDocuments: z
+            .number()
+            .int()
+            .meta({ description: "The amendment's documents not uploaded as public: not listed in its docs (its digest covers them)." }),
+          proof: amendmentProof.nullable().meta({ description: 'Null while the amendment is not notarized.' }),
+        }),
+      )
       .meta({ description: 'The guarantee\'s amendments, oldest first, each with its proof: a chain from the record (README "An amendment\'s proof").' }),
-    documents: z.array(verifiedDocument),
+    documents: z
+      .array(verifiedDocument)
+      .meta({ description: 'The documents uploaded as public (isDocumentPublic: true) and those uploaded through v1 (no such flag).' }),
+    privateDocuments: z.number().int().meta({
+      description:
+        "The registration's documents not uploaded as public: neither listed here nor in guarantee.docs (the record's digest covers them, so it cannot be recomputed from this answer when there are any).",
+    }),
   })
   .meta({ id: 'VerificationMatch' });
 

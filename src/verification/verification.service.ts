@@ -8,7 +8,7 @@ import type { SignatureVerdict } from '../files/p7m/p7m.verifier.js';
 import type { AmendmentRepository } from '../guarantees/amendment.repository.js';
 import { toAmendmentView, toStateView } from '../guarantees/amendment.serializer.js';
 import { issuedOf, stateAfter } from '../guarantees/amendments.js';
-import { MIN_PUBLIC_CHECK_CODE, type GuaranteeRepository, type VerificationHit } from '../guarantees/guarantee.repository.js';
+import type { GuaranteeRepository, VerificationHit } from '../guarantees/guarantee.repository.js';
 import { toV2 } from '../guarantees/guarantee.serializer.js';
 import type { GuaranteeV2 } from '../guarantees/guarantee.schemas.js';
 import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
@@ -17,6 +17,8 @@ import type { ProofService } from '../notarization/notarization.service.js';
 import { createBatcher } from '../shared/batch.js';
 import { NotFoundError } from '../shared/errors.js';
 import type { Outbox } from '../shared/events/outbox.js';
+import type { FileRepository } from '../files/file.repository.js';
+import { createCheckCodeJudge, type CheckCodeJudge } from './check-code.js';
 import { signReceipt, type ReceiptPayload } from './receipt.js';
 import type { PublicJwk, SigningKey, SigningKeys } from './signing-keys.js';
 import type { VerificationRepository } from './verification.repository.js';
@@ -33,52 +35,68 @@ export function verificationUrl(publicBaseUrl: string, g: Pick<GuaranteeRecord, 
   return `${publicBaseUrl}/verify#${fragment.toString()}`;
 }
 
+/** The judge of the process's public verifications and issuer views (its estimates remembered). */
+const defaultJudge = createCheckCodeJudge();
+
 /** Why a guarantee cannot be verified publicly; undefined when it can. */
-export function notVerifiableReason(g: Pick<GuaranteeRecord, 'details'>): string | undefined {
+export function notVerifiableReason(g: Pick<GuaranteeRecord, 'details'>, judge: CheckCodeJudge = defaultJudge): string | undefined {
   if (!g.details.policyNumber) return 'The guarantee has no policyNumber: a contracting authority needs it to verify the guarantee.';
   if (!g.details.checkCode) return 'The guarantee has no checkCode: a contracting authority needs it to verify the guarantee.';
-  if ([...g.details.checkCode].length < MIN_PUBLIC_CHECK_CODE) {
-    return `The checkCode has fewer than ${MIN_PUBLIC_CHECK_CODE} characters: so short a code could be guessed, and it never matches a public verification.`;
-  }
-  return undefined;
+  const weakness = judge(g.details.checkCode, { policyNumber: g.details.policyNumber, cig: g.details.cig });
+  return weakness && `${weakness} It never matches a public verification: register the guarantee again with a stronger checkCode.`;
 }
 
 /** The record's canonical digest (from its v2 shape): it exists once every document has its checksum. */
 const digestOf = (g: GuaranteeV2): string | null => (g.docs.every((d) => d.checksum !== null) ? guaranteeDigest(g) : null);
 
+/** A certificate subject's common name (`CN=...`), the only thing of a signer's identity the public sees. */
+export function commonNameOf(subject: string | null): string | null {
+  if (!subject) return null;
+  // Node prints a subject one attribute a line; the verdict joins them with ', '.
+  const m = /(?:^|,\s*)CN=(.*?)(?=,\s*[A-Za-z][\w.]*=|$)/.exec(subject);
+  return m?.[1] ?? null;
+}
+
 function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
-  return hit.record.docs.map((doc, i) => {
+  return hit.record.docs.flatMap((doc, i) => {
     const file = hit.files[i];
+    if (file && !file.public) return [];
     const verdict = file?.signature ? (JSON.parse(file.signature) as SignatureVerdict) : null;
-    return {
-      type: doc.type,
-      key: doc.key,
-      originalFileName: doc.originalFileName,
-      checksum: doc.checksum,
-      status: file?.status ?? null,
-      signature: verdict && {
-        outcome: verdict.outcome,
-        signers: verdict.signers.map((s) => ({
-          subject: s.subject,
-          fiscalCode: s.fiscalCode ?? null,
-          issuer: s.issuer,
-          signingTime: s.signingTime,
-          timestampedAt: s.timestamp?.valid ? s.timestamp.time : null,
-          qualified: s.qualified ?? false,
-          trustedList: s.trustService ? { territory: s.trustService.territory, provider: s.trustService.provider, qualified: s.trustService.qualified } : null,
-          counterSignature: s.counterSignatureOf !== undefined,
-          // Valid: every check but the chain's, which is shown beside it.
-          chain: s.chain,
-          valid: s.problems.every((problem) => problem.startsWith('chain not trusted')),
-        })),
+    return [
+      {
+        type: doc.type,
+        key: doc.key,
+        originalFileName: doc.originalFileName,
+        checksum: doc.checksum,
+        status: file?.status ?? null,
+        signature: verdict && {
+          outcome: verdict.outcome,
+          signers: verdict.signers.map((s) => ({
+            // Never the fiscal code, nor the rest of the subject: a signer is a person.
+            commonName: commonNameOf(s.subject),
+            issuer: s.issuer,
+            signingTime: s.signingTime,
+            timestampedAt: s.timestamp?.valid ? s.timestamp.time : null,
+            qualified: s.qualified ?? false,
+            trustedList: s.trustService
+              ? { territory: s.trustService.territory, provider: s.trustService.provider, qualified: s.trustService.qualified }
+              : null,
+            counterSignature: s.counterSignatureOf !== undefined,
+            // Valid: every check but the chain's, which is shown beside it.
+            chain: s.chain,
+            valid: s.problems.every((problem) => problem.startsWith('chain not trusted')),
+          })),
+        },
       },
-    };
+    ];
   });
 }
 
 export function createVerificationService(deps: {
   guarantees: Pick<GuaranteeRepository, 'findForVerification'>;
   amendments: Pick<AmendmentRepository, 'list'>;
+  /** Which documents may be shown (registrations' and amendments'). */
+  files: Pick<FileRepository, 'publicAmong'>;
   proofs: ProofService;
   repo: VerificationRepository;
   outbox: Outbox;
@@ -88,7 +106,8 @@ export function createVerificationService(deps: {
   publicBaseUrl: string;
   now?: () => Date;
 }) {
-  const { guarantees, amendments, proofs, repo, outbox, publicBaseUrl } = deps;
+  const { guarantees, amendments, files, proofs, repo, outbox, publicBaseUrl } = deps;
+  const judge = createCheckCodeJudge();
   const now = deps.now ?? (() => new Date());
   // Resolved once, on first use (its public key is then recorded for the JWKS); again after a failure.
   let key: Promise<SigningKey> | undefined;
@@ -125,37 +144,56 @@ export function createVerificationService(deps: {
     { maxItems: 500, serial: true, minIntervalMs: GROUP_COMMIT_INTERVAL_MS },
   );
 
+  /** One match as the public sees it: its documents that are public only, the others counted. */
+  async function matchOf(hit: VerificationHit, verifiedAt: Date): Promise<VerificationMatch> {
+    const { record } = hit;
+    const [proof, history] = await Promise.all([
+      record.notarizationStatus === 'COMPLETE' ? proofs.proof(record.orgId, record) : null,
+      // Most guarantees have no amendment: the lookup said how many there are, so none costs a round trip.
+      hit.lastSeq > 0 ? amendments.list(record.id) : [],
+    ]);
+    const amendmentKeys = history.flatMap((a) => a.docs.map((d) => d.key));
+    const [amendmentProofs, shown] = await Promise.all([history.length ? proofs.amendmentProofs(history) : [], files.publicAmong(amendmentKeys)]);
+    const documents = documentsOf(hit);
+    const shownKeys = new Set(documents.map((d) => d.key));
+    const registered = toV2(record);
+    return {
+      issuer: hit.issuer,
+      state: toStateView(stateAfter(issuedOf(record), history, verifiedAt)),
+      guarantee: { ...registered, docs: registered.docs.filter((d) => shownKeys.has(d.key)) },
+      proof: proof?.notarizationStatus === 'COMPLETE' ? proof : null,
+      amendments: history.map((a, i) => {
+        const view = toAmendmentView(a);
+        const docs = view.docs.filter((d) => shown.has(d.key));
+        return { ...view, docs, privateDocuments: view.docs.length - docs.length, proof: amendmentProofs[i] ?? null };
+      }),
+      documents,
+      privateDocuments: registered.docs.length - documents.length,
+    };
+  }
+
   return {
     async verify(q: VerificationRequest): Promise<VerificationResult> {
+      // A code too weak to open a guarantee is sought with a key that finds nothing: its miss
+      // costs what any miss costs, found or not (the estimate is the request's, paid by all).
+      const weak = judge(q.checkCode, { policyNumber: q.policyNumber, cig: q.cig ?? null }) !== undefined;
       const found = await guarantees.findForVerification({
         policyNumber: q.policyNumber,
         checkCode: q.checkCode,
         cig: q.cig ?? null,
         garantedAmount: q.garantedAmount === undefined ? null : q.garantedAmount.toFixed(2),
+        unmatchable: weak,
       });
-      // The query compares exactly already; this says so once more, in the language of the contract.
+      // The query compares exactly already; this says so once more, in the language of the
+      // contract, and judges each record's code with its own CIG (the request may not name it).
       const hits = found.filter(
-        (h) => h.record.details.policyNumber === q.policyNumber && h.record.details.checkCode === q.checkCode && notVerifiableReason(h.record) === undefined,
+        (h) =>
+          h.record.details.policyNumber === q.policyNumber && h.record.details.checkCode === q.checkCode && notVerifiableReason(h.record, judge) === undefined,
       );
       if (!hits.length) throw new NotFoundError(NO_MATCH);
 
       const verifiedAt = now();
-      const matches: VerificationMatch[] = [];
-      for (const hit of hits) {
-        const { record } = hit;
-        const proof = record.notarizationStatus === 'COMPLETE' ? await proofs.proof(record.orgId, record) : null;
-        // Most guarantees have no amendment: the lookup said how many there are, so none costs a round trip.
-        const history = hit.lastSeq > 0 ? await amendments.list(record.id) : [];
-        const amendmentProofs = history.length ? await proofs.amendmentProofs(history) : [];
-        matches.push({
-          issuer: hit.issuer,
-          state: toStateView(stateAfter(issuedOf(record), history, verifiedAt)),
-          guarantee: toV2(record),
-          proof: proof?.notarizationStatus === 'COMPLETE' ? proof : null,
-          amendments: history.map((a, i) => ({ ...toAmendmentView(a), proof: amendmentProofs[i] ?? null })),
-          documents: documentsOf(hit),
-        });
-      }
+      const matches = await Promise.all(hits.map((hit) => matchOf(hit, verifiedAt)));
       const payload: ReceiptPayload = {
         verifiedAt: verifiedAt.toISOString(),
         query: {
@@ -163,9 +201,10 @@ export function createVerificationService(deps: {
           ...(q.cig !== undefined && { cig: q.cig }),
           ...(q.garantedAmount !== undefined && { garantedAmount: q.garantedAmount }),
         },
-        matches: matches.map((m) => ({
+        matches: matches.map((m, i) => ({
           guaranteeId: m.guarantee.id,
-          digest: m.proof?.digest ?? digestOf(m.guarantee),
+          // Of the record as registered, its private documents included.
+          digest: m.proof?.digest ?? digestOf(toV2((hits[i] as VerificationHit).record)),
           notarizationStatus: m.guarantee.notarizationStatus,
           txHash: m.guarantee.txHash,
           status: m.state.status,
@@ -188,7 +227,7 @@ export function createVerificationService(deps: {
 
     /** What the issuer sees of its guarantee's public verification. */
     async issuerView(record: GuaranteeRecord): Promise<IssuerVerificationView> {
-      const reason = notVerifiableReason(record);
+      const reason = notVerifiableReason(record, judge);
       const { count, lastAt } = await repo.countOf(record.id);
       return {
         verifiable: reason === undefined,

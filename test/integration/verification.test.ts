@@ -78,8 +78,8 @@ describe('public verification (contracting authorities)', function () {
       outcome: 'signed',
       signers: [
         {
-          subject: 'CN=Mario Rossi,O=Assicurazioni Esempio S.p.A.,C=IT',
-          fiscalCode: 'RSSMRA80A01H501U',
+          // The common name only: never the fiscal code the certificate carries.
+          commonName: 'Mario Rossi',
           issuer: 'CN=Test CA',
           signingTime: '2026-03-01T10:00:00.000Z',
           timestampedAt: '2026-03-01T10:00:05.000Z',
@@ -92,6 +92,7 @@ describe('public verification (contracting authorities)', function () {
       ],
     });
     expect(match.documents[0]?.checksum).to.match(/^[0-9a-f]{64}$/);
+    expect(JSON.stringify(res.body)).not.to.include('RSSMRA80A01H501U');
   });
 
   it('signs a receipt (EdDSA) that a JOSE library verifies with the JWKS, naming the query and each match but never the checkCode', async () => {
@@ -183,8 +184,8 @@ describe('public verification (contracting authorities)', function () {
   it('finds a PENDING record and says it is not notarized yet: no proof, the receipt with its digest (null while a document has no checksum)', async () => {
     const org = await newOrg();
     const clean = await issueFile(org.orgId, { status: 'Clean', checksum: checksum(unique()) });
-    const waiting = await issueFile(org.orgId, { status: 'In Progress' });
-    const code = `PENDING-${unique()}`;
+    const waiting = await issueFile(org.orgId, { status: 'In Progress', public: true });
+    const code = `PENDING-${unique()}-${unique()}`;
     const ready = await create(org, { details: { policyNumber: `P-${code}`, checkCode: code }, docs: [{ key: clean }] });
     const notReady = await create(org, { details: { policyNumber: `Q-${code}`, checkCode: code }, docs: [{ key: waiting }] });
 
@@ -215,9 +216,10 @@ describe('public verification (contracting authorities)', function () {
     ]);
   });
 
-  it('answers every kind of miss the same: 404, no body, the same headers (unknown policy, wrong code, other case, a space, short code, other amount or CIG)', async () => {
+  it('answers every kind of miss the same: 404, no body, the same headers (unknown policy, wrong code, other case, a space, short or guessable code, other amount or CIG)', async () => {
     const { policyNumber, checkCode } = await registered({ cig: 'C1G0000001', amount: 2500 });
     const short = await registered({ checkCode: 'Ab3$5z7' }); // 7 characters: never verifiable publicly
+    const weak = await registered({ checkCode: 'qwertyuiop12' }); // guessable: never verifiable publicly
     const misses = {
       unknownPolicy: { policyNumber: `NOPE-${unique()}`, checkCode },
       wrongCode: { policyNumber, checkCode: `${checkCode}0` },
@@ -225,6 +227,7 @@ describe('public verification (contracting authorities)', function () {
       otherCasePolicy: { policyNumber: policyNumber.toLowerCase(), checkCode },
       trailingSpace: { policyNumber, checkCode: `${checkCode} ` },
       shortCode: { policyNumber: short.policyNumber, checkCode: short.checkCode },
+      weakCode: { policyNumber: weak.policyNumber, checkCode: weak.checkCode },
       otherAmount: { policyNumber, checkCode, garantedAmount: 2500.01 },
       otherCig: { policyNumber, checkCode, cig: 'C1G0000002' },
     };
@@ -302,7 +305,7 @@ describe('public verification (contracting authorities)', function () {
     const org = await newOrg();
     const pairs = [
       ['POL/2026/ÀÉÎ-ü', 'CÓDIGO-ñ-8'],
-      ['Ω-polizza 𝄞', 'clé-😀-€€€'],
+      ['Ω-polizza 𝄞', 'clé-😀-€€€-ñandú-ß'],
       ['AB', 'CDEFGHIJ'],
       ['A', 'BCDEFGHIJ'],
       ['pol short', 'SEVEN-7'],
@@ -315,7 +318,7 @@ describe('public verification (contracting authorities)', function () {
     }
     // The length prefix keeps ("AB", "CDEFGHIJ") and ("A", "BCDEFGHIJ") apart.
     expect(verificationKey('AB', 'CDEFGHIJ').equals(verificationKey('A', 'BCDEFGHIJ'))).to.equal(false);
-    const res = await verify({ policyNumber: 'Ω-polizza 𝄞', checkCode: 'clé-😀-€€€' });
+    const res = await verify({ policyNumber: 'Ω-polizza 𝄞', checkCode: 'clé-😀-€€€-ñandú-ß' });
     expect(res.status).to.equal(200);
     expect((res.body.matches as MatchBody[]).map((m) => m.issuer.orgId)).to.include(org.orgId);
   });
@@ -373,14 +376,36 @@ describe('public verification (contracting authorities)', function () {
     }
   });
 
-  it('tells the issuer why a guarantee cannot be verified: no checkCode, or one under 8 characters', async () => {
+  it('never matches a code that could be guessed, and tells the issuer why: under 10 characters, a repetition, a sequence, a common password, the CIG inside, no checkCode', async () => {
     const { http } = await harness();
-    const { org, id } = await registered({ checkCode: 'short7c' });
-    const view = await http.get(`/api/v2/guarantees/${id}/verification`).set('X-API-Key', org.key);
-    expect(view.body).to.include({ verifiable: false });
-    expect(view.body.reason).to.match(/fewer than 8 characters/);
-    const bare = await create(org, { details: { policyNumber: 'NO-CODE' } });
-    const bareView = await http.get(`/api/v2/guarantees/${bare.id as string}/verification`).set('X-API-Key', org.key);
+    const cases: Array<[string, RegExp, string?]> = [
+      ['short7c', /fewer than 10 characters/],
+      ['aaaaaaaaaaaa', /one character or block repeated/],
+      ['abcdefghijklmn', /a sequence/],
+      ['password2024!', /common word or password.*estimated at \d+ bits/],
+      ['1234567890', /could be guessed/],
+      [`x-Z9Y8X7W6V5-q`, /contains the CIG/, 'Z9Y8X7W6V5'],
+    ];
+    for (const [checkCode, why, cig] of cases) {
+      const { org, id, policyNumber } = await registered({ checkCode, ...(cig && { cig }) });
+      const view = await http.get(`/api/v2/guarantees/${id}/verification`).set('X-API-Key', org.key);
+      expect(view.body, checkCode).to.include({ verifiable: false });
+      expect(view.body.reason, checkCode)
+        .to.match(why)
+        .and.match(/never matches a public verification/);
+      // The exact codes, and with the CIG too: a miss like any other.
+      const miss = await verify({ policyNumber, checkCode });
+      expect(miss.status, checkCode).to.equal(404);
+      expect(miss.text, checkCode).to.equal('');
+      expect((await verify({ policyNumber, checkCode, cig: cig ?? 'A1B2C3D4E5' })).status, checkCode).to.equal(404);
+    }
+    // 10 random letters and digits are enough.
+    const strong = await registered({ checkCode: 'K4JD9LQ2Mx' });
+    const view = await http.get(`/api/v2/guarantees/${strong.id}/verification`).set('X-API-Key', strong.org.key);
+    expect(view.body).to.include({ verifiable: true }).and.not.have.property('reason');
+    expect((await verify({ policyNumber: strong.policyNumber, checkCode: strong.checkCode })).status).to.equal(200);
+    const bare = await create(strong.org, { details: { policyNumber: 'NO-CODE' } });
+    const bareView = await http.get(`/api/v2/guarantees/${bare.id as string}/verification`).set('X-API-Key', strong.org.key);
     expect(bareView.body).to.include({ verifiable: false });
     expect(bareView.body.reason).to.match(/no checkCode/);
     expect(bareView.body.url).to.match(/\/verify#policyNumber=NO-CODE&checkCode=$/);

@@ -96,8 +96,8 @@ describe('the verification page in Chromium', function () {
     expect(await inPage<string[]>(page, "[...document.querySelectorAll('.doc')].map((e) => e.textContent)")).to.satisfy(
       (docs: string[]) =>
         docs[0]?.includes('Nessuna minaccia rilevata') &&
-        docs[1]?.includes('Firmato da CN=Mario Rossi') &&
-        docs[1].includes('codice fiscale RSSMRA80A01H501U') &&
+        docs[1]?.includes('Firmato da Mario Rossi') &&
+        !docs[1].includes('RSSMRA80A01H501U') &&
         docs[1].includes('marca temporale del') &&
         docs[1].includes('certificato qualificato secondo la lista di fiducia IT (Certificatore di prova S.p.A.)') &&
         docs[1].includes('certificato emesso da CN=Test CA'),

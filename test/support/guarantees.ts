@@ -70,11 +70,19 @@ export async function registered(
   const { orgs, db } = await harness();
   const org = opts.org ?? (await newOrg(`Assicurazioni ${unique()} S.p.A.`));
   if (!opts.org) await orgs.setPublicIdentity(org.orgId, { vat: 'IT00743110157', register: 'IVASS 1.00012' });
-  const pdf = await issueFile(org.orgId, { status: 'Clean', checksum: checksum(opts.pdfContent ?? `pdf-${unique()}`), fileName: 'polizza.pdf' });
-  const p7m = await issueFile(org.orgId, { status: 'Signed', checksum: checksum(`p7m-${unique()}`), fileName: 'polizza.pdf.p7m', ext: 'pdf.p7m' });
+  // Both shown by the public verification: the PDF uploaded through v1 (no flag), the .p7m as public.
+  const pdf = await issueFile(org.orgId, { status: 'Clean', checksum: checksum(opts.pdfContent ?? `pdf-${unique()}`), fileName: 'polizza.pdf', public: 'v1' });
+  const p7m = await issueFile(org.orgId, {
+    status: 'Signed',
+    checksum: checksum(`p7m-${unique()}`),
+    fileName: 'polizza.pdf.p7m',
+    ext: 'pdf.p7m',
+    public: true,
+  });
   await execute(db, 'UPDATE files SET signature = $2 WHERE object_key = $1', [p7m, SIGNATURE]);
   const policyNumber = opts.policyNumber ?? `POL-${unique()}`;
-  const checkCode = opts.checkCode ?? `K${unique()}x`;
+  // 18 random letters and digits: a code that cannot be guessed (src/verification/check-code.ts).
+  const checkCode = opts.checkCode ?? `K${unique()}${unique().toLowerCase()}x`;
   const g = await create(org, {
     details: { policyNumber, checkCode, actType: 'BAIL_ACT', cig: opts.cig ?? 'A1B2C3D4E5', expiresAt: '2027-12-31T00:00:00Z' },
     economics: { garantedAmount: opts.amount ?? 15000.5 },

@@ -63,6 +63,8 @@ export function appOver(o: {
   storage?: Storage;
   resolver?: Resolver;
   objectLock?: () => string;
+  /** Counts the public limits in Redis, as server.ts does (else per app, in memory). */
+  redis?: RedisConnection;
 }): RegistryApp {
   const logger = o.logger ?? createLogger('silent');
   const core = openCore(o.config, logger, { db: o.db });
@@ -72,7 +74,15 @@ export function appOver(o: {
     storage: o.storage ?? createStorage(o.config),
     ...(o.resolver && { resolver: o.resolver }),
   });
-  return createApp({ config: o.config, logger, db: o.db, queues: o.queues, services, ...(o.objectLock && { objectLock: o.objectLock }) });
+  return createApp({
+    config: o.config,
+    logger,
+    db: o.db,
+    queues: o.queues,
+    services,
+    ...(o.objectLock && { objectLock: o.objectLock }),
+    ...(o.redis && { redis: o.redis }),
+  });
 }
 
 /** Events over `db` for the webhook queue and first attempts' list of `queues`, as a process makes them (its relay on `db`). */
@@ -157,16 +167,32 @@ export async function newOrg(name = `org-${randomUUID().slice(0, 8)}`): Promise<
  * A files row as the presigned-URL endpoints leave it, or in any status, without an upload or
  * a scan: for tests of what a file's status allows (presign() and uploadForm() go through the store).
  */
-export async function issueFile(orgId: string, opts: { status?: string; fileName?: string; ext?: string; checksum?: string } = {}): Promise<string> {
+export async function issueFile(
+  orgId: string,
+  /** `public`: isDocumentPublic as uploaded ('v1': through v1, which has no such flag); false by default, as a v2 upload without it. */
+  opts: { status?: string; fileName?: string; ext?: string; checksum?: string; public?: boolean | 'v1' } = {},
+): Promise<string> {
   const { db } = await harness();
   const uuid = uuidv7();
   const key = `${uuid}.${opts.ext ?? 'pdf'}`;
   const now = new Date();
   await execute(
     db,
-    `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, status, checksum, expires_at, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`,
-    [uuid, key, orgId, opts.ext ?? 'pdf', opts.fileName ?? null, opts.status ?? 'In Progress', opts.checksum ?? null, new Date(now.getTime() + 900_000), now],
+    `INSERT INTO files (uuid, object_key, org_id, file_type, original_file_name, status, checksum, expires_at, created_at, updated_at, is_document_public, upload_api)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11)`,
+    [
+      uuid,
+      key,
+      orgId,
+      opts.ext ?? 'pdf',
+      opts.fileName ?? null,
+      opts.status ?? 'In Progress',
+      opts.checksum ?? null,
+      new Date(now.getTime() + 900_000),
+      now,
+      opts.public === true ? 1 : 0,
+      opts.public === 'v1' ? 1 : 2,
+    ],
   );
   return key;
 }

@@ -17,8 +17,12 @@ export interface BodyBudgetLimits {
 }
 
 export interface BodyBudget {
-  /** Runs `next` with the request's body counted against `owner`'s share until it is received, or refuses it. */
-  within(ctx: Context, owner: string, next: Next): Promise<void>;
+  /**
+   * Runs `next` with the request's body counted against `owner`'s share until it is received, or
+   * refuses it. `maxBodyBytes`: the largest body the routes behind it read, when smaller than the
+   * budget's (a chunked body is counted as that much).
+   */
+  within(ctx: Context, owner: string, next: Next, maxBodyBytes?: number): Promise<void>;
   /** Bytes counted now (for tests and metrics). */
   inFlight(): number;
 }
@@ -27,15 +31,15 @@ export function createBodyBudget(limits: BodyBudgetLimits): BodyBudget {
   let total = 0;
   const byOwner = new Map<string, number>();
   return {
-    async within(ctx, owner, next) {
+    async within(ctx, owner, next, maxBodyBytes = limits.maxBodyBytes) {
       const declared = Number(ctx.get('Content-Length') || '0');
       const chunked = ctx.get('Transfer-Encoding') !== '';
       // No body, or one larger than any route reads (the route answers 413 without reading it).
-      if ((!chunked && !(declared > 0)) || declared > limits.maxBodyBytes) {
+      if ((!chunked && !(declared > 0)) || declared > maxBodyBytes) {
         await next();
         return;
       }
-      const bytes = declared > 0 ? declared : limits.maxBodyBytes;
+      const bytes = declared > 0 ? declared : maxBodyBytes;
       const mine = byOwner.get(owner) ?? 0;
       if (mine + bytes > limits.perOwnerBytes || total + bytes > limits.processBytes) {
         // Not read, and not left on a kept-alive connection: the stalled sender is cut off.

@@ -83,7 +83,17 @@ const TEXT = {
     chainTrusted: 'catena attendibile',
     chainUntrusted: 'catena non attendibile',
     chainNotChecked: 'catena non verificata',
-    fiscalCode: 'codice fiscale',
+    privateDocuments: (n: number) =>
+      n === 1
+        ? "1 documento riservato dell'emittente non è mostrato (la prova lo comprende)."
+        : `${n} documenti riservati dell'emittente non sono mostrati (la prova li comprende).`,
+    digestWithheld:
+      "L'impronta non si può ricalcolare qui: comprende documenti riservati che la verifica pubblica non mostra. Sono controllati il percorso di Merkle e l'ancoraggio dell'impronta indicata.",
+    anchorNotChecked: {
+      evm: "Che cosa non si controlla qui: questo browser verifica che la prova sia coerente con sé stessa (la transazione firmata ha l'impronta indicata, contiene la radice ed è firmata dall'indirizzo indicato), ma non interroga la blockchain: non controlla che la transazione sia davvero nella catena né che l'indirizzo sia quello del registro. Per farlo, cerchi la transazione su un nodo o un explorer della catena indicata e confronti il mittente con l'indirizzo che il registro pubblica.",
+      ledger:
+        'Che cosa non si controlla qui: il registro interno è tenuto dal registro stesso; questo browser verifica che la prova sia coerente con la voce indicata, non che la voce sia quella che il registro ha scritto allora.',
+    },
     issuedBy: 'certificato emesso da',
     timestamped: 'marca temporale del',
     qualified: 'certificato dichiarato qualificato',
@@ -173,7 +183,7 @@ const TEXT = {
       'evm-tx-present': 'La prova contiene la transazione firmata',
       'evm-tx-hash': "La transazione firmata ha l'impronta indicata",
       'evm-tx-root': 'La transazione firmata contiene la radice',
-      'evm-tx-sender': 'La transazione è firmata dal registro, sulla sua catena',
+      'evm-tx-sender': "La transazione è firmata dall'indirizzo indicato nella prova, per la catena indicata",
       'amendment-shape': "I dati dell'appendice sono completi",
       'chain-order': 'Le appendici sono in ordine, 1, 2, 3…, tutte di questa garanzia',
       'chain-start': 'La catena delle appendici parte da questa garanzia',
@@ -252,7 +262,17 @@ const TEXT = {
     chainTrusted: 'trusted chain',
     chainUntrusted: 'untrusted chain',
     chainNotChecked: 'chain not checked',
-    fiscalCode: 'fiscal code',
+    privateDocuments: (n: number) =>
+      n === 1
+        ? "1 of the issuer's private documents is not shown (the proof covers it)."
+        : `${n} of the issuer's private documents are not shown (the proof covers them).`,
+    digestWithheld:
+      'The fingerprint cannot be recomputed here: it covers private documents the public verification does not show. The Merkle path and the anchor of the stated fingerprint are checked.',
+    anchorNotChecked: {
+      evm: "What is not checked here: this browser checks that the proof is consistent with itself (the signed transaction hashes to the stated id, carries the root and is signed by the stated address), but it does not query the blockchain: it does not check that the transaction is really on the chain, nor that the address is the registry's. To do so, look the transaction up on a node or an explorer of the stated chain and compare the sender with the address the registry publishes.",
+      ledger:
+        'What is not checked here: the internal ledger is kept by the registry itself; this browser checks that the proof agrees with the stated entry, not that the entry is the one the registry wrote at the time.',
+    },
     issuedBy: 'certificate issued by',
     timestamped: 'timestamped on',
     qualified: 'certificate declared qualified',
@@ -342,7 +362,7 @@ const TEXT = {
       'evm-tx-present': 'The proof carries the signed transaction',
       'evm-tx-hash': 'The signed transaction hashes to the transaction id',
       'evm-tx-root': 'The signed transaction carries the root',
-      'evm-tx-sender': 'The transaction is signed by the registry, on its chain',
+      'evm-tx-sender': 'The transaction is signed by the address the proof states, for the chain it states',
       'amendment-shape': "The amendment's data is complete",
       'chain-order': 'The amendments are in order, 1, 2, 3…, all of this guarantee',
       'chain-start': 'The chain of amendments starts from this guarantee',
@@ -356,8 +376,7 @@ const TEXT = {
 type Strings = typeof TEXT.it;
 
 interface Signer {
-  subject: string | null;
-  fiscalCode?: string | null;
+  commonName: string | null;
   issuer?: string | null;
   signingTime: string | null;
   timestampedAt?: string | null;
@@ -405,7 +424,7 @@ interface State {
   claimDueAt: string | null;
   lastSeq: number;
 }
-type Amendment = AmendmentJson & { proof: Proof | null; notarizationReason?: string };
+type Amendment = AmendmentJson & { proof: Proof | null; notarizationReason?: string; privateDocuments?: number };
 interface Match {
   issuer: { orgId: string; name: string; vatNumber: string | null; register: string | null };
   state: State;
@@ -413,6 +432,8 @@ interface Match {
   proof: Proof | null;
   amendments: Amendment[];
   documents: Doc[];
+  /** The registration's documents not shown (not uploaded as public). */
+  privateDocuments?: number;
 }
 interface Result {
   verifiedAt: string;
@@ -510,7 +531,9 @@ function checkItem(c: Check, labels: Partial<Record<CheckId, string>> = {}): HTM
 /** The checks of `cli verify`, on the answer as received; a malformed proof is a failed check, not an exception. */
 function proofChecks(m: Match): Check[] {
   try {
-    return checkProof(m.guarantee as unknown as GuaranteeV2, m.proof as unknown as NotarizationProof);
+    const checks = checkProof(m.guarantee as unknown as GuaranteeV2, m.proof as unknown as NotarizationProof);
+    // Private documents are not in the answer: the record cannot be hashed again here (said beside the checks).
+    return (m.privateDocuments ?? 0) > 0 ? checks.filter((c) => c.id !== 'digest') : checks;
   } catch (err) {
     return [{ id: 'proof-shape', name: 'proof JSON is a notarization proof', ok: false, detail: (err as Error).message }];
   }
@@ -528,6 +551,8 @@ function notarizationBlock(m: Match): HTMLElement {
     h('h4', {}, s.notarization),
     h('p', { class: ok ? 'banner good' : 'banner bad' }, ok ? s.notarized : s.notarizedFailed),
     h('ul', { class: 'checks' }, ...checks.map((c) => checkItem(c))),
+    (m.privateDocuments ?? 0) > 0 && h('p', { class: 'muted', 'data-digest-withheld': '' }, s.digestWithheld),
+    h('p', { class: 'muted small', 'data-not-checked': a.kind }, a.kind === 'evm' ? s.anchorNotChecked.evm : s.anchorNotChecked.ledger),
     h(
       'dl',
       { class: 'facts' },
@@ -581,6 +606,10 @@ function chainChecks(m: Match, verifiedAt: string): Check[] {
         m.guarantee as unknown as GuaranteeV2,
         m.amendments,
         m.amendments.map((a) => (a.proof as unknown as AmendmentProof | null) ?? undefined),
+        {
+          ...((m.privateDocuments ?? 0) > 0 && m.proof && { guaranteeDigest: (m.proof as unknown as NotarizationProof).digest }),
+          amendment: (seq) => (m.amendments.find((a) => a.seq === seq)?.privateDocuments ?? 0) > 0,
+        },
       ),
       stateCheck(m, verifiedAt),
     ];
@@ -633,7 +662,8 @@ const toStateView0 = (st: State) => ({
 
 function amendmentChecks(a: Amendment, chain: Check[]): Check[] {
   try {
-    return [...checkAmendmentProof(a, a.proof as unknown as AmendmentProof), ...chain.filter((c) => c.seq === a.seq && c.id !== 'chain-notarized')];
+    const own = checkAmendmentProof(a, a.proof as unknown as AmendmentProof).filter((c) => c.id !== 'digest' || !(a.privateDocuments ?? 0));
+    return [...own, ...chain.filter((c) => c.seq === a.seq && c.id !== 'chain-notarized')];
   } catch (err) {
     return [{ id: 'proof-shape', name: "proof JSON is an amendment's proof", ok: false, detail: (err as Error).message }];
   }
@@ -656,6 +686,7 @@ function amendmentItem(a: Amendment, chain: Check[]): HTMLElement {
       a.paidAmount !== undefined && row(s.paidAmount, euro(a.paidAmount)),
       a.reason !== null && a.reason !== '' && row(s.reason, a.reason),
       a.docs.length > 0 && row(s.attached, a.docs.map((d) => d.originalFileName ?? d.key).join(', ')),
+      (a.privateDocuments ?? 0) > 0 && row(s.attached, s.privateDocuments(a.privateDocuments ?? 0)),
       row(s.recordedAt, when(a.createdAt)),
     ),
     a.proof
@@ -706,9 +737,8 @@ function documentsBlock(m: Match): HTMLElement {
             h(
               'li',
               { 'data-signer': '' },
-              h('span', { class: 'signer-name' }, `${g.counterSignature ? s.counterSigned : s.signedBy} ${g.subject ?? '?'}`),
+              h('span', { class: 'signer-name' }, `${g.counterSignature ? s.counterSigned : s.signedBy} ${g.commonName ?? '?'}`),
               g.signingTime !== null && ` ${s.at} ${when(g.signingTime)}`,
-              g.fiscalCode && h('span', { class: 'signer-detail' }, ` · ${s.fiscalCode} ${g.fiscalCode}`),
               g.timestampedAt && h('span', { class: 'signer-detail' }, ` · ${s.timestamped} ${when(g.timestampedAt)}`),
               ` · ${g.valid ? s.signatureValid : s.signatureInvalid} · `,
               g.chain === 'trusted' ? s.chainTrusted : g.chain === 'untrusted' ? s.chainUntrusted : s.chainNotChecked,
@@ -723,7 +753,14 @@ function documentsBlock(m: Match): HTMLElement {
       h('p', { class: 'checksum' }, `${s.checksum}: `, h('code', { class: 'hash' }, d.checksum ?? s.none)),
     ),
   );
-  return h('section', { class: 'block' }, h('h4', {}, s.documents), h('ul', { class: 'docs' }, ...items));
+  const hidden = m.privateDocuments ?? 0;
+  return h(
+    'section',
+    { class: 'block' },
+    h('h4', {}, s.documents),
+    h('ul', { class: 'docs' }, ...items),
+    hidden > 0 && h('p', { class: 'muted', 'data-private-documents': String(hidden) }, s.privateDocuments(hidden)),
+  );
 }
 
 function fileBlock(result: Result): HTMLElement {
