@@ -7,7 +7,7 @@ import { amendmentProof, notarizationProof, pendingAmendmentProof, pendingProof 
 import { auditPage, auditQuery } from './audit/audit.schemas.js';
 import { issuerVerificationView, verificationRequest, verificationResult } from './verification/verification.schemas.js';
 import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
-import { amendmentList, amendmentView, createAmendment, stateView } from './guarantees/amendment.schemas.js';
+import { amendmentList, amendmentsQuery, amendmentView, createAmendment, stateView } from './guarantees/amendment.schemas.js';
 import { createGuaranteeV1, createGuaranteeV2, guaranteeListV1, guaranteeListV2, guaranteeV1, guaranteeV2, listQuery } from './guarantees/guarantee.schemas.js';
 import {
   attemptList,
@@ -207,12 +207,14 @@ const paths: ZodOpenApiPathsObject = {
       },
     },
     get: {
-      summary: "The guarantee's amendments",
-      description: 'Oldest first.',
+      summary: "The guarantee's amendments, a page at a time",
+      description:
+        "Oldest first, by seq: at most limit amendments with seq greater than after. Page with after = the previous answer's next, until next is null. The state they fold to is GET .../state.",
       tags: ['Guarantees'],
-      requestParams: { path: idParam },
+      requestParams: { path: idParam, query: amendmentsQuery },
       responses: {
-        200: { description: 'The amendments.', content: { 'application/json': { schema: amendmentList } } },
+        200: { description: 'The page of amendments.', content: { 'application/json': { schema: amendmentList } } },
+        400: errorResponse('after or limit malformed, or limit outside 1 to 500.'),
         404: errorResponse('No such guarantee in this organization.'),
         ...commonErrors,
       },
@@ -254,7 +256,8 @@ const paths: ZodOpenApiPathsObject = {
   '/api/v2/guarantees/{id}/state': {
     get: {
       summary: 'What the guarantee covers now',
-      description: 'Folded from the registration and its amendments: status, current amount and expiry, the open claim and its due date, the last seq.',
+      description:
+        'Folded from the registration and its amendments (the fold is kept as each amendment is recorded: one read, however many there are): status, current amount and expiry, the open claim and its due date, the last seq.',
       tags: ['Guarantees'],
       requestParams: { path: idParam },
       responses: {

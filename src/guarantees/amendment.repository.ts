@@ -249,6 +249,20 @@ export function createAmendmentRepository(db: Sequelize) {
       return read('a.guarantee_id = $1', [guaranteeId], t);
     },
 
+    /** At most `limit` of the guarantee's amendments after seq `after`, oldest first; `more` when others follow them. */
+    async page(guaranteeId: string, after: number, limit: number): Promise<{ amendments: Amendment[]; more: boolean }> {
+      // A range of the unique key (seq is dense: no LIMIT needed), one more than asked to tell the end
+      // without another statement (its documents are not read).
+      const rows = await select<Row>(
+        db,
+        `SELECT ${COLUMNS} FROM guarantee_amendments a WHERE a.guarantee_id = $1 AND a.seq > $2 AND a.seq <= $3 ORDER BY a.seq`,
+        [guaranteeId, after, after + limit + 1],
+      );
+      const page = rows.slice(0, limit);
+      const last = Number(page.at(-1)?.seq ?? after);
+      return { amendments: await withDocs(page, 'a.guarantee_id = $1 AND a.seq > $2 AND a.seq <= $3', [guaranteeId, after, last]), more: rows.length > limit };
+    },
+
     current,
 
     /**

@@ -1,11 +1,11 @@
-// The amendments endpoints (CONTRACT "Lifecycle"): record one, list them, and the state they
-// fold to. Thin: parse, call the service, answer.
+// The amendments endpoints (CONTRACT "Lifecycle"): record one, list them a page at a time, and
+// the state they fold to. Thin: parse, call the service, answer.
 import type { Router } from '@koa/router';
 import { readJsonObject } from '../shared/http/body.js';
 import { parseIdempotencyKey } from '../shared/idempotency.js';
 import { parseOrThrow } from '../shared/validation.js';
 import { actorOf, orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
-import { createAmendment } from './amendment.schemas.js';
+import { amendmentsQuery, createAmendment } from './amendment.schemas.js';
 import { toAmendmentView, toStateView } from './amendment.serializer.js';
 import { toNewAmendment, type AmendmentService } from './amendment.service.js';
 
@@ -26,7 +26,9 @@ export function registerAmendmentRoutes(router: Router<AuthState>, service: Amen
   });
 
   router.get('/api/v2/guarantees/:id/amendments', async (ctx) => {
-    ctx.body = { amendments: (await service.list(orgIdOf(ctx.state), ctx.params.id ?? '')).map(toAmendmentView) };
+    const { after, limit } = parseOrThrow(amendmentsQuery, ctx.query, 'query');
+    const page = await service.page(orgIdOf(ctx.state), ctx.params.id ?? '', after, limit);
+    ctx.body = { amendments: page.amendments.map(toAmendmentView), next: page.next };
   });
 
   router.get('/api/v2/guarantees/:id/state', async (ctx) => {

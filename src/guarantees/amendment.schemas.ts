@@ -3,11 +3,14 @@
 // or malformed one. What depends on the guarantee's state (a later expiry, a lower amount, an
 // open claim) is the service's, a 409.
 import { z } from 'zod';
-import { dateTime, money, text } from '../shared/validation.js';
+import { asInteger, dateTime, money, positiveInt, text } from '../shared/validation.js';
 import { AMENDMENT_TYPES, GUARANTEE_STATUSES } from './amendments.js';
 import { ACT_TYPES, docsOf, docV2Input } from './guarantee.schemas.js';
 
 export const MAX_REASON = 1000;
+
+/** The most amendments a page of GET .../amendments holds. */
+export const MAX_AMENDMENTS_PAGE = 500;
 
 const positive = money.refine((n) => n > 0, 'must be > 0');
 
@@ -71,7 +74,35 @@ export const amendmentView = z
   })
   .meta({ id: 'Amendment' });
 
-export const amendmentList = z.object({ amendments: z.array(amendmentView) }).meta({ id: 'AmendmentList' });
+/** GET .../amendments's query: the page after seq `after`, `limit` amendments at most (400 otherwise, as GET /api/v2/audit's). */
+export const amendmentsQuery = z.object({
+  after: z
+    .string()
+    .regex(/^(0|[1-9]\d{0,15})$/, 'after must be a whole number >= 0')
+    .transform(Number)
+    .default(0)
+    .meta({
+      description: "The seq after which amendments are wanted (the previous answer's next); 0 for the first.",
+      override: ({ jsonSchema }: { jsonSchema: Record<string, unknown> }) => {
+        for (const key of Object.keys(jsonSchema)) if (key !== 'description') delete jsonSchema[key];
+        Object.assign(jsonSchema, { type: 'integer', minimum: 0, default: 0 });
+      },
+    }),
+  limit: positiveInt('limit', MAX_AMENDMENTS_PAGE)
+    .default(100)
+    .meta({ description: `Amendments per answer, 1 to ${MAX_AMENDMENTS_PAGE}.`, override: asInteger(MAX_AMENDMENTS_PAGE, 100) }),
+});
+
+export const amendmentList = z
+  .object({
+    amendments: z.array(amendmentView),
+    next: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The last seq of this page when more amendments follow it, to ask for them (after=next); null at the end.' }),
+  })
+  .meta({ id: 'AmendmentList' });
 
 export const stateView = z
   .object({

@@ -147,10 +147,14 @@ export function createAmendmentService(deps: {
       return 'replay' in guarded ? guarded.replay : guarded.result;
     },
 
-    /** The guarantee's amendments, oldest first (404 for another organization's). */
-    async list(orgId: string, guaranteeId: string): Promise<Amendment[]> {
+    /**
+     * At most `limit` of the guarantee's amendments after seq `after`, oldest first, and `next`:
+     * the last one's seq when more follow, else null (404 for another organization's guarantee).
+     */
+    async page(orgId: string, guaranteeId: string, after: number, limit: number): Promise<{ amendments: Amendment[]; next: number | null }> {
       await issuedOr404(orgId, guaranteeId);
-      return repo.list(guaranteeId);
+      const { amendments, more } = await repo.page(guaranteeId, after, limit);
+      return { amendments, next: more ? (amendments.at(-1)?.seq ?? null) : null };
     },
 
     /** The guarantee's amendment `seq` (404 for another organization's guarantee, or no such seq: one that is not a positive integer included). */

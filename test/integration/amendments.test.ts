@@ -1,8 +1,8 @@
 // A guarantee's life through the API (CONTRACT "Lifecycle"): amendments recorded with a dense
 // seq, each rule's 409 changing nothing, 400s, other organizations' 404s, races, the state,
-// and the guarantee.amended event in the outbox; the fold kept with the amendments
-// (guarantee_folds: what recording one reads, however long the history, healed after a
-// rolling release, backfilled by migration 0023). Against the real database.
+// and the guarantee.amended event in the outbox; the amendments a page at a time, and the fold
+// kept with them (guarantee_folds: what recording one reads, however long the history, healed
+// after a rolling release, backfilled by migration 0023). Against the real database.
 import { expect } from 'chai';
 import { v7 as uuidv7 } from 'uuid';
 import { createAuditRepository } from '../../src/audit/audit.repository.js';
@@ -327,11 +327,62 @@ async function foldRows(...ids: string[]): Promise<FoldRow[]> {
   return select<FoldRow>(db, 'SELECT * FROM guarantee_folds WHERE guarantee_id IN ($1) ORDER BY guarantee_id', [ids], undefined, { prepared: false });
 }
 
-describe('lifecycle: the fold kept with the amendments', function () {
+describe('lifecycle: the amendments a page at a time, and the fold kept with them', function () {
   this.timeout(60_000);
   let org: TestOrg;
   beforeEach(async () => {
     org = await newOrg();
+  });
+
+  const page = async (id: string, query: string) => {
+    const res = await (
+      await harness()
+    ).http
+      .get(`/api/v2/guarantees/${id}/amendments${query}`)
+      .set('X-API-Key', org.key)
+      .set('Accept', 'application/problem+json');
+    return { status: res.status, body: res.body as { amendments: Array<{ seq: number; docs: unknown[] }>; next: number | null; detail?: string } };
+  };
+
+  it('pages with after and limit (1 to 500, default 100): next is the last seq while more follow, null at the end; malformed paging is a 400', async () => {
+    const id = await guarantee(org);
+    const key = await issueFile(org.orgId, { status: 'Clean', fileName: 'appendice.pdf', checksum: 'c'.repeat(64) });
+    // Documents on 3 (a page's last) and 4 (the one read past a page of 3, to tell that more follow).
+    for (let i = 1; i <= 7; i++) {
+      const res = await amend(org, id, { type: 'AMOUNT_CHANGE', garantedAmount: 100 + i, ...((i === 3 || i === 4) && { docs: [{ key }] }) });
+      expect(res.status).to.equal(200);
+    }
+    const all = await page(id, '');
+    expect(all.status).to.equal(200);
+    expect(all.body.amendments.map((a) => a.seq)).to.deep.equal([1, 2, 3, 4, 5, 6, 7]);
+    expect(all.body.next).to.equal(null);
+    expect(all.body.amendments[2]?.docs).to.deep.equal([{ type: null, key, originalFileName: 'appendice.pdf', checksum: 'c'.repeat(64) }]);
+    const pages: Array<[string, number[], number | null]> = [
+      ['?limit=3', [1, 2, 3], 3],
+      ['?after=3&limit=3', [4, 5, 6], 6],
+      ['?after=6&limit=3', [7], null],
+      // A full page that ends the history: null, no empty page to ask for.
+      ['?after=4&limit=3', [5, 6, 7], null],
+      ['?after=0&limit=500', [1, 2, 3, 4, 5, 6, 7], null],
+      ['?after=7', [], null],
+      ['?after=1000', [], null],
+    ];
+    for (const [query, seqs, next] of pages) {
+      const res = await page(id, query);
+      expect(res.status, query).to.equal(200);
+      expect(
+        res.body.amendments.map((a) => a.seq),
+        query,
+      ).to.deep.equal(seqs);
+      expect(res.body.next, query).to.equal(next);
+      // Each amendment as the whole list shows it, its documents included.
+      expect(res.body.amendments, query).to.deep.equal(all.body.amendments.filter((a) => seqs.includes(a.seq)));
+    }
+    for (const query of ['?limit=0', '?limit=501', '?limit=abc', '?limit=', '?after=-1', '?after=1.5', '?after=01', '?limit=1&limit=2', '?after=1&after=2']) {
+      const res = await page(id, query);
+      expect(res.status, query).to.equal(400);
+      expect(String(res.body.detail), query).to.match(/after|limit/);
+    }
   });
 
   it('keeps the fold in guarantee_folds, written with each amendment; the fold alone decides the 409s and the state', async () => {
