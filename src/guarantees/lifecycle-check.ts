@@ -1,27 +1,32 @@
 // The lifecycle check (CONTRACT "Lifecycle"): a periodic job (LIFECYCLE_CHECK_EVERY_MS, daily
-// by default) emits `guarantee.expired` once for each expiry that passes (no automatic renewal,
-// no open claim, not released or cancelled), and `guarantee.claim_overdue` once for each open
-// claim past its due date.
+// by default) tells what a guarantee's state showed, as recorded at each instant, since the
+// check first ran: `guarantee.expired` once when its cover lapsed (the state turned EXPIRED:
+// its expiry passed without automatic renewal, no claim open, not released or cancelled; or
+// later, when a claim open then was closed; or at a registration already expired), and
+// `guarantee.claim_overdue` once when a claim showed open past its due date (lapsesOf in
+// src/guarantees/amendments.ts). So what is told does not depend on when the runs fall: an
+// expiry extended after it passed, before the next run, is told all the same (the event's state
+// is the state now, extended), and a guarantee lapsed before the first run is never told,
+// whatever is recorded later.
 // - Each run looks at the window since the last one (lifecycle_checks), widened back by
 //   OVERLAP_MS so that a transaction still open when the last run read is seen now. Its
 //   candidates are the guarantees with a date in it (a registered or extended expiry, a claim's
-//   due date) and those written in it (a registration, or any amendment: one recorded late, a
-//   backdated claim, a claim closed after the expiry passed, changes what is due).
-// - Each candidate is decided under its guarantee's lock, as amendments are recorded: the state
-//   folded at the run's time (src/guarantees/amendments.ts); a notice is written with its event
-//   in that transaction, keyed by what it is about (the expiry; the claim's seq), so a window
-//   looked at twice, or two runs at once, emit nothing twice. So an expiry is told when the
-//   guarantee becomes expired: at its expiry, or later, when a claim open then is closed.
+//   due date) and those written in it (a registration, or any amendment): the only instants at
+//   which a state changes.
+// - Each candidate is decided under its guarantee's lock, as amendments are recorded (so every
+//   amendment recorded before the run's time is there); a notice is written with its event in
+//   that transaction, keyed by what it is about (the expiry; the claim's seq), so a window
+//   looked at twice, or two runs at once, emit nothing twice.
 // - A candidate that fails is logged and the window is not moved: the next run looks again.
-// - The first run starts the watermark at its own time: an expiry before the check first ran
-//   is not told (its state says so), rather than every expiry in history at once.
+// - The first run records its time as the check's start (started_at) and only sets the
+//   watermark: what lapsed before it is not told, rather than every expiry in history at once.
 // Times are UTC instants: a change of the local clock (summer time) moves nothing.
 import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import type { Logger } from '../shared/logger.js';
 import type { AmendmentRepository } from './amendment.repository.js';
 import { toStateView } from './amendment.serializer.js';
-import { CLAIM_TERM_MS, stateAfter } from './amendments.js';
+import { CLAIM_TERM_MS, lapsesOf, stateAfter } from './amendments.js';
 
 /** Candidates read per statement. */
 const PAGE = 500;
@@ -74,13 +79,16 @@ export function createLifecycleCheck(deps: {
     }
   }
 
-  /** Decides one guarantee under its lock; how many notices it emitted. */
-  function decide(g: Candidate, at: Date): Promise<{ expired: number; claimOverdue: number }> {
+  /** Decides one guarantee under its lock: tells what it showed from `since` (the check's start) to `at`; how many notices it emitted. */
+  function decide(g: Candidate, since: Date, at: Date): Promise<{ expired: number; claimOverdue: number }> {
     return amendments.transaction(async (t) => {
       const issued = await amendments.lockIssued(g.org_id, g.id, t);
       const done = { expired: 0, claimOverdue: 0 };
       if (!issued) return done;
-      const state = stateAfter(issued, await amendments.list(g.id, t), at);
+      const [registered] = await select<{ created_at: Date }>(db, 'SELECT created_at FROM guarantees WHERE id = $1', [g.id], t);
+      if (!registered) return done;
+      const list = await amendments.list(g.id, t);
+      const now = toStateView(stateAfter(issued, list, at));
       const notify = async (kind: 'expired' | 'claim_overdue', ref: string, data: unknown): Promise<boolean> => {
         const written = await execute(
           db,
@@ -92,12 +100,16 @@ export function createLifecycleCheck(deps: {
         await outbox.add(t, g.org_id, kind === 'expired' ? 'guarantee.expired' : 'guarantee.claim_overdue', data, new Date());
         return true;
       };
-      const view = toStateView(state);
-      if (state.status === 'EXPIRED' && state.expiresAt) {
-        if (await notify('expired', state.expiresAt.toISOString(), { guaranteeId: g.id, expiresAt: view.expiresAt, state: view })) done.expired++;
+      const lapses = lapsesOf(issued, registered.created_at, list, at);
+      for (const { at: shownAt, state } of lapses.expired) {
+        if (shownAt < since || !state.expiresAt) continue;
+        const data = { guaranteeId: g.id, expiresAt: state.expiresAt.toISOString(), state: now };
+        if (await notify('expired', state.expiresAt.toISOString(), data)) done.expired++;
       }
-      if (state.openClaim && state.claimDueAt && state.claimDueAt <= at) {
-        const data = { guaranteeId: g.id, claim: view.openClaim, claimDueAt: view.claimDueAt, state: view };
+      for (const { at: shownAt, state } of lapses.claimOverdue) {
+        if (shownAt < since || !state.openClaim) continue;
+        const then = toStateView(state);
+        const data = { guaranteeId: g.id, claim: then.openClaim, claimDueAt: then.claimDueAt, state: now };
         if (await notify('claim_overdue', String(state.openClaim.seq), data)) done.claimOverdue++;
       }
       return done;
@@ -108,7 +120,9 @@ export function createLifecycleCheck(deps: {
     /** One run: the notices due since the last run, up to now. Returns how many were emitted, and how many guarantees failed. */
     async run(): Promise<{ expired: number; claimOverdue: number; failed: number }> {
       const to = now();
-      const [last] = await select<{ checked_until: Date }>(db, 'SELECT checked_until FROM lifecycle_checks WHERE name = $1', [name]);
+      const [last] = await select<{ checked_until: Date; started_at: Date }>(db, 'SELECT checked_until, started_at FROM lifecycle_checks WHERE name = $1', [
+        name,
+      ]);
       const counts = { expired: 0, claimOverdue: 0, failed: 0 };
       if (last) {
         const from = new Date(last.checked_until.getTime() - OVERLAP_MS);
@@ -118,7 +132,7 @@ export function createLifecycleCheck(deps: {
             if (seen.has(g.id)) continue;
             seen.add(g.id);
             try {
-              const done = await decide(g, to);
+              const done = await decide(g, last.started_at, to);
               counts.expired += done.expired;
               counts.claimOverdue += done.claimOverdue;
             } catch (err) {
@@ -131,11 +145,11 @@ export function createLifecycleCheck(deps: {
           }
         });
       }
-      // Moved only when every candidate was decided (the first run only sets it).
+      // Moved only when every candidate was decided. The first run sets it and the check's start (never moved after).
       if (!counts.failed) {
         await execute(
           db,
-          'INSERT INTO lifecycle_checks (name, checked_until) VALUES ($1, $2) ON DUPLICATE KEY UPDATE checked_until = GREATEST(checked_until, VALUES(checked_until))',
+          'INSERT INTO lifecycle_checks (name, checked_until, started_at) VALUES ($1, $2, $2) ON DUPLICATE KEY UPDATE checked_until = GREATEST(checked_until, VALUES(checked_until))',
           [name, to],
         );
       }

@@ -5,13 +5,18 @@
 // written already late (a backdated claim, a registration already expired) is told at the next
 // run; a window looked at twice, or by two runs at once, emits nothing twice; an expiry given
 // in Italian time is told at its instant across the change to summer time; the worker's clock
-// set back moves no window back.
+// set back moves no window back. What is told is what the state showed, as recorded at each
+// instant, since the check first ran: a lapse undone before the next run (an expiry extended, a
+// claim settled after its due date) is told all the same; a guarantee lapsed before the first
+// run never is, whatever is recorded after.
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { createAmendmentRepository } from '../../src/guarantees/amendment.repository.js';
+import { CLAIM_TERM_MS } from '../../src/guarantees/amendments.js';
 import { createLifecycleCheck, OVERLAP_MS } from '../../src/guarantees/lifecycle-check.js';
+import { migration as checkStart } from '../../src/shared/db/migrations/0025-lifecycle-check-start.js';
 import { harness, newOrg, type TestOrg } from '../support/harness.js';
 
 async function guarantee(org: TestOrg, expiresAt: string, economics: Record<string, unknown> = { garantedAmount: 1000 }): Promise<string> {
@@ -41,6 +46,11 @@ async function eventsOf(org: TestOrg, type?: string): Promise<Array<[string, Rec
   return rows
     .map((r) => [r.type, (JSON.parse(r.body) as { data: Record<string, unknown> }).data] as [string, Record<string, unknown>])
     .filter(([t]) => !type || t === type);
+}
+
+/** Resolves once the wall clock is past `at`. */
+async function after(at: Date): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, at.getTime() - Date.now() + 20)));
 }
 
 describe('lifecycle: the check emitting expiries and overdue claims', function () {
@@ -203,5 +213,116 @@ describe('lifecycle: the check emitting expiries and overdue claims', function (
     clock = new Date('2091-05-01T14:00:00Z');
     expect(await (await checkAt(name)).run()).to.include({ expired: 1 });
     expect(await eventsOf(org, 'guarantee.expired')).to.have.length(2);
+  });
+
+  it('tells a lapse undone before the next run: an expiry extended after it passed, a claim settled after its due date; each with the state now', async () => {
+    const org = await newOrg();
+    clock = new Date();
+    const check = await checkAt(`test-${randomUUID()}`);
+    await check.run();
+    // Both pass in a second, in real time (amendments are recorded at the wall clock's time).
+    const passes = new Date(Date.now() + 1000);
+    const extended = await guarantee(org, passes.toISOString());
+    const settled = await guarantee(org, '2095-01-01T00:00:00Z');
+    await amend(org, settled, { type: 'CLAIM', claimedAmount: 100, effectiveAt: new Date(passes.getTime() - CLAIM_TERM_MS).toISOString() });
+    await after(passes);
+    await amend(org, extended, { type: 'EXTENSION', expiresAt: '2095-01-01T00:00:00Z', effectiveAt: new Date().toISOString() });
+    await amend(org, settled, { type: 'CLAIM_SETTLED', paidAmount: 100, effectiveAt: new Date().toISOString() });
+    clock = new Date();
+    expect(await check.run()).to.deep.include({ failed: 0 });
+    const told = await eventsOf(org);
+    expect(told.map(([type, data]) => [type, data.guaranteeId])).to.have.deep.members([
+      ['guarantee.expired', extended],
+      ['guarantee.claim_overdue', settled],
+    ]);
+    const expired = (await eventsOf(org, 'guarantee.expired'))[0]?.[1] ?? {};
+    const overdue = (await eventsOf(org, 'guarantee.claim_overdue'))[0]?.[1] ?? {};
+    expect(expired.expiresAt).to.equal(passes.toISOString());
+    expect(expired.state).to.include({ status: 'ACTIVE', expiresAt: '2095-01-01T00:00:00.000Z', lastSeq: 1 });
+    expect(overdue).to.deep.include({
+      claimDueAt: passes.toISOString(),
+      claim: { seq: 1, claimedAmount: 100, effectiveAt: new Date(passes.getTime() - CLAIM_TERM_MS).toISOString() },
+    });
+    expect(overdue.state).to.include({ status: 'ACTIVE', openClaim: null, garantedAmount: 900, lastSeq: 2 });
+    const { db } = await harness();
+    const notices = await select<{ guarantee_id: string; kind: string; ref: string }>(
+      db,
+      'SELECT guarantee_id, kind, ref FROM guarantee_notices WHERE guarantee_id IN ($1, $2) ORDER BY kind',
+      [extended, settled],
+    );
+    expect(notices.map((n) => [n.guarantee_id, n.kind, n.ref])).to.deep.equal([
+      [extended, 'expired', passes.toISOString()],
+      [settled, 'claim_overdue', '1'],
+    ]);
+    // The next run tells nothing more.
+    clock = new Date(Date.now() + 1000);
+    expect(await check.run()).to.deep.equal({ expired: 0, claimOverdue: 0, failed: 0 });
+  });
+
+  it('never tells what lapsed before its first run, whatever is recorded after; tells an expiry passed under a claim when the claim is closed after', async () => {
+    const org = await newOrg();
+    // Lapsed before the check starts: registered expired; a claim overdue.
+    const lapsed = await guarantee(org, '2020-01-01T00:00:00Z');
+    const overdue = await guarantee(org, '2095-01-01T00:00:00Z');
+    await amend(org, overdue, { type: 'CLAIM', claimedAmount: 10, effectiveAt: new Date(Date.now() - 20 * 86_400_000).toISOString() });
+    // Its expiry passes before the start too, but under a claim open then.
+    const passes = new Date(Date.now() + 1500);
+    const underClaim = await guarantee(org, passes.toISOString());
+    await amend(org, underClaim, { type: 'CLAIM', claimedAmount: 10, effectiveAt: new Date().toISOString() });
+    await after(passes);
+    clock = new Date();
+    const check = await checkAt(`test-${randomUUID()}`);
+    await check.run();
+
+    const effectiveAt = new Date().toISOString();
+    await amend(org, lapsed, { type: 'AMOUNT_CHANGE', garantedAmount: 500, effectiveAt });
+    await amend(org, lapsed, { type: 'CLAIM', claimedAmount: 10, effectiveAt });
+    await amend(org, lapsed, { type: 'CLAIM_REJECTED', effectiveAt });
+    await amend(org, lapsed, { type: 'EXTENSION', expiresAt: '2021-01-01T00:00:00Z', effectiveAt });
+    await amend(org, overdue, { type: 'AMOUNT_CHANGE', garantedAmount: 500, effectiveAt });
+    await amend(org, underClaim, { type: 'CLAIM_REJECTED', effectiveAt });
+    clock = new Date(Date.now() + 1000);
+    expect(await check.run()).to.include({ failed: 0 });
+    const told = await eventsOf(org);
+    expect(told.map(([type, data]) => [type, data.guaranteeId, data.expiresAt])).to.deep.equal([['guarantee.expired', underClaim, passes.toISOString()]]);
+    expect(told[0]?.[1].state).to.include({ status: 'EXPIRED', openClaim: null, lastSeq: 2 });
+    const { db } = await harness();
+    const notices = await select<{ guarantee_id: string }>(db, 'SELECT guarantee_id FROM guarantee_notices WHERE guarantee_id IN ($1, $2, $3)', [
+      lapsed,
+      overdue,
+      underClaim,
+    ]);
+    expect(notices.map((n) => n.guarantee_id)).to.deep.equal([underClaim]);
+  });
+
+  it("records the check's start at its first run, never moving it; a row made before that was recorded starts at its watermark", async () => {
+    const { db } = await harness();
+    const name = `test-${randomUUID()}`;
+    const startedAt = async () =>
+      (await select<{ started_at: Date }>(db, 'SELECT started_at FROM lifecycle_checks WHERE name = $1', [name]))[0]?.started_at.toISOString();
+    clock = new Date('2092-01-01T00:00:00Z');
+    await (await checkAt(name)).run();
+    clock = new Date('2092-01-02T00:00:00Z');
+    await (await checkAt(name)).run();
+    expect(await startedAt()).to.equal('2092-01-01T00:00:00.000Z');
+
+    // Before migration 0025 (or by the previous release's code, which names no started_at).
+    const q = (sql: string) => db.query(sql, { raw: true });
+    const old = `test-${randomUUID()}`;
+    await checkStart.down({ context: q });
+    try {
+      await execute(db, 'INSERT INTO lifecycle_checks (name, checked_until) VALUES ($1, $2)', [old, new Date('2092-02-01T00:00:00Z')]);
+    } finally {
+      await checkStart.up({ context: q });
+    }
+    await execute(db, 'INSERT INTO lifecycle_checks (name, checked_until) VALUES ($1, $2)', [`${old}-later`, new Date('2092-03-01T00:00:00Z')]);
+    const rows = await select<{ name: string; started_at: Date }>(db, 'SELECT name, started_at FROM lifecycle_checks WHERE name IN ($1, $2) ORDER BY name', [
+      old,
+      `${old}-later`,
+    ]);
+    expect(rows.map((r) => [r.name, r.started_at.toISOString()])).to.deep.equal([
+      [old, '2092-02-01T00:00:00.000Z'],
+      [`${old}-later`, '2092-03-01T00:00:00.000Z'],
+    ]);
   });
 });
