@@ -17,6 +17,8 @@ import { createLogger } from '../../src/shared/logger.js';
 import { createSecretBox } from '../../src/shared/secrets.js';
 import { startWorkers } from '../../workers/index.js';
 import { configWith, eventually, extraDb, harness, newOrg, type TestOrg } from '../support/harness.js';
+import { launch, screenshot, serve, watchedPage } from '../support/browser.js';
+import { registered } from '../support/guarantees.js';
 
 const CHAIN = 31337;
 const silent = createLogger('silent');
@@ -325,5 +327,41 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'evm', 'set-key'], { encoding: 'utf8', env, input: 'not a key' });
     expect(bad.status).to.equal(1);
     expect(bad.stderr).to.include('32 bytes in hex');
+  });
+  it("on the verification page, says what an EVM proof's checks prove (the transaction is signed by the address the proof states) and what they do not (that it is on the chain, that the address is the registry's), in Italian and English", async () => {
+    const g = await registered();
+    const service = await evmNotary();
+    await cycle(service);
+    await mine(3);
+    await cycle(service);
+    const browser = await launch();
+    const app = await serve({ VERIFY_RATE_PER_MINUTE: '0' });
+    try {
+      const { page, problems } = await watchedPage(browser, app.origin);
+      await page.goto(`${app.origin}/verify#${new URLSearchParams({ policyNumber: g.policyNumber, checkCode: g.checkCode }).toString()}`, {
+        waitUntil: 'domcontentloaded',
+      });
+      await page.waitForSelector('[data-check="evm-tx-sender"]', { timeout: 15_000 });
+      const said = (selector: string) => page.evaluate(`document.querySelector(${JSON.stringify(selector)}).textContent`) as Promise<string>;
+      expect(await page.evaluate(`document.querySelector('[data-check="evm-tx-sender"]').getAttribute('data-passed')`)).to.equal('true');
+      expect(await said('[data-check="evm-tx-sender"]'))
+        .to.include("firmata dall'indirizzo indicato nella prova")
+        .and.not.include('dal registro');
+      expect(await said('[data-not-checked="evm"]'))
+        .to.include('non interroga la blockchain')
+        .and.include("l'indirizzo sia quello del registro");
+      await screenshot(page, 'verify-evm');
+      await page.click('[data-lang="en"]');
+      expect(await said('[data-check="evm-tx-sender"]'))
+        .to.include('signed by the address the proof states')
+        .and.not.include('by the registry');
+      expect(await said('[data-not-checked="evm"]'))
+        .to.include('does not query the blockchain')
+        .and.include("the address is the registry's");
+      expect(problems).to.deep.equal([]);
+    } finally {
+      await browser.close();
+      await new Promise((resolve) => app.server.close(resolve));
+    }
   });
 });

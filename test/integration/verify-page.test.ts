@@ -124,6 +124,46 @@ describe('the verification page in Chromium', function () {
     await screenshot(page, 'verify-print');
   });
 
+  it("with the issuer's private documents: not shown, counted, and every step that can be recomputed passes; says what the anchor's checks do not prove", async () => {
+    const g = await registered();
+    const { http } = await harness();
+    const secret = await issueFile(g.org.orgId, { status: 'Clean', checksum: checksum(unique()), fileName: 'riservato.pdf' });
+    // A second guarantee of the same codes, with a private document; the first has none.
+    const checkCode = `${g.checkCode}Q`;
+    const res = await http
+      .post('/api/v2/guarantees')
+      .set('X-API-Key', g.org.key)
+      .send({ details: { policyNumber: g.policyNumber, checkCode, actType: 'BAIL_ACT' }, docs: [{ key: g.pdf }, { key: secret }] });
+    expect(res.status).to.equal(200);
+    const hidden = await issueFile(g.org.orgId, { status: 'Clean', checksum: checksum(unique()), fileName: 'appendice-riservata.pdf' });
+    const amended = await http
+      .post(`/api/v2/guarantees/${res.body.id as string}/amendments`)
+      .set('X-API-Key', g.org.key)
+      .send({ type: 'EXTENSION', effectiveAt: '2027-01-01T00:00:00Z', expiresAt: '2029-12-31T00:00:00Z', docs: [{ key: hidden }] });
+    expect(amended.status).to.equal(200);
+    await notarizeAll();
+    await notarizeAll();
+    const page = await open(`${app.origin}/verify#${new URLSearchParams({ policyNumber: g.policyNumber, checkCode }).toString()}`);
+    expect(await resultOf(page)).to.equal('found');
+    await page.waitForSelector('[data-amendment]');
+    const steps = await checks(page);
+    expect(steps.map(([id]) => id)).to.include.members(['merkle-root', 'ledger-root', 'chain-start', 'chain-link']);
+    expect(
+      steps.every(([, passed]) => passed === 'true'),
+      JSON.stringify(steps),
+    ).to.equal(true);
+    expect(await attr(page, '[data-private-documents]', 'data-private-documents')).to.equal('1');
+    expect(await text(page, '[data-digest-withheld]')).to.include('documenti riservati');
+    expect(await text(page, '[data-amendment]')).to.include('1 documento riservato');
+    expect(await inPage<string>(page, 'document.body.textContent'))
+      .not.to.include('riservato.pdf')
+      .and.not.include('appendice-riservata.pdf');
+    // The anchor's checks say what they do not prove: the page does not query the chain or the ledger.
+    expect(await attr(page, '[data-not-checked]', 'data-not-checked')).to.equal('ledger');
+    expect(await text(page, '[data-not-checked]')).to.include('tenuto dal registro stesso');
+    await screenshot(page, 'verify-private-documents');
+  });
+
   it('a wrong code shows one neutral message; changing the fragment verifies again', async () => {
     const g = await registered();
     const page = await open(`${app.origin}/verify#policyNumber=${encodeURIComponent(g.policyNumber)}&checkCode=WRONG-${unique()}`);
@@ -172,7 +212,7 @@ describe('the verification page in Chromium', function () {
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
     };
     const APPENDIX = `%PDF-1.4\n% appendice ${unique()}\n%%EOF\n`;
-    const appendix = await issueFile(g.org.orgId, { status: 'Clean', checksum: checksum(APPENDIX), fileName: 'appendice-1.pdf' });
+    const appendix = await issueFile(g.org.orgId, { status: 'Clean', checksum: checksum(APPENDIX), fileName: 'appendice-1.pdf', public: true });
     await amend({
       type: 'EXTENSION',
       effectiveAt: '2027-06-01T09:00:00+02:00',
