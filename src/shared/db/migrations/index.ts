@@ -24,6 +24,7 @@ import { migration as auditSeqOnOrganizations } from './0021-audit-seq-on-organi
 import { migration as retentionQueues } from './0022-retention-queues.js';
 import { migration as guaranteeFolds } from './0023-guarantee-folds.js';
 import { migration as lifecycleCheckStart } from './0025-lifecycle-check-start.js';
+import { migration as uploadApi } from './0026-upload-api.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -58,4 +59,5 @@ export const migrations: Migration[] = [
   retentionQueues,
   guaranteeFolds,
   lifecycleCheckStart,
+  uploadApi,
 ];
