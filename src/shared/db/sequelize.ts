@@ -1,5 +1,5 @@
 // One Sequelize instance per process, on mysql2, in UTC. Repositories receive it as an argument.
-import { Sequelize, type Transaction } from 'sequelize';
+import { ConnectionAcquireTimeoutError, Sequelize, type Transaction } from 'sequelize';
 
 export { Sequelize };
 export type { Transaction };
@@ -48,6 +48,10 @@ export function createSequelize(opts: DatabaseOptions): Sequelize {
       // request, measured); our queries are raw and read DATETIME in UTC, which mysql2 does
       // itself from the timezone option.
       typeCast: true,
+      // mysql2 reads and writes DATETIME in UTC either way, but '+00:00' (Sequelize's timezone,
+      // which it also sets as the session's time_zone) makes it build a string and parse it for
+      // every DATETIME of every row; 'Z' builds the Date from its fields (a get reads five).
+      timezone: 'Z',
       // DECIMAL arrives as a string; serializers turn it into a JSON number exactly.
       supportBigNumbers: true,
       bigNumberStrings: true,
@@ -138,7 +142,7 @@ export const truncate = (text: string, max: number) => (text.length > max ? `${t
 
 interface MysqlConnection {
   destroy(): void;
-  execute(options: { sql: string }, values: unknown[], callback: (err: Error | null, result: unknown) => void): unknown;
+  execute(sql: string, values: unknown[], callback: (err: Error | null, result: unknown) => void): unknown;
   query(sql: string | { sql: string }, values: unknown[] | ((err: Error | null) => void), callback?: (err: Error | null, result: unknown) => void): unknown;
 }
 
@@ -172,6 +176,35 @@ export function toPositional(sql: string): { sql: string; order: number[] } {
   return p;
 }
 
+/** What acquire() reaches in Sequelize's connection manager. */
+interface ConnectionManagerInternals {
+  pool: { acquire(): Promise<object>; release(connection: object): void };
+}
+
+/**
+ * A connection of the pool, for the lean path. Sequelize's getConnection() asks the server's
+ * version on first use and runs its pool hooks, two awaits of async functions on every call
+ * (none is registered here); once the version is known and no such hook is registered, the
+ * pool is asked directly, its timeout raised as getConnection raises it.
+ */
+async function acquire(db: Sequelize): Promise<MysqlConnection> {
+  const version = (db as unknown as { options: { databaseVersion?: unknown } }).options.databaseVersion;
+  const direct = version !== 0 && !db.hasHook('beforePoolAcquire') && !db.hasHook('afterPoolAcquire');
+  if (!direct) return (await db.connectionManager.getConnection({ type: 'write' })) as MysqlConnection;
+  try {
+    return (await (db.connectionManager as unknown as ConnectionManagerInternals).pool.acquire()) as MysqlConnection;
+  } catch (err) {
+    // sequelize-pool's TimeoutError (its name is Error's), as Sequelize's getConnection() maps it.
+    if ((err as Error | null)?.constructor.name === 'TimeoutError') throw new ConnectionAcquireTimeoutError(err as Error);
+    throw err;
+  }
+}
+
+/** Gives a connection of acquire() back to the pool (what releaseConnection() does, without its debug line). */
+function release(db: Sequelize, connection: MysqlConnection): void {
+  (db.connectionManager as unknown as ConnectionManagerInternals).pool.release(connection);
+}
+
 /** Connections whose command outlived the client's time limit: never reused. */
 const broken = new WeakSet<MysqlConnection>();
 
@@ -201,7 +234,8 @@ function send(db: Sequelize, connection: MysqlConnection, sql: string, values: u
       if (err) reject(err);
       else resolve(result);
     };
-    if (prepared) connection.execute({ sql }, values, done);
+    // The SQL as a string: mysql2 spreads an options object into a new one on every call.
+    if (prepared) connection.execute(sql, values, done);
     else connection.query({ sql }, values, done);
   });
 }
@@ -246,7 +280,7 @@ export async function script(db: Sequelize, statements: readonly Statement[], la
     }
   }
   sql.push('COMMIT');
-  const connection = (await pool.connectionManager.getConnection({ type: 'write' })) as MysqlConnection;
+  const connection = await acquire(pool);
   try {
     const results = (await send(pool, connection, sql.join(';\n'), values, false)) as unknown[];
     return results.slice(1, -1);
@@ -259,7 +293,7 @@ export async function script(db: Sequelize, statements: readonly Statement[], la
     throw err;
   } finally {
     if (broken.has(connection)) forget(pool, connection);
-    else pool.connectionManager.releaseConnection(connection);
+    else release(pool, connection);
   }
 }
 
@@ -267,15 +301,13 @@ async function run(db: Sequelize, sql: string, bind: unknown[], transaction?: Tr
   const p = toPositional(sql);
   const values = p.order.map((i) => bind[i] ?? null);
   const own = transaction === undefined;
-  const connection = (
-    own ? await db.connectionManager.getConnection({ type: 'write' }) : (transaction as unknown as { connection: object }).connection
-  ) as MysqlConnection;
+  const connection = own ? await acquire(db) : ((transaction as unknown as { connection: object }).connection as MysqlConnection);
   try {
     return await send(db, connection, p.sql, values, opts.prepared !== false);
   } finally {
     // A connection whose command is still running is never reused: destroyed, the pool makes another.
     if (broken.has(connection)) forget(db, connection);
-    else if (own) db.connectionManager.releaseConnection(connection);
+    else if (own) release(db, connection);
   }
 }
 
