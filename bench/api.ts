@@ -1,4 +1,4 @@
-// `npm run bench -- api [--fresh] [--duration S] [--rounds N] [--connections N]`
+// `npm run bench -- api [--fresh] [--duration S] [--rounds N] [--connections N] [--only NAME]... [--no-append] [--no-build] [--also DIR]`
 //
 // Seeds 1,000,000 guarantees in one organization (and a few small organizations) in the bench
 // profile's MariaDB (a 2 GB buffer pool: the data fits), then measures with autocannon, in one
@@ -8,7 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
@@ -16,7 +16,7 @@ import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
 import { databaseName, rootSql } from '../scripts/services/mariadb.js';
 import { migrate } from '../src/shared/db/migrator.js';
-import { figureOf, log, newKey, procfileFlags, startServer, watchRss, type Figure } from './support.js';
+import { cpuSeconds, figureOf, idleCpuSeconds, log, median, newKey, procfileFlags, processCpuSeconds, startServer, watchRss, type Figure } from './support.js';
 import { createLogger } from '../src/shared/logger.js';
 
 export const BIG = 1_000_000;
@@ -29,15 +29,27 @@ interface Options {
   duration: number;
   connections: number;
   rounds: number;
+  /** Figures whose name starts with one of these (`--only get`): all when empty. */
+  only: string[];
+  /** false (`--no-append`): print the figures without appending them to bench/README.md. */
+  append: boolean;
+  /** Another build of the app to measure in the same rounds (`--also DIR`: DIR/dist, compiled there). */
+  also?: string;
+  /** false (`--no-build`): measure dist/ as it is. */
+  build: boolean;
 }
 
 function options(argv: string[]): Options {
-  const o: Options = { fresh: false, duration: 12, connections: 64, rounds: 4 };
+  const o: Options = { fresh: false, duration: 12, connections: 64, rounds: 4, only: [], append: true, build: true };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--fresh') o.fresh = true;
     else if (argv[i] === '--duration') o.duration = Number(argv[++i]);
     else if (argv[i] === '--connections') o.connections = Number(argv[++i]);
     else if (argv[i] === '--rounds') o.rounds = Number(argv[++i]);
+    else if (argv[i] === '--only') o.only.push(String(argv[++i]));
+    else if (argv[i] === '--no-append') o.append = false;
+    else if (argv[i] === '--also') o.also = String(argv[++i]);
+    else if (argv[i] === '--no-build') o.build = false;
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return o;
@@ -125,12 +137,42 @@ export async function sampleIds(url: string, orgId: string, n: number): Promise<
   return rows.map((r) => r.id as string);
 }
 
+/** What one server's rounds of a figure cost: its requests, and CPU seconds by process (its own, MariaDB's, the load generator's, the machine's idle). */
+interface Spent {
+  requests: number;
+  cpu: Record<string, number>;
+}
+
+/** CPU seconds so far of the server `pid`, of MariaDB, of this process, and the machine's idle time. */
+function cpuNow(pid: number): Record<string, number> {
+  return {
+    server: processCpuSeconds(pid),
+    mariadb: cpuSeconds({ mariadb: (c) => c.includes('mariadbd') && c.includes('.data/bench/') }).mariadb ?? 0,
+    bench: processCpuSeconds('self'),
+    idle: idleCpuSeconds(),
+  };
+}
+
+/** A server under test: its name in the lines, its origin and its process. */
+interface Server {
+  name: string;
+  url: string;
+  pid: number;
+}
+
 /**
- * Measures the app and the raw baseline in alternating rounds (app, raw, app, raw...), so that
- * the machine's drift during a figure falls on both alike; req/s is total requests over total
- * time, p50 and p99 the medians of the rounds'.
+ * Measures the servers (the app, any other build of it, the raw baseline last) in alternating
+ * rounds (app, raw, app, raw...), so that the machine's drift during a figure falls on all
+ * alike; req/s is total requests over total time, p50 and p99 the medians of the rounds'. Also
+ * each round's ratio to the raw round of the same turn, which the machine's slow spells disturb
+ * less, and the CPU each server's rounds cost.
  */
-async function measurePair(urls: [string, string], key: string, scenario: Scenario, opts: Options): Promise<[Figure, Figure]> {
+async function measureAll(
+  servers: Server[],
+  key: string,
+  scenario: Scenario,
+  opts: Options,
+): Promise<Array<{ figure: Figure; pairs: number[]; spent: Spent }>> {
   const run = (url: string, duration: number) =>
     autocannon({
       url,
@@ -139,14 +181,35 @@ async function measurePair(urls: [string, string], key: string, scenario: Scenar
       headers: { 'x-api-key': key, 'content-type': 'application/json' },
       requests: [scenario.request()],
     });
-  await Promise.all(urls.map(async (u) => run(u, 2))); // warm-up, both at once: JIT, pools, buffer pool pages
+  await Promise.all(servers.map(async (s) => run(s.url, 2))); // warm-up, all at once: JIT, pools, buffer pool pages
   const rounds = Math.max(1, opts.rounds);
-  const results: autocannon.Result[][] = [[], []];
+  const results = servers.map(() => [] as autocannon.Result[]);
+  const spent = servers.map((): Spent => ({ requests: 0, cpu: {} }));
   for (let i = 0; i < rounds; i++) {
-    for (const j of [0, 1] as const) results[j]?.push(await run(urls[j], opts.duration / rounds));
+    for (const [j, server] of servers.entries()) {
+      const before = cpuNow(server.pid);
+      const result = await run(server.url, opts.duration / rounds);
+      const after = cpuNow(server.pid);
+      results[j]?.push(result);
+      const into = spent[j] as Spent;
+      into.requests += result.requests.total;
+      for (const [k, v] of Object.entries(after)) into.cpu[k] = (into.cpu[k] ?? 0) + v - (before[k] ?? 0);
+    }
   }
-  return [figureOf(results[0] ?? []), figureOf(results[1] ?? [])];
+  const rate = (r: autocannon.Result) => r.requests.total / r.duration;
+  const raw = results.at(-1) ?? [];
+  return results.map((rs, j) => ({
+    figure: figureOf(rs),
+    pairs: rs.map((r, i) => rate(r) / rate(raw[i] as autocannon.Result)),
+    spent: spent[j] as Spent,
+  }));
 }
+
+/** CPU µs per request, one server's rounds: `app 215, mariadb 158, bench 73, idle 72`. */
+const perRequest = (name: string, s: Spent) =>
+  Object.entries(s.cpu)
+    .map(([k, v]) => `${k === 'server' ? name : k} ${((v / Math.max(1, s.requests)) * 1e6).toFixed(0)}`)
+    .join(', ');
 
 interface Scenario {
   name: string;
@@ -179,6 +242,7 @@ function scenarios(ids: string[]): Scenario[] {
 
 export async function benchApi(argv: string[]): Promise<void> {
   const opts = options(argv);
+  const loadAtStart = loadavg();
   const { env, started } = await up('bench', ['mariadb', 'redis']);
   applyEnv(env, localAppEnv('bench'));
   const url = process.env.DATABASE_URL as string;
@@ -201,39 +265,71 @@ export async function benchApi(argv: string[]): Promise<void> {
     CLAMD_HOST: '127.0.0.1',
     CLAMD_PORT: '1',
   };
-  log('compiling (npm run build)');
-  if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
-  const webFlags = procfileFlags('web');
+  if (opts.build) log('compiling (npm run build)');
+  if (opts.build && spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0)
+    throw new Error('build failed');
+  // BENCH_NODE_FLAGS: more flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
+  const webFlags = [...procfileFlags('web'), ...(process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean)];
   log(`API started as the Procfile's web process: node ${[...webFlags, 'dist/src/server.js'].join(' ')}`);
   const app = await startServer('app', 'dist/src/server.js', appEnv, 3901, webFlags);
+  // --also DIR: another build of the app (DIR/dist, compiled there beforehand), measured in the same rounds.
+  const also = opts.also === undefined ? undefined : await startServer('also', `${opts.also}/dist/src/server.js`, appEnv, 3903, webFlags);
   const raw = await startServer('raw', 'dist/bench/raw-server.js', appEnv, 3902);
   const peakRss = watchRss(app.pid as number);
   const rawPeakRss = watchRss(raw.pid as number);
+  const servers: Server[] = [
+    { name: 'app', url: 'http://127.0.0.1:3901', pid: app.pid as number },
+    ...(also ? [{ name: 'also', url: 'http://127.0.0.1:3903', pid: also.pid as number }] : []),
+    { name: 'raw', url: 'http://127.0.0.1:3902', pid: raw.pid as number },
+  ];
   const lines: string[] = [];
+  if (also) lines.push(`also: the app built in ${opts.also}`);
   try {
-    for (const s of scenarios(ids)) {
-      const [a, r] = await measurePair(['http://127.0.0.1:3901', 'http://127.0.0.1:3902'], key, s, opts);
+    for (const s of scenarios(ids).filter((x) => !opts.only.length || opts.only.some((o) => x.name.startsWith(o)))) {
+      const measured = await measureAll(servers, key, s, opts);
+      const r = (measured.at(-1) as (typeof measured)[number]).figure;
+      const fig = (f: Figure) => `${f.reqs.toFixed(0).padStart(6)} req/s p50 ${f.p50} ms p99 ${f.p99} ms`;
+      const errs = measured.map((m) => m.figure.non2xx + m.figure.errors).reduce((x, y) => x + y, 0)
+        ? ` | non-2xx/errors ${measured.map((m, j) => `${servers[j]?.name} ${m.figure.non2xx}/${m.figure.errors}`).join(' ')}`
+        : '';
+      const apps = measured.slice(0, -1);
       const line =
-        `${s.name.padEnd(16)} app ${a.reqs.toFixed(0).padStart(6)} req/s p50 ${a.p50} ms p99 ${a.p99} ms | raw ${r.reqs.toFixed(0).padStart(6)} req/s p50 ${r.p50} ms p99 ${r.p99} ms | app/raw ${(a.reqs / r.reqs).toFixed(2)}` +
-        (a.non2xx + a.errors + r.non2xx + r.errors ? ` | non-2xx/errors app ${a.non2xx}/${a.errors} raw ${r.non2xx}/${r.errors}` : '');
-      process.stdout.write(`${line}\n`);
-      lines.push(line);
+        apps.map((m, j) => `${(j === 0 ? s.name : '').padEnd(16)} ${servers[j]?.name} ${fig(m.figure)} | `).join('') +
+        `raw ${fig(r)} | ${apps.map((m, j) => `${servers[j]?.name}/raw ${(m.figure.reqs / r.reqs).toFixed(2)}`).join(', ')}${errs}`;
+      const detail = [
+        ...apps.map((m, j) => `   round pairs ${servers[j]?.name}/raw: median ${median(m.pairs).toFixed(2)} (${m.pairs.map((x) => x.toFixed(2)).join(' ')})`),
+        `   CPU µs per request: ${measured.map((m, j) => perRequest(servers[j]?.name ?? '', m.spent)).join(' | ')}`,
+      ];
+      for (const l of [line, ...detail]) process.stdout.write(`${l}\n`);
+      lines.push(line, ...detail);
     }
     const rss = `api peak RSS ${(peakRss() / 1024 / 1024).toFixed(0)} MB (raw baseline ${(rawPeakRss() / 1024 / 1024).toFixed(0)} MB)`;
     process.stdout.write(`${rss}\n`);
     lines.push(rss);
   } finally {
-    app.kill('SIGTERM');
-    raw.kill('SIGTERM');
+    // Both stopped before the database they use (and a profiled API writes its profile on the way out).
+    const all = [app, raw, ...(also ? [also] : [])];
+    const exited = all.map((p) => new Promise((resolve) => p.once('exit', resolve)));
+    for (const p of all) p.kill('SIGTERM');
+    await Promise.all(exited);
   }
   const [page1, page50k] = [lines.find((l) => l.startsWith('list page 1 ')), lines.find((l) => l.startsWith('list page 50000'))];
   const p50 = (l?: string) => Number(/app .*? p50 (\d+(?:\.\d+)?) ms/.exec(l ?? '')?.[1]);
-  const deep = `page 50000 p50 / page 1 p50 = ${(p50(page50k) / p50(page1)).toFixed(2)}`;
-  process.stdout.write(`${deep}\n`);
-  appendFileSync(
-    'bench/README.md',
-    `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per server and figure in ${opts.rounds} alternating rounds after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${[...lines, deep].join('\n')}\n\`\`\`\n`,
-  );
+  if (page1 && page50k) {
+    const deep = `page 50000 p50 / page 1 p50 = ${(p50(page50k) / p50(page1)).toFixed(2)}`;
+    process.stdout.write(`${deep}\n`);
+    lines.push(deep);
+  }
+  const load = `load average at the start ${loadAtStart.map((x) => x.toFixed(2)).join(' ')}, at the end ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')} (1, 5, 15 min)`;
+  process.stdout.write(`${load}\n`);
+  lines.push(load);
+  if (opts.append)
+    appendFileSync(
+      'bench/README.md',
+      `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per server and figure in ${opts.rounds} alternating rounds after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
+    );
   // The seed stays on disk under .data/bench for the next run; the server does not stay up.
   if (started.length) await down('bench', started);
 }
