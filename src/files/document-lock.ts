@@ -5,9 +5,11 @@
 // service's own credentials included, can delete the version or shorten its date before then.
 // - A sweep of the maintenance worker (DOCUMENT_LOCK_EVERY_MS) takes the attached documents not
 //   yet kept (files.attached_at, written with the attachment; files.retained_until, null until
-//   the store has said yes), asks the store to keep each version, then records the date. A
-//   store that fails leaves the file for the next run; asking again with the same or a later
-//   date is harmless (COMPLIANCE only extends), so a crash between the two steps costs nothing.
+//   the store has said yes), asks the store to keep each version, then records the date, only
+//   if the document was not attached again meanwhile (the date would be the earlier one: the
+//   next sweep asks for the later). A store that fails leaves the file for the next run; asking
+//   again with the same or a later date is harmless (COMPLIANCE only extends), so a crash
+//   between the two steps costs nothing.
 // - Versions judged Infected or Error are not kept: Infected bytes are deleted (README's
 //   retention table), and a file in Error is kept once judged after all.
 // - On a bucket without Object Lock (created without it, or a store that has none) nothing is
@@ -81,17 +83,21 @@ export function createDocumentLock(deps: {
     return recorded;
   }
 
-  async function keep(doc: DocumentToRetain): Promise<boolean> {
+  /** Asks the store to keep the document, then records it, unless it was attached again meanwhile (left for the next sweep). */
+  async function keep(doc: DocumentToRetain): Promise<'locked' | 'failed' | 'attached again'> {
     // A file judged before versions were pinned keeps its document as its key's current version.
     const versionId = doc.versionId ?? (await storage.head(doc.key))?.versionId;
     if (!versionId) {
       logger.warn({ file: doc.uuid, key: doc.key }, 'an attached document has no version in the store to keep');
-      return false;
+      return 'failed';
     }
     const until = retainUntil(doc, years);
     await storage.retain(doc.key, versionId, until);
-    await repo.markRetained(doc.uuid, until);
-    return true;
+    // Recorded only if the row still has the times the date was computed from: a document
+    // attached again since has a later date to ask for, which the next sweep asks for.
+    if (await repo.markRetained(doc, until)) return 'locked';
+    logger.info({ file: doc.uuid }, 'a document attached again while it was being kept: the next sweep keeps it from the later attachment');
+    return 'attached again';
   }
 
   return {
@@ -115,8 +121,9 @@ export function createDocumentLock(deps: {
         const page = await repo.toRetain(PAGE, after);
         for (const doc of page) {
           try {
-            if (await keep(doc)) result.locked++;
-            else result.failed++;
+            const outcome = await keep(doc);
+            if (outcome === 'locked') result.locked++;
+            else if (outcome === 'failed') result.failed++;
             inARow = 0;
           } catch (err) {
             result.failed++;

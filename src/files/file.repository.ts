@@ -323,9 +323,20 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
       await execute(db, statement.sql, statement.bind, undefined, { prepared: false });
     },
 
-    /** Records that the store keeps the file's version until `until`. */
-    async markRetained(uuid: string, until: Date): Promise<void> {
-      await execute(db, 'UPDATE files SET retained_until = GREATEST(COALESCE(retained_until, $2), $2) WHERE uuid = $1', [uuid, until]);
+    /**
+     * Records that the store keeps the document's version until `until`, computed from the
+     * attachment and verdict times `doc` was read with; false, the row left as it was, when
+     * those have changed since (attached again meanwhile: the next sweep asks for the later date).
+     */
+    async markRetained(doc: Pick<DocumentToRetain, 'uuid' | 'attachedAt' | 'judgedAt'>, until: Date): Promise<boolean> {
+      return (
+        1 ===
+        (await execute(
+          db,
+          'UPDATE files SET retained_until = GREATEST(COALESCE(retained_until, $2), $2) WHERE uuid = $1 AND attached_at = $3 AND scanned_at <=> $4',
+          [doc.uuid, until, doc.attachedAt, doc.judgedAt],
+        ))
+      );
     },
 
     async markError(uuid: string, reason: string, at: Date): Promise<boolean> {

@@ -198,6 +198,47 @@ describe('documents kept under Object Lock for the keeping period', function () 
     expect((await lockRow(doc.uuid))?.attached_at).to.deep.equal(later);
   });
 
+  it('leaves a document attached again between its read and its write to the next sweep, which keeps it from the later attachment', async () => {
+    const doc = await upload('%PDF-1.4 allegato di nuovo durante la scansione\n');
+    await waitForStatus(doc.uuid, ['Clean']);
+    const id = await register([doc.key]);
+    const read = (await lockRow(doc.uuid)) as FileLockRow;
+    const oldUntil = retainUntil({ attachedAt: read.attached_at as Date, judgedAt: read.scanned_at }, YEARS);
+    // The store, asked to keep the document, first sees an amendment name it again (the real
+    // registration, its attachment recorded): the sweep has read the first attachment already.
+    let reattached = false;
+    const racing: Storage = {
+      ...storage,
+      async retain(key, versionId, until) {
+        if (key === doc.key && !reattached) {
+          reattached = true;
+          await new Promise((r) => setTimeout(r, 5));
+          const amended = await (
+            await harness()
+          ).http
+            .post(`/api/v2/guarantees/${id}/amendments`)
+            .set('X-API-Key', org.key)
+            .send({ type: 'AMOUNT_CHANGE', effectiveAt: '2027-01-01T00:00:00Z', garantedAmount: 10, docs: [{ key: doc.key }] });
+          expect(amended.status).to.equal(200);
+        }
+        return storage.retain(key, versionId, until);
+      },
+    };
+    await (await lock(racing)).run();
+    expect(reattached).to.equal(true);
+    const between = (await lockRow(doc.uuid)) as FileLockRow;
+    expect((between.attached_at as Date) > (read.attached_at as Date)).to.equal(true);
+    expect(between.retained_until, 'the old date is not recorded over the later attachment').to.equal(null);
+    expect((await storage.retention(doc.key, read.version_id as string))?.until).to.deep.equal(oldUntil);
+
+    await (await lock()).run();
+    const after = (await lockRow(doc.uuid)) as FileLockRow;
+    const laterUntil = retainUntil({ attachedAt: between.attached_at as Date, judgedAt: between.scanned_at }, YEARS);
+    expect(laterUntil > oldUntil).to.equal(true);
+    expect(after.retained_until?.toISOString()).to.equal(laterUntil.toISOString());
+    expect((await storage.retention(doc.key, read.version_id as string))?.until).to.deep.equal(laterUntil);
+  });
+
   it('goes on past documents the store refuses (a version gone), and keeps the ones after them', async () => {
     const { db } = await harness();
     const gone: string[] = [];
