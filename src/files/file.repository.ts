@@ -136,6 +136,10 @@ export interface DocumentToRetain {
   versionId: string | null;
   attachedAt: Date;
   judgedAt: Date | null;
+  /** When it was due to the sweep: its retry time once the store failed to keep it, else `attachedAt` (the sweep's cursor). */
+  dueAt: Date;
+  /** The store's failures in a row to keep it. */
+  failures: number;
 }
 
 export function createFileRepository(db: Sequelize, outbox: Outbox) {
@@ -283,15 +287,11 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
     },
 
     /**
-     * Error, with its reason, for a file that has no verdict yet; false when it has one. Its count
-     * of scan starts begins again: a later upload (a store event, a retry from Bull Board) gets
-     * its own chances.
+     * Attached documents judged fit whose version is not yet kept under Object Lock, due by
+     * `dueBy` (attached, or their retry time come), in that order after `after` (a cursor:
+     * dueAt, uuid), at most `limit`.
      */
-    /**
-     * Attached documents judged fit whose version is not yet kept under Object Lock, by when they
-     * were attached, after `after` (a cursor: attached_at, uuid), at most `limit`.
-     */
-    async toRetain(limit: number, after?: { attachedAt: Date; uuid: string }): Promise<DocumentToRetain[]> {
+    async toRetain(limit: number, dueBy: Date, after?: { dueAt: Date; uuid: string }): Promise<DocumentToRetain[]> {
       const rows = await select<{
         uuid: string;
         object_key: string;
@@ -299,14 +299,17 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
         version_id: string | null;
         attached_at: Date;
         scanned_at: Date | null;
+        lock_due_at: Date;
+        lock_failures: number;
       }>(
         db,
-        // to_retain_since: attached_at of the documents judged fit and not yet kept, NULL for
-        // every other file (migration 0022): the range reads nothing else.
-        `SELECT uuid, object_key, stored_key, version_id, attached_at, scanned_at FROM files FORCE INDEX (ix_files_to_retain_since)
-        WHERE to_retain_since IS NOT NULL AND (to_retain_since > $1 OR (to_retain_since = $1 AND uuid > $2))
-        ORDER BY to_retain_since, uuid LIMIT ${Math.trunc(limit)}`,
-        [after?.attachedAt ?? new Date(0), after?.uuid ?? ''],
+        // lock_due_at: the retry time, or else attached_at, of the documents judged fit and not
+        // yet kept, NULL for every other file (migration 0024): the range reads nothing else,
+        // and a document that failed is behind until its time.
+        `SELECT uuid, object_key, stored_key, version_id, attached_at, scanned_at, lock_due_at, lock_failures FROM files FORCE INDEX (ix_files_lock_due_at)
+        WHERE lock_due_at <= $1 AND (lock_due_at > $2 OR (lock_due_at = $2 AND uuid > $3))
+        ORDER BY lock_due_at, uuid LIMIT ${Math.trunc(limit)}`,
+        [dueBy, after?.dueAt ?? new Date(0), after?.uuid ?? ''],
       );
       return rows.map((r) => ({
         uuid: r.uuid,
@@ -314,6 +317,8 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
         versionId: r.version_id,
         attachedAt: r.attached_at,
         judgedAt: r.scanned_at,
+        dueAt: r.lock_due_at,
+        failures: Number(r.lock_failures),
       }));
     },
 
@@ -333,12 +338,27 @@ export function createFileRepository(db: Sequelize, outbox: Outbox) {
         1 ===
         (await execute(
           db,
-          'UPDATE files SET retained_until = GREATEST(COALESCE(retained_until, $2), $2) WHERE uuid = $1 AND attached_at = $3 AND scanned_at <=> $4',
+          `UPDATE files SET retained_until = GREATEST(COALESCE(retained_until, $2), $2), lock_failures = 0, lock_retry_at = NULL
+          WHERE uuid = $1 AND attached_at = $3 AND scanned_at <=> $4`,
           [doc.uuid, until, doc.attachedAt, doc.judgedAt],
         ))
       );
     },
 
+    /** Records the store's `failures`-th failure in a row to keep the document: the sweep tries it again from `retryAt`. */
+    async lockFailed(uuid: string, failures: number, retryAt: Date): Promise<void> {
+      await execute(db, 'UPDATE files SET lock_failures = LEAST($2, 65535), lock_retry_at = $3 WHERE uuid = $1 AND retained_until IS NULL', [
+        uuid,
+        failures,
+        retryAt,
+      ]);
+    },
+
+    /**
+     * Error, with its reason, for a file that has no verdict yet; false when it has one. Its count
+     * of scan starts begins again: a later upload (a store event, a retry from Bull Board) gets
+     * its own chances.
+     */
     async markError(uuid: string, reason: string, at: Date): Promise<boolean> {
       const statusReason = truncate(reason, 500);
       return changeStatus(

@@ -7,6 +7,7 @@
 import { CreateBucketCommand, DeleteBucketCommand, S3ServiceException } from '@aws-sdk/client-s3';
 import { expect } from 'chai';
 import { backfillAttachedAt } from '../../src/shared/db/migrations/0018-document-retention.js';
+import { migration as lockRetries } from '../../src/shared/db/migrations/0024-document-lock-retries.js';
 import { createDocumentLock, retainUntil, watchObjectLock } from '../../src/files/document-lock.js';
 import { createFileRepository } from '../../src/files/file.repository.js';
 import { createAttachments } from '../../src/guarantees/attachments.js';
@@ -44,7 +45,7 @@ describe('documents kept under Object Lock for the keeping period', function () 
     org = await newOrg();
   });
 
-  const lock = async (s: Storage = storage) => {
+  const lock = async (s: Storage = storage, opts: Pick<Parameters<typeof createDocumentLock>[0], 'max' | 'retry' | 'now'> = {}) => {
     const { db, events } = await harness();
     const attachments = createAttachments(db);
     return createDocumentLock({
@@ -53,6 +54,7 @@ describe('documents kept under Object Lock for the keeping period', function () 
       unrecordedBetween: (from, to) => attachments.unrecordedBetween(from, to),
       years: YEARS,
       logger: silent,
+      ...opts,
     });
   };
 
@@ -257,6 +259,97 @@ describe('documents kept under Object Lock for the keeping period', function () 
     expect(run.failed).to.be.at.least(4);
     expect((await lockRow(good.uuid))?.retained_until).to.be.an.instanceOf(Date);
     for (const uuid of gone) await execute(db, "UPDATE files SET attached_at = NULL, status = 'Error' WHERE uuid = $1", [uuid]);
+  });
+
+  it('keeps a newer attachment behind more refused documents than a sweep takes; the refused ones are tried again on their own schedule', async () => {
+    const { db } = await harness();
+    const refused: Array<{ uuid: string; versionId: string }> = [];
+    for (let i = 0; i < 4; i++) {
+      const doc = await upload(`%PDF-1.4 rifiutato in testa ${i}\n`);
+      await waitForStatus(doc.uuid, ['Clean']);
+      await register([doc.key]);
+      refused.push({ uuid: doc.uuid, versionId: (await lockRow(doc.uuid))?.version_id as string });
+      // The oldest attachments of all (the head of the sweep), whose version the store refuses (4xx).
+      await execute(db, "UPDATE files SET version_id = 'no-such-version', attached_at = $2 WHERE uuid = $1", [
+        doc.uuid,
+        new Date(Date.UTC(1999, 0, 1, 0, 0, i)),
+      ]);
+    }
+    const good = await upload('%PDF-1.4 allegato dopo i rifiutati\n');
+    await waitForStatus(good.uuid, ['Clean']);
+    await register([good.key]);
+    const schedule = async () =>
+      select<{ lock_failures: number; lock_retry_at: Date | null }>(
+        db,
+        'SELECT lock_failures, lock_retry_at FROM files WHERE uuid IN ($1) ORDER BY attached_at',
+        [refused.map((r) => r.uuid)],
+        undefined,
+        { prepared: false },
+      );
+    const t0 = Date.now();
+    let clock = t0;
+    const opts = { max: 3, retry: { firstMs: 60_000, maxMs: 100_000 }, now: () => new Date(clock) };
+    try {
+      // Three a sweep: the first takes three refused ones, each then due a minute later.
+      expect(await (await lock(storage, opts)).run()).to.deep.include({ locked: 0, failed: 3 });
+      expect((await lockRow(good.uuid))?.retained_until).to.equal(null);
+      const firstTry = [1, 1, 1, 0].map((n) => ({ lock_failures: n, lock_retry_at: n ? new Date(t0 + 60_000) : null }));
+      expect(await schedule()).to.deep.equal(firstTry);
+      // The next goes on past them: the fourth, then the newer document, kept.
+      expect(await (await lock(storage, opts)).run()).to.deep.include({ locked: 1, failed: 1 });
+      expect((await lockRow(good.uuid))?.retained_until).to.be.an.instanceOf(Date);
+      expect(await schedule()).to.deep.equal([1, 1, 1, 1].map(() => ({ lock_failures: 1, lock_retry_at: new Date(t0 + 60_000) })));
+      // Not before their time.
+      clock = t0 + 59_000;
+      expect(await (await lock(storage, opts)).run()).to.deep.include({ locked: 0, failed: 0 });
+      // Then tried again, each due twice as late (at most 100 s here); three a sweep still.
+      clock = t0 + 60_000;
+      expect(await (await lock(storage, opts)).run()).to.deep.include({ locked: 0, failed: 3 });
+      expect((await (await lock(storage, opts)).run()).failed).to.equal(1);
+      expect(await schedule()).to.deep.equal([1, 1, 1, 1].map(() => ({ lock_failures: 2, lock_retry_at: new Date(t0 + 60_000 + 100_000) })));
+      // One whose version is back is kept at its next try, its schedule cleared.
+      const [back] = refused as [{ uuid: string; versionId: string }];
+      await execute(db, 'UPDATE files SET version_id = $2 WHERE uuid = $1', [back.uuid, back.versionId]);
+      clock = t0 + 160_000;
+      expect(await (await lock(storage, { ...opts, max: 10 })).run()).to.deep.include({ locked: 1, failed: 3 });
+      expect((await schedule())[0]).to.deep.equal({ lock_failures: 0, lock_retry_at: null });
+      expect((await lockRow(back.uuid))?.retained_until).to.be.an.instanceOf(Date);
+    } finally {
+      for (const r of refused.slice(1)) await execute(db, "UPDATE files SET attached_at = NULL, status = 'Error' WHERE uuid = $1", [r.uuid]);
+    }
+  });
+
+  it('migration 0024 goes there and back, each way leaving a schema the other release sweeps with', async () => {
+    const { db } = await harness();
+    const q = (sql: string) => db.query(sql, { raw: true });
+    const columns = async () =>
+      (
+        await select<{ name: string }>(
+          db,
+          "SELECT COLUMN_NAME AS name FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'files' AND COLUMN_NAME LIKE 'lock\\_%' ORDER BY name",
+          [],
+        )
+      ).map((c) => c.name);
+    expect(await columns()).to.deep.equal(['lock_due_at', 'lock_failures', 'lock_retry_at']);
+    const doc = await upload('%PDF-1.4 attraverso la migrazione\n');
+    await waitForStatus(doc.uuid, ['Clean']);
+    await register([doc.key]);
+    await lockRetries.down({ context: q });
+    try {
+      expect(await columns()).to.deep.equal([]);
+      // The previous release's sweep reads its queue as before.
+      const [queued] = await select<{ uuid: string }>(
+        db,
+        'SELECT uuid FROM files FORCE INDEX (ix_files_to_retain_since) WHERE to_retain_since IS NOT NULL AND uuid = $1',
+        [doc.uuid],
+      );
+      expect(queued?.uuid).to.equal(doc.uuid);
+    } finally {
+      await lockRetries.up({ context: q });
+    }
+    expect(await columns()).to.deep.equal(['lock_due_at', 'lock_failures', 'lock_retry_at']);
+    await (await lock()).run();
+    expect((await lockRow(doc.uuid))?.retained_until).to.be.an.instanceOf(Date);
   });
 
   it('leaves a document for the next sweep when the store does not answer, and keeps it then', async () => {

@@ -173,13 +173,14 @@ describe('retention: what is kept no longer is deleted', function () {
     expect(await queues(clean.uuid)).to.deep.equal({ u: null, r: null, i: null });
     await execute(db, 'UPDATE files SET purged_at = $2 WHERE uuid = $1', [bad.uuid, new Date()]);
     expect(await queues(bad.uuid)).to.deep.equal({ u: null, r: null, i: null });
-    // The statuses the lock's queue takes are the files' accepted ones (migration 0022 names them).
-    const [column] = await select<{ expr: string }>(
+    // The statuses the lock's queues take are the files' accepted ones (migrations 0022 and 0024 name them).
+    const lockQueues = await select<{ expr: string }>(
       db,
-      "SELECT GENERATION_EXPRESSION AS expr FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'files' AND COLUMN_NAME = 'to_retain_since'",
+      "SELECT GENERATION_EXPRESSION AS expr FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'files' AND COLUMN_NAME IN ('to_retain_since', 'lock_due_at')",
       [],
     );
-    expect(column?.expr).to.include(`in (${ACCEPTED_FILE_STATUSES.map((x) => `'${x}'`).join(',')})`);
+    expect(lockQueues).to.have.length(2);
+    for (const column of lockQueues) expect(column.expr).to.include(`in (${ACCEPTED_FILE_STATUSES.map((x) => `'${x}'`).join(',')})`);
   });
 
   it('keeps, and records as attached, an old upload that a guarantee names without the record of it (the previous release attached it); the run goes on', async () => {

@@ -23,6 +23,7 @@ import { migration as audit } from './0020-audit.js';
 import { migration as auditSeqOnOrganizations } from './0021-audit-seq-on-organizations.js';
 import { migration as retentionQueues } from './0022-retention-queues.js';
 import { migration as guaranteeFolds } from './0023-guarantee-folds.js';
+import { migration as documentLockRetries } from './0024-document-lock-retries.js';
 import { migration as lifecycleCheckStart } from './0025-lifecycle-check-start.js';
 import { migration as uploadApi } from './0026-upload-api.js';
 
@@ -58,6 +59,7 @@ export const migrations: Migration[] = [
   auditSeqOnOrganizations,
   retentionQueues,
   guaranteeFolds,
+  documentLockRetries,
   lifecycleCheckStart,
   uploadApi,
 ];
