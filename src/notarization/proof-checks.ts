@@ -166,6 +166,8 @@ export interface ChainWithheld {
   guaranteeDigest?: string;
   /** Whether amendment `seq` has documents left out. */
   amendment?: (seq: number) => boolean;
+  /** How many amendments come before the first given (a long history's latest only): the first one's previous digest is its proof's. */
+  before?: number;
 }
 
 /**
@@ -190,7 +192,8 @@ export function checkChain(
   const check = (id: CheckId, name: string, ok: boolean, detail?: string, seq?: number) =>
     checks.push({ id, name, ok, ...(detail !== undefined && !ok && { detail }), ...(seq !== undefined && { seq }) });
   const order = amendments.map((a) => a.seq);
-  const dense = order.every((seq, i) => seq === i + 1);
+  const before = withheld.before ?? 0;
+  const dense = order.every((seq, i) => seq === before + i + 1);
   const own = amendments.every((a) => a.guaranteeId === guarantee.id);
   check(
     'chain-order',
@@ -199,7 +202,7 @@ export function checkChain(
     own ? `seqs ${order.join(', ')}` : 'an amendment of another guarantee',
   );
   const start = withheld.guaranteeDigest ?? guaranteeDigest(guarantee);
-  let previous: string | null = null;
+  let previous: string | null = before > 0 ? (proofs[0]?.previousDigest ?? null) : null;
   amendments.forEach((a, i) => {
     const links = { guaranteeDigest: start, previousDigest: previous };
     const proof = proofs[i];

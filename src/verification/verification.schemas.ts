@@ -81,7 +81,13 @@ export const verificationMatch = z
           proof: amendmentProof.nullable().meta({ description: 'Null while the amendment is not notarized.' }),
         }),
       )
-      .meta({ description: 'The guarantee\'s amendments, oldest first, each with its proof: a chain from the record (README "An amendment\'s proof").' }),
+      .meta({
+        description:
+          'The guarantee\'s latest amendments (at most 100), oldest first, each with its proof: a chain from the record (README "An amendment\'s proof").',
+      }),
+    earlierAmendments: z.number().int().meta({
+      description: "How many amendments come before those listed (not listed: the first listed one's proof links to them by its previousDigest).",
+    }),
     documents: z
       .array(verifiedDocument)
       .meta({ description: 'The documents uploaded as public (isDocumentPublic: true) and those uploaded through v1 (no such flag).' }),

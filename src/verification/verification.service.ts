@@ -26,6 +26,13 @@ import type { IssuerVerificationView, VerificationMatch, VerificationRequest, Ve
 
 export const NO_MATCH = 'No guarantee matches these codes.';
 
+/**
+ * The most amendments one match lists (the latest): a guarantee's history is unbounded, a
+ * verification's work is not. Those before are counted (earlierAmendments); the first listed
+ * one's proof links them (its previous digest), and the issuer's API pages the whole history.
+ */
+export const MAX_PUBLIC_AMENDMENTS = 100;
+
 /** Under load, the verifications' group commits start at most this often (a verification waits at most this much more). */
 export const GROUP_COMMIT_INTERVAL_MS = 6;
 
@@ -94,7 +101,7 @@ function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
 
 export function createVerificationService(deps: {
   guarantees: Pick<GuaranteeRepository, 'findForVerification'>;
-  amendments: Pick<AmendmentRepository, 'list'>;
+  amendments: Pick<AmendmentRepository, 'page' | 'stateOf'>;
   /** Which documents may be shown (registrations' and amendments'). */
   files: Pick<FileRepository, 'publicAmong'>;
   proofs: ProofService;
@@ -147,10 +154,13 @@ export function createVerificationService(deps: {
   /** One match as the public sees it: its documents that are public only, the others counted. */
   async function matchOf(hit: VerificationHit, verifiedAt: Date): Promise<VerificationMatch> {
     const { record } = hit;
-    const [proof, history] = await Promise.all([
+    const earlier = Math.max(0, hit.lastSeq - MAX_PUBLIC_AMENDMENTS);
+    const [proof, history, folded] = await Promise.all([
       record.notarizationStatus === 'COMPLETE' ? proofs.proof(record.orgId, record) : null,
       // Most guarantees have no amendment: the lookup said how many there are, so none costs a round trip.
-      hit.lastSeq > 0 ? amendments.list(record.id) : [],
+      hit.lastSeq > 0 ? amendments.page(record.id, earlier, MAX_PUBLIC_AMENDMENTS).then((p) => p.amendments) : [],
+      // The state kept folded: one row, however long the history.
+      hit.lastSeq > 0 ? amendments.stateOf(record.id, verifiedAt) : undefined,
     ]);
     const amendmentKeys = history.flatMap((a) => a.docs.map((d) => d.key));
     const [amendmentProofs, shown] = await Promise.all([history.length ? proofs.amendmentProofs(history) : [], files.publicAmong(amendmentKeys)]);
@@ -159,7 +169,7 @@ export function createVerificationService(deps: {
     const registered = toV2(record);
     return {
       issuer: hit.issuer,
-      state: toStateView(stateAfter(issuedOf(record), history, verifiedAt)),
+      state: toStateView(folded ?? stateAfter(issuedOf(record), [], verifiedAt)),
       guarantee: { ...registered, docs: registered.docs.filter((d) => shownKeys.has(d.key)) },
       proof: proof?.notarizationStatus === 'COMPLETE' ? proof : null,
       amendments: history.map((a, i) => {
@@ -167,6 +177,7 @@ export function createVerificationService(deps: {
         const docs = view.docs.filter((d) => shown.has(d.key));
         return { ...view, docs, privateDocuments: view.docs.length - docs.length, proof: amendmentProofs[i] ?? null };
       }),
+      earlierAmendments: history[0] ? history[0].seq - 1 : 0,
       documents,
       privateDocuments: registered.docs.length - documents.length,
     };

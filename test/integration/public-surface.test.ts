@@ -7,6 +7,10 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import supertest from 'supertest';
 import { FILE_SQL } from '../../src/files/file.sql.js';
+import type { GuaranteeV2 } from '../../src/guarantees/guarantee.schemas.js';
+import { checkChain, type AmendmentJson } from '../../src/notarization/proof-checks.js';
+import type { AmendmentProof } from '../../src/notarization/proof.js';
+import { MAX_PUBLIC_AMENDMENTS } from '../../src/verification/verification.service.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { producerConnection } from '../../src/shared/queues.js';
@@ -196,6 +200,47 @@ describe('the public verification under attack', function () {
         .send({ policyNumber, checkCode });
       expect(res.status).to.equal(200);
       expect((res.body.matches as Array<{ guarantee: { id: string } }>).map((m) => m.guarantee.id)).to.deep.equal(ids.slice(0, 10));
+    });
+  });
+
+  describe('bounded work', () => {
+    it('lists at most the latest 100 amendments, counting the earlier ones; the state is the kept fold; the listed chain checks from the first listed proof', async function () {
+      this.timeout(120_000);
+      const { org, id, policyNumber, checkCode } = await registered();
+      const { http } = await harness();
+      for (let i = 1; i <= MAX_PUBLIC_AMENDMENTS + 5; i++) {
+        const body =
+          i % 2
+            ? { type: 'AMOUNT_CHANGE', effectiveAt: '2027-01-01T00:00:00Z', garantedAmount: 1000 + i }
+            : { type: 'EXTENSION', effectiveAt: '2027-01-01T00:00:00Z', expiresAt: new Date(Date.UTC(2028, 0, i)).toISOString() };
+        const res = await http.post(`/api/v2/guarantees/${id}/amendments`).set('X-API-Key', org.key).send(body);
+        expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      }
+      await notarizeAll();
+      await notarizeAll();
+      const res = await supertest((await app({ VERIFY_RATE_PER_MINUTE: '0' })).callback())
+        .post(VERIFY)
+        .send({ policyNumber, checkCode });
+      expect(res.status).to.equal(200);
+      const m = res.body.matches[0] as {
+        guarantee: GuaranteeV2;
+        amendments: Array<AmendmentJson & { proof: AmendmentProof | null }>;
+        earlierAmendments: number;
+        state: { lastSeq: number; garantedAmount: number };
+      };
+      expect(m.amendments).to.have.length(MAX_PUBLIC_AMENDMENTS);
+      expect(m.amendments.map((a) => a.seq)).to.deep.equal(Array.from({ length: MAX_PUBLIC_AMENDMENTS }, (_, i) => i + 6));
+      expect(m.earlierAmendments).to.equal(5);
+      expect(m.state).to.include({ lastSeq: MAX_PUBLIC_AMENDMENTS + 5, garantedAmount: 1000 + MAX_PUBLIC_AMENDMENTS + 5 });
+      const proofs = m.amendments.map((a) => a.proof ?? undefined);
+      expect(proofs.every(Boolean)).to.equal(true);
+      const chain = checkChain(m.guarantee, m.amendments, proofs, { before: m.earlierAmendments });
+      expect(
+        chain.filter((c) => !c.ok),
+        JSON.stringify(chain.filter((c) => !c.ok)),
+      ).to.deep.equal([]);
+      // Without the count of those before, the window is no chain from the guarantee.
+      expect(checkChain(m.guarantee, m.amendments, proofs).some((c) => !c.ok)).to.equal(true);
     });
   });
 

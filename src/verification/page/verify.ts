@@ -139,6 +139,8 @@ const TEXT = {
     registeredTerms: "Condizioni all'emissione",
     history: 'Storia della garanzia',
     noAmendments: "Nessuna appendice registrata: la garanzia è com'era all'emissione.",
+    earlierAmendments: (n: number) =>
+      `Sono mostrate le appendici più recenti; le ${n} precedenti non sono elencate: la prova della prima mostrata le collega alla catena. Lo stato di oggi è quello indicato dal registro, non ricalcolato qui.`,
     types: {
       EXTENSION: 'Proroga',
       AMOUNT_CHANGE: "Variazione dell'importo",
@@ -318,6 +320,8 @@ const TEXT = {
     registeredTerms: 'Terms when issued',
     history: "The guarantee's history",
     noAmendments: 'No amendment recorded: the guarantee is as issued.',
+    earlierAmendments: (n: number) =>
+      `The latest amendments are shown; the ${n} before them are not listed: the first one shown links to them through its proof. Today's status is the registry's, not recomputed here.`,
     types: {
       EXTENSION: 'Extension',
       AMOUNT_CHANGE: 'Amount change',
@@ -434,6 +438,8 @@ interface Match {
   documents: Doc[];
   /** The registration's documents not shown (not uploaded as public). */
   privateDocuments?: number;
+  /** Amendments before those listed (a long history: the latest only). */
+  earlierAmendments?: number;
 }
 interface Result {
   verifiedAt: string;
@@ -609,9 +615,11 @@ function chainChecks(m: Match, verifiedAt: string): Check[] {
         {
           ...((m.privateDocuments ?? 0) > 0 && m.proof && { guaranteeDigest: (m.proof as unknown as NotarizationProof).digest }),
           amendment: (seq) => (m.amendments.find((a) => a.seq === seq)?.privateDocuments ?? 0) > 0,
+          before: m.earlierAmendments ?? 0,
         },
       ),
-      stateCheck(m, verifiedAt),
+      // The state folds from the registration through every amendment: not here when the earliest are not listed.
+      ...((m.earlierAmendments ?? 0) > 0 ? [] : [stateCheck(m, verifiedAt)]),
     ];
   } catch (err) {
     return [{ id: 'chain-order', name: 'the chain could not be checked', ok: false, detail: (err as Error).message }];
@@ -711,6 +719,8 @@ function historyBlock(m: Match, verifiedAt: string): HTMLElement {
     'section',
     { class: 'block history' },
     h('h4', {}, s.history),
+    (m.earlierAmendments ?? 0) > 0 &&
+      h('p', { class: 'muted', 'data-earlier-amendments': String(m.earlierAmendments) }, s.earlierAmendments(m.earlierAmendments ?? 0)),
     h('ul', { class: 'checks' }, ...order.map((c) => checkItem(c))),
     h('ul', { class: 'amendments', role: 'list' }, ...m.amendments.map((a) => amendmentItem(a, chain))),
   );
