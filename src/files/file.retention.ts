@@ -39,6 +39,8 @@ export function createFileRetention(deps: {
   const pageSize = deps.page ?? PAGE;
   /** Where the last Infected pass stopped at its maximum (the next goes on after it); undefined when it reached the end. */
   let infectedAfter: { at: Date; uuid: string } | undefined;
+  /** Where the next run's tombstones start, when this one stopped at its maximum (else from the first). */
+  let tombstonesAfter: { at: Date; key: string } | undefined;
 
   /** Deletes every version of `key`; how many. */
   async function removeAll(key: string): Promise<number> {
@@ -102,14 +104,20 @@ export function createFileRetention(deps: {
     async purgeUnattached(cutoff: Date, max = 2000): Promise<number> {
       let purged = 0;
       let failures = 0;
-      // First the bytes that an earlier run could not delete (their rows are gone already).
-      for (const t of await select<Tombstone>(
+      // First the bytes that an earlier run could not delete (their rows are gone already): at
+      // most `max` a run, by keyset, resumed where the last run stopped, and their failures
+      // apart from the uploads' (tombstones the store keeps refusing, at the head, took every
+      // run's whole maximum: no upload was deleted any more).
+      const from = tombstonesAfter ?? { at: new Date(0), key: '' };
+      const tombstones = await select<Tombstone & { created_at: Date }>(
         db,
-        `SELECT object_key, stored_key, file_uuid FROM file_purges ORDER BY created_at LIMIT ${Math.trunc(max)}`,
-        [],
-      )) {
-        if (!(await bury(t))) failures++;
-      }
+        `SELECT object_key, stored_key, file_uuid, created_at FROM file_purges WHERE created_at > $1 OR (created_at = $1 AND object_key > $2)
+        ORDER BY created_at, object_key LIMIT ${Math.trunc(max)}`,
+        [from.at, from.key],
+      );
+      for (const t of tombstones) await bury(t);
+      const lastTombstone = tombstones.at(-1);
+      tombstonesAfter = tombstones.length === Math.trunc(max) && lastTombstone ? { at: lastTombstone.created_at, key: lastTombstone.object_key } : undefined;
       let after = { at: new Date(0), uuid: '' };
       while (purged + failures < max) {
         const page = await select<{ uuid: string; object_key: string; stored_key: string | null; unattached_since: Date }>(

@@ -234,6 +234,44 @@ describe('retention: what is kept no longer is deleted', function () {
     expect(await select(db, 'SELECT id FROM guarantees WHERE org_id = $1 AND transaction_id = $2', [org.orgId, transactionId])).to.deep.equal([]);
   });
 
+  it('goes on deleting uploads past tombstones whose bytes the store keeps refusing; the next run tries the tombstones after those', async () => {
+    const { db } = await harness();
+    // Three tombstones older than any other, whose bytes the store refuses to delete.
+    const stuck = [0, 1, 2].map((i) => `stuck-${randomUUID()}-${i}.pdf`);
+    for (const [i, key] of stuck.entries())
+      await execute(db, 'INSERT INTO file_purges (object_key, stored_key, file_uuid, created_at) VALUES ($1, NULL, $2, $3)', [
+        key,
+        uuidv7(),
+        daysAgo(5000 - i),
+      ]);
+    const tried = new Map<string, number>();
+    const refusing: Storage = {
+      ...storage,
+      versions: async (key) => {
+        tried.set(key, (tried.get(key) ?? 0) + 1);
+        if (stuck.includes(key)) throw new Error('AccessDenied');
+        return storage.versions(key);
+      },
+    };
+    const old = await upload('%PDF-1.4 never attached');
+    await waitForStatus(old.uuid, ['Clean']);
+    await issuedDaysAgo(old.uuid, 4000);
+    try {
+      const retention = createFileRetention({ db, storage: refusing, logger: silent });
+      // At most three a run: three refused tombstones no longer take the uploads' share.
+      expect(await retention.purgeUnattached(daysAgo(30), 3)).to.be.at.least(1);
+      expect(await rowOf(old.uuid)).to.equal(undefined);
+      expect(await storage.versions(old.key)).to.deep.equal([]);
+      expect(stuck.map((k) => tried.get(k))).to.deep.equal([1, 1, 1]);
+      // The run stopped at its maximum among the tombstones: the next goes on after the third.
+      tried.clear();
+      await retention.purgeUnattached(daysAgo(30), 3);
+      expect(tried.get(stuck[0] as string), 'not the same three again').to.equal(undefined);
+    } finally {
+      await execute(db, 'DELETE FROM file_purges WHERE object_key IN ($1)', [stuck], undefined, { prepared: false });
+    }
+  });
+
   it("keeps an Infected file's bytes in quarantine, then deletes them after INFECTED_RETENTION_DAYS; the verdict row stays", async () => {
     const bad = await upload(EICAR);
     const row = await waitForStatus(bad.uuid, ['Infected']);
