@@ -200,14 +200,21 @@ describe('webhooks: first attempts end to end', function () {
   const jobsOf = async (eventId: string) =>
     (await (await harness()).queues.webhooks.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((j) => j.data.eventId === eventId);
 
-  /** A copy of the event's delivery put on the list (as after a lease ran out), taken, and given time to be attempted. */
+  /**
+   * A copy of the event's delivery put on the list (as after a lease ran out), taken and done
+   * with: its lease ended, which a worker does once the copy is attempted (the receiver has the
+   * request by then) or skipped. The take leases what it takes in the same script, so an empty
+   * list and no lease left mean the copy went through a worker.
+   */
   const copyOnList = async (eventId: string) => {
     const { redis, config, db } = await harness();
     const [delivery] = await select<{ endpoint_id: string }>(db, 'SELECT endpoint_id FROM webhook_deliveries WHERE event_id = $1', [eventId]);
     const list = firstAttemptsList(redis, config.QUEUE_PREFIX);
     await list.push([{ eventId, endpointId: String(delivery?.endpoint_id), replays: 0 }]);
-    await eventually('the list taken', async () => (await list.length()) === 0);
-    await new Promise((r) => setTimeout(r, 600));
+    await eventually(
+      'the copy taken and done with',
+      async () => (await list.length()) === 0 && (await redis.zcard(`${firstAttemptsKey(config.QUEUE_PREFIX)}:leased`)) === 0,
+    );
   };
 
   it('delivers a new event without a job', async () => {
@@ -247,8 +254,12 @@ describe('webhooks: first attempts end to end', function () {
   });
 
   it('does not attempt from the list a delivery already attempted: its retry keeps its time', async () => {
+    // The only webhooks worker while this runs, so that the first attempt is its own and its retry
+    // 3 s later: beside the block's worker, whichever took first had the new delivery, and when it
+    // was the block's, the retry came on the block's schedule, 0.2 s after the first attempt.
     const slow = await startWorkers(['webhooks'], { config: configWith({ ...FAST_WEBHOOKS, WEBHOOK_RETRY_SCHEDULE: '3,3' }), logger: silent });
     try {
+      await world.workers.close();
       world.rx.answer((_req, res, n) => {
         res.writeHead(n === 1 ? 500 : 204).end();
       });
@@ -270,6 +281,7 @@ describe('webhooks: first attempts end to end', function () {
       expect((world.rx.received[1]?.at ?? 0) - (first?.at ?? 0)).to.be.at.least(2000);
     } finally {
       await slow.close();
+      world.workers = await startWorkers(['webhooks'], { config: configWith(FAST_WEBHOOKS), logger: silent });
     }
   });
 
