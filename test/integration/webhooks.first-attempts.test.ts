@@ -291,6 +291,11 @@ describe('webhooks: first attempts end to end', function () {
     const [first] = await world.rx.waitFor(1);
     const eventId = String(first?.headers['webhook-id']);
     const { db } = await harness();
+    // Its success on record first: recorded after the change below, it would undo it.
+    await eventually('the first attempt recorded', async () => {
+      const [row] = await select<{ status: string; attempts: number }>(db, 'SELECT status, attempts FROM webhook_deliveries WHERE event_id = $1', [eventId]);
+      return row?.status === 'succeeded' && row.attempts === 1;
+    });
     const again = async (aheadMs: number) => {
       // Pending again, due `aheadMs` from now by the database's clock, and on the list.
       await execute(db, "UPDATE webhook_deliveries SET status = 'pending', due_at = NOW(3) + INTERVAL $2 MICROSECOND WHERE event_id = $1", [
