@@ -46,6 +46,10 @@ export interface AppDeps {
 /** The Koa application, with the routes it answers ("get /api/v2/guarantees/{id}"), which the OpenAPI document must match (test/integration/ops.test.ts). */
 export type RegistryApp = Koa & { routes: readonly string[] };
 
+/** Bytes of public bodies (4 KiB at most each) in flight in a process, and from one client (an address, or an IPv6 /64). */
+export const PUBLIC_BODY_BYTES_IN_FLIGHT = 4 * 1024 * 1024;
+export const PUBLIC_BODY_BYTES_PER_CLIENT = 64 * 1024;
+
 export function createApp(deps: AppDeps): RegistryApp {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
@@ -77,17 +81,24 @@ export function createApp(deps: AppDeps): RegistryApp {
     perOwnerBytes: config.BODY_BYTES_IN_FLIGHT_PER_KEY,
     maxBodyBytes: MAX_BODY_BYTES,
   });
+  // Public bodies have a budget of their own, so that clients without a key, however many
+  // networks they come from, never take the bytes the API keys' requests need.
+  const publicBodies = createBodyBudget({
+    processBytes: PUBLIC_BODY_BYTES_IN_FLIGHT,
+    perOwnerBytes: PUBLIC_BODY_BYTES_PER_CLIENT,
+    maxBodyBytes: MAX_VERIFICATION_BODY_BYTES,
+  });
   const limits = { redis: deps.redis, keyPrefix: config.QUEUE_PREFIX };
   const publicLimit = publicLimits({ perAddress: config.VERIFY_RATE_PER_MINUTE, perNetwork: config.VERIFY_RATE_PER_MINUTE_PER_NETWORK, ...limits });
   const misses = createMissWatch({ ...limits, surgePerMinute: config.VERIFY_MISS_SURGE_PER_MINUTE, registry: metrics.registry, logger });
   // The prefix is compared case-insensitively: no spelling of /api gets past without a key.
   // Only /api/public/ (contracting authorities' verifications) takes none: limited per client
-  // instead, and each client's bodies in flight are its own share (a chunked body counted at the
-  // route's 4 KiB), so that one client's stalled bodies never refuse another's.
+  // instead, and each client's bodies in flight are its own share of the public budget (a chunked
+  // body counted at the route's 4 KiB), so that one client's stalled bodies never refuse another's.
   app.use(async (ctx, next) => {
     const path = ctx.path.toLowerCase();
     if (path.startsWith('/api/public/')) {
-      await publicLimit(ctx, () => bodies.within(ctx, `public:${clientAddress(ctx.ip).network}`, next, MAX_VERIFICATION_BODY_BYTES));
+      await publicLimit(ctx, () => publicBodies.within(ctx, clientAddress(ctx.ip).network, next));
     } else if (path.startsWith('/api/') || path === '/api') {
       await requireKey(ctx, () => bodies.within(ctx, (ctx.state as AuthState).principal.keyPrefix, next));
     } else if (path.startsWith(STORAGE_EVENTS_PATH)) await bodies.within(ctx, 'storage-events', next);

@@ -56,18 +56,46 @@ export function notVerifiableReason(g: Pick<GuaranteeRecord, 'details'>, judge: 
 /** The record's canonical digest (from its v2 shape): it exists once every document has its checksum. */
 const digestOf = (g: GuaranteeV2): string | null => (g.docs.every((d) => d.checksum !== null) ? guaranteeDigest(g) : null);
 
+/** An Italian fiscal code (16 characters, or a company's 11 digits), with the prefixes certificates give it. */
+const FISCAL_CODE = /(?:TINIT-|IT:)?\b(?:[A-Z]{6}[0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{2}[A-Z][0-9LMNPQRSTUV]{3}[A-Z]|[0-9]{11})\b/gi;
+
+/** One attribute of a distinguished name as the verdict prints it (Node's lines joined with ', '), cut at a multi-valued RDN's ' + '. */
+function attributeOf(name: string, type: string): string | null {
+  const m = new RegExp(`(?:^|,\\s*)${type}=(.*?)(?=,\\s*[A-Za-z][\\w.]*=|$)`).exec(name);
+  return m?.[1]?.split(' + ')[0] ?? null;
+}
+
+/**
+ * What the public may read of a name: never a fiscal code. A CNS card's CN is the holder's fiscal
+ * code, '/', and the card's serial and hash: what is left is one token of digits, no name at all.
+ */
+const withoutFiscalCodes = (s: string | null): string | null => {
+  const cleaned = s
+    ?.replace(FISCAL_CODE, '')
+    .replace(/[/\s,;:-]+$/, '')
+    .replace(/^[/\s,;:-]+/, '')
+    .trim();
+  if (!cleaned || (cleaned !== s?.trim() && /^\S*\d\S*$/.test(cleaned))) return null;
+  return cleaned;
+};
+
 /** A certificate subject's common name (`CN=...`), the only thing of a signer's identity the public sees. */
 export function commonNameOf(subject: string | null): string | null {
-  if (!subject) return null;
-  // Node prints a subject one attribute a line; the verdict joins them with ', '.
-  const m = /(?:^|,\s*)CN=(.*?)(?=,\s*[A-Za-z][\w.]*=|$)/.exec(subject);
-  return m?.[1] ?? null;
+  return subject ? withoutFiscalCodes(attributeOf(subject, 'CN')) : null;
+}
+
+/** Who issued a signer's certificate, as the public sees it: its common name and organization only (a self-signed certificate's issuer is its subject). */
+export function issuerNameOf(issuer: string | null): string | null {
+  if (!issuer) return null;
+  const parts = [attributeOf(issuer, 'CN'), attributeOf(issuer, 'O')].map(withoutFiscalCodes).filter((p): p is string => p !== null);
+  return parts.length ? [...new Set(parts)].join(', ') : null;
 }
 
 function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
   return hit.record.docs.flatMap((doc, i) => {
     const file = hit.files[i];
-    if (file && !file.public) return [];
+    // Shown only when its file says it is public (a document without its file is not).
+    if (!file?.public) return [];
     const verdict = file?.signature ? (JSON.parse(file.signature) as SignatureVerdict) : null;
     return [
       {
@@ -81,7 +109,7 @@ function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
           signers: verdict.signers.map((s) => ({
             // Never the fiscal code, nor the rest of the subject: a signer is a person.
             commonName: commonNameOf(s.subject),
-            issuer: s.issuer,
+            issuer: issuerNameOf(s.issuer),
             signingTime: s.signingTime,
             timestampedAt: s.timestamp?.valid ? s.timestamp.time : null,
             qualified: s.qualified ?? false,

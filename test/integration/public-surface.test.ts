@@ -16,7 +16,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { producerConnection } from '../../src/shared/queues.js';
 import { create, notarizeAll, registered, unique, SIGNATURE } from '../support/guarantees.js';
 import { appOver, configWith, eventually, harness, issueFile, newOrg, presign } from '../support/harness.js';
-import { freePort } from '../support/tcp-proxy.js';
+import { freePort, tcpProxy } from '../support/tcp-proxy.js';
 
 const VERIFY = '/api/public/v1/verifications';
 
@@ -159,6 +159,39 @@ describe('the public verification under attack', function () {
         expect([(await from()).status, (await from()).status, (await from()).status]).to.deep.equal([404, 404, 429]);
       } finally {
         dead.disconnect();
+      }
+    });
+
+    it('keeps answering, and limiting in memory, while Redis hangs (accepts, never answers): each request waits at most the time limit, then none asks Redis for a while', async () => {
+      const { config } = await harness();
+      const target = new URL(config.REDIS_URL);
+      const proxy = await tcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
+      const hanging = producerConnection(`redis://127.0.0.1:${proxy.port}`);
+      hanging.on('error', () => undefined);
+      try {
+        await eventually('the connection through the proxy to be ready', () => hanging.status === 'ready');
+        const http = supertest(
+          (await app({ TRUST_PROXY: 'true', VERIFY_RATE_PER_MINUTE: '2', QUEUE_PREFIX: `hang-${unique()}` }, { redis: hanging })).callback(),
+        );
+        proxy.stall();
+        const from = async () => {
+          const started = Date.now();
+          const res = await http
+            .post(VERIFY)
+            .set('X-Forwarded-For', '2001:db8:77::1')
+            .send({ policyNumber: `P-${unique()}`, checkCode: `C-${unique()}-${unique()}` });
+          return { status: res.status, ms: Date.now() - started };
+        };
+        const first = await from();
+        const second = await from();
+        const third = await from();
+        expect([first.status, second.status, third.status]).to.deep.equal([404, 404, 429]);
+        // The first waited for Redis (both limits at once, one time limit); the others did not ask it.
+        expect(first.ms).to.be.below(2_000);
+        expect(Math.max(second.ms, third.ms)).to.be.below(first.ms + 200);
+      } finally {
+        hanging.disconnect();
+        await proxy.stop();
       }
     });
 

@@ -100,7 +100,7 @@ describe('the verification page in Chromium', function () {
         !docs[1].includes('RSSMRA80A01H501U') &&
         docs[1].includes('marca temporale del') &&
         docs[1].includes('certificato qualificato secondo la lista di fiducia IT (Certificatore di prova S.p.A.)') &&
-        docs[1].includes('certificato emesso da CN=Test CA'),
+        docs[1].includes('certificato emesso da Test CA'),
     );
 
     writeFileSync(join(files, 'ricevuta.pdf'), PDF);

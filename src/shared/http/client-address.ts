@@ -10,10 +10,18 @@ export interface ClientAddress {
   network: string;
 }
 
+/** The address without a port or brackets some proxies write (`203.0.113.7:51234`, `[2001:db8::1]:443`). */
+function hostOf(ip: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(ip);
+  if (bracketed) return bracketed[1] as string;
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(ip);
+  return v4WithPort ? (v4WithPort[1] as string) : ip;
+}
+
 export function clientAddress(ip: string): ClientAddress {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
-    parsed = ipaddr.process(ip);
+    parsed = ipaddr.process(hostOf(ip));
   } catch {
     // Not an address (a socket without one, an odd proxy header): limited as itself.
     return { address: ip, network: ip };

@@ -108,6 +108,8 @@ const TEXT = {
     hashing: "Calcolo dell'impronta…",
     fileMatch: (name: string) => `Il file corrisponde al documento registrato «${name}».`,
     fileNoMatch: 'Il file NON corrisponde a nessun documento registrato per questa garanzia.',
+    fileNoMatchPrivate: (n: number) =>
+      `Il file non corrisponde a nessun documento mostrato. ${n === 1 ? "L'emittente ha 1 documento riservato" : `L'emittente ha ${n} documenti riservati`}, che qui non si possono confrontare: se il file è uno di questi, ne chieda conferma all'emittente.`,
     fileHash: 'Impronta del file',
     receipt: 'Ricevuta della verifica',
     receiptHelp:
@@ -289,6 +291,8 @@ const TEXT = {
     hashing: 'Computing the fingerprint…',
     fileMatch: (name: string) => `The file matches the registered document “${name}”.`,
     fileNoMatch: 'The file does NOT match any document registered for this guarantee.',
+    fileNoMatchPrivate: (n: number) =>
+      `The file matches none of the documents shown. The issuer has ${n} private document${n === 1 ? '' : 's'}, which cannot be compared here: if the file is one of them, ask the issuer to confirm it.`,
     fileHash: 'File fingerprint',
     receipt: 'Verification receipt',
     receiptHelp:
@@ -798,10 +802,18 @@ function fileBlock(result: Result): HTMLElement {
 
 function fileVerdict(f: NonNullable<typeof fileResult>): HTMLElement {
   const s = t();
+  // Documents the issuer keeps private cannot be compared here: a file that matches nothing shown may be one of them.
+  const found = last?.kind === 'found' ? last.result.matches : [];
+  const hidden = found.reduce((n, m) => n + (m.privateDocuments ?? 0) + m.amendments.reduce((k, a) => k + (a.privateDocuments ?? 0), 0), 0);
   return h(
     'div',
-    { class: f.matched ? 'banner good' : 'banner bad', 'data-file-match': '', 'data-matched-key': f.matched?.key ?? '', role: 'status' },
-    h('p', {}, f.matched ? s.fileMatch(f.matched.originalFileName ?? f.matched.key) : s.fileNoMatch),
+    {
+      class: f.matched ? 'banner good' : hidden > 0 ? 'banner wait' : 'banner bad',
+      'data-file-match': '',
+      'data-matched-key': f.matched?.key ?? '',
+      role: 'status',
+    },
+    h('p', {}, f.matched ? s.fileMatch(f.matched.originalFileName ?? f.matched.key) : hidden > 0 ? s.fileNoMatchPrivate(hidden) : s.fileNoMatch),
     h('p', { class: 'small' }, `${f.name} · ${s.fileHash}: `, h('code', { class: 'hash' }, f.hash)),
   );
 }

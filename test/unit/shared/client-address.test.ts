@@ -17,6 +17,12 @@ describe('client address', () => {
     expect(clientAddress('2001:db8:1:3::1').network).to.equal('2001:db8:1:3::/64');
   });
 
+  it('drops the port and brackets some proxies write: a client cannot change buckets by changing ports', () => {
+    expect(clientAddress('198.51.100.7:51234')).to.deep.equal(clientAddress('198.51.100.7'));
+    expect(clientAddress('[2001:db8:1:2::1]:443')).to.deep.equal(clientAddress('2001:db8:1:2::1'));
+    expect(clientAddress('[2001:db8:1:2::1]')).to.deep.equal(clientAddress('2001:db8:1:2::1'));
+  });
+
   it('keeps what is not an address as it is', () => {
     expect(clientAddress('')).to.deep.equal({ address: '', network: '' });
     expect(clientAddress('not-an-ip')).to.deep.equal({ address: 'not-an-ip', network: 'not-an-ip' });
