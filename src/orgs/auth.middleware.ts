@@ -42,11 +42,19 @@ export interface AuthOptions {
  * from rawHeaders (cheaper than building headersDistinct for every header of every request).
  */
 export function credentialHeaders(rawHeaders: string[]): { 'x-api-key'?: string[]; authorization?: string[] } {
-  const out: { 'x-api-key'?: string[]; authorization?: string[] } = {};
+  let apiKeys: string[] | undefined;
+  let auth: string[] | undefined;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = (rawHeaders[i] as string).toLowerCase();
-    if (name === 'x-api-key' || name === 'authorization') (out[name] ??= []).push(rawHeaders[i + 1] as string);
+    const raw = rawHeaders[i] as string;
+    // Only a name of 9 or 13 characters can be either: the others are not even lowercased.
+    if (raw.length !== 9 && raw.length !== 13) continue;
+    const name = raw.toLowerCase();
+    if (name === 'x-api-key') (apiKeys ??= []).push(rawHeaders[i + 1] as string);
+    else if (name === 'authorization') (auth ??= []).push(rawHeaders[i + 1] as string);
   }
+  const out: { 'x-api-key'?: string[]; authorization?: string[] } = {};
+  if (apiKeys) out['x-api-key'] = apiKeys;
+  if (auth) out.authorization = auth;
   return out;
 }
 
