@@ -8,6 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { cpus, loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
@@ -307,7 +308,10 @@ export async function benchApi(argv: string[]): Promise<void> {
     process.stdout.write(`${rss}\n`);
     lines.push(rss);
   } finally {
-    // Both stopped before the database they use (and a profiled API writes its profile on the way out).
+    // Stopped before the database they use (and a profiled API writes its profile on the way
+    // out), once the requests autocannon left in flight at its last round's end are answered
+    // (the raw server closes its pool under them otherwise: "Pool is closed.").
+    await sleep(1000);
     const all = [app, raw, ...(also ? [also] : [])];
     const exited = all.map((p) => new Promise((resolve) => p.once('exit', resolve)));
     for (const p of all) p.kill('SIGTERM');
