@@ -1,4 +1,5 @@
 // `npm run bench -- <name> [options]`: the benchmarks, run by hand; figures go to bench/README.md.
+import { benchAmendments } from './amendments.js';
 import { benchApi } from './api.js';
 import { benchAuditScript } from './audit-script.js';
 import { benchNotarize } from './notarize.js';
@@ -10,6 +11,7 @@ import { benchVerify } from './verify.js';
 import { benchWebhooks } from './webhooks.js';
 
 const benches: Record<string, (argv: string[]) => Promise<void>> = {
+  amendments: benchAmendments,
   api: benchApi,
   'audit-script': benchAuditScript,
   scan: benchScan,
