@@ -182,14 +182,22 @@ export function createVerificationService(deps: {
   /** One match as the public sees it: its documents that are public only, the others counted. */
   async function matchOf(hit: VerificationHit, verifiedAt: Date): Promise<VerificationMatch> {
     const { record } = hit;
-    const earlier = Math.max(0, hit.lastSeq - MAX_PUBLIC_AMENDMENTS);
-    const [proof, history, folded] = await Promise.all([
-      record.notarizationStatus === 'COMPLETE' ? proofs.proof(record.orgId, record) : null,
+    // The state kept folded (one row, however long the history), then the amendments up to its
+    // lastSeq only: one recorded between the two reads would otherwise be listed without being
+    // in the state, and the page's fold of the list would disagree with it.
+    const readHistory = async () => {
       // Most guarantees have no amendment: the lookup said how many there are, so none costs a round trip.
-      hit.lastSeq > 0 ? amendments.page(record.id, earlier, MAX_PUBLIC_AMENDMENTS).then((p) => p.amendments) : [],
-      // The state kept folded: one row, however long the history.
-      hit.lastSeq > 0 ? amendments.stateOf(record.id, verifiedAt) : undefined,
+      if (hit.lastSeq === 0) return { folded: undefined, history: [] };
+      const state = await amendments.stateOf(record.id, verifiedAt);
+      const last = state?.lastSeq ?? 0;
+      const page = last > 0 ? await amendments.page(record.id, Math.max(0, last - MAX_PUBLIC_AMENDMENTS), MAX_PUBLIC_AMENDMENTS) : { amendments: [] };
+      return { folded: state, history: page.amendments.filter((a) => a.seq <= last) };
+    };
+    const [proof, { folded, history: listed }] = await Promise.all([
+      record.notarizationStatus === 'COMPLETE' ? proofs.proof(record.orgId, record) : null,
+      readHistory(),
     ]);
+    const history = listed;
     const amendmentKeys = history.flatMap((a) => a.docs.map((d) => d.key));
     const [amendmentProofs, shown] = await Promise.all([history.length ? proofs.amendmentProofs(history) : [], files.publicAmong(amendmentKeys)]);
     const documents = documentsOf(hit);
