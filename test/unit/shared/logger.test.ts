@@ -60,7 +60,10 @@ describe('logger, buffered stdout', () => {
     proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => proc.once('close', resolve));
     expect(code).to.equal(3);
-    const lines = out.trim().split('\n').map((l) => JSON.parse(l) as { i: number });
+    const lines = out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { i: number });
     expect(lines.map((l) => l.i)).to.deep.equal(Array.from({ length: 50 }, (_, i) => i));
   });
 });
