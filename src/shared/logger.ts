@@ -23,14 +23,18 @@ export const LOG_BUFFER_BYTES = 4096;
 export const LOG_FLUSH_INTERVAL_MS = 100;
 
 /**
- * A logger writing to `destination`, by default stdout asynchronously and buffered: lines go
- * out together once `LOG_BUFFER_BYTES` are pending, or `LOG_FLUSH_INTERVAL_MS` after they
- * were logged, whichever comes first (one write for some 15 request lines under load, where
- * one write per line cost the request path about a fifth of its CPU: bench/README.md, "Get
- * by id"). What is pending is flushed when the process exits, by `process.exit` or at the
- * end of its event loop; a process killed by SIGKILL loses at most the last 100 ms (4 KiB).
+ * A logger writing to `destination`, by default stdout asynchronously: lines logged while a
+ * write is in flight go out together in the next one, and what is pending is flushed when the
+ * process exits (by `process.exit` or at the end of its event loop).
+ *
+ * `buffered` (the API process's request log): lines go out together once `LOG_BUFFER_BYTES`
+ * are pending, or `LOG_FLUSH_INTERVAL_MS` after they were logged, whichever comes first (one
+ * write for some 15 request lines under load, where one write per line cost the request path
+ * about a fifth of its CPU on a loaded machine: bench/README.md, "Get by id"). Its price: a
+ * process killed by SIGKILL loses up to its last 100 ms (4 KiB) of lines. Workers do not
+ * buffer: a worker killed mid-job must not take the lines of the jobs it finished with it.
  */
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+export function createLogger(level: string, destination?: pino.DestinationStream, opts: { buffered?: boolean } = {}): Logger {
   return pino(
     {
       level,
@@ -38,6 +42,11 @@ export function createLogger(level: string, destination?: pino.DestinationStream
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    destination ?? pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS }),
+    destination ??
+      pino.destination({
+        dest: 1,
+        sync: false,
+        ...(opts.buffered && { minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS }),
+      }),
   );
 }

@@ -23,8 +23,8 @@ describe('logger', () => {
   });
 });
 
-// The default destination buffers lines (LOG_BUFFER_BYTES, LOG_FLUSH_INTERVAL_MS): none may be
-// held for ever, in a process that stays quiet or in one that exits.
+// The API process's buffered destination (LOG_BUFFER_BYTES, LOG_FLUSH_INTERVAL_MS): no line may
+// be held for ever, in a process that stays quiet or in one that exits.
 describe('logger, buffered stdout', () => {
   const loggerUrl = new URL('../../../src/shared/logger.ts', import.meta.url).href;
 
@@ -37,7 +37,7 @@ describe('logger, buffered stdout', () => {
   it('writes a line of a process that stays quiet within the flush interval', async function () {
     this.timeout(15_000);
     // The child logs one short line and then waits a minute: the line must come without an exit.
-    const proc = child("createLogger('info').info('quiet line'); setTimeout(() => {}, 60_000);");
+    const proc = child("createLogger('info', undefined, { buffered: true }).info('quiet line'); setTimeout(() => {}, 60_000);");
     try {
       const line = await new Promise<string>((resolve, reject) => {
         let out = '';
@@ -55,7 +55,9 @@ describe('logger, buffered stdout', () => {
 
   it('writes every pending line when the process exits at once', async function () {
     this.timeout(15_000);
-    const proc = child("const log = createLogger('info'); for (let i = 0; i < 50; i++) log.info({ i }, 'line'); process.exit(3);");
+    const proc = child(
+      "const log = createLogger('info', undefined, { buffered: true }); for (let i = 0; i < 50; i++) log.info({ i }, 'line'); process.exit(3);",
+    );
     let out = '';
     proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => proc.once('close', resolve));
