@@ -134,7 +134,7 @@ export async function benchP7m(argv: string[]): Promise<void> {
     );
     const [pdfSignature] = pdfSignatures(pdf);
     if (!pdfSignature) throw new Error('the bench PDF has no signature');
-    const pdfParts = rawParts(trimmedCms(pdfSignature.cms));
+    const pdfParts = rawParts(trimmedCms(pdfSignature.cms()));
     const rawPdf = () => {
       const h = createHash('sha256');
       for (const range of pdfSignature.signed) h.update(range);

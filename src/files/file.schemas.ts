@@ -77,12 +77,26 @@ const signerView = z.object({
   qualifiedDevice: z.boolean().optional().meta({ description: 'The certificate says its key is in a qualified signature creation device (QcSSCD).' }),
   issuer: z.string().nullable(),
   serialNumber: z.string().nullable(),
-  signingTime: z.string().nullable(),
+  signingTime: z.string().nullable().meta({
+    description: "The time the signer claims (signingTime attribute, or a PDF signature's /M): shown as claimed, it never decides (see judgedAt).",
+  }),
   digestAlgorithm: z.string().nullable(),
   signatureAlgorithm: z.string().nullable(),
   digestMatches: z.boolean().meta({ description: 'The messageDigest attribute equals the digest of the content.' }),
   signatureValid: z.boolean().meta({ description: "The signature verifies with the signer certificate's key." }),
-  certificateValid: z.boolean().meta({ description: 'The certificate was valid at the signing time.' }),
+  certificateValid: z.boolean().meta({ description: 'The certificate was valid at judgedAt.' }),
+  judgedAt: z
+    .object({
+      time: z.string(),
+      by: z.enum(['signature-timestamp', 'container-timestamp', 'document-timestamp', 'check']),
+      why: z.string(),
+    })
+    .optional()
+    .meta({
+      description:
+        'The time the certificate and its chain were judged at, and why: the earliest time a verified RFC 3161 timestamp proves the signature existed by (its own signature timestamp, the timestamp of a .tsd/.m7m around it, a PDF document timestamp after it), or else the time of the check. A claimed signing time never moves it.',
+    }),
+  notes: z.array(z.string()).optional().meta({ description: 'What was found and decided nothing, e.g. a broken signature timestamp, reported and ignored.' }),
   chain: z.enum(['trusted', 'untrusted', 'not-checked']).meta({
     description:
       'Chain to SIGNATURE_TRUST_STORE or to a service of an imported EU trusted list whose status allowed it at the signing time; not-checked when there is neither.',
@@ -92,7 +106,10 @@ const signerView = z.object({
     description:
       'A counter-signature (RFC 5652 §11.4): the index in `signers` of the signer whose signature it signs. Absent for a signer of the content. Every counter-signature must pass too.',
   }),
-  timestamp: timestampView.optional().meta({ description: 'The RFC 3161 signature timestamp, when there is one; the certificate is then judged at its time.' }),
+  timestamp: timestampView.optional().meta({
+    description:
+      'The RFC 3161 signature timestamp the signer was judged with (the earliest that verifies); when none verifies, the first, valid false: a broken timestamp is reported and ignored.',
+  }),
   problems: z.array(z.string()),
 });
 
@@ -116,10 +133,11 @@ export const signatureView = z
           .meta({ description: 'Bytes were appended after the last signature (an incremental update): the file is then not Signed.' }),
       })
       .optional(),
-    timestamps: z
-      .array(timestampView)
-      .optional()
-      .meta({ description: "The container's timestamps over the envelope (a .tsd's renewals after the first); each must be valid." }),
+    timestamps: z.array(timestampView).optional().meta({
+      description:
+        "The container's timestamps over the envelope (a .tsd's renewals after the first; a PDF's document timestamps). One that fails is reported and decides nothing.",
+    }),
+    notes: z.array(z.string()).optional().meta({ description: 'What was found and decided nothing, e.g. a broken container or document timestamp.' }),
   })
   .meta({
     id: 'SignatureVerdict',

@@ -25,6 +25,8 @@ export const OIDS = {
   ecdsaWithSha256: '1.2.840.10045.4.3.2',
   rsaEncryption: '1.2.840.113549.1.1.1',
   mgf1: '1.2.840.113549.1.1.8',
+  algorithmProtection: '1.2.840.113549.1.9.52',
+  smimeCapabilities: '1.2.840.113549.1.9.15',
 };
 
 export function parse(der: Buffer): Asn1 {
@@ -110,6 +112,11 @@ export class SignerInfo {
     const der = encode(this.fields[3]!);
     der[0] = 0x31;
     return der;
+  }
+
+  /** The DER (sorted) encoding of the signed attributes, tagged SET: what RFC 5652 §5.4 signs. */
+  signedBytesDer(): Buffer {
+    return encode(asn1.create(UNIVERSAL, asn1.Type.SET, true, sortedDer(this.signedAttributes)));
   }
 
   /** Re-signs the signed attributes, as sent, with `sign`. */

@@ -13,6 +13,7 @@ import {
   attribute,
   bulk,
   certificateNode,
+  issuerAndSerial,
   children,
   counterSignature,
   encode,
@@ -77,12 +78,23 @@ export interface P7mFixtures {
   timestamped: () => Timestamped;
   /** An RFC 3161 TimeStampToken (DER) over `data` (imprint SHA-256 unless named), from the test TSA (chained to the root through the intermediate). */
   timestampToken: (data: Buffer, imprintHash?: string) => Buffer;
+  /**
+   * EdDSA signers in CMS (RFC 8419), which openssl 3.0 cannot make: `der.rsa` rebuilt around
+   * an Ed25519 (SHA-512 digest) or Ed448 (SHAKE256, 512 bits) certificate under the
+   * intermediate; `…NoAttributes` sign the content itself; `ed448ShakeLen` names its digest
+   * id-shake256-len (512). Built on first use.
+   */
+  eddsa: () => Record<'ed25519' | 'ed448' | 'ed25519NoAttributes' | 'ed448ShakeLen', Buffer>;
   /** `.tsd` (RFC 5544) and `.m7m` (S/MIME bundle) containers of `der.rsa`, built on first use. */
   containers: () => Containers;
   /** Signed PDFs (PAdES), built on first use. */
   pdfs: () => SignedPdfs;
   /** A PDF of about `bytes` bytes signed by the RSA signer (ETSI.CAdES.detached). */
   signedPdf: (bytes: number) => Buffer;
+  /** `pdf` signed once more (an incremental update) by `signer` ('rsa', 'ec', 'expired', ...), ETSI.CAdES.detached unless named. */
+  pdfSignedBy: (pdf: Buffer, signer: string, opts?: { subFilter?: string; claimedTime?: string | null }) => Buffer;
+  /** A TimeStampToken over `data` (SHA-256 imprint) of the given genTime (GeneralizedTime, e.g. 20200101120000Z), by a TSA valid 2019-2030. */
+  timestampTokenAt: (data: Buffer, genTime: string) => Buffer;
   /** openssl's PEM output (`-----BEGIN CMS-----`) of `der.rsa`. */
   pem: string;
   /** Writes `bytes` into the fixture directory and returns the path (for cross-checks). */
@@ -119,6 +131,12 @@ export interface Quirks {
   pssOtherHash: Buffer;
   /** RSA PKCS#1 v1.5 whose DigestInfo has no NULL parameters. */
   digestInfoWithoutNull: Buffer;
+  /**
+   * `pssOtherHash` with a CMSAlgorithmProtection signed attribute (RFC 6211), re-signed: `same`
+   * names the SignerInfo's algorithms; `explicitTrailer` the same with trailerField 1 written
+   * out (the default); `otherTrailer` trailerField 2; `otherSalt` a salt length of 32.
+   */
+  pssProtected: Record<'same' | 'explicitTrailer' | 'otherTrailer' | 'otherSalt', Buffer>;
 }
 
 export interface CounterSigned {
@@ -151,6 +169,13 @@ export interface Timestamped {
   claimedBeforeValidity: Buffer;
   /** The same without the timestamp. */
   claimedBeforeValidityUnstamped: Buffer;
+  /**
+   * Signed by "Expired Signer" (certificate valid 2020-01-01 to 2020-01-02, its key still at
+   * hand) with signingTime 2020-01-01T12:00:00Z, no timestamp: a backdated signature.
+   */
+  backdated: Buffer;
+  /** `backdated` with a signature timestamp of 2020-01-01T12:00:00Z by a TSA whose certificate was valid then. */
+  backdatedStamped: Buffer;
 }
 
 export interface Containers {
@@ -480,7 +505,7 @@ function build(): P7mFixtures {
   let containers: Containers | undefined;
   let pdfs: SignedPdfs | undefined;
   let signatures = 0;
-  const pdfSigned = (pdf: Buffer, signer: string, subFilter: string): Buffer =>
+  const pdfSigned = (pdf: Buffer, signer: string, subFilter: string, claimedTime?: string | null): Buffer =>
     signPdf(
       pdf,
       (data) => {
@@ -504,7 +529,7 @@ function build(): P7mFixtures {
         );
         return read(`pdf-${n}.cms`);
       },
-      { subFilter, objectNumber: 900 + signatures },
+      { subFilter, objectNumber: 900 + signatures, ...(claimedTime !== undefined && { claimedTime }) },
     );
   const markedPdf = (padding: number): Buffer => plainPdf(marker.toString('latin1'), padding);
   // A token's TSTInfo signed by a certificate that is not a TSA's (openssl ts refuses to make one).
@@ -548,6 +573,77 @@ function build(): P7mFixtures {
     );
     return read(`not-tsa-${signer}.tst`);
   };
+  // A TSA certificate valid from 2019 to 2030, and tokens of a chosen genTime that it signs
+  // (openssl ts stamps the current time): the TSTInfo built here, signed with openssl cms.
+  let oldTsa = false;
+  const tokenAt = (data: Buffer, genTime: string): Buffer => {
+    if (!oldTsa) {
+      ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'tsa-2020.key');
+      ssl('req', '-new', '-key', 'tsa-2020.key', '-out', 'tsa-2020.csr', '-subj', '/CN=Test TSA 2020');
+      // prettier-ignore
+      ssl('ca', '-batch', '-config', 'ca.cnf', '-cert', 'int.pem', '-keyfile', 'int.key', '-in', 'tsa-2020.csr', '-out', 'tsa-2020.pem',
+        '-startdate', '20190101000000Z', '-enddate', '20300101000000Z', '-extfile', 'tsa.ext', '-notext');
+      oldTsa = true;
+    }
+    const tstInfo = sequence(
+      integer(1),
+      oidNode('1.2.3.4.1'),
+      sequence(algorithm(OIDS.sha256), octetString(createHash('sha256').update(data).digest())),
+      integer(++stamps),
+      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.GENERALIZEDTIME, false, genTime),
+    );
+    write(`tstinfo-at-${stamps}.der`, encode(tstInfo));
+    // prettier-ignore
+    ssl('cms', '-sign', '-binary', '-nodetach', '-in', `tstinfo-at-${stamps}.der`, '-econtent_type', '1.2.840.113549.1.9.16.1.4', '-md', 'sha256',
+      '-signer', 'tsa-2020.pem', '-inkey', 'tsa-2020.key', '-certfile', 'int.pem', '-outform', 'DER', '-out', `token-at-${stamps}.tst`, '-cades');
+    return read(`token-at-${stamps}.tst`);
+  };
+  let eddsa: ReturnType<P7mFixtures['eddsa']> | undefined;
+  const buildEddsa = (): ReturnType<P7mFixtures['eddsa']> => {
+    for (const alg of ['ED25519', 'ED448']) {
+      const name = alg.toLowerCase();
+      ssl('genpkey', '-algorithm', alg, '-out', `${name}.key`);
+      ssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', `/O=Test/CN=${alg} Signer`);
+      // prettier-ignore
+      ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'int.pem', '-CAkey', 'int.key', '-set_serial', alg === 'ED25519' ? '4096' : '4097', '-days', '365',
+        '-extfile', 'leaf.ext', '-out', `${name}.pem`);
+    }
+    const SHA512 = '2.16.840.1.101.3.4.2.3';
+    const SHAKE256 = '2.16.840.1.101.3.4.2.12';
+    const SHAKE256_LEN = '2.16.840.1.101.3.4.2.18';
+    const build = (name: 'ed25519' | 'ed448', digest: Asn1, digestOf: (data: Buffer) => Buffer, attributes = true): Buffer => {
+      const cert = read(`${name}.pem`);
+      const edKey = createPrivateKey(read(`${name}.key`));
+      const ci = parse(der.rsa);
+      const sd = signedData(ci);
+      sd[1] = set(digest);
+      sd[3] = tagged(0, certificateNode(cert), certificateNode(read('int.pem')));
+      const si = signerInfo(ci);
+      const fields = si.fields;
+      fields[1] = issuerAndSerial(cert);
+      fields[2] = digest;
+      if (attributes) {
+        si.signedAttributes = sortedDer(
+          si.signedAttributes
+            .filter((a) => asn1.derToOid(children(a)[0]!.value as string) !== OIDS.smimeCapabilities)
+            .map((a) =>
+              asn1.derToOid(children(a)[0]!.value as string) === OIDS.messageDigest ? attribute(OIDS.messageDigest, octetString(digestOf(doc))) : a,
+            ),
+        );
+      } else fields.splice(3, 1);
+      si.signatureAlgorithm = algorithm(name === 'ed25519' ? '1.3.101.112' : '1.3.101.113');
+      si.signature = nodeSign(null, attributes ? si.signedBytesDer() : doc, edKey);
+      return encode(ci);
+    };
+    const sha512 = (data: Buffer) => createHash('sha512').update(data).digest();
+    const shake = (data: Buffer) => createHash('shake256', { outputLength: 64 }).update(data).digest();
+    return {
+      ed25519: build('ed25519', algorithm(SHA512), sha512),
+      ed448: build('ed448', algorithm(SHAKE256), shake),
+      ed25519NoAttributes: build('ed25519', algorithm(SHA512), sha512, false),
+      ed448ShakeLen: build('ed448', algorithm(SHAKE256_LEN, integer(512)), shake),
+    };
+  };
   const sha3Rsa = sign('sha3.p7m', 'doc.pdf', '-nodetach', '-md', 'sha3-256', ...as('rsa'), ...chain);
   return {
     dir,
@@ -556,6 +652,8 @@ function build(): P7mFixtures {
     der,
     timestampToken,
     signedPdf: (bytes: number) => pdfSigned(markedPdf(bytes), 'rsa', 'ETSI.CAdES.detached'),
+    pdfSignedBy: (pdf, signer, opts = {}) => pdfSigned(pdf, signer, opts.subFilter ?? 'ETSI.CAdES.detached', opts.claimedTime),
+    timestampTokenAt: (data, genTime) => tokenAt(data, genTime),
     pdfs: () => {
       if (!pdfs) {
         const unsigned = markedPdf(100);
@@ -575,7 +673,8 @@ function build(): P7mFixtures {
       return pdfs;
     },
     containers: () => (containers ??= buildContainers(der.rsa, doc, timestampToken, timestampReply)),
-    timestamped: () => (timestamped ??= buildTimestamped(der.rsa, timestampToken, notTsaToken, createPrivateKey(read('rsa.key')))),
+    eddsa: () => (eddsa ??= buildEddsa()),
+    timestamped: () => (timestamped ??= buildTimestamped(der, timestampToken, notTsaToken, tokenAt, (name) => createPrivateKey(read(`${name}.key`)))),
     counterSigned: () => (counterSigned ??= buildCounterSigned(der.rsa, read('ec.pem'), read('rsa.pem'), (name) => createPrivateKey(read(`${name}.key`)))),
     quirks: () => (quirks ??= buildQuirks(der, sha3Rsa, doc, read('big-crl.der'), (name) => createPrivateKey(read(`${name}.key`)))),
     rootPem: read('root.pem').toString(),
@@ -669,6 +768,31 @@ function buildQuirks(der: P7mFixtures['der'], sha3Rsa: Buffer, doc: Buffer, crl:
       si.resign((data) => signPss(data, key('pss')));
     }),
     digestInfoWithoutNull: rewrite(der.rsa, (_, si) => si.resign(rsaWithoutNull(OIDS.sha256, 'sha256', rsaKey))),
+    pssProtected: (() => {
+      const sha512 = algorithm(OIDS.sha512);
+      const pssParams = (salt: number, trailer?: number): Asn1 =>
+        sequence(
+          tagged(0, sha512),
+          tagged(1, algorithm(OIDS.mgf1, sha512)),
+          tagged(2, integer(salt)),
+          ...(trailer === undefined ? [] : [tagged(3, integer(trailer))]),
+        );
+      const protectedBy = (named: Asn1): Buffer =>
+        rewrite(der.pss, (_, si) => {
+          si.signatureAlgorithm = algorithm(OIDS.rsaPss, pssParams(64));
+          si.signedAttributes = sortedDer([
+            ...si.signedAttributes,
+            attribute(OIDS.algorithmProtection, sequence(algorithm(OIDS.sha256), tagged(1, oidNode(OIDS.rsaPss), named))),
+          ]);
+          si.resign((data) => signPss(data, key('pss')));
+        });
+      return {
+        same: protectedBy(pssParams(64)),
+        explicitTrailer: protectedBy(pssParams(64, 1)),
+        otherTrailer: protectedBy(pssParams(64, 2)),
+        otherSalt: protectedBy(pssParams(32)),
+      };
+    })(),
   };
 }
 
@@ -698,30 +822,36 @@ function buildCounterSigned(rsaEnvelope: Buffer, ecCert: Buffer, rsaCert: Buffer
 }
 
 function buildTimestamped(
-  rsaEnvelope: Buffer,
+  der: P7mFixtures['der'],
   token: (data: Buffer) => Buffer,
   notTsaToken: (data: Buffer, signer?: string, ess?: boolean) => Buffer,
-  rsaKey: KeyObject,
+  tokenAt: (data: Buffer, genTime: string) => Buffer,
+  key: (name: string) => KeyObject,
 ): Timestamped {
+  const rsaEnvelope = der.rsa;
+  const rsaKey = key('rsa');
   const stamped = (envelope: Buffer, stamp: (signatureValue: Buffer) => Buffer, count = 1): Buffer => {
     const ci = parse(envelope);
     const si = signerInfo(ci);
     si.unsignedAttributes = Array.from({ length: count }, () => attribute(OIDS.signatureTimestamp, parse(stamp(signatureOf(si)))));
     return encode(ci);
   };
-  const claimed = (() => {
-    const ci = parse(rsaEnvelope);
+  /** `envelope` with its signingTime claiming `utcTime`, re-signed with `signerKey`. */
+  const claiming = (envelope: Buffer, utcTime: string, signerKey: KeyObject): Buffer => {
+    const ci = parse(envelope);
     const si = signerInfo(ci);
     si.signedAttributes = sortedDer(
       si.signedAttributes.map((a) =>
         asn1.derToOid(children(a)[0]!.value as string) === OIDS.signingTime
-          ? attribute(OIDS.signingTime, asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, '190601000000Z'))
+          ? attribute(OIDS.signingTime, asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, utcTime))
           : a,
       ),
     );
-    si.resign(signWith('sha256', rsaKey));
+    si.resign(signWith('sha256', signerKey));
     return encode(ci);
-  })();
+  };
+  const claimed = claiming(rsaEnvelope, '190601000000Z', rsaKey);
+  const backdated = claiming(der.expired, '200101120000Z', key('expired'));
   return {
     valid: stamped(rsaEnvelope, token),
     otherImprint: stamped(rsaEnvelope, () => token(Buffer.from('another signature'))),
@@ -732,6 +862,8 @@ function buildTimestamped(
     twoStamps: stamped(rsaEnvelope, token, 2),
     claimedBeforeValidity: stamped(claimed, token),
     claimedBeforeValidityUnstamped: claimed,
+    backdated,
+    backdatedStamped: stamped(backdated, (sig) => tokenAt(sig, '20200101120000Z')),
   };
 }
 

@@ -1,9 +1,9 @@
 // Algorithm identifiers of a CMS SignerInfo, mapped to what node:crypto verifies.
-import { constants, createHash, createPublicKey, publicDecrypt, verify, type KeyObject } from 'node:crypto';
+import { constants, createHash, createPublicKey, publicDecrypt, verify, type Hash, type KeyObject } from 'node:crypto';
 import forge from 'node-forge';
 import { CONTEXT, MalformedError, T, UNIVERSAL, algorithm, derOf, is, kids, noParams, parseDer, seq, smallInt, type Node } from './p7m.asn1.js';
 
-export type HashName = 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512' | 'sha3-224' | 'sha3-256' | 'sha3-384' | 'sha3-512';
+export type HashName = 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512' | 'sha3-224' | 'sha3-256' | 'sha3-384' | 'sha3-512' | 'shake256';
 
 const HASHES: Record<string, HashName> = {
   '1.3.14.3.2.26': 'sha1',
@@ -20,17 +20,42 @@ const HASHES: Record<string, HashName> = {
 /** The OID of each hash (for DigestInfo). */
 const HASH_OIDS = Object.fromEntries(Object.entries(HASHES).map(([oid, name]) => [name, oid])) as Record<HashName, string>;
 
+// SHAKE256 with a 512-bit output, Ed448's digest in CMS (RFC 8419 §3.1): id-shake256 without
+// parameters (RFC 8702), or id-shake256-len with the length, 512, as its parameter.
+const SHAKE256 = '2.16.840.1.101.3.4.2.12';
+const SHAKE256_LEN = '2.16.840.1.101.3.4.2.18';
+
 /** The hash an AlgorithmIdentifier names (parameters absent or NULL), or undefined. */
 export function hashOf(alg: { oid: string; params: Node | undefined }): HashName | undefined {
+  if (alg.oid === SHAKE256) return alg.params === undefined ? 'shake256' : undefined;
+  if (alg.oid === SHAKE256_LEN) return alg.params !== undefined && is(alg.params, UNIVERSAL, T.INTEGER) && integerIs(alg.params, 512) ? 'shake256' : undefined;
   return noParams(alg.params) ? HASHES[alg.oid] : undefined;
 }
 
+function integerIs(node: Node, n: number): boolean {
+  try {
+    return smallInt(node, 'SHAKE256 output length') === n;
+  } catch {
+    return false;
+  }
+}
+
+/** A hash of `name` (SHAKE256 with its CMS output of 64 bytes). */
+export function newHash(name: HashName): Hash {
+  return name === 'shake256' ? createHash('shake256', { outputLength: 64 }) : createHash(name);
+}
+
 const RSA_PKCS1 = '1.2.840.113549.1.1.1';
+const ED25519 = '1.3.101.112';
+const ED448 = '1.3.101.113';
 const RSA_PSS = '1.2.840.113549.1.1.10';
 const MGF1 = '1.2.840.113549.1.1.8';
 const EC_PUBLIC_KEY = '1.2.840.10045.2.1';
 
-const SCHEMES: Record<string, { name: 'rsa' | 'ecdsa'; hash: HashName | null }> = {
+const SCHEMES: Record<string, { name: Scheme['name']; hash: HashName | null }> = {
+  // PureEdDSA (RFC 8419): the signature is over the signed attributes' DER, or the content itself.
+  [ED25519]: { name: 'ed25519', hash: null },
+  [ED448]: { name: 'ed448', hash: null },
   [RSA_PKCS1]: { name: 'rsa', hash: null },
   '1.2.840.113549.1.1.5': { name: 'rsa', hash: 'sha1' },
   '1.2.840.113549.1.1.14': { name: 'rsa', hash: 'sha224' },
@@ -55,7 +80,7 @@ const SCHEMES: Record<string, { name: 'rsa' | 'ecdsa'; hash: HashName | null }> 
 
 /** A SignerInfo's signatureAlgorithm, resolved. */
 export interface Scheme {
-  name: 'rsa' | 'rsa-pss' | 'ecdsa';
+  name: 'rsa' | 'rsa-pss' | 'ecdsa' | 'ed25519' | 'ed448';
   /** The hash the algorithm itself names; null when it takes the SignerInfo's digest algorithm. */
   hash: HashName | null;
   pss?: { mgf1Hash: HashName; saltLength: number; params: Node | undefined };
@@ -71,16 +96,24 @@ export function schemeOf(alg: { oid: string; params: Node | undefined }): Scheme
   if (alg.oid === RSA_PSS) return { name: 'rsa-pss', ...pssParams(alg.params) };
   const known = SCHEMES[alg.oid];
   if (!known) throw new SchemeProblem(`unsupported signature algorithm ${alg.oid}`);
-  if (!noParams(alg.params)) throw new SchemeProblem('unexpected signature algorithm parameters');
+  // RFC 8410 §3: EdDSA identifiers have absent parameters, not NULL.
+  if (known.name.startsWith('ed') ? alg.params !== undefined : !noParams(alg.params)) throw new SchemeProblem('unexpected signature algorithm parameters');
   return { ...known };
+}
+
+/** RSASSA-PSS-params, defaults applied; a hash we do not know is undefined. */
+export interface PssParameters {
+  hash: HashName | undefined;
+  mgf1Hash: HashName | undefined;
+  saltLength: number;
+  trailerField: number;
 }
 
 // RSASSA-PSS-params (RFC 4055): [0] hash DEFAULT sha1, [1] MGF1 DEFAULT mgf1-sha1,
 // [2] saltLength DEFAULT 20, [3] trailerField DEFAULT 1, each EXPLICIT and in that order.
-function pssParams(params: Node | undefined): { hash: HashName; pss: NonNullable<Scheme['pss']> } {
-  let hash: HashName | undefined = 'sha1';
-  let mgf1Hash: HashName | undefined = 'sha1';
-  let saltLength = 20;
+/** Reads RSASSA-PSS-params as they are; throws MalformedError or SchemeProblem for what cannot be read. */
+export function pssParameters(params: Node | undefined): PssParameters {
+  const out: PssParameters = { hash: 'sha1', mgf1Hash: 'sha1', saltLength: 20, trailerField: 1 };
   const fields = params === undefined ? [] : seq(params, 'RSASSA-PSS parameters');
   let last = -1;
   for (const field of fields) {
@@ -89,22 +122,39 @@ function pssParams(params: Node | undefined): { hash: HashName; pss: NonNullable
     if (tag <= last || inner.length !== 1) throw new MalformedError('RSASSA-PSS parameters out of order');
     last = tag;
     if (tag === 0) {
-      hash = hashOf(algorithm(inner[0], 'PSS hash algorithm'));
+      out.hash = hashOf(algorithm(inner[0], 'PSS hash algorithm'));
     } else if (tag === 1) {
       const mgf = algorithm(inner[0], 'PSS mask generation algorithm');
       if (mgf.oid !== MGF1) throw new SchemeProblem('unsupported PSS mask generation function');
-      mgf1Hash = hashOf(algorithm(mgf.params, 'MGF1 hash algorithm'));
+      out.mgf1Hash = hashOf(algorithm(mgf.params, 'MGF1 hash algorithm'));
     } else if (tag === 2) {
-      saltLength = smallInt(inner[0], 'PSS salt length');
+      out.saltLength = smallInt(inner[0], 'PSS salt length');
     } else if (tag === 3) {
-      if (smallInt(inner[0], 'PSS trailer field') !== 1) throw new SchemeProblem('unsupported PSS trailer field');
+      out.trailerField = smallInt(inner[0], 'PSS trailer field');
     } else {
       throw new MalformedError('unknown RSASSA-PSS parameter');
     }
   }
+  return out;
+}
+
+function pssParams(params: Node | undefined): { hash: HashName; pss: NonNullable<Scheme['pss']> } {
+  const { hash, mgf1Hash, saltLength, trailerField } = pssParameters(params);
+  if (trailerField !== 1) throw new SchemeProblem('unsupported PSS trailer field');
   if (!hash || !mgf1Hash) throw new SchemeProblem('unsupported PSS hash algorithm');
   if (saltLength > 1024) throw new SchemeProblem('invalid PSS salt length');
   return { hash, pss: { mgf1Hash, saltLength, params } };
+}
+
+/** Whether two signature AlgorithmIdentifiers say the same (RSASSA-PSS: the same parameters, defaults applied; others: NULL and absent alike). */
+export function sameSignatureAlgorithm(a: { oid: string; params: Node | undefined }, b: { oid: string; params: Node | undefined }): boolean {
+  if (a.oid !== b.oid) return false;
+  if (a.oid === RSA_PSS) {
+    const [x, y] = [pssParameters(a.params), pssParameters(b.params)];
+    return x.hash === y.hash && x.mgf1Hash === y.mgf1Hash && x.saltLength === y.saltLength && x.trailerField === y.trailerField;
+  }
+  if (noParams(a.params) && noParams(b.params)) return true;
+  return a.params !== undefined && b.params !== undefined && derOf(a.params).equals(derOf(b.params));
 }
 
 /**
@@ -113,6 +163,10 @@ function pssParams(params: Node | undefined): { hash: HashName; pss: NonNullable
  */
 export function verifySignature(scheme: Scheme, hash: HashName, data: Buffer, signature: Buffer, key: KeyObject): boolean {
   const keyType = key.asymmetricKeyType;
+  if (scheme.name === 'ed25519' || scheme.name === 'ed448') {
+    if (keyType !== scheme.name) throw keyMismatch();
+    return verify(null, data, key, signature);
+  }
   if (scheme.name === 'ecdsa') {
     if (keyType !== 'ec') throw keyMismatch();
     // The hash name is always passed: with null, Node picks SHA-256 for EC keys whatever the envelope says.

@@ -26,6 +26,7 @@ import {
   type Span,
   type WalkPath,
 } from './p7m.asn1.js';
+import { hashOf } from './p7m.algorithms.js';
 import { readCertificates, type EnvelopeCert } from './p7m.certs.js';
 
 export const ID_DATA = '1.2.840.113549.1.7.1';
@@ -141,7 +142,8 @@ export function readEnvelope(der: Uint8Array, budget: NodeBudget): Envelope {
   // signature covers it, and real envelopes get it wrong (DSS and openssl accept them).
   smallInt(sd[i++], 'SignedData version');
   const digestAlgs = kids(sd[i++], UNIVERSAL, T.SET, 'digestAlgorithms').map((n) => algorithm(n, 'digest algorithm'));
-  if (!digestAlgs.every((a) => noParams(a.params))) malformed('unexpected digest algorithm parameters');
+  // id-shake256-len (Ed448's digest, RFC 8419) is the one digest algorithm with parameters.
+  if (!digestAlgs.every((a) => noParams(a.params) || hashOf(a) !== undefined)) malformed('unexpected digest algorithm parameters');
   const encap = seq(sd[i++], 'encapContentInfo');
   if (encap.length < 1 || encap.length > 2) malformed('encapContentInfo is not the expected structure');
   const eContentType = oid(encap[0], 'eContentType');

@@ -108,9 +108,7 @@ function readM7m(input: Uint8Array, budget: NodeBudget): Timestamped | undefined
   // Exactly the two parts, and nothing beside them that a reader could show: a preamble and an
   // epilogue of white space or the customary sentence only.
   const { parts, preamble, epilogue } = partsOf(text, headEnd.next, delimiter);
-  for (const extra of [preamble, epilogue]) {
-    if (!/^\s*(This is a multi-part message in MIME format\.?)?\s*$/i.test(extra.toString('latin1'))) malformed('text outside the parts of the .m7m');
-  }
+  for (const extra of [preamble, epilogue]) if (!onlySpaceOrSentence(extra)) malformed('text outside the parts of the .m7m');
   if (parts.length !== 2) malformed('a .m7m has two parts: the signed document and its timestamp');
   for (const part of parts) {
     const partHead = blankLine(part, 0);
@@ -144,6 +142,21 @@ function tokenOf(der: Buffer, budget: NodeBudget): Node {
   if (node[1] === undefined || oid(seq(node[1], 'timeStampToken')[0], 'timeStampToken type') !== '1.2.840.113549.1.7.2')
     malformed('the timestamp response carries no token');
   return node[1];
+}
+
+const SENTENCE = /^This is a multi-part message in MIME format\.?$/i;
+
+/**
+ * White space only, or the customary sentence between white space: trimmed by hand, then one
+ * anchored pattern without repetition (a pattern of `\s*` around an optional group backtracks
+ * quadratically over a long run of spaces).
+ */
+function onlySpaceOrSentence(text: Buffer): boolean {
+  let start = 0;
+  let end = text.length;
+  while (start < end && isSpace(text[start]!)) start++;
+  while (end > start && isSpace(text[end - 1]!)) end--;
+  return start === end || (end - start <= 64 && SENTENCE.test(text.toString('latin1', start, end)));
 }
 
 /** Where the first empty line after `from` starts (`at`) and the text after it begins (`next`). */

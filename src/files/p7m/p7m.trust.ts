@@ -111,14 +111,13 @@ export interface JudgeOptions {
   /** The time of the check: the list must not be out of date then. */
   now: Date;
   /**
-   * When the signing time is only claimed: the time by which the signature is proven to have
-   * existed (a container's timestamp), or else the time of the check. The service must allow
-   * it then too.
+   * What the time `at` is, for the reasons given: "at the timestamp's time", "at the time of the
+   * check (no timestamp proves an earlier time)"; default "at the signing time".
    */
-  provenBy?: Date;
+  when?: string;
 }
 
-/** Judges the anchors a chain reached at `at` (the signing time, proven or claimed). */
+/** Judges the anchors a chain reached at `at` (the time its signature is proven to have existed, or the time of the check). */
 export function judgeAnchors(ends: readonly X509Certificate[], trust: Trust, at: Date, o: JudgeOptions): AnchorVerdict {
   if (ends.some((e) => trust.anchors.some((a) => a.raw.equals(e.raw)))) return { trusted: true };
   const listed = trust.services.filter((s) => s.certificates.some((c) => ends.some((e) => c.raw.equals(e.raw))));
@@ -126,15 +125,13 @@ export function judgeAnchors(ends: readonly X509Certificate[], trust: Trust, at:
   for (const service of listed) {
     const name = `the ${service.territory} trusted list's service "${service.name}"`;
     const status = statusAt(service, at);
-    const proven = o.provenBy && statusAt(service, o.provenBy);
+    const when = o.when ?? 'at the signing time';
     if (o.role === 'signer' && !service.type.startsWith(CA_TYPES)) why = `${name} is not a certification authority's`;
     else if (service.listNextUpdate && service.listNextUpdate.getTime() < o.now.getTime()) {
       why = `the ${service.territory} trusted list is out of date (its next update was due ${service.listNextUpdate.toISOString()})`;
-    } else if (!status) why = `${name} had no status yet at the signing time`;
-    else if (!trustedUnder(status.status, at)) why = `${name} was ${statusName(status.status)} at the signing time (since ${status.from.toISOString()})`;
-    else if (o.provenBy && !trustedUnder(proven?.status, o.provenBy)) {
-      why = `${name} is ${statusName(proven?.status ?? 'none')}${proven ? ` since ${proven.from.toISOString()}` : ''}, and no timestamp proves the signature older`;
-    } else return { trusted: true, service, status: status.status };
+    } else if (!status) why = `${name} had no status yet ${when}`;
+    else if (!trustedUnder(status.status, at)) why = `${name} was ${statusName(status.status)} ${when} (since ${status.from.toISOString()})`;
+    else return { trusted: true, service, status: status.status };
   }
   return { trusted: false, why };
 }

@@ -2,8 +2,8 @@
 // Base64, judged signer by signer. node-forge reads the ASN.1 structure only; node:crypto does
 // the hashing, the certificates and the signature arithmetic (forge loads only RSA keys).
 // Pure and synchronous: run it off the event loop (p7m.task.ts) for large inputs.
-import { createHash, type X509Certificate } from 'node:crypto';
-import { SchemeProblem, hashOf, schemeOf, verifySignature, type HashName, type Scheme } from './p7m.algorithms.js';
+import { type X509Certificate } from 'node:crypto';
+import { SchemeProblem, hashOf, newHash, sameSignatureAlgorithm, schemeOf, verifySignature, type HashName, type Scheme } from './p7m.algorithms.js';
 import {
   CONTEXT,
   LimitError,
@@ -61,6 +61,10 @@ export interface VerifyOptions {
   maxNodes?: number;
   /** Nested envelope levels allowed; default 4. */
   maxNesting?: number;
+  /** Bytes a PDF's signatures may hash together; default MAX_PDF_HASHED_BYTES. */
+  maxPdfHashedBytes?: number;
+  /** Time a PDF's signatures may take together; default PDF_TIME_BUDGET_MS. */
+  pdfTimeBudgetMs?: number;
 }
 
 /** The options as the checks below receive them: the time of the check fixed once. */
@@ -83,8 +87,14 @@ export interface SignatureVerdict {
   container?: 'tsd' | 'm7m' | 'pdf';
   /** A signed PDF's signatures in file order, and whether anything was written after the last one. */
   pdf?: { signatures: Array<{ subFilter: string | null; coversWholeFile: boolean }>; modifiedAfterLastSignature: boolean };
-  /** The container's timestamps over the envelope, outermost first; each must be valid. */
+  /**
+   * The container's timestamps over the envelope, outermost first (a PDF's document
+   * timestamps in file order). One that fails is reported here and in `notes`, and decides
+   * nothing: the signatures are then judged without it.
+   */
   timestamps?: TimestampVerdict[];
+  /** What was found and decided nothing, e.g. a broken timestamp, ignored. */
+  notes?: string[];
 }
 
 /** One SignerInfo, judged. A signer passes when `problems` is empty. */
@@ -100,7 +110,10 @@ export interface SignerVerdict {
   qualifiedDevice?: boolean;
   issuer: string | null;
   serialNumber: string | null;
-  /** ISO 8601, from the signingTime signed attribute. */
+  /**
+   * ISO 8601: the time the signer claims (the signingTime signed attribute, or a PDF signature
+   * dictionary's /M). Shown as claimed; it never decides (see `judgedAt`).
+   */
   signingTime: string | null;
   /** e.g. 'sha256' (the OID when unknown). */
   digestAlgorithm: string | null;
@@ -109,8 +122,18 @@ export interface SignerVerdict {
   /** The messageDigest attribute equals the content's digest (without signed attributes: same as signatureValid). */
   digestMatches: boolean;
   signatureValid: boolean;
-  /** The certificate was valid at the signing time (or at `now` without one). */
+  /** The certificate was valid at `judgedAt`. */
   certificateValid: boolean;
+  /**
+   * The time the certificate and its chain were judged at, and why that one: the earliest time
+   * a verified RFC 3161 timestamp proves the signature existed by (its own signature
+   * timestamp, the timestamp of a .tsd or .m7m around it, a PDF's document timestamp after it),
+   * or else the time of the check. A claimed signing time never moves it: whoever holds the key
+   * of an expired certificate can claim any time.
+   */
+  judgedAt?: JudgedAt;
+  /** What was found and decided nothing, e.g. a broken signature timestamp, ignored. */
+  notes?: string[];
   chain: 'trusted' | 'untrusted' | 'not-checked';
   /**
    * The imported trusted list's service the chain ends at, when it ends at one: its status at
@@ -124,11 +147,29 @@ export interface SignerVerdict {
    */
   counterSignatureOf?: number;
   /**
-   * The RFC 3161 signature timestamp (unsigned attribute), when there is one: the trusted time
-   * of the signature, which then is the time the certificate must have been valid at.
+   * The RFC 3161 signature timestamp (unsigned attribute) the signer was judged with: the
+   * earliest that verifies. When none verifies, the first, with `valid` false: a broken
+   * timestamp is reported (in `notes` too) and ignored, the signer then judged without it.
    */
   timestamp?: TimestampVerdict;
   problems: string[];
+}
+
+/** The time a signer was judged at (see {@link SignerVerdict.judgedAt}). */
+export interface JudgedAt {
+  /** ISO 8601. */
+  time: string;
+  by: 'signature-timestamp' | 'container-timestamp' | 'document-timestamp' | 'check';
+  /** One sentence, e.g. "judged at 2026-11-27T10:00:00.000Z: no timestamp proves an earlier time". */
+  why: string;
+}
+
+/** A time a timestamp around a signature proves it existed by, and which timestamp. */
+interface Proof {
+  at: Date;
+  by: 'container-timestamp' | 'document-timestamp';
+  /** e.g. "the .tsd's timestamp", "document timestamp 3 (PDF signature 4)". */
+  what: string;
 }
 
 /** An RFC 3161 timestamp token, judged. */
@@ -154,6 +195,7 @@ const ATTR = {
   signingTime: '1.2.840.113549.1.9.5',
   signingCertificate: '1.2.840.113549.1.9.16.2.12',
   signingCertificateV2: '1.2.840.113549.1.9.16.2.47',
+  algorithmProtection: '1.2.840.113549.1.9.52',
 };
 
 /**
@@ -182,10 +224,12 @@ export function verifyP7m(input: Uint8Array, options: VerifyOptions = {}): Signa
     ...(found.container && { container: found.container }),
     ...(found.timestamps && { timestamps: found.timestamps }),
     ...(found.pdf && { pdf: found.pdf }),
+    ...(found.notes && { notes: found.notes }),
   };
 }
 
 interface Found {
+  notes?: string[];
   encoding?: 'der' | 'pem' | 'base64';
   levels: number;
   signers: SignerVerdict[];
@@ -196,21 +240,28 @@ interface Found {
 
 /** SubFilters whose /Contents is a detached CMS over the ByteRange (adbe.pkcs7.sha1 signs a digest instead: not accepted). */
 const DETACHED_SUBFILTERS = new Set(['adbe.pkcs7.detached', 'ETSI.CAdES.detached']);
-/** Signatures and document timestamps of a PDF verified at most. */
-const MAX_PDF_SIGNATURES = 8;
 /** A document timestamp's SubFilter (ETSI EN 319 142-1, PAdES-LTA). */
 const DOCUMENT_TIMESTAMP = 'ETSI.RFC3161';
+/**
+ * The bytes a PDF's signatures may hash together: each hashes (nearly) the whole file, so a
+ * file of n signatures costs n times its size. 1 GiB is a 100 MB file signed ten times, about
+ * 3 s of SHA-256 here; the count of signatures is not what is bounded (real documents carry
+ * more than any small number).
+ */
+export const MAX_PDF_HASHED_BYTES = 1024 * 1024 * 1024;
+/** The time a PDF's signatures may take together, checked before each. */
+export const PDF_TIME_BUDGET_MS = 30_000;
 
 /**
  * A signed PDF. A signature vouches for the bytes of the revision it signed; anything appended
  * after it (an incremental update) may change what the document shows, even when a later
  * signer signed the update (the incremental-saving attack). So the file is Signed only when
  * every signature verifies and each covers the whole file: a PDF with a signature followed by
- * an update is not Signed, though each of its signatures is verified and reported. Examining
- * the updates for the changes PAdES allows (a new signature field, a Document Security Store,
- * a document timestamp) would accept more files; until then they are reported. Each signature
- * has one SignerInfo (ISO 32000, PAdES), verified over its ByteRange as a .p7m is; its signers'
- * `level` is its number.
+ * an update is not Signed, though each of its signatures is verified and reported. Each
+ * signature has one SignerInfo (ISO 32000, PAdES), verified over its ByteRange as a .p7m is;
+ * its signers' `level` is its number. Document timestamps are verified first: one that
+ * verifies proves every signature before it existed by its time (PAdES-LTA), one that fails is
+ * reported and decides nothing.
  */
 function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
   found.container = 'pdf';
@@ -225,15 +276,43 @@ function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found
     modifiedAfterLastSignature: signatures.length > 0 && !signatures[signatures.length - 1]!.coversWholeFile,
   };
   if (signatures.length === 0) return 'the PDF has no signature';
-  // Each is a hash of (nearly) the whole file: as many as real documents carry, no more.
-  if (signatures.length > MAX_PDF_SIGNATURES) return `the PDF has more than ${MAX_PDF_SIGNATURES} signatures and document timestamps`;
+  const hashed = signatures.reduce((n, sig) => n + sig.byteRange[1] + sig.byteRange[3], 0);
+  const maxHashed = options.maxPdfHashedBytes ?? MAX_PDF_HASHED_BYTES;
+  if (hashed > maxHashed) return `the PDF's ${signatures.length} signatures cover ${hashed} bytes together, more than ${maxHashed}`;
+  const deadline = Date.now() + (options.pdfTimeBudgetMs ?? PDF_TIME_BUDGET_MS);
+  const late = (): string => `the PDF's signatures took more than ${(options.pdfTimeBudgetMs ?? PDF_TIME_BUDGET_MS) / 1000} s to check`;
+
+  // Document timestamps first, in file order: each that verifies is a proof for the signatures before it.
+  const stamps = new Map<number, TimestampVerdict>();
+  for (const [i, sig] of signatures.entries()) {
+    if (sig.subFilter !== DOCUMENT_TIMESTAMP) continue;
+    if (Date.now() > deadline) return late();
+    const t = checkDocumentTimestamp(sig, options, trust, budget);
+    stamps.set(i, t);
+    (found.timestamps ??= []).push(t);
+    if (!t.valid)
+      (found.notes ??= []).push(`document timestamp ${found.timestamps.length} (PDF signature ${i + 1}) ignored: ${t.problems[0] ?? 'not verified'}`);
+  }
+  const stampNumbers = [...stamps.keys()];
   let failure: string | undefined;
-  signatures.forEach((sig, i) => {
+  for (const [i, sig] of signatures.entries()) {
+    if (sig.subFilter === DOCUMENT_TIMESTAMP) continue;
+    if (Date.now() > deadline) return late();
+    // The earliest document timestamp after this signature that verifies.
+    let proof: Proof | undefined;
+    for (const j of stampNumbers) {
+      const t = stamps.get(j)!;
+      if (j < i || !t.valid || !t.time) continue;
+      const at = new Date(t.time);
+      if (!proof || at.getTime() < proof.at.getTime()) {
+        proof = { at, by: 'document-timestamp', what: `document timestamp ${stampNumbers.indexOf(j) + 1} (PDF signature ${j + 1})` };
+      }
+    }
     const first = found.signers.length;
-    const reason = checkPdfSignature(sig, options, trust, found, budget);
+    const reason = checkPdfSignature(sig, options, trust, found, budget, proof);
     for (const s of found.signers.slice(first)) s.level = i + 1;
     if (reason !== undefined) failure ??= `PDF signature ${i + 1}: ${reason}`;
-  });
+  }
   found.levels = signatures.length;
   if (failure) return failure;
   if (signatures.every((sig) => sig.subFilter === DOCUMENT_TIMESTAMP)) return 'the PDF has document timestamps but no signature';
@@ -244,25 +323,56 @@ function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found
     : `the PDF was changed after its signature ${updated + 1} (an incremental update), which only a later signature covers`;
 }
 
-function checkPdfSignature(sig: PdfSignature, options: CheckOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
-  const timestamp = sig.subFilter === DOCUMENT_TIMESTAMP;
-  if (sig.subFilter !== null && !timestamp && !DETACHED_SUBFILTERS.has(sig.subFilter)) return `unsupported SubFilter ${sig.subFilter}`;
+/** The CMS in a signature's /Contents, its zero padding checked and cut. */
+function contentsOf(sig: PdfSignature): Buffer | string {
+  const cms = sig.cms();
+  const end = walkTlv(cms, { remaining: cms.length });
+  if (!allZero(cms.subarray(end))) return 'bytes after the CMS in /Contents';
+  return cms.subarray(0, end);
+}
+
+const ZEROS = Buffer.alloc(64 * 1024);
+
+/** Every byte zero: compared 64 KiB at a time (memcmp), not byte by byte in JavaScript. */
+function allZero(bytes: Buffer): boolean {
+  for (let at = 0; at < bytes.length; at += ZEROS.length) {
+    const chunk = bytes.subarray(at, at + ZEROS.length);
+    if (!chunk.equals(ZEROS.subarray(0, chunk.length))) return false;
+  }
+  return true;
+}
+
+/** A document timestamp (PAdES-LTA): an RFC 3161 token whose imprint is of the ByteRange. */
+function checkDocumentTimestamp(sig: PdfSignature, options: CheckOptions, trust: Trust, budget: NodeBudget): TimestampVerdict {
+  const failed = (problem: string): TimestampVerdict => ({
+    time: null,
+    tsa: null,
+    chain: checksChains(trust) ? 'untrusted' : 'not-checked',
+    valid: false,
+    problems: [problem],
+  });
   try {
-    // /Contents is zero-padded to the space reserved for it.
-    const end = walkTlv(sig.cms, { remaining: sig.cms.length });
-    if (sig.cms.subarray(end).some((b) => b !== 0)) return 'bytes after the CMS in /Contents';
-    if (timestamp) {
-      // A document timestamp (PAdES-LTA): an RFC 3161 token whose imprint is of the ByteRange.
-      const t = checkTimestamp(
-        parseExact(sig.cms.subarray(0, end), budget, 'the document timestamp'),
-        sig.signed,
-        { trust, budget, checkedAt: options.now },
-        'the document',
-      );
-      (found.timestamps ??= []).push(t);
-      return t.valid ? undefined : `document timestamp: ${t.problems[0] ?? 'not verified'}`;
-    }
-    return check(decode(sig.cms.subarray(0, end)), options, trust, found, budget, { content: contentOf(sig.signed), claimedTime: sig.claimedTime });
+    const cms = contentsOf(sig);
+    if (typeof cms === 'string') return failed(cms);
+    return checkTimestamp(parseExact(cms, budget, 'the document timestamp'), sig.signed, { trust, budget, checkedAt: options.now }, 'the document');
+  } catch (err) {
+    return failed(`malformed document timestamp: ${short(err)}`);
+  }
+}
+
+function checkPdfSignature(
+  sig: PdfSignature,
+  options: CheckOptions,
+  trust: Trust,
+  found: Found,
+  budget: NodeBudget,
+  proof: Proof | undefined,
+): string | undefined {
+  if (sig.subFilter !== null && !DETACHED_SUBFILTERS.has(sig.subFilter)) return `unsupported SubFilter ${sig.subFilter}`;
+  try {
+    const cms = contentsOf(sig);
+    if (typeof cms === 'string') return cms;
+    return check(decode(cms), options, trust, found, budget, { content: contentOf(sig.signed), claimedTime: sig.claimedTime }, proof);
   } catch (err) {
     return `malformed signature: ${short(err)}`;
   }
@@ -285,10 +395,16 @@ function checkContainer(input: Uint8Array, options: CheckOptions, trust: Trust, 
     checkTimestamp(s.token, s.imprintOver, { trust, budget, checkedAt: options.now }, i === 0 ? 'the document' : 'the timestamp it renews'),
   );
   if (!stamped.content) return `the ${stamped.kind} does not carry the timestamped document`;
-  const times = found.timestamps.filter((t) => t.valid && t.time).map((t) => Date.parse(t.time!));
-  const inner = check(decode(stamped.content), options, trust, found, budget, undefined, times.length > 0 ? new Date(Math.min(...times)) : undefined);
-  const bad = found.timestamps.findIndex((t) => !t.valid);
-  return inner ?? (bad >= 0 ? `timestamp ${bad + 1}: ${found.timestamps[bad]!.problems[0] ?? 'not verified'}` : undefined);
+  // A timestamp is anyone's to add or break: one that fails is reported and decides nothing.
+  found.timestamps.forEach((t, i) => {
+    if (!t.valid) (found.notes ??= []).push(`timestamp ${i + 1} of the ${stamped.kind} ignored: ${t.problems[0] ?? 'not verified'}`);
+  });
+  // The first timestamp is over the document (each renewal over the timestamp before it): when
+  // it verifies, the document's signatures existed by its time, the earliest of them all.
+  const first = found.timestamps[0];
+  const proof: Proof | undefined =
+    first?.valid && first.time ? { at: new Date(first.time), by: 'container-timestamp', what: `the ${stamped.kind}'s timestamp` } : undefined;
+  return check(decode(stamped.content), options, trust, found, budget, undefined, proof);
 }
 
 /** What a PDF's signature signs (its ByteRange) and the time its dictionary claims. */
@@ -305,7 +421,7 @@ function check(
   found: Found,
   budget: NodeBudget,
   detached?: Detached,
-  provenBy?: Date,
+  proof?: Proof,
 ): string | undefined {
   if (!top) return 'not a CMS SignedData envelope';
   found.encoding = top.encoding;
@@ -339,7 +455,7 @@ function check(
       digests: new Map(),
       budget,
       ...(level === 1 && detached?.claimedTime && { claimedTime: detached.claimedTime }),
-      ...(provenBy && { provenBy }),
+      ...(proof && { proof }),
     };
     const first = found.signers.length;
     for (const node of envelope.signerInfos) collectSigner(node, level, ctx, { kind: 'content' }, undefined, found.signers);
@@ -366,8 +482,8 @@ interface SignerContext extends Envelope {
   checkedAt: Date;
   /** A signed PDF's /M: the time its signer claims, for a signer without a signingTime attribute. */
   claimedTime?: Date;
-  /** The earliest valid timestamp of the container (.tsd, .m7m) around the envelope: its signatures existed by then. */
-  provenBy?: Date;
+  /** The earliest valid timestamp around the envelope (a .tsd's or .m7m's, a PDF's document timestamp after the signature): its signatures existed by then. */
+  proof?: Proof;
 }
 
 /** What a SignerInfo signs: the envelope's content, or (a counter-signature) another signer's signature value. */
@@ -520,7 +636,7 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   const digest = !hash
     ? undefined
     : target.kind === 'signature'
-      ? createHash(hash).update(target.value).digest()
+      ? newHash(hash).update(target.value).digest()
       : ctx.content !== undefined
         ? digestOf(ctx, hash)
         : undefined;
@@ -558,7 +674,13 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     // RFC 3161 §2.4.1 (RFC 5816): a token names its TSA's certificate, so that it cannot be swapped.
     if (ctx.tsa && !attrs.has(ATTR.signingCertificateV2) && !attrs.has(ATTR.signingCertificate))
       v.problems.push('the token does not name its TSA certificate (ESS signing certificate)');
-    signed = signedAttributeEncodings(signedAttrs);
+    // RFC 6211: the algorithms the signer says it used, under its signature: an envelope whose
+    // SignerInfo names others (a downgrade, or PSS parameters swapped) is refused.
+    if (attrs.has(ATTR.algorithmProtection)) {
+      const mismatch = algorithmProtectionMismatch(single(attrs, ATTR.algorithmProtection), digestAlg, sigAlg);
+      if (mismatch) v.problems.push(mismatch);
+    }
+    signed = [signedAttributesDer(signedAttrs)];
   } else {
     if (target.kind === 'content' && ctx.eContentType !== ID_DATA) v.problems.push('signed attributes are missing');
     const whole = signedContent();
@@ -578,25 +700,33 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   if (!signedAttrs) v.digestMatches = v.signatureValid;
 
   // The timestamp's time is a third party's word for when the signature existed; signingTime
-  // is only the signer's claim. With a valid timestamp, the certificate is judged at it.
-  // Several may come from several TSAs (ETSI EN 319 122-1): each must verify, the earliest is reported.
-  if (timestamps.length > MAX_TIMESTAMPS) v.problems.push(`more than ${MAX_TIMESTAMPS} signature timestamps`);
+  // is only the signer's claim. Timestamps are unsigned attributes, which anyone may add or
+  // strip: one that fails is reported and ignored (never a reason to refuse), one that
+  // verifies proves the signature existed by its time. Several may come from several TSAs
+  // (ETSI EN 319 122-1): the earliest that verifies is the one used.
+  if (timestamps.length > MAX_TIMESTAMPS) (v.notes ??= []).push(`${timestamps.length} signature timestamps, more than ${MAX_TIMESTAMPS}: none read`);
   else if (timestamps.length > 0) {
     const verdicts = timestamps.map((stamp) => checkTimestamp(stamp, signature, ctx));
-    const failed = verdicts.find((t) => !t.valid);
-    v.timestamp = failed ?? verdicts.reduce((a, b) => ((b.time ?? '') < (a.time ?? '') ? b : a));
-    if (failed) v.problems.push(`signature timestamp: ${failed.problems[0] ?? 'not verified'}`);
+    verdicts.forEach((t, n) => {
+      if (!t.valid) (v.notes ??= []).push(`signature timestamp ${n + 1} ignored: ${t.problems[0] ?? 'not verified'}`);
+    });
+    const valid = verdicts.filter((t) => t.valid && t.time);
+    v.timestamp = valid.length > 0 ? valid.reduce((a, b) => (Date.parse(b.time!) < Date.parse(a.time!) ? b : a)) : verdicts[0];
   }
   const stampedAt = v.timestamp?.valid && v.timestamp.time ? new Date(v.timestamp.time) : undefined;
 
   if (x509 && cert) {
-    // A TSA's certificate is judged at the genTime of the token it signed (ctx.now), whatever else the token says.
-    // A PDF signer's claimed time is its dictionary's /M (PAdES leaves signingTime out of the CMS).
+    // A PDF signer's claimed time is its dictionary's /M (PAdES leaves signingTime out of the
+    // CMS). It is shown, as claimed, and never decides anything but this:
     const claimed = signingTime ?? (target.kind === 'content' ? ctx.claimedTime : undefined);
     if (!signingTime && claimed) v.signingTime = claimed.toISOString();
     // A claim of a time to come is no claim (a few minutes of clock skew aside).
     if (!ctx.tsa && claimed && claimed.getTime() > ctx.checkedAt.getTime() + FUTURE_SKEW_MS) v.problems.push('the claimed signing time is in the future');
-    const at = ctx.tsa ? ctx.now : (stampedAt ?? claimed ?? ctx.now);
+    // A TSA's certificate is judged at the genTime of the token it signed (ctx.now), whatever
+    // else the token says; a signer's at the earliest time a timestamp proves, or else now.
+    const judged = ctx.tsa ? undefined : judgedTime(ctx, stampedAt);
+    if (judged) v.judgedAt = { time: judged.at.toISOString(), by: judged.by, why: `judged at ${judged.at.toISOString()}: ${judged.why}` };
+    const at = judged?.at ?? ctx.now;
     v.certificateValid = validAt(x509, at);
     // A TSA that says it signed the token after its certificate ended (or before it began) is
     // not believed either (DSS refuses such a token too).
@@ -605,11 +735,11 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       v.problems.push("the TSA's certificate was not valid at the token's own signing time");
     } else if (!v.certificateValid) {
       v.problems.push(
-        stampedAt
-          ? "the certificate was not valid at the timestamp's time"
-          : claimed
-            ? 'the certificate was not valid at the signing time'
-            : 'the certificate is not valid at the time of the check',
+        !judged
+          ? "the TSA's certificate was not valid at the token's time"
+          : judged.by === 'check'
+            ? `the certificate is not valid at the time of the check, and no timestamp proves an earlier time${claimed ? ` (the signing time it claims, ${claimed.toISOString()}, is the signer's word only)` : ''}`
+            : `the certificate was not valid at ${judged.what}'s time`,
       );
     }
     if (cert.signingUsage === false) v.problems.push("the certificate's key usage does not allow signing");
@@ -618,32 +748,47 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
       v.problems.push("the certificate is not a time-stamping authority's (extended key usage)");
     }
     if (checksChains(ctx.trust)) {
-      // Without its own timestamp, a signer's time is only claimed: the service must allow it
-      // also when the signature is proven to exist (a container's timestamp), or else now.
-      const proven = ctx.tsa || stampedAt ? undefined : (ctx.provenBy ?? ctx.checkedAt);
-      const judge = { role: ctx.tsa ? ('tsa' as const) : ('signer' as const), now: ctx.checkedAt, ...(proven && { provenBy: proven }) };
+      // The service must have allowed the chain at the same time the certificate is judged at.
+      const when = !judged
+        ? "at the token's time"
+        : judged.by === 'check'
+          ? 'at the time of the check (no timestamp proves an earlier time)'
+          : `at ${judged.what}'s time`;
+      const judge = { role: ctx.tsa ? ('tsa' as const) : ('signer' as const), now: ctx.checkedAt, when };
       const path = chainEnds(x509, ctx.certs, anchorsOf(ctx.trust), at);
-      let judged = 'ends' in path ? judgeAnchors(path.ends, ctx.trust, at, judge) : { trusted: false as const, why: path.why };
+      let verdict = 'ends' in path ? judgeAnchors(path.ends, ctx.trust, at, judge) : { trusted: false as const, why: path.why };
       // A chain that goes on to a trust store certificate is trusted whatever the lists say of a CA on the way.
-      if (!judged.trusted && 'ends' in path && ctx.trust.anchors.length > 0) {
+      if (!verdict.trusted && 'ends' in path && ctx.trust.anchors.length > 0) {
         const stored = chainEnds(x509, ctx.certs, storeAnchorsOf(ctx.trust), at);
-        if ('ends' in stored) judged = { trusted: true };
+        if ('ends' in stored) verdict = { trusted: true };
       }
-      v.chain = judged.trusted ? 'trusted' : 'untrusted';
-      if (!judged.trusted) v.problems.push(`chain not trusted: ${judged.why}`);
-      else if (judged.service) {
-        const s = judged.service;
+      v.chain = verdict.trusted ? 'trusted' : 'untrusted';
+      if (!verdict.trusted) v.problems.push(`chain not trusted: ${verdict.why}`);
+      else if (verdict.service) {
+        const s = verdict.service;
         v.trustService = {
           territory: s.territory,
           provider: s.provider,
           name: s.name,
-          status: statusName(judged.status ?? ''),
+          status: statusName(verdict.status ?? ''),
           qualified: ctx.tsa ? qualifiedTsa(s, at) : qualifiedPerList(s, { certificate: x509, compliance: cert.qc.compliance, types: cert.qc.types }, at),
         };
       }
     }
   }
   return examined;
+}
+
+/**
+ * The time a signer is judged at: the earliest of its own verified signature timestamp and a
+ * verified timestamp around it, or else the time of the check.
+ */
+function judgedTime(ctx: SignerContext, stampedAt: Date | undefined): { at: Date; by: JudgedAt['by']; what: string; why: string } {
+  const own = stampedAt && { at: stampedAt, by: 'signature-timestamp' as const, what: 'the signature timestamp' };
+  const around = ctx.proof;
+  const proven = own && around ? (around.at.getTime() < own.at.getTime() ? around : own) : (own ?? around);
+  if (!proven) return { at: ctx.checkedAt, by: 'check', what: 'the time of the check', why: 'no timestamp proves an earlier time' };
+  return { ...proven, why: `the time of ${proven.what}, which proves the signature existed by then` };
 }
 
 const TIME_STAMPING = '1.3.6.1.5.5.7.3.8';
@@ -706,7 +851,7 @@ function checkTimestamp(
 }
 
 function imprintOf(hash: HashName, covered: Buffer | readonly Buffer[]): Buffer {
-  const h = createHash(hash);
+  const h = newHash(hash);
   for (const part of Buffer.isBuffer(covered) ? [covered] : covered) h.update(part);
   return h.digest();
 }
@@ -715,7 +860,7 @@ function digestOf(ctx: SignerContext, hash: HashName): Buffer {
   let digest = ctx.digests.get(hash);
   if (!digest) {
     // Chunk by chunk, straight from the input's bytes: no copy of the content is ever made.
-    const h = createHash(hash);
+    const h = newHash(hash);
     for (const part of ctx.content!.parts) h.update(part);
     ctx.digests.set(hash, (digest = h.digest()));
   }
@@ -723,19 +868,41 @@ function digestOf(ctx: SignerContext, hash: HashName): Buffer {
 }
 
 /**
- * What a signature over signed attributes may cover: their DER, a SET OF sorted by encoding
- * (RFC 5652 §5.4), and, when the envelope sends them in another order, that order (each
- * attribute re-encoded by forge, which reproduces DER input), which signers that do not sort
- * have signed (openssl accepts those; DSS accepts both).
+ * What a signature over signed attributes covers: their DER encoding, a SET OF sorted by
+ * encoding (RFC 5652 §5.4), whatever order the envelope sends them in. A signature that
+ * verifies only over the order sent is not a signature over the attributes as RFC 5652 defines
+ * them (OpenSSL refuses it too).
  */
-function signedAttributeEncodings(signedAttrs: Node): Buffer[] {
-  const sent = derOf(signedAttrs);
-  sent[0] = 0x31; // the SET OF, not the [0] IMPLICIT field
+function signedAttributesDer(signedAttrs: Node): Buffer {
   const sorted = kids(signedAttrs, CONTEXT, 0, 'signed attributes').map(derOf).sort(compareSetMembers);
   const body = Buffer.concat(sorted);
   const length = body.length < 0x80 ? [body.length] : [0x80 | byteLength(body.length), ...toBytes(body.length)];
-  const der = Buffer.concat([Buffer.from([0x31, ...length]), body]);
-  return der.equals(sent) ? [der] : [der, sent];
+  return Buffer.concat([Buffer.from([0x31, ...length]), body]);
+}
+
+/**
+ * CMSAlgorithmProtection (RFC 6211) ::= SEQUENCE { digestAlgorithm, signatureAlgorithm [1]
+ * IMPLICIT OPTIONAL, macAlgorithm [2] IMPLICIT OPTIONAL }: for a signature, the digest and
+ * signature algorithms of the SignerInfo, parameters included (RSASSA-PSS: hash, MGF1 hash,
+ * salt length and trailer field).
+ */
+function algorithmProtectionMismatch(
+  value: Node | undefined,
+  digestAlg: { oid: string; params: Node | undefined },
+  sigAlg: { oid: string; params: Node | undefined },
+): string | undefined {
+  if (!value) return 'the CMSAlgorithmProtection attribute is not single';
+  const parts = seq(value, 'CMSAlgorithmProtection');
+  const digest = algorithm(parts[0], 'CMSAlgorithmProtection digest algorithm');
+  const signature = parts.slice(1).find((p) => is(p, CONTEXT, 1));
+  if (parts.some((p) => is(p, CONTEXT, 2))) return 'the CMSAlgorithmProtection attribute names a MAC algorithm';
+  if (!signature) return 'the CMSAlgorithmProtection attribute names no signature algorithm';
+  const inner = kids(signature, CONTEXT, 1, 'CMSAlgorithmProtection signature algorithm');
+  if (inner.length < 1 || inner.length > 2) malformed('CMSAlgorithmProtection signature algorithm is not an AlgorithmIdentifier');
+  const named = { oid: oid(inner[0], 'CMSAlgorithmProtection signature algorithm'), params: inner[1] };
+  if (!sameSignatureAlgorithm(digest, digestAlg)) return 'the CMSAlgorithmProtection attribute names another digest algorithm';
+  if (!sameSignatureAlgorithm(named, sigAlg)) return 'the CMSAlgorithmProtection attribute names another signature algorithm or other parameters';
+  return undefined;
 }
 
 const byteLength = (n: number): number => (n > 0xffffff ? 4 : n > 0xffff ? 3 : n > 0xff ? 2 : 1);
@@ -751,7 +918,7 @@ function compareSetMembers(a: Buffer, b: Buffer): number {
 }
 
 /** Attributes that must appear once with one value (RFC 5652 §11; CAdES): any other may repeat. */
-const SINGLE = new Set([ATTR.contentType, ATTR.messageDigest, ATTR.signingTime]);
+const SINGLE = new Set([ATTR.contentType, ATTR.messageDigest, ATTR.signingTime, ATTR.algorithmProtection]);
 
 /** The signed attributes' values by type, every occurrence of a type together. */
 function attributes(signedAttrs: Node): Map<string, Node[][]> {
@@ -786,7 +953,7 @@ function signingCertificateMismatch(attrs: Map<string, Node[][]>, x509: X509Cert
     if (v2 && is(id[0], UNIVERSAL, T.SEQUENCE)) hash = hashOf(algorithm(id[k++], 'ESSCertIDv2 hash algorithm'));
     if (!hash) return 'unsupported hash in the signing-certificate attribute';
     const certHash = bytes(prim(id[k], UNIVERSAL, T.OCTETSTRING, 'ESSCertID hash'));
-    if (!createHash(hash).update(x509.raw).digest().equals(certHash)) return 'the signing-certificate attribute names another certificate';
+    if (!newHash(hash).update(x509.raw).digest().equals(certHash)) return 'the signing-certificate attribute names another certificate';
   }
   return undefined;
 }

@@ -11,8 +11,11 @@ import { malformed } from './p7m.asn1.js';
 export interface PdfSignature {
   /** [offset 1, length 1, offset 2, length 2], as the dictionary says. */
   byteRange: [number, number, number, number];
-  /** The CMS SignedData, DER, its zero padding removed by the verifier. */
-  cms: Buffer;
+  /**
+   * The CMS SignedData in /Contents, DER, its zero padding removed by the verifier: decoded
+   * from the hex at each call (a signature's CMS is held only while it is checked).
+   */
+  cms(): Buffer;
   /** The dictionary's /SubFilter, e.g. ETSI.CAdES.detached; null when not found next to it. */
   subFilter: string | null;
   /** The signed bytes, in order (views of the file, not copies). */
@@ -27,8 +30,12 @@ export interface PdfSignature {
   claimedTime: Date | null;
 }
 
-/** More signatures than any real document carries: beyond, the file is refused. */
-const MAX_SIGNATURES = 32;
+/**
+ * Signature dictionaries read at most, counted before any /Contents is decoded. Real documents
+ * carry a dozen at most (DSS's tests have one of 51); what bounds the work is the bytes the
+ * signatures hash and the time (the verifier's), not this count.
+ */
+export const MAX_PDF_SIGNATURES = 256;
 /** How far before /ByteRange its dictionary's /SubFilter is looked for. */
 const DICTIONARY_WINDOW = 4096;
 
@@ -46,6 +53,8 @@ const RANGE = /^\s*\[\s*(\d{1,10})\s+(\d{1,10})\s+(\d{1,10})\s+(\d{1,10})\s*\]/;
 export function pdfSignatures(pdf: Buffer): PdfSignature[] {
   const found: PdfSignature[] = [];
   const seen = new Set<string>();
+  // Ranges may share a gap (a hostile file's do): each gap's hex is checked once.
+  const checkedGaps = new Map<string, number>();
   for (let at = pdf.indexOf(BYTE_RANGE); at >= 0; at = pdf.indexOf(BYTE_RANGE, at + BYTE_RANGE.length)) {
     const m = RANGE.exec(pdf.toString('latin1', at + BYTE_RANGE.length, Math.min(pdf.length, at + BYTE_RANGE.length + 64)));
     // A /ByteRange that is not followed by four numbers is not a signature's (or is a placeholder).
@@ -54,13 +63,13 @@ export function pdfSignatures(pdf: Buffer): PdfSignature[] {
     const key = range.join(' ');
     if (seen.has(key)) continue; // the same signature's dictionary written twice (object streams, updates)
     seen.add(key);
-    if (found.length >= MAX_SIGNATURES) malformed(`more than ${MAX_SIGNATURES} signatures in the PDF`);
-    found.push(signatureAt(pdf, range));
+    if (found.length >= MAX_PDF_SIGNATURES) malformed(`more than ${MAX_PDF_SIGNATURES} signatures in the PDF`);
+    found.push(signatureAt(pdf, range, checkedGaps));
   }
   return found.sort((a, b) => a.byteRange[3] + a.byteRange[2] - (b.byteRange[3] + b.byteRange[2]));
 }
 
-function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfSignature {
+function signatureAt(pdf: Buffer, range: [number, number, number, number], checkedGaps: Map<string, number>): PdfSignature {
   const [start1, length1, start2, length2] = range;
   if (start1 !== 0) malformed('a /ByteRange does not start at the beginning of the file');
   if (length1 <= 0 || start2 <= length1 || start2 + length2 > pdf.length) malformed('a /ByteRange lies outside the file or overlaps itself');
@@ -68,8 +77,14 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfS
   const gap = pdf.subarray(length1, start2);
   if (gap.length < 2 || gap[0] !== 0x3c || gap[gap.length - 1] !== 0x3e) malformed('the gap of a /ByteRange is not a hex string');
   if (!/\/Contents\s*$/.test(pdf.toString('latin1', Math.max(0, length1 - 32), length1))) malformed('the gap of a /ByteRange is not the /Contents value');
-  const hex = gap.toString('latin1', 1, gap.length - 1).replace(/\s+/g, '');
-  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) malformed('a /Contents value is not hexadecimal');
+  // Checked here, decoded when the signature is checked (no copy of a gap is held meanwhile).
+  const gapKey = `${length1} ${start2}`;
+  let digits = checkedGaps.get(gapKey);
+  if (digits === undefined) {
+    digits = hexDigits(gap);
+    if (digits % 2 !== 0) malformed('a /Contents value is not hexadecimal');
+    checkedGaps.set(gapKey, digits);
+  }
   // The signature's own dictionary, an indirect object (its bytes cannot sit in a compressed
   // stream): from its object's start to the gap, and from the gap to its end within the signed
   // bytes. Its /SubFilter and /M are read there only, never from another object; without both
@@ -82,17 +97,75 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number]): PdfS
   /** The entry's value: the last before the gap, else the first after it. */
   const entry = (re: RegExp): string | undefined => (own ? ([...own.before.matchAll(re)].at(-1)?.[1] ?? [...own.after.matchAll(re)][0]?.[1]) : undefined);
   const subFilter = entry(/\/SubFilter\s*\/([A-Za-z0-9.#_-]{1,64})/g);
-  const claimed = entry(/\/M\s*\(([^)]{1,40})\)/g);
+  // /M is a string, literal (with escapes: some tools write `(D\07220210818...)`) or hex.
+  const claimed = entry(/\/M\s*(\((?:[^()\\]|\\[\s\S]){1,120}\)|<[0-9A-Fa-f\s]{2,160}>)/g);
   let end = start2 + length2;
   while (end < pdf.length && [0x0a, 0x0d, 0x20, 0x09, 0x00].includes(pdf[end]!)) end++;
   return {
     byteRange: range,
-    cms: Buffer.from(hex, 'hex'),
+    cms: () => fromHex(gap, digits),
     subFilter: subFilter ?? null,
     signed: [pdf.subarray(0, length1), pdf.subarray(start2, start2 + length2)],
     coversWholeFile: end === pdf.length,
-    claimedTime: claimed === undefined ? null : pdfDate(claimed),
+    claimedTime: claimed === undefined ? null : pdfDate(pdfString(claimed)),
   };
+}
+
+const HEX_CHUNK = 1024 * 1024;
+const isHexDigit = (b: number): boolean => (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
+const isPdfSpace = (b: number): boolean => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09 || b === 0x0c || b === 0x00;
+
+/** The hex digits of `<...>` (white space skipped); throws MalformedError on any other byte. */
+function hexDigits(gap: Buffer): number {
+  let digits = 0;
+  for (let i = 1; i < gap.length - 1; i++) {
+    const b = gap[i]!;
+    if (isHexDigit(b)) digits++;
+    else if (!isPdfSpace(b)) malformed('a /Contents value is not hexadecimal');
+  }
+  return digits;
+}
+
+/** The bytes of a hex string `<...>` of `digits` hex digits, already checked by {@link hexDigits}, in one pass. */
+function fromHex(gap: Buffer, digits: number): Buffer {
+  // Without white space (as signing tools write it), Node's own decoder, 1 MiB of digits at a time.
+  if (digits === gap.length - 2) {
+    const bytes = Buffer.allocUnsafe(digits / 2);
+    for (let at = 0; at < digits; at += HEX_CHUNK) bytes.write(gap.toString('latin1', 1 + at, 1 + Math.min(digits, at + HEX_CHUNK)), at / 2, 'hex');
+    return bytes;
+  }
+  const out = Buffer.allocUnsafe((gap.length - 2) >>> 1);
+  let n = 0;
+  let high = -1;
+  for (let i = 1; i < gap.length - 1; i++) {
+    const b = gap[i]!;
+    if (!isHexDigit(b)) continue;
+    const v = b <= 0x39 ? b - 0x30 : (b | 0x20) - 0x57;
+    if (high < 0) high = v;
+    else {
+      out[n++] = (high << 4) | v;
+      high = -1;
+    }
+  }
+  return out.subarray(0, n);
+}
+
+const ESCAPES: Record<string, string> = { n: '\n', r: '\r', t: '\t', b: '\b', f: '\f', '(': '(', ')': ')', '\\': '\\' };
+
+/**
+ * The text of a PDF string token (ISO 32000 §7.3.4): a literal `(...)` with its escapes (octal
+ * `\ddd`, `\n`..., a backslash before a line break continuing the line) or a hex `<...>`.
+ */
+export function pdfString(token: string): string {
+  if (token.startsWith('<')) {
+    const hex = token.slice(1, -1).replace(/\s+/g, '');
+    return Buffer.from(hex.length % 2 === 0 ? hex : `${hex}0`, 'hex').toString('latin1');
+  }
+  return token
+    .slice(1, -1)
+    .replace(/\\(?:([0-7]{1,3})|(\r\n|\r|\n)|([\s\S]))/g, (_, octal: string | undefined, lineBreak: string | undefined, other: string | undefined) =>
+      octal !== undefined ? String.fromCharCode(parseInt(octal, 8) & 0xff) : lineBreak !== undefined ? '' : (ESCAPES[other!] ?? other!),
+    );
 }
 
 /** A PDF date (ISO 32000 §7.9.4): D:YYYYMMDDHHmmSSOHH'mm', every part after the year optional; null when not one. */

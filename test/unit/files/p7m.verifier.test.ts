@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import verifyTask from '../../../src/files/p7m/p7m.task.js';
 import { loadTrustAnchors, verifyP7m, type SignatureVerdict, type SignerVerdict } from '../../../src/files/p7m/p7m.verifier.js';
 import { readTimestamped } from '../../../src/files/p7m/p7m.timestamped.js';
-import { pdfDate } from '../../../src/files/p7m/pades.js';
+import { pdfDate, pdfString } from '../../../src/files/p7m/pades.js';
 import { signPdf } from '../../support/pdf-signing.js';
 import {
   OIDS,
@@ -134,6 +134,27 @@ describe('p7m verifier', function () {
       expect(signer(v)).to.include({ signatureAlgorithm: 'rsa-pss', digestAlgorithm: 'sha256', signatureValid: true });
     });
 
+    it('verifies EdDSA signers (RFC 8419): Ed25519 with SHA-512, Ed448 with SHAKE256 as either identifier, and Ed25519 over the content itself', () => {
+      const ed = fx.eddsa();
+      const expected = { ed25519: 'sha512', ed448: 'shake256', ed25519NoAttributes: 'sha512', ed448ShakeLen: 'shake256' } as const;
+      for (const name of Object.keys(expected) as Array<keyof typeof expected>) {
+        const v = verifyP7m(ed[name], { trustAnchors: root });
+        expect(v.outcome, `${name}: ${v.reason}`).to.equal('signed');
+        expect(signer(v), name).to.include({
+          digestAlgorithm: expected[name],
+          signatureAlgorithm: name.startsWith('ed25519') ? 'ed25519' : 'ed448',
+          chain: 'trusted',
+        });
+        // A changed content byte fails either way (the digest, or the signature over the content).
+        expect(verifyP7m(flipByte(ed[name], ed[name].indexOf(fx.marker) + 2)).outcome, name).to.equal('not-signed');
+      }
+      // An Ed25519 signature claimed as Ed448 (or the other way) is the wrong key type.
+      const swapped = Buffer.from(ed.ed25519);
+      const at = swapped.lastIndexOf(Buffer.from('06032b6570', 'hex'));
+      swapped[at + 4] = 0x71;
+      expect(verifyP7m(swapped).reason).to.equal("signer 1: signature algorithm does not match the certificate's key type");
+    });
+
     it('rejects rsaEncryption over an rsa-pss key (Node would verify it as PSS; openssl cms rejects it)', () => {
       const v = verifyP7m(fx.der.pssKeyRsaEncryption);
       expect(v).to.include({ outcome: 'not-signed', reason: "signer 1: signature algorithm does not match the certificate's key type" });
@@ -166,7 +187,10 @@ describe('p7m verifier', function () {
       expect(v.outcome).to.equal('signed');
       expect(signer(v)).to.include({ signingTime: null, digestMatches: true, signatureValid: true, certificateValid: true });
       const old = verifyP7m(fx.der.noattr, { now: new Date('2001-01-01T00:00:00Z') });
-      expect(old).to.include({ outcome: 'not-signed', reason: 'signer 1: the certificate is not valid at the time of the check' });
+      expect(old).to.include({
+        outcome: 'not-signed',
+        reason: 'signer 1: the certificate is not valid at the time of the check, and no timestamp proves an earlier time',
+      });
       expect(signer(old)).to.include({ signatureValid: true, certificateValid: false });
     });
 
@@ -227,8 +251,34 @@ describe('p7m verifier', function () {
 
     it('fails a certificate that had expired at the signing time', () => {
       const v = verifyP7m(fx.der.expired);
-      expect(v).to.include({ outcome: 'not-signed', reason: 'signer 1: the certificate was not valid at the signing time' });
+      expect(v.outcome).to.equal('not-signed');
+      expect(v.reason).to.match(
+        /^signer 1: the certificate is not valid at the time of the check, and no timestamp proves an earlier time \(the signing time it claims, /,
+      );
       expect(signer(v)).to.include({ subject: 'CN=Expired Signer', signatureValid: true, digestMatches: true, certificateValid: false });
+    });
+
+    it('never judges at a time the signer claims: a certificate valid on 2020-01-01 only, signingTime inside it, is Signed only with a timestamp that proves that time', () => {
+      const now = new Date('2026-11-27T10:00:00Z');
+      const backdated = verifyP7m(fx.timestamped().backdated, { now });
+      expect(backdated.outcome).to.equal('not-signed');
+      expect(signer(backdated)).to.include({ signingTime: '2020-01-01T12:00:00.000Z', signatureValid: true, certificateValid: false });
+      expect(signer(backdated).judgedAt).to.deep.equal({
+        time: '2026-11-27T10:00:00.000Z',
+        by: 'check',
+        why: 'judged at 2026-11-27T10:00:00.000Z: no timestamp proves an earlier time',
+      });
+      expect(backdated.reason).to.equal(
+        "signer 1: the certificate is not valid at the time of the check, and no timestamp proves an earlier time (the signing time it claims, 2020-01-01T12:00:00.000Z, is the signer's word only)",
+      );
+      const stamped = verifyP7m(fx.timestamped().backdatedStamped, { now });
+      expect(stamped.outcome, stamped.reason).to.equal('signed');
+      expect(signer(stamped).timestamp).to.include({ valid: true, time: '2020-01-01T12:00:00.000Z', tsa: 'CN=Test TSA 2020' });
+      expect(signer(stamped).judgedAt).to.deep.equal({
+        time: '2020-01-01T12:00:00.000Z',
+        by: 'signature-timestamp',
+        why: 'judged at 2020-01-01T12:00:00.000Z: the time of the signature timestamp, which proves the signature existed by then',
+      });
     });
   });
 
@@ -330,9 +380,11 @@ describe('p7m verifier', function () {
       passes(q.signedDataVersion, 'version 4 for 1');
     });
 
-    it('verifies signed attributes sent out of DER order, signed as sent or signed sorted', () => {
-      passes(q.unsortedSignedAsSent, 'signed as sent');
+    it('verifies signed attributes over their DER encoding (RFC 5652 §5.4), whatever order they are sent in; a signature over the order sent only is broken', () => {
       passes(q.unsortedSignedSorted, 'signed sorted');
+      const asSent = verifyP7m(q.unsortedSignedAsSent, { trustAnchors: root });
+      expect(asSent.outcome).to.equal('not-signed');
+      expect(asSent.reason).to.equal('signer 1: the signature does not verify');
       // Either way, a changed content byte still fails.
       const tampered = flipByte(q.unsortedSignedSorted, q.unsortedSignedSorted.indexOf(fx.marker) + 2);
       expect(verifyP7m(tampered).outcome).to.equal('not-signed');
@@ -417,6 +469,17 @@ describe('p7m verifier', function () {
       expect(verifyP7m(encode(ci)).signers[0]?.problems).to.include("the signature algorithm's hash does not match the digest algorithm");
     });
 
+    it('refuses an RSASSA-PSS signature whose CMSAlgorithmProtection attribute (RFC 6211) names other parameters, trailerField included', () => {
+      passes(q.pssProtected.same, 'the same algorithms');
+      passes(q.pssProtected.explicitTrailer, 'trailerField 1 written out');
+      for (const name of ['otherTrailer', 'otherSalt'] as const) {
+        const v = verifyP7m(q.pssProtected[name], { trustAnchors: root });
+        expect(v.outcome, name).to.equal('not-signed');
+        expect(signer(v), name).to.include({ signatureValid: true });
+        expect(v.reason, name).to.equal('signer 1: the CMSAlgorithmProtection attribute names another signature algorithm or other parameters');
+      }
+    });
+
     it('accepts an RSA PKCS#1 v1.5 DigestInfo without NULL parameters (as DSS does), and only with the right digest', () => {
       passes(q.digestInfoWithoutNull, 'DigestInfo without NULL');
       const ci = parse(fx.der.rsa);
@@ -427,13 +490,12 @@ describe('p7m verifier', function () {
 
     it('agrees with openssl cms -verify on the quirks openssl accepts', () => {
       const rootFile = fx.file('anchor.pem', Buffer.from(fx.rootPem));
-      const acceptedByOpenssl: Array<keyof Quirks> = [
+      const acceptedByOpenssl: Array<Exclude<keyof Quirks, 'pssProtected'>> = [
         'keyIdUnderVersion1',
         'issuerSerialUnderVersion3',
         'issuerPrintableString',
         'issuerCaseAndSpaces',
         'signedDataVersion',
-        'unsortedSignedAsSent',
         'twoContentTimestamps',
         'longTerm',
         'sha3Rsa',
@@ -539,33 +601,49 @@ describe('p7m verifier', function () {
       expect(signer(verifyP7m(fx.timestamped().valid)).timestamp).to.include({ chain: 'not-checked', valid: true });
     });
 
-    it('refuses a timestamp of other bytes than the signature', () => {
-      expect(verifyP7m(fx.timestamped().otherImprint, { trustAnchors: root })).to.include({
-        outcome: 'not-signed',
-        reason: 'signer 1: signature timestamp: the timestamp is of other bytes than the signature (messageImprint)',
-      });
+    /** The verdict of an envelope whose one signature timestamp is broken: Signed, judged at the check, the timestamp reported and ignored. */
+    const ignoredStamp = (der: Buffer, problem: string, options: Parameters<typeof verifyP7m>[1] = { trustAnchors: root }): void => {
+      const v = verifyP7m(der, options);
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(signer(v).timestamp).to.include({ valid: false });
+      expect(signer(v).timestamp?.problems[0]).to.equal(problem);
+      expect(signer(v).notes).to.deep.equal([`signature timestamp 1 ignored: ${problem}`]);
+      expect(signer(v).judgedAt).to.include({ by: 'check' });
+    };
+
+    it('ignores a timestamp of other bytes than the signature (an unsigned attribute anyone may add): the signature is judged as if it had none', () => {
+      ignoredStamp(fx.timestamped().otherImprint, 'the timestamp is of other bytes than the signature (messageImprint)');
     });
 
-    it('refuses a token whose signer is not a time-stamping authority as RFC 3161 §2.3 defines one (timeStamping alone, critical)', () => {
+    it('ignores a token whose signer is not a time-stamping authority as RFC 3161 §2.3 defines one (timeStamping alone, critical)', () => {
       for (const name of ['notTsa', 'laxTsa', 'wideTsa'] as const) {
-        expect(verifyP7m(fx.timestamped()[name], { trustAnchors: root }).reason, name).to.equal(
-          "signer 1: signature timestamp: the certificate is not a time-stamping authority's (extended key usage)",
-        );
+        ignoredStamp(fx.timestamped()[name], "the certificate is not a time-stamping authority's (extended key usage)");
       }
     });
 
+    it('a broken timestamp never makes a bad signature good: the backdated signature with a broken timestamp of its claimed time is not Signed', () => {
+      const ci = parse(fx.timestamped().backdatedStamped);
+      const si = signerInfo(ci);
+      // The token's imprint no longer matches once the signature it stamps is another one.
+      si.signature = Buffer.concat([si.signature.subarray(0, -1), Buffer.from([si.signature.at(-1)! ^ 1])]);
+      const v = verifyP7m(encode(ci), { now: new Date('2026-11-27T10:00:00Z') });
+      expect(v.outcome).to.equal('not-signed');
+      expect(signer(v).timestamp).to.include({ valid: false });
+      expect(signer(v).problems).to.include('the signature does not verify');
+    });
+
     it("judges the certificate at the timestamp's time, not at the signingTime the signer claims", () => {
+      // signingTime claims 2019, before the certificate: a claim, which decides nothing.
       const unstamped = verifyP7m(fx.timestamped().claimedBeforeValidityUnstamped, { trustAnchors: root });
-      expect(unstamped.reason).to.equal('signer 1: the certificate was not valid at the signing time');
+      expect(unstamped.outcome, unstamped.reason).to.equal('signed');
+      expect(signer(unstamped).judgedAt).to.include({ by: 'check' });
       const stamped = verifyP7m(fx.timestamped().claimedBeforeValidity, { trustAnchors: root });
       expect(stamped.outcome, stamped.reason).to.equal('signed');
       expect(signer(stamped).signingTime).to.equal('2019-06-01T00:00:00.000Z');
     });
 
-    it('refuses a token that does not name its TSA certificate (ESS signing certificate, RFC 5816)', () => {
-      expect(verifyP7m(fx.timestamped().noEss, { trustAnchors: root }).reason).to.equal(
-        'signer 1: signature timestamp: the token does not name its TSA certificate (ESS signing certificate)',
-      );
+    it('ignores a token that does not name its TSA certificate (ESS signing certificate, RFC 5816)', () => {
+      ignoredStamp(fx.timestamped().noEss, 'the token does not name its TSA certificate (ESS signing certificate)');
     });
 
     it('verifies every one of several timestamps and reports the earliest', () => {
@@ -578,15 +656,17 @@ describe('p7m verifier', function () {
       const ci = parse(fx.der.rsa);
       const si = signerInfo(ci);
       si.unsignedAttributes = [attribute(OIDS.signatureTimestamp, parse(fx.timestampToken(signatureOf(si), 'sha1')))];
-      expect(verifyP7m(encode(ci), { trustAnchors: root }).reason).to.equal('signer 1: signature timestamp: weak messageImprint hash sha1');
+      ignoredStamp(encode(ci), 'weak messageImprint hash sha1');
     });
 
-    it('notices a changed byte in the token', () => {
+    it('notices a changed byte in the token, and ignores the token', () => {
       const der = fx.timestamped().valid;
       // The token is the envelope's last element; its TSA's ECDSA signature, its last bytes.
       const v = verifyP7m(flipByte(der, der.length - 20), { trustAnchors: root });
-      expect(v.outcome).to.equal('not-signed');
-      expect(v.reason).to.match(/^signer 1: signature timestamp: /);
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(signer(v).timestamp).to.include({ valid: false });
+      expect(signer(v).notes?.[0]).to.match(/^signature timestamp 1 ignored: /);
+      expect(signer(verifyP7m(der, { trustAnchors: root })).judgedAt).to.include({ by: 'signature-timestamp' });
     });
   });
 
@@ -605,10 +685,14 @@ describe('p7m verifier', function () {
       expect(v.timestamps?.map((t) => t.valid)).to.deep.equal([true, true]);
     });
 
-    it('refuses a .tsd whose timestamp is of other data, and calls a timestamped PDF without a signature not signed', () => {
-      expect(verifyP7m(fx.containers().tsdOtherData, { trustAnchors: root }).reason).to.equal(
-        'timestamp 1: the timestamp is of other bytes than the document (messageImprint)',
-      );
+    it('ignores a .tsd timestamp of other data (the envelope judged as if alone), and calls a timestamped PDF without a signature not signed', () => {
+      const other = verifyP7m(fx.containers().tsdOtherData, { trustAnchors: root });
+      expect(other.outcome, other.reason).to.equal('signed');
+      expect(other.notes).to.deep.equal(['timestamp 1 of the tsd ignored: the timestamp is of other bytes than the document (messageImprint)']);
+      expect(signer(other).judgedAt).to.include({ by: 'check' });
+      // A timestamp that verifies proves when the envelope existed: its signers are judged then.
+      const good = verifyP7m(fx.containers().tsd, { trustAnchors: root });
+      expect(signer(good).judgedAt).to.include({ by: 'container-timestamp', time: good.timestamps![0]!.time });
       const unsigned = verifyP7m(fx.containers().tsdUnsigned, { trustAnchors: root });
       expect(unsigned).to.include({ outcome: 'not-signed', reason: 'not a CMS SignedData envelope', container: 'tsd' });
       expect(unsigned.timestamps?.[0]?.valid).to.equal(true);
@@ -618,9 +702,9 @@ describe('p7m verifier', function () {
       const v = verifyP7m(fx.containers().m7m, { trustAnchors: root });
       expect(v).to.include({ outcome: 'signed', container: 'm7m' });
       expect(v.timestamps?.[0]).to.deep.include({ valid: true, tsa: 'O=Test, CN=Test TSA' });
-      expect(verifyP7m(fx.containers().m7mOtherData, { trustAnchors: root }).reason).to.equal(
-        'timestamp 1: the timestamp is of other bytes than the document (messageImprint)',
-      );
+      const other = verifyP7m(fx.containers().m7mOtherData, { trustAnchors: root });
+      expect(other.outcome, other.reason).to.equal('signed');
+      expect(other.notes).to.deep.equal(['timestamp 1 of the m7m ignored: the timestamp is of other bytes than the document (messageImprint)']);
     });
 
     it('notices a changed byte of the document inside either container', () => {
@@ -814,7 +898,7 @@ describe('p7m verifier', function () {
       expect(verifyP7m(fx.pdfs().unsigned).reason).to.equal('the PDF has no signature');
     });
 
-    it("judges a signer without a signingTime attribute at its dictionary's /M, as PAdES places the claimed time there", () => {
+    it("shows a signer's /M as its claimed time (PAdES places it there), and never judges at it", () => {
       const noattr = (claimedTime: string) => signedWithoutAttributes(fx.pdfs().unsigned, { objectNumber: 97, claimedTime });
       const pdfDate = (d: Date) => `D:${d.toISOString().replace(/[-:T]/g, '').slice(0, 14)}+01'00'`;
       const inAnHour = new Date(Date.now() + 3_600_000);
@@ -822,9 +906,17 @@ describe('p7m verifier', function () {
       expect(now.outcome, now.reason).to.equal('signed');
       // +01'00': an hour earlier in UTC.
       expect(signer(now).signingTime).to.equal(new Date(Math.floor(inAnHour.getTime() / 1000) * 1000 - 3_600_000).toISOString());
+      // A claim before the certificate's validity: shown as claimed, and judged at the time of the check.
       const before = verifyP7m(noattr('D:20200101120000Z'), { trustAnchors: root });
-      expect(before.reason).to.equal('PDF signature 1: signer 1: the certificate was not valid at the signing time');
+      expect(before.outcome, before.reason).to.equal('signed');
       expect(signer(before).signingTime).to.equal('2020-01-01T12:00:00.000Z');
+      expect(signer(before).judgedAt).to.include({ by: 'check' });
+      // Written with string escapes, as some tools write it: (D\07220210818213230\05302\04700\047) is D:20210818213230+02'00'.
+      const escaped = verifyP7m(noattr('D\\07220210818213230\\05302\\04700\\047'), { trustAnchors: root });
+      expect(signer(escaped).signingTime).to.equal('2021-08-18T19:32:30.000Z');
+      expect(pdfString('(D\\07220210818213230\\05302\\04700\\047)')).to.equal("D:20210818213230+02'00'");
+      expect(pdfString('(a\\(b\\)\\\\c\\\nd)')).to.equal('a(b)\\cd');
+      expect(pdfString('<443A32303231>')).to.equal('D:2021');
       // Not a PDF date: no claimed time, judged at the time of the check.
       const unreadable = verifyP7m(noattr('yesterday'), { trustAnchors: root });
       expect(unreadable.outcome).to.equal('signed');
@@ -846,15 +938,24 @@ describe('p7m verifier', function () {
       expect(signer(v).signingTime).to.equal(null);
     });
 
-    it('refuses a claimed signing time in the future, and more than 8 signatures in a PDF (each costs a hash of the file)', () => {
+    it('refuses a claimed signing time in the future; bounds the work of many signatures by the bytes they hash and by time, not by their count', () => {
       const future = signedWithoutAttributes(fx.pdfs().unsigned, {
         objectNumber: 95,
         claimedTime: `D:${new Date(Date.now() + 3_600_000).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`,
       });
       expect(verifyP7m(future, { trustAnchors: root }).signers[0]?.problems).to.include('the claimed signing time is in the future');
+      // Nine document timestamps and a signature, as a real file carries: all verified.
       let many = fx.pdfs().unsigned;
       for (let i = 0; i < 9; i++) many = signPdf(many, (data) => fx.timestampToken(data), { subFilter: 'ETSI.RFC3161', objectNumber: 80 + i });
-      expect(verifyP7m(many).reason).to.equal('the PDF has more than 8 signatures and document timestamps');
+      many = fx.pdfSignedBy(many, 'rsa');
+      const ten = verifyP7m(many, { trustAnchors: root });
+      expect(ten.timestamps?.filter((t) => t.valid)).to.have.length(9);
+      expect(ten.signers.map((s) => [s.level, s.problems])).to.deep.equal([[10, []]]);
+      // The bytes the ten hash together, and the time they take, are what is bounded.
+      const hashed = ten.pdf!.signatures.length * many.length; // more than they hash
+      expect(verifyP7m(many, { maxPdfHashedBytes: 2 * many.length }).reason).to.match(/^the PDF's 10 signatures cover \d+ bytes together, more than \d+$/);
+      expect(verifyP7m(many, { maxPdfHashedBytes: hashed, trustAnchors: root }).reason).to.equal(ten.reason);
+      expect(verifyP7m(many, { pdfTimeBudgetMs: -1 }).reason).to.equal("the PDF's signatures took more than -0.001 s to check");
     });
 
     it('verifies document timestamps (ETSI.RFC3161, PAdES-LTA) over their ByteRange, and a PDF with only those is not Signed', () => {
@@ -879,12 +980,38 @@ describe('p7m verifier', function () {
       const read = verifyP7m(nested, { trustAnchors: root });
       expect(read.pdf?.signatures.map((s) => s.subFilter)).to.deep.equal(['ETSI.RFC3161']);
       expect(read.reason).to.equal('the PDF has document timestamps but no signature');
-      // A token over other bytes: the stamped bytes changed after it was made.
+      // A token over other bytes (the stamped bytes changed after it was made): reported, and ignored.
       const stamped = stamp(fx.pdfs().unsigned);
-      const tampered = flipByte(stamped, stamped.indexOf(fx.marker) + 1);
-      expect(verifyP7m(tampered, { trustAnchors: root }).reason).to.equal(
-        'PDF signature 1: document timestamp: the timestamp is of other bytes than the document (messageImprint)',
+      const tampered = verifyP7m(flipByte(stamped, stamped.indexOf(fx.marker) + 1), { trustAnchors: root });
+      expect(tampered.reason).to.equal('the PDF has document timestamps but no signature');
+      expect(tampered.notes).to.deep.equal([
+        'document timestamp 1 (PDF signature 1) ignored: the timestamp is of other bytes than the document (messageImprint)',
+      ]);
+    });
+
+    it('judges a signer at the time a later document timestamp proves, never at its /M: a certificate valid on 2020-01-01 only', () => {
+      const now = new Date(Date.now() + 60_000);
+      // openssl writes a signingTime (the real time) beside the /M: the claims of a tool that backdates /M only.
+      const signed = fx.pdfSignedBy(fx.pdfs().unsigned, 'expired', { claimedTime: 'D:20200101110000Z' });
+      const alone = verifyP7m(signed, { now });
+      expect(alone.reason).to.match(
+        /^PDF signature 1: signer 1: the certificate is not valid at the time of the check, and no timestamp proves an earlier time \(the signing time it claims, .*, is the signer's word only\)$/,
       );
+      const lta = signPdf(signed, (data) => fx.timestampTokenAt(data, '20200101120000Z'), { subFilter: 'ETSI.RFC3161', objectNumber: 70 });
+      const v = verifyP7m(lta, { now });
+      expect(signer(v)).to.include({ certificateValid: true, signatureValid: true });
+      expect(signer(v).problems).to.deep.equal([]);
+      expect(signer(v).judgedAt).to.deep.equal({
+        time: '2020-01-01T12:00:00.000Z',
+        by: 'document-timestamp',
+        why: 'judged at 2020-01-01T12:00:00.000Z: the time of document timestamp 1 (PDF signature 2), which proves the signature existed by then',
+      });
+      // A document timestamp before a signature proves nothing of it.
+      const stampedFirst = fx.pdfSignedBy(
+        signPdf(fx.pdfs().unsigned, (data) => fx.timestampTokenAt(data, '20200101120000Z'), { subFilter: 'ETSI.RFC3161', objectNumber: 71 }),
+        'expired',
+      );
+      expect(signer(verifyP7m(stampedFirst, { now })).judgedAt).to.include({ by: 'check' });
     });
 
     it('refuses ByteRanges that lie: outside the file, not from its start, over other bytes than /Contents', () => {

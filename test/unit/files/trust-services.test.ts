@@ -84,7 +84,9 @@ describe('chains decided by trusted-list services (status at the signing time)',
     const v = verifyP7m(fx.der.qualified, { trustServices: [before] });
     expect(v.outcome).to.equal('not-signed');
     expect(v.signers[0]).to.include({ chain: 'untrusted', signatureValid: true });
-    expect(v.signers[0]?.problems[0]).to.match(/^chain not trusted: the IT trusted list's service "Test QC CA" was withdrawn at the signing time \(since /);
+    expect(v.signers[0]?.problems[0]).to.match(
+      /^chain not trusted: the IT trusted list's service "Test QC CA" was withdrawn at the time of the check \(no timestamp proves an earlier time\) \(since /,
+    );
     expect(v.signers[0]?.trustService).to.equal(undefined);
     // Withdrawn a day after the signature, checked two days after: a backdated signature would look the same.
     const since = service([
@@ -93,11 +95,12 @@ describe('chains decided by trusted-list services (status at the signing time)',
     ]);
     const later = verifyP7m(fx.der.qualified, { trustServices: [since], now: new Date(born + 2 * DAY) });
     expect(later.signers[0]?.problems[0]).to.match(
-      /^chain not trusted: the IT trusted list's service "Test QC CA" is withdrawn since .*, and no timestamp proves the signature older$/,
+      /^chain not trusted: the IT trusted list's service "Test QC CA" was withdrawn at the time of the check \(no timestamp proves an earlier time\) \(since .*\)$/,
     );
     // A timestamp proves it: the RSA signer's signature timestamped when the fixtures were made.
     const stamped = verifyP7m(fx.timestamped().valid, { trustServices: [since], now: new Date(born + 2 * DAY) });
     expect(stamped.outcome, stamped.reason).to.equal('signed');
+    expect(stamped.signers[0]?.judgedAt).to.include({ by: 'signature-timestamp' });
     expect(stamped.signers[0]?.trustService).to.include({ status: 'granted' });
     // So does a container's timestamp over the envelope (.tsd, .m7m): its signatures existed by then.
     const tsd = verifyP7m(fx.containers().tsd, { trustServices: [since], now: new Date(born + 2 * DAY) });
