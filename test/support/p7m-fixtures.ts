@@ -32,7 +32,8 @@ import {
   tagged,
   type Asn1,
 } from './cms-rewrite.js';
-import { plainPdf, signPdf } from './pdf-signing.js';
+import { PdfRef, type PdfValue } from '../../src/files/p7m/pdf/pdf.objects.js';
+import { appendUpdate, catalogAndPage, nextNumber, plainPdf, serialize, signPdf, withEntries, type SignOptions } from './pdf-signing.js';
 
 const { asn1 } = forge;
 
@@ -92,7 +93,7 @@ export interface P7mFixtures {
   /** A PDF of about `bytes` bytes signed by the RSA signer (ETSI.CAdES.detached). */
   signedPdf: (bytes: number) => Buffer;
   /** `pdf` signed once more (an incremental update) by `signer` ('rsa', 'ec', 'expired', ...), ETSI.CAdES.detached unless named. */
-  pdfSignedBy: (pdf: Buffer, signer: string, opts?: { subFilter?: string; claimedTime?: string | null }) => Buffer;
+  pdfSignedBy: (pdf: Buffer, signer: string, opts?: Partial<SignOptions>) => Buffer;
   /** A TimeStampToken over `data` (SHA-256 imprint) of the given genTime (GeneralizedTime, e.g. 20200101120000Z), by a TSA valid 2019-2030. */
   timestampTokenAt: (data: Buffer, genTime: string) => Buffer;
   /** openssl's PEM output (`-----BEGIN CMS-----`) of `der.rsa`. */
@@ -200,10 +201,12 @@ export interface SignedPdfs {
   signed: Buffer;
   /** The same with SubFilter adbe.pkcs7.detached, by the EC signer. */
   adbe: Buffer;
-  /** `signed`, then an incremental update signed by the EC signer (the second signature covers the first). */
+  /** `signed`, then signed again by the EC signer in an incremental update, as PAdES allows. */
   twoSignatures: Buffer;
-  /** `signed`, then an incremental update nobody signed. */
+  /** `signed`, then an incremental update nobody signed that adds a visible annotation over the text. */
   appended: Buffer;
+  /** `appended`, then signed by the EC signer: the second signature covers the update, the first is not intact. */
+  afterAnnotation: Buffer;
 }
 
 let cached: P7mFixtures | undefined;
@@ -505,7 +508,7 @@ function build(): P7mFixtures {
   let containers: Containers | undefined;
   let pdfs: SignedPdfs | undefined;
   let signatures = 0;
-  const pdfSigned = (pdf: Buffer, signer: string, subFilter: string, claimedTime?: string | null): Buffer =>
+  const pdfSigned = (pdf: Buffer, signer: string, subFilter: string, claimedTime?: string | null, more: Partial<SignOptions> = {}): Buffer =>
     signPdf(
       pdf,
       (data) => {
@@ -529,7 +532,7 @@ function build(): P7mFixtures {
         );
         return read(`pdf-${n}.cms`);
       },
-      { subFilter, objectNumber: 900 + signatures, ...(claimedTime !== undefined && { claimedTime }) },
+      { objectNumber: 900 + signatures, ...more, subFilter, ...(claimedTime !== undefined && { claimedTime }) },
     );
   const markedPdf = (padding: number): Buffer => plainPdf(marker.toString('latin1'), padding);
   // A token's TSTInfo signed by a certificate that is not a TSA's (openssl ts refuses to make one).
@@ -652,22 +655,29 @@ function build(): P7mFixtures {
     der,
     timestampToken,
     signedPdf: (bytes: number) => pdfSigned(markedPdf(bytes), 'rsa', 'ETSI.CAdES.detached'),
-    pdfSignedBy: (pdf, signer, opts = {}) => pdfSigned(pdf, signer, opts.subFilter ?? 'ETSI.CAdES.detached', opts.claimedTime),
+    pdfSignedBy: (pdf, signer, opts = {}) => pdfSigned(pdf, signer, opts.subFilter ?? 'ETSI.CAdES.detached', opts.claimedTime, opts),
     timestampTokenAt: (data, genTime) => tokenAt(data, genTime),
     pdfs: () => {
       if (!pdfs) {
         const unsigned = markedPdf(100);
         const signed = pdfSigned(unsigned, 'rsa', 'ETSI.CAdES.detached');
-        const update = Buffer.from(
-          '\n5 0 obj << /Type /Annot /Subtype /Text /Contents (added later) >> endobj\ntrailer << /Root 1 0 R /Size 6 /Prev 0 >>\n%%EOF\n',
-          'latin1',
+        // A visible annotation over the page's text, added after the signature: not a change PAdES allows.
+        const { pageNum, page } = catalogAndPage(signed);
+        const note = nextNumber(signed);
+        const update = appendUpdate(
+          signed,
+          new Map([
+            [note, '<< /Type /Annot /Subtype /FreeText /Rect [60 700 300 740] /Contents (added later) /DA (/Helv 12 Tf 0 g) >>'],
+            [pageNum, serialize(withEntries(page, { Annots: [...((page.get('Annots') as PdfValue[] | undefined) ?? []), new PdfRef(note, 0)] }))],
+          ]),
         );
         pdfs = {
           unsigned,
           signed,
           adbe: pdfSigned(unsigned, 'ec', 'adbe.pkcs7.detached'),
-          twoSignatures: pdfSigned(Buffer.concat([signed, update]), 'ec', 'ETSI.CAdES.detached'),
-          appended: Buffer.concat([signed, update]),
+          twoSignatures: pdfSigned(signed, 'ec', 'ETSI.CAdES.detached'),
+          afterAnnotation: pdfSigned(update, 'ec', 'ETSI.CAdES.detached'),
+          appended: update,
         };
       }
       return pdfs;

@@ -30,6 +30,8 @@ import {
 import { byIssuerSerial, bySubjectKeyId, canonicalName, chainEnds, fiscalCodeOf, hex, oneLine, validAt, type EnvelopeCert } from './p7m.certs.js';
 import { ID_DATA, contentOf, decode, readEnvelope, type Content, type Envelope } from './p7m.envelope.js';
 import { isPdf, pdfSignatures, type PdfSignature } from './pades.js';
+import { modificationsAfter, type AfterSignature } from './pdf/pdf.changes.js';
+import { revisionEnds } from './pdf/pdf.revision.js';
 import { MAX_ENVELOPE_BYTES } from './p7m.limits.js';
 import { readTimestamped } from './p7m.timestamped.js';
 import {
@@ -85,8 +87,8 @@ export interface SignatureVerdict {
   signers: SignerVerdict[];
   /** The container the signatures came in: `.tsd` (RFC 5544), `.m7m` (S/MIME bundle) or a signed PDF (then `level` is the signature's number). */
   container?: 'tsd' | 'm7m' | 'pdf';
-  /** A signed PDF's signatures in file order, and whether anything was written after the last one. */
-  pdf?: { signatures: Array<{ subFilter: string | null; coversWholeFile: boolean }>; modifiedAfterLastSignature: boolean };
+  /** A signed PDF's signatures in file order, what changed after each, and whether anything was written after the last one. */
+  pdf?: { signatures: PdfSignatureVerdict[]; modifiedAfterLastSignature: boolean };
   /**
    * The container's timestamps over the envelope, outermost first (a PDF's document
    * timestamps in file order). One that fails is reported here and in `notes`, and decides
@@ -153,6 +155,22 @@ export interface SignerVerdict {
    */
   timestamp?: TimestampVerdict;
   problems: string[];
+}
+
+/** One signature (or document timestamp) of a PDF: what it covers and what changed after it. */
+export interface PdfSignatureVerdict {
+  subFilter: string | null;
+  /** Its signed bytes reach the end of the file (white space aside): nothing was written after it. */
+  coversWholeFile: boolean;
+  /** The revision it signed (1: the file's first), and how many bytes its ByteRange covers. */
+  revision: number;
+  coveredBytes: number;
+  /** What the updates after it changed, in words ("a signature", "validation data (a Document Security Store)", ...). */
+  changesAfter: string[];
+  /** Every update after it is one PAdES allows (within the certification's DocMDP level and FieldMDP locks). */
+  intact: boolean;
+  /** Why not, when not: the first change no rule allows. */
+  notIntactBecause?: string;
 }
 
 /** The time a signer was judged at (see {@link SignerVerdict.judgedAt}). */
@@ -271,11 +289,27 @@ function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found
   } catch (err) {
     return `malformed PDF signature: ${short(err)}`;
   }
+  if (signatures.length === 0) {
+    found.pdf = { signatures: [], modifiedAfterLastSignature: false };
+    return 'the PDF has no signature';
+  }
+  // What changed after each signature, and whether PAdES allows it (pdf/pdf.changes.ts). A
+  // single signature over the whole file has nothing after it.
+  const ends = signatures.map((sig) => sig.byteRange[2] + sig.byteRange[3]);
+  const analysed: AfterSignature[] =
+    signatures.length === 1 && signatures[0]!.coversWholeFile ? [{ revision: revisionEnds(pdf).length || 1, changesAfter: [] }] : modificationsAfter(pdf, ends);
   found.pdf = {
-    signatures: signatures.map((s) => ({ subFilter: s.subFilter, coversWholeFile: s.coversWholeFile })),
-    modifiedAfterLastSignature: signatures.length > 0 && !signatures[signatures.length - 1]!.coversWholeFile,
+    signatures: signatures.map((s, i) => ({
+      subFilter: s.subFilter,
+      coversWholeFile: s.coversWholeFile,
+      revision: analysed[i]!.revision,
+      coveredBytes: s.byteRange[1] + s.byteRange[3],
+      changesAfter: analysed[i]!.changesAfter,
+      intact: analysed[i]!.violation === undefined,
+      ...(analysed[i]!.violation !== undefined && { notIntactBecause: analysed[i]!.violation }),
+    })),
+    modifiedAfterLastSignature: !signatures[signatures.length - 1]!.coversWholeFile,
   };
-  if (signatures.length === 0) return 'the PDF has no signature';
   const hashed = signatures.reduce((n, sig) => n + sig.byteRange[1] + sig.byteRange[3], 0);
   const maxHashed = options.maxPdfHashedBytes ?? MAX_PDF_HASHED_BYTES;
   if (hashed > maxHashed) return `the PDF's ${signatures.length} signatures cover ${hashed} bytes together, more than ${maxHashed}`;
@@ -316,11 +350,9 @@ function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found
   found.levels = signatures.length;
   if (failure) return failure;
   if (signatures.every((sig) => sig.subFilter === DOCUMENT_TIMESTAMP)) return 'the PDF has document timestamps but no signature';
-  const updated = signatures.findIndex((sig) => !sig.coversWholeFile);
-  if (updated < 0) return undefined;
-  return updated === signatures.length - 1
-    ? 'the PDF was changed after its last signature (an incremental update)'
-    : `the PDF was changed after its signature ${updated + 1} (an incremental update), which only a later signature covers`;
+  const broken = found.pdf.signatures.findIndex((sig) => !sig.intact);
+  if (broken < 0) return undefined;
+  return `the PDF was changed after its signature ${broken + 1} in a way PAdES does not allow: ${found.pdf.signatures[broken]!.notIntactBecause}`;
 }
 
 /** The CMS in a signature's /Contents, its zero padding checked and cut. */

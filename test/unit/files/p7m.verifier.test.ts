@@ -6,7 +6,7 @@ import verifyTask from '../../../src/files/p7m/p7m.task.js';
 import { loadTrustAnchors, verifyP7m, type SignatureVerdict, type SignerVerdict } from '../../../src/files/p7m/p7m.verifier.js';
 import { readTimestamped } from '../../../src/files/p7m/p7m.timestamped.js';
 import { pdfDate, pdfString } from '../../../src/files/p7m/pades.js';
-import { signPdf } from '../../support/pdf-signing.js';
+import { appendUpdate, nextNumber, signPdf } from '../../support/pdf-signing.js';
 import {
   OIDS,
   algorithm,
@@ -813,24 +813,33 @@ describe('p7m verifier', function () {
         outcome: 'signed',
         container: 'pdf',
         levels: 1,
-        pdf: { signatures: [{ subFilter: 'ETSI.CAdES.detached', coversWholeFile: true }], modifiedAfterLastSignature: false },
+      });
+      expect(v.pdf).to.deep.equal({
+        signatures: [
+          {
+            subFilter: 'ETSI.CAdES.detached',
+            coversWholeFile: true,
+            revision: 2,
+            coveredBytes: fx.pdfs().signed.length - 16_386,
+            changesAfter: [],
+            intact: true,
+          },
+        ],
+        modifiedAfterLastSignature: false,
       });
       expect(signer(v)).to.include({ level: 1, subject: 'O=Test, CN=RSA Signer', chain: 'trusted', digestMatches: true, signatureValid: true });
-      expect(verifyP7m(fx.pdfs().adbe, { trustAnchors: root })).to.deep.include({
-        outcome: 'signed',
-        pdf: { signatures: [{ subFilter: 'adbe.pkcs7.detached', coversWholeFile: true }], modifiedAfterLastSignature: false },
-      });
+      const adbe = verifyP7m(fx.pdfs().adbe, { trustAnchors: root });
+      expect(adbe.outcome, adbe.reason).to.equal('signed');
+      expect(adbe.pdf?.signatures.map((x) => [x.subFilter, x.coversWholeFile])).to.deep.equal([['adbe.pkcs7.detached', true]]);
     });
 
-    it('is not Signed when an update follows a signature, even one a later signer signed (the incremental-saving attack); every signature is reported', () => {
-      // The first signer signed the first revision; the update after it (here an annotation, it
-      // could be new page content) is signed by someone else only.
+    it('is Signed when signed twice (the second signature and its field are what PAdES allows after the first); every signature is reported with its revision', () => {
       const v = verifyP7m(fx.pdfs().twoSignatures, { trustAnchors: root });
-      expect(v).to.include({
-        outcome: 'not-signed',
-        reason: 'the PDF was changed after its signature 1 (an incremental update), which only a later signature covers',
-      });
-      expect(v.pdf?.signatures.map((s) => s.coversWholeFile)).to.deep.equal([false, true]);
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(v.pdf?.signatures.map((s) => [s.revision, s.coversWholeFile, s.changesAfter, s.intact])).to.deep.equal([
+        [2, false, ['a signature'], true],
+        [3, true, [], true],
+      ]);
       // Each signature is still verified and reported, with its number as its level.
       expect(v.signers.map((s) => [s.level, s.subject, s.problems])).to.deep.equal([
         [1, 'O=Test, CN=RSA Signer', []],
@@ -845,10 +854,19 @@ describe('p7m verifier', function () {
       );
     });
 
-    it('is not Signed when bytes were appended after the last signature (an incremental update could change what it shows)', () => {
+    it('is not Signed when an update after a signature adds what PAdES does not allow, even when a later signer signed it (the incremental-saving attack)', () => {
       const v = verifyP7m(fx.pdfs().appended, { trustAnchors: root });
-      expect(v).to.include({ outcome: 'not-signed', reason: 'the PDF was changed after its last signature (an incremental update)' });
+      expect(v).to.include({
+        outcome: 'not-signed',
+        reason:
+          "the PDF was changed after its signature 1 in a way PAdES does not allow: an annotation that can cover the page's content (FreeText) was added to page 1",
+      });
       expect(v.pdf?.modifiedAfterLastSignature).to.equal(true);
+      expect(v.pdf?.signatures[0]).to.include({ intact: false });
+      const signedAfter = verifyP7m(fx.pdfs().afterAnnotation, { trustAnchors: root });
+      expect(signedAfter.outcome).to.equal('not-signed');
+      expect(signedAfter.pdf?.signatures.map((s) => s.intact)).to.deep.equal([false, true]);
+      expect(signedAfter.signers.map((s) => s.problems)).to.deep.equal([[], []]);
     });
 
     it('refuses a PDF signature with two signers (ISO 32000 and PAdES give it one)', () => {
@@ -931,7 +949,8 @@ describe('p7m verifier', function () {
         expect(pdfDate(bad), bad).to.equal(null);
       // No /M in the signature's dictionary, whose header is split over two lines: the /M of the
       // annotation before it is not the signature's, which is judged without a claimed time.
-      const annotated = Buffer.concat([fx.pdfs().unsigned, Buffer.from('5 0 obj << /Type /Annot /M (D:20200101000000Z) >> endobj\n', 'latin1')]);
+      const unsigned = fx.pdfs().unsigned;
+      const annotated = appendUpdate(unsigned, new Map([[nextNumber(unsigned), '<< /Type /Annot /M (D:20200101000000Z) >>']]));
       const pdf = signedWithoutAttributes(annotated, { objectNumber: 96, claimedTime: null, header: '96 0\nobj' });
       const v = verifyP7m(pdf, { trustAnchors: root });
       expect(v.outcome, v.reason).to.equal('signed');

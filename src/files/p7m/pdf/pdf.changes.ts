@@ -1,0 +1,631 @@
+// What changed in a PDF after each of its signatures, and whether PAdES allows it (the
+// modification analysis pyHanko and DSS do). Each incremental update is compared with the
+// revision before it, object by object as the cross-reference tables define them, and every
+// changed object must be explained by a rule:
+// - always: later signatures and their fields (on a page's /Annots), document timestamps, the
+//   Document Security Store and its VRI (PAdES-LT/LTA), the document information and XMP
+//   metadata (not shown), cross-reference and object streams (containers);
+// - within the certification signature's DocMDP level (none: as 2 and 3), and outside FieldMDP
+//   locks: P=2 form values (a field's /V, its widgets' /AS and /AP) and signing, P=3 also
+//   annotations that cannot cover the page's content (links, pop-ups, hidden or empty ones).
+// Anything else (a page's content, a new or removed page, an object a page shows redefined, a
+// locked or signed field changed, a visible annotation added) makes every signature before
+// the update not intact, with the reason.
+import { PdfDict, PdfName, PdfRef, PdfStream, PdfString, type PdfValue } from './pdf.objects.js';
+import { PdfRevision, decodeStream, newFileBudget, revisionEnds } from './pdf.revision.js';
+
+/** One incremental update after the first signature, judged. */
+export interface UpdateVerdict {
+  /** Where the update ends (the byte after its %%EOF line). */
+  end: number;
+  /** What it changed, in words (allowed or not). */
+  changes: string[];
+  /** Why it is not allowed; undefined when it is. */
+  violation?: string;
+}
+
+/** What the catalog may change after a signature. */
+const CATALOG_KEYS = ['AcroForm', 'DSS', 'Extensions', 'Metadata', 'Version', 'StructTreeRoot', 'MarkInfo', 'PieceInfo'];
+/**
+ * What filling a field may change: its value (/V, /I of a choice), its widgets' state and
+ * appearance (/AS, /AP, /MK, /DA), and its default value (/DV), as form-filling tools do.
+ */
+const FILL_KEYS = ['V', 'I', 'DV', 'AS', 'AP', 'MK', 'DA'];
+
+/** Objects walked at most when collecting a revision's pages, fields and annotations. */
+const MAX_WALK = 200_000;
+
+/** The constraints in force for an update: from the signatures in the revision before it. */
+interface Constraints {
+  /** The certification signature's DocMDP level; undefined without one. */
+  docMdp?: 1 | 2 | 3;
+  /** Fully qualified names of fields locked by signed fields' FieldMDP (or '*' for all). */
+  locked: Set<string>;
+}
+
+/** What a revision holds, found from its catalog: pages, fields, annotations. */
+class Structure {
+  readonly rootNum: number | undefined;
+  readonly root: PdfDict | undefined;
+  /** Page objects by number, in order, and the page tree's inner nodes. */
+  readonly pages = new Map<number, number>();
+  readonly pageNodes = new Set<number>();
+  /** Field objects (terminal or not) by number, with their fully qualified names. */
+  readonly fields = new Map<number, string>();
+  /** Annotation object numbers of each page. */
+  readonly annots = new Map<number, number[]>();
+  /** Objects a page shows: its /Contents streams (number → page index). */
+  readonly contents = new Map<number, number>();
+  private walked = 0;
+
+  constructor(readonly rev: PdfRevision) {
+    const rootRef = rev.trailer.get('Root');
+    this.rootNum = rootRef instanceof PdfRef ? rootRef.num : undefined;
+    this.root = rev.dict(rootRef);
+    this.walkPages(this.root?.get('Pages'), new Set());
+    const form = rev.dict(this.root?.get('AcroForm'));
+    this.walkFields(form?.get('Fields'), '', new Set());
+  }
+
+  private tick(): void {
+    if (++this.walked > MAX_WALK) throw new Error('the PDF has too many pages, fields or annotations to examine');
+  }
+
+  private walkPages(node: PdfValue | undefined, seen: Set<number>): void {
+    if (!(node instanceof PdfRef) || seen.has(node.num)) return;
+    seen.add(node.num);
+    this.tick();
+    const dict = this.rev.dict(node);
+    if (!dict) return;
+    if (dict.name('Type') === 'Pages' || dict.get('Kids') !== undefined) {
+      this.pageNodes.add(node.num);
+      const kids = this.rev.resolve(dict.get('Kids'));
+      if (Array.isArray(kids)) for (const kid of kids) this.walkPages(kid, seen);
+      return;
+    }
+    const index = this.pages.size;
+    this.pages.set(node.num, index);
+    const annots = this.rev.resolve(dict.get('Annots'));
+    this.annots.set(node.num, Array.isArray(annots) ? annots.filter((a): a is PdfRef => a instanceof PdfRef).map((a) => a.num) : []);
+    const contents = dict.get('Contents');
+    const list = contents instanceof PdfRef && Array.isArray(this.rev.get(contents.num)) ? (this.rev.get(contents.num) as PdfValue[]) : [contents];
+    for (const c of list) if (c instanceof PdfRef) this.contents.set(c.num, index);
+  }
+
+  private walkFields(list: PdfValue | undefined, prefix: string, seen: Set<number>): void {
+    const fields = this.rev.resolve(list);
+    if (!Array.isArray(fields)) return;
+    for (const f of fields) {
+      if (!(f instanceof PdfRef) || seen.has(f.num)) continue;
+      seen.add(f.num);
+      this.tick();
+      const dict = this.rev.dict(f);
+      if (!dict) continue;
+      const t = dict.get('T');
+      const name = t instanceof PdfString ? `${prefix}${prefix ? '.' : ''}${t.bytes.toString('latin1')}` : prefix;
+      this.fields.set(f.num, name);
+      this.walkFields(dict.get('Kids'), name, seen);
+    }
+  }
+
+  /** A field's type, inherited from its parents (FT is inheritable). */
+  fieldType(dict: PdfDict): string | undefined {
+    let d: PdfDict | undefined = dict;
+    for (let i = 0; d && i < 32; i++) {
+      const ft = d.name('FT');
+      if (ft) return ft;
+      d = this.rev.dict(d.get('Parent'));
+    }
+    return undefined;
+  }
+
+  /** Who a changed object is, for a reason. */
+  describe(num: number): string {
+    if (num === this.rootNum) return 'the document catalog';
+    if (this.pageNodes.has(num)) return 'the page tree';
+    const page = this.pages.get(num);
+    if (page !== undefined) return `page ${page + 1}`;
+    const content = this.contents.get(num);
+    if (content !== undefined) return `the content of page ${content + 1}`;
+    const field = this.fields.get(num);
+    if (field !== undefined) return `the form field "${field}"`;
+    for (const [p, list] of this.annots) if (list.includes(num)) return `an annotation of page ${(this.pages.get(p) ?? 0) + 1}`;
+    return `object ${num} (a resource a page may show)`;
+  }
+}
+
+/** Structural equality; references by object number (what they point to is compared on its own). */
+export function same(a: PdfValue | undefined, b: PdfValue | undefined, depth = 0): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined || a === null || b === null || typeof a !== 'object' || typeof b !== 'object' || depth > 64) return false;
+  if (a instanceof PdfName) return b instanceof PdfName && a.name === b.name;
+  if (a instanceof PdfString) return b instanceof PdfString && a.bytes.equals(b.bytes);
+  if (a instanceof PdfRef) return b instanceof PdfRef && a.num === b.num;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => same(x, b[i], depth + 1));
+  if (a instanceof PdfStream) return b instanceof PdfStream && a.raw.equals(b.raw) && same(a.dict, b.dict, depth + 1);
+  if (a instanceof PdfDict) {
+    if (!(b instanceof PdfDict) || a.entries.size !== b.entries.size) return false;
+    for (const [k, v] of a.entries) if (!same(v, b.entries.get(k), depth + 1)) return false;
+    return true;
+  }
+  return false;
+}
+
+/** The object numbers whose definitions differ between two revisions (added, changed or freed). */
+export function changedObjects(before: PdfRevision, after: PdfRevision): number[] {
+  const nums = new Set<number>([...before.entries.keys(), ...after.entries.keys()]);
+  const changed: number[] = [];
+  for (const num of nums) {
+    const x = before.entries.get(num);
+    const y = after.entries.get(num);
+    // The same place in the same prefix of the file: the same bytes.
+    if (x && y && x.type === y.type && x.a === y.a && x.b === y.b) {
+      if (x.type === 1) continue;
+      const sx = before.entries.get(x.a);
+      const sy = after.entries.get(y.a);
+      if (sx && sy && sx.type === 1 && sy.type === 1 && sx.a === sy.a) continue;
+    }
+    if (!same(before.get(num), after.get(num))) changed.push(num);
+  }
+  return changed.sort((p, q) => p - q);
+}
+
+/** Reads the constraints the signatures of `rev` put on later updates. */
+function constraintsOf(s: Structure): Constraints {
+  const c: Constraints = { locked: new Set() };
+  const perms = s.rev.dict(s.root?.get('Perms'));
+  const certification = s.rev.dict(perms?.get('DocMDP'));
+  for (const ref of asArray(s.rev.resolve(certification?.get('Reference')))) {
+    const r = s.rev.dict(ref);
+    if (r?.name('TransformMethod') !== 'DocMDP') continue;
+    const p = s.rev.dict(r.get('TransformParams'))?.get('P');
+    c.docMdp = p === 1 || p === 3 ? p : 2;
+  }
+  for (const [num] of s.fields) {
+    const field = s.rev.dict(new PdfRef(num, 0));
+    if (!field || s.fieldType(field) !== 'Sig' || field.get('V') === undefined) continue;
+    // A signed field's /Lock, and its signature's FieldMDP reference, lock fields from then on.
+    const locks = [s.rev.dict(field.get('Lock'))];
+    for (const ref of asArray(s.rev.resolve(s.rev.dict(field.get('V'))?.get('Reference')))) {
+      const r = s.rev.dict(ref);
+      if (r?.name('TransformMethod') === 'FieldMDP') locks.push(s.rev.dict(r.get('TransformParams')));
+    }
+    for (const lock of locks) {
+      if (!lock) continue;
+      const action = lock.name('Action');
+      const names = asArray(s.rev.resolve(lock.get('Fields'))).flatMap((n) => (n instanceof PdfString ? [n.bytes.toString('latin1')] : []));
+      if (action === 'All') c.locked.add('*');
+      else if (action === 'Include') for (const n of names) c.locked.add(n);
+      else if (action === 'Exclude') for (const [, name] of s.fields) if (!names.includes(name)) c.locked.add(name);
+    }
+  }
+  return c;
+}
+
+const asArray = (v: PdfValue | undefined): PdfValue[] => (Array.isArray(v) ? v : v === undefined || v === null ? [] : [v]);
+const refNum = (v: PdfValue | undefined): number | undefined => (v instanceof PdfRef ? v.num : undefined);
+
+/** Annotation flags (ISO 32000-1 §12.5.3): Hidden (2) and NoView (32) keep it off the page. */
+function invisible(annot: PdfDict, rev: PdfRevision): boolean {
+  const flags = annot.get('F');
+  if (typeof flags === 'number' && (flags & 2 || flags & 32)) return true;
+  const rect = rev.resolve(annot.get('Rect'));
+  if (Array.isArray(rect) && rect.length === 4 && rect.every((x) => typeof x === 'number')) {
+    const [x1, y1, x2, y2] = rect;
+    return x1 === x2 || y1 === y2;
+  }
+  return false;
+}
+
+/**
+ * Judges the update from `before` to `after`. Never throws: a revision that cannot be
+ * examined is a violation, with the reason.
+ */
+export function judgeUpdate(before: PdfRevision, after: PdfRevision): UpdateVerdict {
+  const verdict: UpdateVerdict = { end: after.end, changes: [] };
+  try {
+    judge(before, after, verdict);
+  } catch (err) {
+    verdict.violation = `the update could not be examined: ${(err as Error).message.slice(0, 120)}`;
+  }
+  return verdict;
+}
+
+function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict): void {
+  const old = new Structure(before);
+  const now = new Structure(after);
+  const rules = constraintsOf(old);
+  const changed = changedObjects(before, after);
+  const rootChanged = (): boolean => changed.includes(old.rootNum!) || old.rootNum !== now.rootNum;
+  const allowed = new Set<number>();
+  const say = (change: string): void => {
+    if (!verdict.changes.includes(change)) verdict.changes.push(change);
+  };
+  const refuse = (why: string): void => {
+    verdict.violation ??= why;
+  };
+  if (old.rootNum === undefined || now.rootNum === undefined) return refuse('the document catalog cannot be found');
+  // A tool may write the catalog as a new object: compared with the old one all the same.
+  if (old.rootNum !== now.rootNum) {
+    if (after.entries.has(old.rootNum) && !same(after.get(old.rootNum), before.get(old.rootNum))) return refuse('the old document catalog was changed');
+    changed.push(old.rootNum);
+    allowed.add(now.rootNum);
+  }
+  const isNew = (num: number): boolean => !before.entries.has(num);
+  const mayFill = rules.docMdp === undefined || rules.docMdp >= 2;
+  const mayAnnotate = rules.docMdp === undefined || rules.docMdp === 3;
+  const lockedName = (name: string): boolean => rules.locked.has('*') || rules.locked.has(name);
+
+  // Containers: cross-reference and object streams hold objects, each compared on its own.
+  for (const num of changed) {
+    const v = after.get(num);
+    if (v instanceof PdfStream && (v.dict.name('Type') === 'XRef' || v.dict.name('Type') === 'ObjStm')) allowed.add(num);
+  }
+
+  // The document information and the XMP metadata: not shown.
+  const info = refNum(after.trailer.get('Info'));
+  if (info !== undefined && changed.includes(info)) {
+    allowed.add(info);
+    say('document information');
+  }
+  const metadata = refNum(now.root?.get('Metadata'));
+  if (metadata !== undefined && changed.includes(metadata)) {
+    allowed.add(metadata);
+    say('XMP metadata');
+  }
+
+  // The Document Security Store (PAdES-LT): its dictionary, arrays, VRI, and the certificates,
+  // OCSP responses and CRLs it holds.
+  const dssRef = now.root?.get('DSS');
+  const markDss = (v: PdfValue | undefined, depth: number): void => {
+    if (v instanceof PdfRef) {
+      if (changed.includes(v.num) && !old.pages.has(v.num) && !old.fields.has(v.num) && v.num !== old.rootNum) allowed.add(v.num);
+      const r = after.get(v.num);
+      if (!(r instanceof PdfStream) && depth < 6) markDss(r, depth + 1);
+    } else if (Array.isArray(v)) for (const x of v.slice(0, 100_000)) markDss(x, depth + 1);
+    else if (v instanceof PdfDict && depth < 6) for (const [k, x] of v.entries) if (k !== 'Type') markDss(x, depth + 1);
+  };
+  if (dssRef !== undefined && !same(dssRef, old.root?.get('DSS'))) say('validation data (a Document Security Store)');
+  if (dssRef instanceof PdfRef && changed.includes(dssRef.num)) say('validation data (a Document Security Store)');
+  markDss(dssRef, 0);
+
+  // The logical structure (tags for accessibility, which signing tools extend with the new
+  // widget): not shown. Its own objects only, never a page, field or annotation it points to.
+  const markStructure = (v: PdfValue | undefined, depth: number, seen: Set<number>): void => {
+    if (depth > 256 || seen.size > MAX_WALK) return;
+    if (v instanceof PdfRef) {
+      if (seen.has(v.num) || old.pages.has(v.num) || old.fields.has(v.num) || old.contents.has(v.num) || v.num === old.rootNum) return;
+      seen.add(v.num);
+      const r = after.get(v.num);
+      const type = r instanceof PdfDict ? r.name('Type') : undefined;
+      if (r instanceof PdfDict && type !== undefined && !['StructTreeRoot', 'StructElem', 'MCR', 'OBJR'].includes(type)) return;
+      if (r instanceof PdfStream) return;
+      if (changed.includes(v.num)) allowed.add(v.num);
+      markStructure(r, depth + 1, seen);
+    } else if (Array.isArray(v)) for (const x of v) markStructure(x, depth + 1, seen);
+    else if (v instanceof PdfDict)
+      for (const key of ['K', 'ParentTree', 'Nums', 'Kids', 'RoleMap', 'ClassMap', 'IDTree', 'Names']) markStructure(v.get(key), depth + 1, seen);
+  };
+  const structure = now.root?.get('StructTreeRoot');
+  if (structure !== undefined && !same(structure, old.root?.get('StructTreeRoot'))) say('the logical structure (tags)');
+  markStructure(structure, 0, new Set());
+
+  // The catalog: only /AcroForm, /DSS, /Extensions, /Metadata, /Version, the logical structure
+  // and application data (/PieceInfo) may change.
+  if (rootChanged()) {
+    allowed.add(old.rootNum);
+    for (const key of new Set([...(old.root?.entries.keys() ?? []), ...(now.root?.entries.keys() ?? [])])) {
+      if (same(old.root?.get(key), now.root?.get(key))) continue;
+      if (!CATALOG_KEYS.includes(key)) return refuse(`the document catalog's /${key} was changed`);
+    }
+  }
+
+  // New signature fields (their widgets, appearances and signature or timestamp dictionaries).
+  const newSigWidgets = new Set<number>();
+  /** A widget's appearance streams, new ones or (`redrawn`: a field filled or signed) ones it already had, redrawn. */
+  const markAppearance = (widget: PdfDict, redrawn = false): void => {
+    const ap = after.dict(widget.get('AP'));
+    const walk = (v: PdfValue | undefined, depth: number): void => {
+      if (v instanceof PdfRef) {
+        const stream = after.get(v.num);
+        if (isNew(v.num) || (redrawn && stream instanceof PdfStream && stream.dict.name('Subtype') === 'Form' && !old.contents.has(v.num))) allowed.add(v.num);
+        return;
+      }
+      if (v instanceof PdfDict && depth < 3) for (const x of v.entries.values()) walk(x, depth + 1);
+    };
+    if (widget.get('AP') instanceof PdfRef && isNew(refNum(widget.get('AP'))!)) allowed.add(refNum(widget.get('AP'))!);
+    walk(ap, 0);
+  };
+  const acceptSignatureField = (num: number, dict: PdfDict): void => {
+    allowed.add(num);
+    const v = refNum(dict.get('V'));
+    const sig = after.dict(dict.get('V'));
+    if (v !== undefined && isNew(v)) allowed.add(v);
+    const kind =
+      sig?.name('Type') === 'DocTimeStamp' || sig?.name('SubFilter') === 'ETSI.RFC3161'
+        ? 'a document timestamp'
+        : sig
+          ? 'a signature'
+          : 'an empty signature field';
+    if (kind === 'a signature' && rules.docMdp === 1) refuse('a signature after a certification that allows no change (DocMDP P=1)');
+    say(kind);
+    const widgets = dict.name('Subtype') === 'Widget' ? [num] : asArray(after.resolve(dict.get('Kids'))).flatMap((k) => (k instanceof PdfRef ? [k.num] : []));
+    for (const w of widgets) {
+      newSigWidgets.add(w);
+      if (isNew(w) || changed.includes(w)) allowed.add(w);
+      const wd = after.dict(new PdfRef(w, 0));
+      if (wd) markAppearance(wd, true);
+    }
+  };
+
+  // The form: fields may be added (signature fields only) and, where allowed, filled.
+  const oldForm = old.root?.get('AcroForm');
+  const newForm = now.root?.get('AcroForm');
+  const formNum = refNum(newForm);
+  if (formNum !== undefined && changed.includes(formNum)) allowed.add(formNum);
+  const fieldsNum = refNum(after.dict(newForm)?.get('Fields'));
+  const drNum = refNum(after.dict(newForm)?.get('DR'));
+  if (
+    !same(oldForm, newForm) ||
+    (formNum !== undefined && changed.includes(formNum)) ||
+    (fieldsNum !== undefined && changed.includes(fieldsNum)) ||
+    (drNum !== undefined && changed.includes(drNum))
+  ) {
+    const o = before.dict(oldForm);
+    const n = after.dict(newForm);
+    for (const key of new Set([...(o?.entries.keys() ?? []), ...(n?.entries.keys() ?? [])])) {
+      if (same(o?.get(key), n?.get(key)) && !(key === 'Fields' && n?.get(key) instanceof PdfRef && changed.includes(refNum(n.get(key))!))) continue;
+      if (key === 'Fields') continue;
+      if (!['SigFlags', 'DR', 'DA', 'NeedAppearances'].includes(key)) return refuse(`the form's /${key} was changed`);
+      if (key !== 'SigFlags' && !mayFill) return refuse(`the form's /${key} was changed, which the certification signature does not allow`);
+    }
+    const dr = refNum(n?.get('DR'));
+    if (dr !== undefined && changed.includes(dr) && same(o?.get('DR'), n?.get('DR'))) {
+      if (!mayFill) return refuse("the form's default resources were changed, which the certification signature does not allow");
+      allowed.add(dr);
+    }
+    const fieldsRef = refNum(n?.get('Fields'));
+    if (fieldsRef !== undefined && changed.includes(fieldsRef)) allowed.add(fieldsRef);
+    const oldFields = asArray(before.resolve(o?.get('Fields'))).flatMap((f) => (f instanceof PdfRef ? [f.num] : []));
+    const newFields = asArray(after.resolve(n?.get('Fields'))).flatMap((f) => (f instanceof PdfRef ? [f.num] : []));
+    for (const f of oldFields) if (!newFields.includes(f)) return refuse(`the form field "${old.fields.get(f) ?? f}" was removed`);
+    for (const f of newFields) {
+      if (oldFields.includes(f)) continue;
+      const dict = after.dict(new PdfRef(f, 0));
+      if (!dict || now.fieldType(dict) !== 'Sig') return refuse(`a form field was added (${dict?.name('FT') ?? 'unknown type'}): only signature fields may be`);
+      acceptSignatureField(f, dict);
+    }
+  }
+
+  // Existing fields: an empty signature field signed, or (where allowed) a value filled in.
+  for (const [num, name] of old.fields) {
+    if (!changed.includes(num)) continue;
+    const o = before.dict(new PdfRef(num, 0));
+    const n = after.dict(new PdfRef(num, 0));
+    if (!o || !n) return refuse(`the form field "${name}" was removed`);
+    const keys = [...new Set([...o.entries.keys(), ...n.entries.keys()])].filter((k) => !same(o.get(k), n.get(k)));
+    if (old.fieldType(o) === 'Sig') {
+      if (o.get('V') !== undefined) return refuse(`the signed field "${name}" was changed`);
+      if (!keys.every((k) => ['V', 'AP', 'AS', 'F', 'MK'].includes(k))) return refuse(`the signature field "${name}" was changed beyond its signature`);
+      if (lockedName(name) && n.get('V') !== undefined) return refuse(`the signature field "${name}" is locked by an earlier signature`);
+      acceptSignatureField(num, n);
+      continue;
+    }
+    if (!keys.every((k) => FILL_KEYS.includes(k)))
+      return refuse(`the form field "${name}" was changed beyond its value (/${keys.find((k) => !FILL_KEYS.includes(k))})`);
+    if (!mayFill) return refuse(`the form field "${name}" was filled in, which the certification signature does not allow (DocMDP P=1)`);
+    if (lockedName(name)) return refuse(`the form field "${name}" is locked by an earlier signature (FieldMDP)`);
+    allowed.add(num);
+    markAppearance(n, true);
+    say('form field values');
+  }
+  // Widgets of existing fields (kids): their state and appearance, where filling is allowed.
+  for (const [, list] of old.annots) {
+    for (const num of list) {
+      if (!changed.includes(num) || allowed.has(num) || old.fields.has(num)) continue;
+      const o = before.dict(new PdfRef(num, 0));
+      const n = after.dict(new PdfRef(num, 0));
+      if (!o || !n || o.name('Subtype') !== 'Widget') continue;
+      const keys = [...new Set([...o.entries.keys(), ...n.entries.keys()])].filter((k) => !same(o.get(k), n.get(k)));
+      const parent = refNum(o.get('Parent'));
+      const name = parent === undefined ? undefined : old.fields.get(parent);
+      if (!keys.every((k) => ['AS', 'AP', 'MK', 'DA'].includes(k)) || !mayFill || name === undefined || lockedName(name)) continue;
+      allowed.add(num);
+      markAppearance(n, true);
+      say('form field values');
+    }
+  }
+
+  // The page tree's inner nodes: an application's private note (Adobe's /ITXT) at most.
+  for (const num of old.pageNodes) {
+    if (!changed.includes(num)) continue;
+    const o = before.dict(new PdfRef(num, 0));
+    const n = after.dict(new PdfRef(num, 0));
+    if (!o || !n) return refuse('the page tree was changed');
+    const keys = [...new Set([...o.entries.keys(), ...n.entries.keys()])].filter((k) => !same(o.get(k), n.get(k)));
+    if (!keys.every((k) => k === 'ITXT')) return refuse(`the page tree was changed (/${keys.find((k) => k !== 'ITXT')})`);
+    allowed.add(num);
+  }
+
+  // Pages: only their /Annots may change, gaining (never losing) annotations.
+  for (const [num, index] of old.pages) {
+    const o = before.dict(new PdfRef(num, 0));
+    const n = after.dict(new PdfRef(num, 0));
+    const annotsRef = refNum(n?.get('Annots'));
+    const pageChanged = changed.includes(num);
+    const listChanged = annotsRef !== undefined && changed.includes(annotsRef);
+    if (!pageChanged && !listChanged) continue;
+    if (!n) return refuse(`page ${index + 1} was removed`);
+    if (pageChanged) {
+      for (const key of new Set([...(o?.entries.keys() ?? []), ...n.entries.keys()])) {
+        // /Tabs (the annotations' tab order) and /StructParents (its place in the tags) show nothing.
+        if (key === 'Annots' || key === 'StructParents' || key === 'Tabs' || same(o?.get(key), n.get(key))) continue;
+        if (key === 'Resources' && onlyUnusedResourcesAdded(before, after, o?.get('Resources'), n.get('Resources'), num)) {
+          // The new resources dictionary (and the sub-dictionaries it gained) are part of it.
+          for (const v of [n.get('Resources'), ...(after.dict(n.get('Resources'))?.entries.values() ?? [])]) {
+            const r = refNum(v);
+            if (r !== undefined && changed.includes(r)) allowed.add(r);
+          }
+          continue;
+        }
+        return refuse(`page ${index + 1} was changed (/${key})`);
+      }
+      allowed.add(num);
+    }
+    if (listChanged) allowed.add(annotsRef);
+    const before_ = old.annots.get(num) ?? [];
+    const after_ = asArray(after.resolve(n.get('Annots'))).flatMap((a) => (a instanceof PdfRef ? [a.num] : []));
+    for (const a of before_) if (!after_.includes(a)) return refuse(`an annotation was removed from page ${index + 1}`);
+    for (const a of after_) {
+      if (before_.includes(a) || newSigWidgets.has(a)) continue;
+      const annot = after.dict(new PdfRef(a, 0));
+      const subtype = annot?.name('Subtype') ?? 'unknown';
+      if (!annot || !isNew(a)) return refuse(`page ${index + 1} was given an annotation that is not new (object ${a})`);
+      if (subtype === 'Widget') return refuse(`a form field's widget was added to page ${index + 1} without its field`);
+      if (!mayAnnotate) return refuse(`an annotation (${subtype}) was added to page ${index + 1}, which the certification signature does not allow`);
+      if (!(subtype === 'Link' || subtype === 'Popup' || invisible(annot, after))) {
+        return refuse(`an annotation that can cover the page's content (${subtype}) was added to page ${index + 1}`);
+      }
+      allowed.add(a);
+      say('annotations');
+    }
+  }
+  // Whatever else changed, and was there when the signature was made, is not allowed; a new
+  // object under the signed revision's /Size could fill a reference the signed revision left
+  // dangling.
+  const added = changed.filter((num) => !allowed.has(num) && !before.entries.has(num) && after.entries.has(num));
+  for (const num of changed) {
+    if (allowed.has(num)) continue;
+    if (before.entries.has(num)) return refuse(`${old.describe(num)} was ${after.entries.has(num) ? 'changed' : 'removed'}`);
+  }
+  const dangling = referencedIn(before, old, new Set(added));
+  if (dangling !== undefined) return refuse(`object ${dangling}, which the signed revision refers to without defining, was defined after it`);
+}
+
+/**
+ * A page's resources changed only by additions (new fonts, images... under new names, every
+ * old entry the same) that its content streams, as signed, do not name: what it shows is the
+ * same. Content that cannot be decoded counts as naming them.
+ */
+function onlyUnusedResourcesAdded(before: PdfRevision, after: PdfRevision, o: PdfValue | undefined, n: PdfValue | undefined, page: number): boolean {
+  const od = before.dict(o);
+  const nd = after.dict(n);
+  if (!od || !nd) return false;
+  const addedNames: string[] = [];
+  for (const [category, value] of nd.entries) {
+    const oldValue = od.get(category);
+    if (same(oldValue, value)) continue;
+    const oc = before.dict(oldValue);
+    const nc = after.dict(value);
+    if (!nc || (oldValue !== undefined && !oc)) return false;
+    for (const [name, v] of nc.entries) {
+      if (oc?.entries.has(name)) {
+        if (!same(oc.get(name), v)) return false;
+      } else addedNames.push(name);
+    }
+    if (oc) for (const name of oc.entries.keys()) if (!nc.entries.has(name)) return false;
+  }
+  for (const key of od.entries.keys()) if (!nd.entries.has(key)) return false;
+  let text = '';
+  try {
+    const contents = before.resolve(before.dict(new PdfRef(page, 0))?.get('Contents'));
+    for (const c of Array.isArray(contents) ? contents : [contents]) {
+      const stream = before.resolve(c);
+      if (stream instanceof PdfStream) text += decodeStream(stream, before.budget).toString('latin1');
+    }
+  } catch {
+    return false;
+  }
+  return addedNames.every((name) => !new RegExp(`/${name.replace(/[^A-Za-z0-9]/g, (ch) => `\\${ch}`)}(?![^\\s/\\[\\]()<>{}%])`).test(text));
+}
+
+/**
+ * One of `nums` (objects the signed revision does not define) that an object reachable from its
+ * catalog refers to: a dangling reference, which defining the object later would fill.
+ */
+function referencedIn(rev: PdfRevision, s: Structure, nums: Set<number>): number | undefined {
+  if (nums.size === 0 || s.rootNum === undefined) return undefined;
+  const seen = new Set<number>();
+  const queue: number[] = [s.rootNum];
+  let found: number | undefined;
+  const look = (v: PdfValue | undefined, depth: number): void => {
+    if (found !== undefined || depth > 64) return;
+    if (v instanceof PdfRef) {
+      if (nums.has(v.num)) found = v.num;
+      else if (!seen.has(v.num)) queue.push(v.num);
+    } else if (Array.isArray(v)) for (const x of v) look(x, depth + 1);
+    else if (v instanceof PdfDict) for (const x of v.entries.values()) look(x, depth + 1);
+    else if (v instanceof PdfStream) look(v.dict, depth + 1);
+  };
+  while (queue.length > 0 && found === undefined) {
+    const num = queue.pop()!;
+    if (seen.has(num)) continue;
+    seen.add(num);
+    if (seen.size > MAX_WALK) throw new Error('the PDF has too many objects to examine');
+    look(rev.get(num), 0);
+  }
+  return found;
+}
+
+/** What happened after one signature. */
+export interface AfterSignature {
+  /** The revision it signed: 1 for the file's first. */
+  revision: number;
+  /** What the updates after it changed, in words. */
+  changesAfter: string[];
+  /** Why it is not intact; undefined when every update after it is allowed. */
+  violation?: string;
+}
+
+/**
+ * The modification analysis of a signed PDF: for each signature (`ends`: where its signed
+ * bytes end), its revision and what the updates after it changed, allowed or not.
+ */
+export function modificationsAfter(pdf: Buffer, ends: readonly number[], budget = newFileBudget()): AfterSignature[] {
+  const eofs = revisionEnds(pdf);
+  const last = eofs.at(-1) ?? pdf.length;
+  // Bytes after the last %%EOF that are not white space are an update no reader would see.
+  let tail = last;
+  while (tail < pdf.length && [0x0a, 0x0d, 0x20, 0x09, 0x00].includes(pdf[tail]!)) tail++;
+  const junk = tail < pdf.length ? 'bytes after the last %%EOF' : undefined;
+  const first = Math.min(...ends);
+  const points = [...new Set([...ends, ...eofs.filter((e) => e > first)])].sort((a, b) => a - b);
+  const revisions = new Map<number, PdfRevision | string>();
+  const read = (end: number): PdfRevision | string => {
+    let r = revisions.get(end);
+    if (r === undefined) {
+      try {
+        r = new PdfRevision(pdf, end, budget);
+      } catch (err) {
+        r = (err as Error).message.slice(0, 120);
+      }
+      revisions.set(end, r);
+    }
+    return r;
+  };
+  // The updates: between consecutive readable revisions (one that cannot be read alone is
+  // merged into the next); the final revision must be readable.
+  const updates: UpdateVerdict[] = [];
+  let previous: PdfRevision | undefined;
+  for (const end of points) {
+    const r = read(end);
+    const isSignature = ends.includes(end);
+    if (typeof r === 'string') {
+      if (end === points.at(-1)) updates.push({ end, changes: [], violation: `the final revision cannot be read: ${r}` });
+      else if (isSignature) updates.push({ end, changes: [], violation: `the signed revision cannot be read: ${r}` });
+      continue;
+    }
+    if (previous) updates.push(judgeUpdate(previous, r));
+    previous = r;
+  }
+  return ends.map((end) => {
+    const after = updates.filter((u) => u.end > end);
+    const own = updates.find((u) => u.end === end && u.violation?.startsWith('the signed revision'));
+    const violation = own?.violation ?? after.find((u) => u.violation)?.violation ?? junk;
+    return {
+      revision: eofs.filter((e) => e <= end).length || 1,
+      changesAfter: [...new Set(after.flatMap((u) => u.changes))],
+      ...(violation !== undefined && { violation }),
+    };
+  });
+}

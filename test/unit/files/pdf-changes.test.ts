@@ -1,0 +1,214 @@
+import { expect } from 'chai';
+import { X509Certificate } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
+import { verifyP7m, type SignatureVerdict } from '../../../src/files/p7m/p7m.verifier.js';
+import { PdfDict, PdfRef, PdfString, type PdfValue } from '../../../src/files/p7m/pdf/pdf.objects.js';
+import { PdfRevision, newFileBudget } from '../../../src/files/p7m/pdf/pdf.revision.js';
+import { p7mFixtures } from '../../support/p7m-fixtures.js';
+import { appendUpdate, catalogAndPage, nextNumber, plainPdf, serialize, signPdf, streamBody, withEntries } from '../../support/pdf-signing.js';
+
+// The modification analysis (src/files/p7m/pdf/pdf.changes.ts): what PAdES allows after a
+// signature, and what it does not, on PDFs with real cross-references made by
+// test/support/pdf-signing.ts, signed by the test signers.
+describe('PDF signatures and the updates after them (modification analysis)', function () {
+  this.timeout(60_000);
+  const fx = p7mFixtures();
+  const root = [new X509Certificate(fx.rootPem)];
+  const verdict = (pdf: Buffer): SignatureVerdict => verifyP7m(pdf, { trustAnchors: root });
+  const sign = (pdf: Buffer, signer = 'rsa', opts = {}): Buffer => fx.pdfSignedBy(pdf, signer, opts);
+  const stamp = (pdf: Buffer): Buffer => signPdf(pdf, (data) => fx.timestampToken(data), { subFilter: 'ETSI.RFC3161' });
+  const base = (xrefStream = false): Buffer => plainPdf(fx.marker.toString('latin1'), 100, { xrefStream });
+
+  /** `pdf` with its page's content replaced (the object redefined in an update). */
+  const newContent = (pdf: Buffer, text: string): Buffer =>
+    appendUpdate(pdf, new Map([[4, streamBody('', Buffer.from(`BT /F1 12 Tf 72 720 Td (${text}) Tj ET`))]]));
+  /** `pdf` with an annotation added to page 1. */
+  const annotated = (pdf: Buffer, annot: string): Buffer => {
+    const { pageNum, page } = catalogAndPage(pdf);
+    const num = nextNumber(pdf);
+    const annots = (page.get('Annots') as PdfValue[] | undefined) ?? [];
+    return appendUpdate(
+      pdf,
+      new Map([
+        [num, annot],
+        [pageNum, serialize(withEntries(page, { Annots: [...annots, new PdfRef(num, 0)] }))],
+      ]),
+    );
+  };
+  /** `pdf` with a text field "name" (its widget on page 1), unsigned. */
+  const withTextField = (pdf: Buffer, name: string): Buffer => {
+    const { rootNum, root, pageNum, page, rev } = catalogAndPage(pdf);
+    const num = nextNumber(pdf);
+    const form = rev.dict(root.get('AcroForm'));
+    const fields = form ? (rev.resolve(form.get('Fields')) as PdfValue[]) : [];
+    const annots = (page.get('Annots') as PdfValue[] | undefined) ?? [];
+    return appendUpdate(
+      pdf,
+      new Map([
+        [num, `<< /FT /Tx /T (${name}) /V (empty) /Type /Annot /Subtype /Widget /Rect [72 600 300 620] /P ${pageNum} 0 R >>`],
+        [rootNum, serialize(withEntries(root, { AcroForm: withEntries(form ?? new PdfDict(new Map()), { Fields: [...fields, new PdfRef(num, 0)] }) }))],
+        [pageNum, serialize(withEntries(page, { Annots: [...annots, new PdfRef(num, 0)] }))],
+      ]),
+    );
+  };
+  /** `pdf` with the field `name`'s value set. */
+  const filled = (pdf: Buffer, name: string, value: string): Buffer => {
+    const rev = catalogAndPage(pdf).rev;
+    for (const [num] of rev.entries) {
+      const d = rev.get(num);
+      if (d instanceof PdfDict && d.get('T') instanceof PdfString && (d.get('T') as PdfString).bytes.toString('latin1') === name) {
+        return appendUpdate(pdf, new Map([[num, serialize(withEntries(d, { V: new PdfString(Buffer.from(value)) }))]]));
+      }
+    }
+    throw new Error(`no field ${name}`);
+  };
+  const reason = (pdf: Buffer): string | undefined =>
+    verdict(pdf).reason?.replace(/^the PDF was changed after its signature \d+ in a way PAdES does not allow: /, '');
+
+  it('allows what PAdES-LT and LTA add: a Document Security Store with its validation data, and document timestamps', () => {
+    const signed = sign(base());
+    const { rootNum, root } = catalogAndPage(signed);
+    const cert = nextNumber(signed);
+    const dss = cert + 1;
+    const lt = appendUpdate(
+      signed,
+      new Map<number, string | Buffer>([
+        [cert, streamBody('', Buffer.from(fx.rootPem))],
+        [dss, `<< /Type /DSS /Certs [${cert} 0 R] /VRI << /ABCDEF << /Cert [${cert} 0 R] >> >> >>`],
+        [rootNum, serialize(withEntries(root, { DSS: new PdfRef(dss, 0) }))],
+      ]),
+    );
+    const v = verdict(stamp(lt));
+    expect(v.outcome, v.reason).to.equal('signed');
+    expect(v.pdf?.signatures[0]?.changesAfter).to.deep.equal(['validation data (a Document Security Store)', 'a document timestamp']);
+    expect(v.pdf?.signatures.map((s) => s.intact)).to.deep.equal([true, true]);
+  });
+
+  it("refuses a page's content changed after a signature, a page added, a font redefined, an annotation removed, a visible annotation added", () => {
+    const signed = sign(base());
+    expect(reason(newContent(signed, 'PAY TO MALLORY'))).to.equal('the content of page 1 was changed');
+    const { rev } = catalogAndPage(signed);
+    const pages = rev.dict(new PdfRef(2, 0))!;
+    const added = appendUpdate(
+      signed,
+      new Map([
+        [nextNumber(signed), '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >>'],
+        [2, serialize(withEntries(pages, { Kids: [new PdfRef(3, 0), new PdfRef(nextNumber(signed), 0)], Count: 2 }))],
+      ]),
+    );
+    expect(reason(added)).to.equal('the page tree was changed (/Kids)');
+    expect(reason(appendUpdate(signed, new Map([[5, '<< /Type /Font /Subtype /Type1 /BaseFont /Courier >>']])))).to.equal(
+      'object 5 (a resource a page may show) was changed',
+    );
+    const noted = sign(annotated(base(), '<< /Type /Annot /Subtype /Text /Rect [10 10 30 30] /Contents (a note) >>'));
+    const { pageNum, page } = catalogAndPage(noted);
+    expect(reason(appendUpdate(noted, new Map([[pageNum, serialize(withEntries(page, { Annots: [] }))]])))).to.equal('an annotation was removed from page 1');
+    expect(reason(annotated(signed, '<< /Type /Annot /Subtype /Square /Rect [60 700 300 740] /IC [1 1 1] >>'))).to.equal(
+      "an annotation that can cover the page's content (Square) was added to page 1",
+    );
+    // Links, pop-ups, hidden annotations cannot cover anything: allowed without a certification.
+    const link = verdict(annotated(signed, '<< /Type /Annot /Subtype /Link /Rect [60 700 300 740] /A << /S /URI /URI (https://example.org) >> >>'));
+    expect(link.outcome, link.reason).to.equal('signed');
+    expect(link.pdf?.signatures[0]?.changesAfter).to.deep.equal(['annotations']);
+    expect(verdict(annotated(signed, '<< /Type /Annot /Subtype /Square /F 2 /Rect [60 700 300 740] >>')).outcome).to.equal('signed');
+  });
+
+  it('refuses an update that defines an object the signed revision refers to without defining (a dangling reference filled later)', () => {
+    const { pageNum, page } = catalogAndPage(base());
+    const dangling = appendUpdate(
+      base(),
+      new Map([
+        [
+          pageNum,
+          serialize(
+            withEntries(page, {
+              Resources: new PdfDict(
+                new Map([
+                  [
+                    'Font',
+                    new PdfDict(
+                      new Map([
+                        ['F1', new PdfRef(5, 0)],
+                        ['F2', new PdfRef(40, 0)],
+                      ]),
+                    ),
+                  ],
+                ]),
+              ),
+            }),
+          ),
+        ],
+      ]),
+    );
+    const signed = sign(dangling);
+    expect(verdict(signed).outcome, verdict(signed).reason).to.equal('signed');
+    expect(reason(appendUpdate(signed, new Map([[40, '<< /Type /Font /Subtype /Type1 /BaseFont /Courier >>']])))).to.equal(
+      'object 40, which the signed revision refers to without defining, was defined after it',
+    );
+  });
+
+  it("keeps to the certification signature's DocMDP level: P=1 no signature after it, P=2 signing and form filling, P=3 also annotations", () => {
+    const certifiedAt = (p: 1 | 2 | 3): Buffer => sign(withTextField(base(), 'amount'), 'rsa', { docMdp: p });
+    expect(reason(sign(certifiedAt(1), 'ec'))).to.equal('a signature after a certification that allows no change (DocMDP P=1)');
+    // Validation data and document timestamps are allowed whatever the level.
+    expect(verdict(stamp(certifiedAt(1))).outcome).to.equal('signed');
+    const p2 = verdict(sign(filled(certifiedAt(2), 'amount', '1000'), 'ec'));
+    expect(p2.outcome, p2.reason).to.equal('signed');
+    expect(p2.pdf?.signatures[0]?.changesAfter).to.deep.equal(['form field values', 'a signature']);
+    expect(reason(filled(certifiedAt(1), 'amount', '1000'))).to.equal(
+      'the form field "amount" was filled in, which the certification signature does not allow (DocMDP P=1)',
+    );
+    const link = '<< /Type /Annot /Subtype /Link /Rect [60 700 300 740] >>';
+    expect(reason(annotated(certifiedAt(2), link))).to.equal('an annotation (Link) was added to page 1, which the certification signature does not allow');
+    expect(verdict(annotated(certifiedAt(3), link)).outcome).to.equal('signed');
+  });
+
+  it('keeps to FieldMDP locks: a field locked by a signature cannot be filled after it; an unlocked one can', () => {
+    const form = withTextField(withTextField(base(), 'amount'), 'notes');
+    const locked = sign(form, 'rsa', { lock: { action: 'Include', fields: ['amount'] } });
+    expect(reason(filled(locked, 'amount', '1000000'))).to.equal('the form field "amount" is locked by an earlier signature (FieldMDP)');
+    expect(verdict(filled(locked, 'notes', 'paid')).outcome).to.equal('signed');
+    const all = sign(form, 'rsa', { lock: { action: 'All' } });
+    expect(reason(filled(all, 'notes', 'paid'))).to.equal('the form field "notes" is locked by an earlier signature (FieldMDP)');
+    expect(verdict(filled(sign(form), 'amount', '1000')).outcome).to.equal('signed');
+  });
+
+  it('reads cross-reference streams and object streams: a document so written, signed twice, then its page object redefined in an object stream', () => {
+    const twice = sign(sign(base(true)), 'ec', { xrefStream: true });
+    const v = verdict(twice);
+    expect(v.outcome, v.reason).to.equal('signed');
+    expect(v.pdf?.signatures.map((s) => s.changesAfter)).to.deep.equal([['a signature'], []]);
+    // Page 3 redefined inside a new object stream, found through an xref stream.
+    const body = '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Resources << >> >>';
+    const num = nextNumber(twice);
+    const first = '3 0\n';
+    const objStm = streamBody(`/Type /ObjStm /N 1 /First ${first.length} /Filter /FlateDecode`, deflateSync(Buffer.from(first + body)));
+    const unused = appendUpdate(twice, new Map([[num, objStm]]), { xrefStream: true });
+    expect(verdict(unused).outcome).to.equal('signed'); // an object stream nobody refers to changes nothing
+    const redefined = appendUpdate(twice, new Map([[num, objStm]]), { xrefStream: true, inStream: new Map([[3, [num, 0]]]) });
+    expect(new PdfRevision(redefined, redefined.length, newFileBudget()).dict(new PdfRef(3, 0))?.get('Resources')).to.be.instanceOf(PdfDict);
+    expect(reason(redefined)).to.equal('page 1 was changed (/Resources)');
+  });
+
+  it('reads hostile cross-references within bounds: a /Prev loop read once, a huge entry count and an inflating bomb refused, bytes after %%EOF', () => {
+    const loop = Buffer.from('%PDF-1.7\nxref\n0 1\n0000000000 65535 f\r\ntrailer << /Size 1 /Prev 9 /Root 1 0 R >>\nstartxref\n9\n%%EOF\n', 'latin1');
+    const rev = new PdfRevision(loop, loop.length, newFileBudget());
+    expect(rev.entries.size).to.equal(0);
+    const huge = Buffer.from('%PDF-1.7\nxref\n0 99999999\n0000000000 65535 f\r\ntrailer << /Size 1 >>\nstartxref\n9\n%%EOF\n', 'latin1');
+    expect(() => new PdfRevision(huge, huge.length, newFileBudget())).to.throw('too many cross-reference entries');
+    // An xref stream that inflates a thousand times over its size, past the file's budget.
+    const zeros = deflateSync(Buffer.alloc(100 * 1024 * 1024));
+    const bomb = Buffer.concat([
+      Buffer.from('%PDF-1.7\n', 'latin1'),
+      Buffer.from('1 0 obj\n', 'latin1'),
+      streamBody('/Type /XRef /W [1 4 2] /Size 2 /Filter /FlateDecode', zeros),
+      Buffer.from('\nendobj\nstartxref\n9\n%%EOF\n', 'latin1'),
+    ]);
+    const used = process.memoryUsage().rss;
+    expect(() => new PdfRevision(bomb, bomb.length, newFileBudget())).to.throw(/a stream does not inflate/);
+    expect(process.memoryUsage().rss - used).to.be.below(200 * 1024 * 1024);
+    // An update written after the last %%EOF, without a cross-reference: no reader sees it, so no signature covers it.
+    const signed = sign(sign(base()), 'ec');
+    expect(reason(Buffer.concat([signed, Buffer.from('5 0 obj << >> endobj\n')]))).to.equal('bytes after the last %%EOF');
+  });
+});
