@@ -127,10 +127,21 @@ export const signatureView = z
     }),
     pdf: z
       .object({
-        signatures: z.array(z.object({ subFilter: z.string().nullable(), coversWholeFile: z.boolean() })),
-        modifiedAfterLastSignature: z
-          .boolean()
-          .meta({ description: 'Bytes were appended after the last signature (an incremental update): the file is then not Signed.' }),
+        signatures: z.array(
+          z.object({
+            subFilter: z.string().nullable(),
+            coversWholeFile: z.boolean(),
+            revision: z.number().int().meta({ description: 'The revision it signed (1: the first of the file).' }),
+            coveredBytes: z.number().int().meta({ description: 'The bytes its ByteRange covers (the revision, less its /Contents).' }),
+            changesAfter: z.array(z.string()).meta({ description: 'What the incremental updates after it changed, in words.' }),
+            intact: z.boolean().meta({
+              description:
+                "Every update after it is one PAdES allows: later signatures and their fields, document timestamps, validation data (DSS/VRI), metadata, and within the certification's DocMDP level and FieldMDP locks, form values and annotations that cannot cover the page.",
+            }),
+            notIntactBecause: z.string().optional().meta({ description: 'The first change after it that no rule allows.' }),
+          }),
+        ),
+        modifiedAfterLastSignature: z.boolean().meta({ description: "An update follows the last signature (allowed or not: see each signature's intact)." }),
       })
       .optional(),
     timestamps: z.array(timestampView).optional().meta({

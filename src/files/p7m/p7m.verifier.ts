@@ -271,15 +271,12 @@ export const MAX_PDF_HASHED_BYTES = 1024 * 1024 * 1024;
 export const PDF_TIME_BUDGET_MS = 30_000;
 
 /**
- * A signed PDF. A signature vouches for the bytes of the revision it signed; anything appended
- * after it (an incremental update) may change what the document shows, even when a later
- * signer signed the update (the incremental-saving attack). So the file is Signed only when
- * every signature verifies and each covers the whole file: a PDF with a signature followed by
- * an update is not Signed, though each of its signatures is verified and reported. Each
- * signature has one SignerInfo (ISO 32000, PAdES), verified over its ByteRange as a .p7m is;
- * its signers' `level` is its number. Document timestamps are verified first: one that
- * verifies proves every signature before it existed by its time (PAdES-LTA), one that fails is
- * reported and decides nothing.
+ * A signed PDF. Each signature has one SignerInfo (ISO 32000, PAdES), verified over its
+ * ByteRange as a .p7m is; its signers' `level` is its number. Document timestamps are verified
+ * first: one that verifies proves every signature before it existed by its time (PAdES-LTA),
+ * one that fails is reported and decides nothing. A signature vouches for the revision it
+ * signed: every update after it must be one PAdES allows (pdf/pdf.changes.ts), or it is not
+ * intact and the file is not Signed, whoever signed the update (the incremental-saving attack).
  */
 function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found, budget: NodeBudget): string | undefined {
   found.container = 'pdf';
