@@ -236,7 +236,8 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
   const now = new Structure(after);
   const rules = constraintsOf(old);
   const changed = changedObjects(before, after);
-  const rootChanged = (): boolean => changed.includes(old.rootNum!) || old.rootNum !== now.rootNum;
+  const changedSet = new Set(changed);
+  const rootChanged = (): boolean => changedSet.has(old.rootNum!) || old.rootNum !== now.rootNum;
   const allowed = new Set<number>();
   const say = (change: string): void => {
     if (!verdict.changes.includes(change)) verdict.changes.push(change);
@@ -249,6 +250,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
   if (old.rootNum !== now.rootNum) {
     if (after.entries.has(old.rootNum) && !same(after.get(old.rootNum), before.get(old.rootNum))) return refuse('the old document catalog was changed');
     changed.push(old.rootNum);
+    changedSet.add(old.rootNum);
     allowed.add(now.rootNum);
   }
   const isNew = (num: number): boolean => !before.entries.has(num);
@@ -264,12 +266,12 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
 
   // The document information and the XMP metadata: not shown.
   const info = refNum(after.trailer.get('Info'));
-  if (info !== undefined && changed.includes(info)) {
+  if (info !== undefined && changedSet.has(info)) {
     allowed.add(info);
     say('document information');
   }
   const metadata = refNum(now.root?.get('Metadata'));
-  if (metadata !== undefined && changed.includes(metadata)) {
+  if (metadata !== undefined && changedSet.has(metadata)) {
     allowed.add(metadata);
     say('XMP metadata');
   }
@@ -279,14 +281,14 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
   const dssRef = now.root?.get('DSS');
   const markDss = (v: PdfValue | undefined, depth: number): void => {
     if (v instanceof PdfRef) {
-      if (changed.includes(v.num) && !old.pages.has(v.num) && !old.fields.has(v.num) && v.num !== old.rootNum) allowed.add(v.num);
+      if (changedSet.has(v.num) && !old.pages.has(v.num) && !old.fields.has(v.num) && v.num !== old.rootNum) allowed.add(v.num);
       const r = after.get(v.num);
       if (!(r instanceof PdfStream) && depth < 6) markDss(r, depth + 1);
     } else if (Array.isArray(v)) for (const x of v.slice(0, 100_000)) markDss(x, depth + 1);
     else if (v instanceof PdfDict && depth < 6) for (const [k, x] of v.entries) if (k !== 'Type') markDss(x, depth + 1);
   };
   if (dssRef !== undefined && !same(dssRef, old.root?.get('DSS'))) say('validation data (a Document Security Store)');
-  if (dssRef instanceof PdfRef && changed.includes(dssRef.num)) say('validation data (a Document Security Store)');
+  if (dssRef instanceof PdfRef && changedSet.has(dssRef.num)) say('validation data (a Document Security Store)');
   markDss(dssRef, 0);
 
   // The logical structure (tags for accessibility, which signing tools extend with the new
@@ -300,7 +302,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
       const type = r instanceof PdfDict ? r.name('Type') : undefined;
       if (r instanceof PdfDict && type !== undefined && !['StructTreeRoot', 'StructElem', 'MCR', 'OBJR'].includes(type)) return;
       if (r instanceof PdfStream) return;
-      if (changed.includes(v.num)) allowed.add(v.num);
+      if (changedSet.has(v.num)) allowed.add(v.num);
       markStructure(r, depth + 1, seen);
     } else if (Array.isArray(v)) for (const x of v) markStructure(x, depth + 1, seen);
     else if (v instanceof PdfDict)
@@ -352,7 +354,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
     const widgets = dict.name('Subtype') === 'Widget' ? [num] : asArray(after.resolve(dict.get('Kids'))).flatMap((k) => (k instanceof PdfRef ? [k.num] : []));
     for (const w of widgets) {
       newSigWidgets.add(w);
-      if (isNew(w) || changed.includes(w)) allowed.add(w);
+      if (isNew(w) || changedSet.has(w)) allowed.add(w);
       const wd = after.dict(new PdfRef(w, 0));
       if (wd) markAppearance(wd, true);
     }
@@ -362,30 +364,30 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
   const oldForm = old.root?.get('AcroForm');
   const newForm = now.root?.get('AcroForm');
   const formNum = refNum(newForm);
-  if (formNum !== undefined && changed.includes(formNum)) allowed.add(formNum);
+  if (formNum !== undefined && changedSet.has(formNum)) allowed.add(formNum);
   const fieldsNum = refNum(after.dict(newForm)?.get('Fields'));
   const drNum = refNum(after.dict(newForm)?.get('DR'));
   if (
     !same(oldForm, newForm) ||
-    (formNum !== undefined && changed.includes(formNum)) ||
-    (fieldsNum !== undefined && changed.includes(fieldsNum)) ||
-    (drNum !== undefined && changed.includes(drNum))
+    (formNum !== undefined && changedSet.has(formNum)) ||
+    (fieldsNum !== undefined && changedSet.has(fieldsNum)) ||
+    (drNum !== undefined && changedSet.has(drNum))
   ) {
     const o = before.dict(oldForm);
     const n = after.dict(newForm);
     for (const key of new Set([...(o?.entries.keys() ?? []), ...(n?.entries.keys() ?? [])])) {
-      if (same(o?.get(key), n?.get(key)) && !(key === 'Fields' && n?.get(key) instanceof PdfRef && changed.includes(refNum(n.get(key))!))) continue;
+      if (same(o?.get(key), n?.get(key)) && !(key === 'Fields' && n?.get(key) instanceof PdfRef && changedSet.has(refNum(n.get(key))!))) continue;
       if (key === 'Fields') continue;
       if (!['SigFlags', 'DR', 'DA', 'NeedAppearances'].includes(key)) return refuse(`the form's /${key} was changed`);
       if (key !== 'SigFlags' && !mayFill) return refuse(`the form's /${key} was changed, which the certification signature does not allow`);
     }
     const dr = refNum(n?.get('DR'));
-    if (dr !== undefined && changed.includes(dr) && same(o?.get('DR'), n?.get('DR'))) {
+    if (dr !== undefined && changedSet.has(dr) && same(o?.get('DR'), n?.get('DR'))) {
       if (!mayFill) return refuse("the form's default resources were changed, which the certification signature does not allow");
       allowed.add(dr);
     }
     const fieldsRef = refNum(n?.get('Fields'));
-    if (fieldsRef !== undefined && changed.includes(fieldsRef)) allowed.add(fieldsRef);
+    if (fieldsRef !== undefined && changedSet.has(fieldsRef)) allowed.add(fieldsRef);
     const oldFields = asArray(before.resolve(o?.get('Fields'))).flatMap((f) => (f instanceof PdfRef ? [f.num] : []));
     const newFields = asArray(after.resolve(n?.get('Fields'))).flatMap((f) => (f instanceof PdfRef ? [f.num] : []));
     for (const f of oldFields) if (!newFields.includes(f)) return refuse(`the form field "${old.fields.get(f) ?? f}" was removed`);
@@ -399,7 +401,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
 
   // Existing fields: an empty signature field signed, or (where allowed) a value filled in.
   for (const [num, name] of old.fields) {
-    if (!changed.includes(num)) continue;
+    if (!changedSet.has(num)) continue;
     const o = before.dict(new PdfRef(num, 0));
     const n = after.dict(new PdfRef(num, 0));
     if (!o || !n) return refuse(`the form field "${name}" was removed`);
@@ -422,7 +424,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
   // Widgets of existing fields (kids): their state and appearance, where filling is allowed.
   for (const [, list] of old.annots) {
     for (const num of list) {
-      if (!changed.includes(num) || allowed.has(num) || old.fields.has(num)) continue;
+      if (!changedSet.has(num) || allowed.has(num) || old.fields.has(num)) continue;
       const o = before.dict(new PdfRef(num, 0));
       const n = after.dict(new PdfRef(num, 0));
       if (!o || !n || o.name('Subtype') !== 'Widget') continue;
@@ -438,7 +440,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
 
   // The page tree's inner nodes: an application's private note (Adobe's /ITXT) at most.
   for (const num of old.pageNodes) {
-    if (!changed.includes(num)) continue;
+    if (!changedSet.has(num)) continue;
     const o = before.dict(new PdfRef(num, 0));
     const n = after.dict(new PdfRef(num, 0));
     if (!o || !n) return refuse('the page tree was changed');
@@ -452,8 +454,8 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
     const o = before.dict(new PdfRef(num, 0));
     const n = after.dict(new PdfRef(num, 0));
     const annotsRef = refNum(n?.get('Annots'));
-    const pageChanged = changed.includes(num);
-    const listChanged = annotsRef !== undefined && changed.includes(annotsRef);
+    const pageChanged = changedSet.has(num);
+    const listChanged = annotsRef !== undefined && changedSet.has(annotsRef);
     if (!pageChanged && !listChanged) continue;
     if (!n) return refuse(`page ${index + 1} was removed`);
     if (pageChanged) {
@@ -464,7 +466,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
           // The new resources dictionary (and the sub-dictionaries it gained) are part of it.
           for (const v of [n.get('Resources'), ...(after.dict(n.get('Resources'))?.entries.values() ?? [])]) {
             const r = refNum(v);
-            if (r !== undefined && changed.includes(r)) allowed.add(r);
+            if (r !== undefined && changedSet.has(r)) allowed.add(r);
           }
           continue;
         }
