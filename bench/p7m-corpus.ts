@@ -94,8 +94,50 @@ function pdfLines(t: PdfTally): string[] {
   ];
 }
 
+/**
+ * What DSS's own tests say of each PDF they validate, read from their Java sources (a checkout
+ * of https://github.com/esig/dss, its dss-pades/src/test/java): a test class that names a file
+ * under validation/ and asserts it not valid at B level (isBLevelTechnicallyValid,
+ * isSignatureIntact or isSignatureValid false) or with undefined PDF modifications says
+ * "not valid"; one that does not override those checks inherits DSS's default, which asserts
+ * them true: "valid". A heuristic, and said so where the figures are.
+ */
+function dssVerdicts(javaDir: string): Map<string, 'valid' | 'not valid'> {
+  const verdicts = new Map<string, 'valid' | 'not valid'>();
+  for (const path of filesUnder(javaDir).filter((p) => p.endsWith('.java'))) {
+    const source = readFileSync(path, 'utf8');
+    const files = [...source.matchAll(/"(?:\/validation\/|src\/test\/resources\/validation\/)([^"]+\.pdf)"/g)].map((m) => m[1]!);
+    if (files.length === 0) continue;
+    const notValid =
+      /assertFalse\([^;]*\.(isBLevelTechnicallyValid|isSignatureIntact|isSignatureValid)\(/.test(source) ||
+      /assertFalse\(Utils\.isCollectionEmpty\([^;]*getPdfUndefinedChanges\(\)/.test(source) ||
+      /assertTrue\(Utils\.isCollectionNotEmpty\([^;]*getPdfUndefinedChanges\(\)/.test(source);
+    for (const f of files) if (!verdicts.has(f) || notValid) verdicts.set(f, notValid ? 'not valid' : 'valid');
+  }
+  return verdicts;
+}
+
+/**
+ * Our verdict at DSS's B level: every signer's digest and signature verify, nothing but its
+ * certificate's time or chain fails, and every PDF signature is intact (whatever the time of
+ * the check does to an expired certificate, which DSS's B level does not look at).
+ */
+function ourBLevel(v: SignatureVerdict): boolean {
+  if (v.outcome === 'signed') return true;
+  const timeOrChain = (p: string): boolean => /^(the certificate (is|was) not valid|chain not trusted)/.test(p);
+  return (
+    v.signers.length > 0 &&
+    v.signers.every((s) => s.digestMatches && s.signatureValid && s.problems.every(timeOrChain)) &&
+    (v.pdf?.signatures ?? []).every((s) => s.intact) &&
+    (v.pdf?.signatures.length ?? 0) > 0
+  );
+}
+
 export async function benchP7mCorpus(argv: string[]): Promise<void> {
-  if (argv.length === 0 || argv.some((a) => a.startsWith('--'))) throw new Error('usage: npm run bench -- p7m-corpus <dir>...');
+  const dssAt = argv.indexOf('--dss');
+  const dss = dssAt >= 0 ? dssVerdicts(argv.splice(dssAt, 2)[1] ?? '') : undefined;
+  if (argv.length === 0 || argv.some((a) => a.startsWith('--'))) throw new Error('usage: npm run bench -- p7m-corpus <dir>... [--dss <DSS checkout>]');
+  const against = { agree: 0, weValidTheyNot: [] as string[], theyValidWeNot: [] as string[] };
   const counts = { both: 0, oursOnly: 0, opensslOnly: 0, neither: 0 };
   const disagreements: string[] = [];
   const pdfs: PdfTally = { files: 0, signed: 0, reasons: new Map(), analysed: 0, intact: 0, notIntact: new Map() };
@@ -104,7 +146,14 @@ export async function benchP7mCorpus(argv: string[]): Promise<void> {
       const bytes = readFileSync(path);
       // PDFs: OpenSSL cannot read them; our verdicts, by reason, and the modification analysis.
       if (isPdf(bytes)) {
-        tallyPdf(pdfs, relative(dir, path), verifyP7m(bytes));
+        const v = verifyP7m(bytes);
+        tallyPdf(pdfs, relative(dir, path), v);
+        const theirs = dss?.get(path.slice(path.indexOf('/validation/') + '/validation/'.length));
+        if (theirs && path.includes('/validation/')) {
+          const ours = ourBLevel(v);
+          if (ours === (theirs === 'valid')) against.agree++;
+          else (ours ? against.weValidTheyNot : against.theyValidWeNot).push(`${relative(dir, path)}: ${v.reason ?? 'signed'}`);
+        }
         await new Promise((r) => setImmediate(r));
         continue;
       }
@@ -129,6 +178,13 @@ export async function benchP7mCorpus(argv: string[]): Promise<void> {
         ]
       : []),
     ...(pdfs.files > 0 ? pdfLines(pdfs) : []),
+    ...(dss
+      ? [
+          `against DSS's tests (B level: signatures intact and valid, certificate times aside; ${dss.size} files its tests validate): agree on ${against.agree}, ours valid and DSS's not ${against.weValidTheyNot.length}, DSS's valid and ours not ${against.theyValidWeNot.length}`,
+          ...against.weValidTheyNot.map((f) => `  ours valid, DSS's not: ${f}`),
+          ...against.theyValidWeNot.map((f) => `  DSS's valid, ours not: ${f}`),
+        ]
+      : []),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   appendFileSync(
