@@ -292,9 +292,13 @@ function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found
   }
   // What changed after each signature, and whether PAdES allows it (pdf/pdf.changes.ts). A
   // single signature over the whole file has nothing after it.
-  const ends = signatures.map((sig) => sig.byteRange[2] + sig.byteRange[3]);
   const analysed: AfterSignature[] =
-    signatures.length === 1 && signatures[0]!.coversWholeFile ? [{ revision: revisionEnds(pdf).length || 1, changesAfter: [] }] : modificationsAfter(pdf, ends);
+    signatures.length === 1 && signatures[0]!.coversWholeFile
+      ? [{ revision: revisionEnds(pdf).length || 1, changesAfter: [] }]
+      : modificationsAfter(
+          pdf,
+          signatures.map((sig) => sig.byteRange),
+        );
   found.pdf = {
     signatures: signatures.map((s, i) => ({
       subFilter: s.subFilter,

@@ -113,6 +113,30 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
     expect(verdict(annotated(signed, '<< /Type /Annot /Subtype /Square /F 2 /Rect [60 700 300 740] >>')).outcome).to.equal('signed');
   });
 
+  it('refuses a "signature" added after a signature that does not sign its own update (a signature dictionary nobody can verify, and a widget anyone drew)', () => {
+    const signed = sign(base());
+    const { rootNum, root, pageNum, page, rev } = catalogAndPage(signed);
+    const sig = nextNumber(signed);
+    const form = rev.dict(root.get('AcroForm'))!;
+    const fake = appendUpdate(
+      signed,
+      new Map([
+        // Its ByteRange indirect, where the file's scan for signatures does not look.
+        [sig, `<< /Type /Sig /Filter /Adobe.PPKLite /SubFilter /ETSI.CAdES.detached /ByteRange ${sig + 2} 0 R /Contents <00> >>`],
+        [sig + 2, '[0 10 20 30]'],
+        [sig + 1, `<< /FT /Sig /T (Approved) /V ${sig} 0 R /Type /Annot /Subtype /Widget /Rect [60 700 300 740] /P ${pageNum} 0 R >>`],
+        [
+          rootNum,
+          serialize(
+            withEntries(root, { AcroForm: withEntries(form, { Fields: [...(rev.resolve(form.get('Fields')) as PdfValue[]), new PdfRef(sig + 1, 0)] }) }),
+          ),
+        ],
+        [pageNum, serialize(withEntries(page, { Annots: [...(rev.resolve(page.get('Annots')) as PdfValue[]), new PdfRef(sig + 1, 0)] }))],
+      ]),
+    );
+    expect(reason(fake)).to.equal('a signature dictionary that does not sign its own update was added (signature nobody can verify)');
+  });
+
   it('refuses an update that defines an object the signed revision refers to without defining (a dangling reference filled later)', () => {
     const { pageNum, page } = catalogAndPage(base());
     const dangling = appendUpdate(

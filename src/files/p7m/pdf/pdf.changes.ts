@@ -221,17 +221,22 @@ function invisible(annot: PdfDict, rev: PdfRevision): boolean {
  * Judges the update from `before` to `after`. Never throws: a revision that cannot be
  * examined is a violation, with the reason.
  */
-export function judgeUpdate(before: PdfRevision, after: PdfRevision): UpdateVerdict {
+export function judgeUpdate(before: PdfRevision, after: PdfRevision, signed: ReadonlySet<string> = new Set()): UpdateVerdict {
   const verdict: UpdateVerdict = { end: after.end, changes: [] };
   try {
-    judge(before, after, verdict);
+    judge(before, after, verdict, signed);
   } catch (err) {
     verdict.violation = `the update could not be examined: ${(err as Error).message.slice(0, 120)}`;
   }
   return verdict;
 }
 
-function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict): void {
+/**
+ * `signed`: the ByteRanges ("a b c d") of the file's signatures, which the verifier checks: a
+ * signature dictionary an update adds must be one of them and sign that very update, or it is
+ * a "signature" nobody verified (and its field's widget an appearance anyone drew).
+ */
+function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, signed: ReadonlySet<string>): void {
   const old = new Structure(before);
   const now = new Structure(after);
   const rules = constraintsOf(old);
@@ -349,6 +354,14 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict):
         : sig
           ? 'a signature'
           : 'an empty signature field';
+    if (sig && v !== undefined && isNew(v)) {
+      const range = after.resolve(sig.get('ByteRange'));
+      const key = Array.isArray(range) && range.length === 4 && range.every((x) => typeof x === 'number') ? range.join(' ') : undefined;
+      const end = key === undefined ? -1 : (range as number[])[2]! + (range as number[])[3]!;
+      if (key === undefined || !signed.has(key) || end <= before.end || end > after.end) {
+        refuse(`a signature dictionary that does not sign its own update was added (${kind.replace(/^an? /, '')} nobody can verify)`);
+      }
+    }
     if (kind === 'a signature' && rules.docMdp === 1) refuse('a signature after a certification that allows no change (DocMDP P=1)');
     say(kind);
     const widgets = dict.name('Subtype') === 'Widget' ? [num] : asArray(after.resolve(dict.get('Kids'))).flatMap((k) => (k instanceof PdfRef ? [k.num] : []));
@@ -580,10 +593,13 @@ export interface AfterSignature {
 }
 
 /**
- * The modification analysis of a signed PDF: for each signature (`ends`: where its signed
- * bytes end), its revision and what the updates after it changed, allowed or not.
+ * The modification analysis of a signed PDF: for each signature (`ranges`: its ByteRange, the
+ * signed bytes ending at its revision's end), its revision and what the updates after it
+ * changed, allowed or not.
  */
-export function modificationsAfter(pdf: Buffer, ends: readonly number[], budget = newFileBudget()): AfterSignature[] {
+export function modificationsAfter(pdf: Buffer, ranges: ReadonlyArray<readonly [number, number, number, number]>, budget = newFileBudget()): AfterSignature[] {
+  const ends = ranges.map((r) => r[2] + r[3]);
+  const signed = new Set(ranges.map((r) => r.join(' ')));
   const eofs = revisionEnds(pdf);
   const last = eofs.at(-1) ?? pdf.length;
   // Bytes after the last %%EOF that are not white space are an update no reader would see.
@@ -617,7 +633,7 @@ export function modificationsAfter(pdf: Buffer, ends: readonly number[], budget 
       else if (isSignature) updates.push({ end, changes: [], violation: `the signed revision cannot be read: ${r}` });
       continue;
     }
-    if (previous) updates.push(judgeUpdate(previous, r));
+    if (previous) updates.push(judgeUpdate(previous, r, signed));
     previous = r;
   }
   return ends.map((end) => {
