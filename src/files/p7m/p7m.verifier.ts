@@ -298,6 +298,7 @@ function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found
       : modificationsAfter(
           pdf,
           signatures.map((sig) => sig.byteRange),
+          { deadline: Date.now() + (options.pdfTimeBudgetMs ?? PDF_TIME_BUDGET_MS) },
         );
   found.pdf = {
     signatures: signatures.map((s, i) => ({

@@ -137,6 +137,87 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
     expect(reason(fake)).to.equal('a signature dictionary that does not sign its own update was added (signature nobody can verify)');
   });
 
+  it("never lets a rule for what a page does not show (information, metadata, DSS, tags, containers) cover what it shows (an independent review's forgeries)", () => {
+    const signed = sign(base());
+    const { rootNum, root } = catalogAndPage(signed);
+    const evil = streamBody('', Buffer.from('BT /F1 12 Tf 72 720 Td (PAY TO MALLORY) Tj ET'));
+    const withRoot = (entries: Record<string, PdfValue>): string => serialize(withEntries(root, entries));
+    const cases: Array<[string, Map<number, string | Buffer>, string]> = [
+      [
+        'the catalog /Metadata naming the content',
+        new Map<number, string | Buffer>([
+          [4, evil],
+          [rootNum, withRoot({ Metadata: new PdfRef(4, 0) })],
+        ]),
+        'the content of page 1 was changed',
+      ],
+      [
+        'a DSS whose /Certs name the content',
+        new Map<number, string | Buffer>([
+          [4, evil],
+          [rootNum, withRoot({ DSS: new PdfDict(new Map([['Certs', [new PdfRef(4, 0)]]])) })],
+        ]),
+        'the content of page 1 was changed',
+      ],
+      [
+        'the tags naming the content',
+        new Map<number, string | Buffer>([
+          [4, evil],
+          [rootNum, withRoot({ StructTreeRoot: new PdfDict(new Map([['K', [new PdfRef(4, 0)]]])) })],
+        ]),
+        'the content of page 1 was changed',
+      ],
+      [
+        'the content typed as an object stream',
+        new Map<number, string | Buffer>([[4, streamBody('/Type /ObjStm', Buffer.from('BT (X) Tj ET'))]]),
+        'the content of page 1 was changed',
+      ],
+    ];
+    for (const [name, objects, why] of cases) expect(reason(appendUpdate(signed, objects)), name).to.equal(why);
+    // A key twice (readers differ on which wins): not examined, so not intact.
+    const { pageNum } = catalogAndPage(signed);
+    const twice = appendUpdate(signed, new Map([[pageNum, '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Contents 4 0 R >>']]));
+    expect(reason(twice)).to.equal('the update could not be examined: a dictionary with /Contents twice');
+  });
+
+  it('refuses what can draw over the page after a signature: an empty signature field with an appearance, a link with one, an appearance redrawn without a new value, /NeedAppearances', () => {
+    const signed = sign(withTextField(base(), 'amount'));
+    const { rootNum, root, pageNum, page, rev } = catalogAndPage(signed);
+    const num = nextNumber(signed);
+    const form = rev.dict(root.get('AcroForm'))!;
+    const ap = streamBody('/Type /XObject /Subtype /Form /BBox [0 0 595 842]', Buffer.from('1 1 1 rg 0 0 595 842 re f'));
+    const emptySig = appendUpdate(
+      signed,
+      new Map<number, string | Buffer>([
+        [num, ap],
+        [num + 1, `<< /FT /Sig /T (Later) /Type /Annot /Subtype /Widget /Rect [0 0 595 842] /P ${pageNum} 0 R /AP << /N ${num} 0 R >> >>`],
+        [
+          rootNum,
+          serialize(
+            withEntries(root, { AcroForm: withEntries(form, { Fields: [...(rev.resolve(form.get('Fields')) as PdfValue[]), new PdfRef(num + 1, 0)] }) }),
+          ),
+        ],
+        [pageNum, serialize(withEntries(page, { Annots: [...(rev.resolve(page.get('Annots')) as PdfValue[]), new PdfRef(num + 1, 0)] }))],
+      ]),
+    );
+    expect(reason(emptySig)).to.equal('an empty signature field with a visible appearance was added');
+    expect(reason(annotated(signed, `<< /Type /Annot /Subtype /Link /Rect [0 0 595 842] /AP << /N ${num} 0 R >> >>`))).to.equal(
+      "an annotation that can cover the page's content (Link) was added to page 1",
+    );
+    // The field's appearance redrawn, its value the same (DSS's shadow "replace" file does this).
+    const field = [...rev.entries.keys()].find((n) => rev.dict(new PdfRef(n, 0))?.name('FT') === 'Tx')!;
+    const redrawn = appendUpdate(
+      signed,
+      new Map<number, string | Buffer>([
+        [num, ap],
+        [field, serialize(withEntries(rev.dict(new PdfRef(field, 0))!, { AP: new PdfDict(new Map([['N', new PdfRef(num, 0)]])) }))],
+      ]),
+    );
+    expect(reason(redrawn)).to.equal('the appearance of the form field "amount" was redrawn without its value changing');
+    const need = appendUpdate(signed, new Map([[rootNum, serialize(withEntries(root, { AcroForm: withEntries(form, { NeedAppearances: true }) }))]]));
+    expect(reason(need)).to.equal("the form's /NeedAppearances was changed");
+  });
+
   it('refuses an update that defines an object the signed revision refers to without defining (a dangling reference filled later)', () => {
     const { pageNum, page } = catalogAndPage(base());
     const dangling = appendUpdate(

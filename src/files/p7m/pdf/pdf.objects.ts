@@ -50,7 +50,25 @@ export interface PdfBudget {
 
 const MAX_DEPTH = 64;
 const MAX_NAME = 256;
-const MAX_STRING = 64 * 1024 * 1024;
+const MAX_STRING = 16 * 1024 * 1024;
+
+/** Bytes appended into one buffer allocated once (a string's decoded bytes). */
+class ByteWriter {
+  private readonly buf: Buffer;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.buf = Buffer.allocUnsafe(Math.max(0, capacity));
+  }
+
+  push(b: number): void {
+    this.buf[this.length++] = b;
+  }
+
+  bytes(): Buffer {
+    return Buffer.from(this.buf.subarray(0, this.length));
+  }
+}
 
 const isWhite = (b: number | undefined): boolean => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09 || b === 0x0c || b === 0x00;
 const isDelimiter = (b: number | undefined): boolean =>
@@ -188,19 +206,20 @@ export class PdfLexer {
       }
       if (buf[this.pos] !== 0x2f) malformed(`a PDF dictionary key is not a name at ${this.pos}`);
       const key = this.name().name;
-      // A later duplicate key is ignored, as most readers do (the first wins).
-      const v = this.value(depth + 1);
-      if (!entries.has(key)) entries.set(key, v);
+      // A key twice: readers differ on which wins (pdf.js the last), so no judgment is made on it.
+      if (entries.has(key)) malformed(`a dictionary with /${key} twice`);
+      entries.set(key, this.value(depth + 1));
     }
   }
 
   private literalString(): PdfString {
     const { buf } = this;
     this.pos++;
-    const out: number[] = [];
+    // The decoded string is never longer than the text it is read from.
+    const out = new ByteWriter(Math.min(MAX_STRING, buf.length - this.pos));
     let depth = 1;
     while (this.pos < buf.length) {
-      if (out.length > MAX_STRING) malformed('a PDF string too long');
+      if (out.length >= MAX_STRING) malformed('a PDF string too long');
       const c = buf[this.pos++]!;
       if (c === 0x5c) {
         const e = buf[this.pos++];
@@ -218,7 +237,7 @@ export class PdfLexer {
         depth++;
         out.push(c);
       } else if (c === 0x29) {
-        if (--depth === 0) return new PdfString(Buffer.from(out));
+        if (--depth === 0) return new PdfString(out.bytes());
         out.push(c);
       } else out.push(c);
     }
@@ -272,9 +291,11 @@ export function readIndirect(buf: Buffer, offset: number, budget: PdfBudget, len
     if (view.toString('latin1', after.pos, after.pos + 9) === 'endstream') end = start + length;
   }
   if (end < 0) {
-    // A wrong /Length (common in real files): the bytes up to the next endstream.
+    // A wrong /Length (common in real files): the bytes up to the next endstream, the search
+    // counted against the file's budget (many such streams must not each scan the file).
     const found = view.indexOf('endstream', start, 'latin1');
     if (found < 0) malformed(`a stream without endstream at ${offset}`);
+    if ((budget.values -= Math.ceil((found - start) / 64)) < 0) malformed('too many PDF values');
     end = found;
     while (end > start && (view[end - 1] === 0x0a || view[end - 1] === 0x0d)) end--;
   }
