@@ -496,7 +496,14 @@ function check(
     const signers = found.signers.slice(first);
     if (envelope.signerInfos.length === 0) return `${at}the envelope has no signers`;
     if (envelope.content === undefined) return `${at}detached signature: the envelope carries no content`;
-    const failing = signers.findIndex((s) => s.problems.length > 0);
+    // A counter-signature is an unsigned attribute, anyone's to add: one that fails is reported
+    // (its verdict, and a note) and decides nothing.
+    signers.forEach((s, k) => {
+      if (s.counterSignatureOf !== undefined && s.problems.length > 0) {
+        (found.notes ??= []).push(`${level === 1 ? '' : `level ${level} `}${signerName(signers, k, first)} ignored: ${s.problems[0]}`);
+      }
+    });
+    const failing = signers.findIndex((s) => s.problems.length > 0 && s.counterSignatureOf === undefined);
     if (failing >= 0) firstFailure ??= `${level === 1 ? '' : `level ${level} `}${signerName(signers, failing, first)}: ${signers[failing]!.problems[0]}`;
     if (detached) return firstFailure;
     const inner = decode(envelope.content.whole());
@@ -570,13 +577,15 @@ function collectSigner(node: Node, level: number, ctx: SignerContext, target: Ta
   if (v.problems.length === 0 && !(v.digestMatches && v.signatureValid && v.certificateValid && v.chain !== 'untrusted')) v.problems.push('not verified');
   const index = out.push(v) - 1;
   if (!found?.counterSignatures.length) return;
+  // Counter-signatures are unsigned attributes: past the bounds they are noted and not read,
+  // never a reason to refuse the signature they sign.
   if (depth >= MAX_COUNTER_DEPTH) {
-    v.problems.push(`counter-signatures nested more than ${MAX_COUNTER_DEPTH} deep`);
+    (v.notes ??= []).push(`counter-signatures nested more than ${MAX_COUNTER_DEPTH} deep: not read`);
     return;
   }
   // Each costs a signature check and a place in the stored verdict: as many as real envelopes carry.
   if (out.length + found.counterSignatures.length > MAX_SIGNER_INFOS) {
-    v.problems.push(`more than ${MAX_SIGNER_INFOS} signers and counter-signatures`);
+    (v.notes ??= []).push(`more than ${MAX_SIGNER_INFOS} signers and counter-signatures: these ${found.counterSignatures.length} not read`);
     return;
   }
   for (const counter of found.counterSignatures) collectSigner(counter, level, ctx, { kind: 'signature', value: found.signature }, index, out, depth + 1);
@@ -599,14 +608,21 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   const counterSignatures: Node[] = [];
   const timestamps: Node[] = [];
   if (is(parts[i], CONTEXT, 1)) {
+    // Unsigned attributes are anyone's to add: one that cannot be read is noted and ignored,
+    // never a reason to refuse the signature.
     for (const attr of kids(parts[i++], CONTEXT, 1, 'unsigned attributes')) {
-      const [type, values] = seq(attr, 'attribute');
-      const attrType = oid(type, 'attribute type');
-      if (attrType === ATTR.counterSignature) counterSignatures.push(...kids(values, UNIVERSAL, T.SET, 'counter-signatures'));
-      // A value that is not a ContentInfo (a German signer's wraps the token's DER in an OCTET
-      // STRING) is not read as a timestamp, as DSS does not: the signer goes without one.
-      if (attrType === ATTR.signatureTimestamp)
-        timestamps.push(...kids(values, UNIVERSAL, T.SET, 'signature timestamps').filter((t) => is(t, UNIVERSAL, T.SEQUENCE)));
+      try {
+        const [type, values] = seq(attr, 'attribute');
+        const attrType = oid(type, 'attribute type');
+        if (attrType === ATTR.counterSignature) counterSignatures.push(...kids(values, UNIVERSAL, T.SET, 'counter-signatures'));
+        // A value that is not a ContentInfo (a German signer's wraps the token's DER in an OCTET
+        // STRING) is not read as a timestamp, as DSS does not: the signer goes without one.
+        if (attrType === ATTR.signatureTimestamp)
+          timestamps.push(...kids(values, UNIVERSAL, T.SET, 'signature timestamps').filter((t) => is(t, UNIVERSAL, T.SEQUENCE)));
+      } catch (err) {
+        if (!(err instanceof MalformedError)) throw err;
+        (v.notes ??= []).push(`an unsigned attribute that cannot be read was ignored (${short(err)})`);
+      }
     }
   }
   if (i !== parts.length) malformed('unexpected elements in SignerInfo');
@@ -650,6 +666,9 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   const pssOverAttributes = scheme?.name === 'rsa-pss' && signedAttrs !== undefined;
   if (scheme?.hash && hash && scheme.hash !== hash && !pssOverAttributes) v.problems.push("the signature algorithm's hash does not match the digest algorithm");
   if (scheme?.hash === 'sha1' && hash !== 'sha1') v.problems.push('weak signature hash sha1');
+  // RFC 8419 §3: with signed attributes, Ed25519 takes SHA-512 and Ed448 SHAKE256 (512 bits) as the digest.
+  if (scheme?.name === 'ed25519' && hash !== 'sha512') v.problems.push('Ed25519 requires SHA-512 as the digest algorithm');
+  if (scheme?.name === 'ed448' && hash !== 'shake256') v.problems.push('Ed448 requires SHAKE256 as the digest algorithm');
 
   const x509 = cert?.x509();
   if (!cert) v.problems.push('signer certificate not found in the envelope');

@@ -141,12 +141,16 @@ describe('p7m verifier under hostile input', function () {
     // mutation of one alone may leave the verdict "signed", but only with the timestamp
     // reported broken, ignored, and the signers judged at the time of the check.
     const fx = p7mFixtures();
-    const stamped = new Set([fx.timestamped().valid, fx.containers().tsd, fx.containers().tsdRenewed]);
+    // So is a counter-signature: one that fails is reported and ignored.
+    const stamped = new Set([fx.timestamped().valid, fx.containers().tsd, fx.containers().tsdRenewed, fx.counterSigned().nested]);
     const ignoredATimestamp = (v: SignatureVerdict): boolean =>
-      (v.notes ?? []).concat(...v.signers.map((s) => s.notes ?? [])).some((note) => / ignored: /.test(note)) &&
+      (v.notes ?? []).concat(...v.signers.map((s) => s.notes ?? [])).some((note) => / ignored|not read/.test(note)) &&
       // Judged at the check, or at the time of a container's first timestamp that still verifies.
-      v.signers.every((s) => s.judgedAt?.by === 'check' || (s.judgedAt?.by === 'container-timestamp' && v.timestamps?.[0]?.valid === true)) &&
-      v.signers.every((s) => s.signatureValid && s.digestMatches);
+      v.signers.every(
+        (s) =>
+          s.counterSignatureOf !== undefined || s.judgedAt?.by === 'check' || (s.judgedAt?.by === 'container-timestamp' && v.timestamps?.[0]?.valid === true),
+      ) &&
+      v.signers.every((s) => s.counterSignatureOf !== undefined || (s.signatureValid && s.digestMatches));
 
     let slowest = 0;
     let signed = 0;

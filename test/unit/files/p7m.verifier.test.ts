@@ -18,6 +18,8 @@ import {
   integer,
   parse,
   rsaWithoutNull,
+  octetString,
+  oidNode,
   sequence,
   signatureOf,
   signedData,
@@ -152,7 +154,11 @@ describe('p7m verifier', function () {
       const swapped = Buffer.from(ed.ed25519);
       const at = swapped.lastIndexOf(Buffer.from('06032b6570', 'hex'));
       swapped[at + 4] = 0x71;
-      expect(verifyP7m(swapped).reason).to.equal("signer 1: signature algorithm does not match the certificate's key type");
+      // And Ed448 takes SHAKE256 as its digest, not the SHA-512 this envelope names (RFC 8419 §3).
+      expect(verifyP7m(swapped).signers[0]?.problems).to.deep.equal([
+        'Ed448 requires SHAKE256 as the digest algorithm',
+        "signature algorithm does not match the certificate's key type",
+      ]);
     });
 
     it('rejects rsaEncryption over an rsa-pss key (Node would verify it as PSS; openssl cms rejects it)', () => {
@@ -543,7 +549,9 @@ describe('p7m verifier', function () {
       });
       si.unsignedAttributes = [attribute(OIDS.counterSignature, ...Array.from({ length: 40 }, () => counter))];
       const v = verifyP7m(encode(ci), { trustAnchors: root });
-      expect(v.reason).to.equal('signer 1: more than 32 signers and counter-signatures');
+      // Unsigned attributes decide nothing: past the bound they are noted, not read.
+      expect(v.outcome, v.reason).to.equal('signed');
+      expect(signer(v).notes).to.deep.equal(['more than 32 signers and counter-signatures: these 40 not read']);
       expect(v.signers).to.have.length(1);
     });
 
@@ -558,15 +566,23 @@ describe('p7m verifier', function () {
       expect(signer(v, 1).signingTime).to.be.a('string');
     });
 
-    it('counts a failing counter-signature among the signers that must all pass', () => {
+    it('reports a failing counter-signature and ignores it (an unsigned attribute anyone may add), and an unreadable unsigned attribute too', () => {
       const wrong = verifyP7m(fx.counterSigned().wrongDigest, { trustAnchors: root });
-      expect(wrong).to.include({
-        outcome: 'not-signed',
-        reason: 'signer 1 counter-signature 1: the messageDigest attribute is not the digest of the counter-signed signature',
-      });
+      expect(wrong.outcome, wrong.reason).to.equal('signed');
+      expect(wrong.notes).to.deep.equal([
+        'signer 1 counter-signature 1 ignored: the messageDigest attribute is not the digest of the counter-signed signature',
+      ]);
       expect(signer(wrong, 0).problems).to.deep.equal([]);
+      expect(signer(wrong, 1).problems).to.deep.equal(['the messageDigest attribute is not the digest of the counter-signed signature']);
       const typed = verifyP7m(fx.counterSigned().withContentType, { trustAnchors: root });
-      expect(typed).to.include({ outcome: 'not-signed', reason: 'signer 1 counter-signature 1: a counter-signature carries a contentType attribute' });
+      expect(typed.notes).to.deep.equal(['signer 1 counter-signature 1 ignored: a counter-signature carries a contentType attribute']);
+      // A signature-timestamp attribute whose values are not a SET: noted, ignored.
+      const ci = parse(fx.der.rsa);
+      const si = signerInfo(ci);
+      si.unsignedAttributes = [sequence(oidNode(OIDS.signatureTimestamp), octetString(Buffer.from('not a set')))];
+      const odd = verifyP7m(encode(ci), { trustAnchors: root });
+      expect(odd.outcome, odd.reason).to.equal('signed');
+      expect(signer(odd).notes?.[0]).to.match(/^an unsigned attribute that cannot be read was ignored/);
     });
 
     it('verifies a counter-signature of a counter-signature', () => {
@@ -585,6 +601,7 @@ describe('p7m verifier', function () {
       const sig = signatureOf(signerInfo(parse(der)));
       const v = verifyP7m(flipByte(der, der.indexOf(sig) + 10), { trustAnchors: root });
       expect(v.outcome).to.equal('not-signed');
+      expect(v.reason).to.equal('signer 1: the signature does not verify');
       expect(signer(v, 0).problems).to.include('the signature does not verify');
       expect(signer(v, 1).problems).to.include('the messageDigest attribute is not the digest of the counter-signed signature');
     });
