@@ -94,8 +94,11 @@ export interface P7mFixtures {
   signedPdf: (bytes: number) => Buffer;
   /** `pdf` signed once more (an incremental update) by `signer` ('rsa', 'ec', 'expired', ...), ETSI.CAdES.detached unless named. */
   pdfSignedBy: (pdf: Buffer, signer: string, opts?: Partial<SignOptions>) => Buffer;
-  /** A TimeStampToken over `data` (SHA-256 imprint) of the given genTime (GeneralizedTime, e.g. 20200101120000Z), by a TSA valid 2019-2030. */
-  timestampTokenAt: (data: Buffer, genTime: string) => Buffer;
+  /**
+   * A TimeStampToken over `data` (SHA-256 imprint) of the given genTime (GeneralizedTime, e.g.
+   * 20200101120000Z), by a TSA valid 2019-2030, or ('tsa-expired') one valid 2019-01-01 to 2020-06-01.
+   */
+  timestampTokenAt: (data: Buffer, genTime: string, tsa?: 'tsa-2020' | 'tsa-expired') => Buffer;
   /** openssl's PEM output (`-----BEGIN CMS-----`) of `der.rsa`. */
   pem: string;
   /** Writes `bytes` into the fixture directory and returns the path (for cross-checks). */
@@ -578,15 +581,18 @@ function build(): P7mFixtures {
   };
   // A TSA certificate valid from 2019 to 2030, and tokens of a chosen genTime that it signs
   // (openssl ts stamps the current time): the TSTInfo built here, signed with openssl cms.
-  let oldTsa = false;
-  const tokenAt = (data: Buffer, genTime: string): Buffer => {
-    if (!oldTsa) {
-      ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'tsa-2020.key');
-      ssl('req', '-new', '-key', 'tsa-2020.key', '-out', 'tsa-2020.csr', '-subj', '/CN=Test TSA 2020');
+  // Also one whose certificate ended in 2020 ('tsa-expired', 2019-01-01 to 2020-06-01): its
+  // key can still mint a token of any time within those dates.
+  const oldTsas = new Set<string>();
+  const tokenAt = (data: Buffer, genTime: string, tsa: 'tsa-2020' | 'tsa-expired' = 'tsa-2020'): Buffer => {
+    if (!oldTsas.has(tsa)) {
+      ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', `${tsa}.key`);
+      ssl('req', '-new', '-key', `${tsa}.key`, '-out', `${tsa}.csr`, '-subj', tsa === 'tsa-2020' ? '/CN=Test TSA 2020' : '/CN=Test TSA expired');
+      const end = tsa === 'tsa-2020' ? '20300101000000Z' : '20200601000000Z';
       // prettier-ignore
-      ssl('ca', '-batch', '-config', 'ca.cnf', '-cert', 'int.pem', '-keyfile', 'int.key', '-in', 'tsa-2020.csr', '-out', 'tsa-2020.pem',
-        '-startdate', '20190101000000Z', '-enddate', '20300101000000Z', '-extfile', 'tsa.ext', '-notext');
-      oldTsa = true;
+      ssl('ca', '-batch', '-config', 'ca.cnf', '-cert', 'int.pem', '-keyfile', 'int.key', '-in', `${tsa}.csr`, '-out', `${tsa}.pem`,
+        '-startdate', '20190101000000Z', '-enddate', end, '-extfile', 'tsa.ext', '-notext');
+      oldTsas.add(tsa);
     }
     const tstInfo = sequence(
       integer(1),
@@ -598,8 +604,16 @@ function build(): P7mFixtures {
     write(`tstinfo-at-${stamps}.der`, encode(tstInfo));
     // prettier-ignore
     ssl('cms', '-sign', '-binary', '-nodetach', '-in', `tstinfo-at-${stamps}.der`, '-econtent_type', '1.2.840.113549.1.9.16.1.4', '-md', 'sha256',
-      '-signer', 'tsa-2020.pem', '-inkey', 'tsa-2020.key', '-certfile', 'int.pem', '-outform', 'DER', '-out', `token-at-${stamps}.tst`, '-cades');
-    return read(`token-at-${stamps}.tst`);
+      '-signer', `${tsa}.pem`, '-inkey', `${tsa}.key`, '-certfile', 'int.pem', '-outform', 'DER', '-out', `token-at-${stamps}.tst`, '-cades');
+    const token = read(`token-at-${stamps}.tst`);
+    if (tsa === 'tsa-2020') return token;
+    // The expired TSA's token as its key's holder would make it today: without a signingTime
+    // (openssl writes the real time, which the TSA's certificate no longer covers).
+    const ci = parse(token);
+    const si = signerInfo(ci);
+    si.signedAttributes = si.signedAttributes.filter((a) => asn1.derToOid(children(a)[0]!.value as string) !== OIDS.signingTime);
+    si.signature = nodeSign('sha256', si.signedBytesDer(), createPrivateKey(read(`${tsa}.key`)));
+    return encode(ci);
   };
   let eddsa: ReturnType<P7mFixtures['eddsa']> | undefined;
   const buildEddsa = (): ReturnType<P7mFixtures['eddsa']> => {
@@ -656,7 +670,7 @@ function build(): P7mFixtures {
     timestampToken,
     signedPdf: (bytes: number) => pdfSigned(markedPdf(bytes), 'rsa', 'ETSI.CAdES.detached'),
     pdfSignedBy: (pdf, signer, opts = {}) => pdfSigned(pdf, signer, opts.subFilter ?? 'ETSI.CAdES.detached', opts.claimedTime, opts),
-    timestampTokenAt: (data, genTime) => tokenAt(data, genTime),
+    timestampTokenAt: (data, genTime, tsa) => tokenAt(data, genTime, tsa),
     pdfs: () => {
       if (!pdfs) {
         const unsigned = markedPdf(100);

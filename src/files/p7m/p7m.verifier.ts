@@ -319,17 +319,22 @@ function checkPdf(pdf: Buffer, options: CheckOptions, trust: Trust, found: Found
   const late = (): string => `the PDF's signatures took more than ${(options.pdfTimeBudgetMs ?? PDF_TIME_BUDGET_MS) / 1000} s to check`;
 
   // Document timestamps first, in file order: each that verifies is a proof for the signatures before it.
+  // From the last back: a later document timestamp covers an earlier one (PAdES-LTA), which
+  // then proves its time while its own TSA's certificate held at the later one's.
   const stamps = new Map<number, TimestampVerdict>();
-  for (const [i, sig] of signatures.entries()) {
+  for (let i = signatures.length - 1; i >= 0; i--) {
+    const sig = signatures[i]!;
     if (sig.subFilter !== DOCUMENT_TIMESTAMP) continue;
     if (Date.now() > deadline) return late();
-    const t = checkDocumentTimestamp(sig, options, trust, budget);
-    stamps.set(i, t);
-    (found.timestamps ??= []).push(t);
-    if (!t.valid)
-      (found.notes ??= []).push(`document timestamp ${found.timestamps.length} (PDF signature ${i + 1}) ignored: ${t.problems[0] ?? 'not verified'}`);
+    const later = [...stamps.values()].filter((t) => t.valid && t.time).map((t) => new Date(t.time!));
+    stamps.set(i, checkDocumentTimestamp(sig, options, trust, budget, later));
   }
-  const stampNumbers = [...stamps.keys()];
+  const stampNumbers = [...stamps.keys()].sort((a, b) => a - b);
+  for (const [k, i] of stampNumbers.entries()) {
+    const t = stamps.get(i)!;
+    (found.timestamps ??= []).push(t);
+    if (!t.valid) (found.notes ??= []).push(`document timestamp ${k + 1} (PDF signature ${i + 1}) ignored: ${t.problems[0] ?? 'not verified'}`);
+  }
   let failure: string | undefined;
   for (const [i, sig] of signatures.entries()) {
     if (sig.subFilter === DOCUMENT_TIMESTAMP) continue;
@@ -377,7 +382,7 @@ function allZero(bytes: Buffer): boolean {
 }
 
 /** A document timestamp (PAdES-LTA): an RFC 3161 token whose imprint is of the ByteRange. */
-function checkDocumentTimestamp(sig: PdfSignature, options: CheckOptions, trust: Trust, budget: NodeBudget): TimestampVerdict {
+function checkDocumentTimestamp(sig: PdfSignature, options: CheckOptions, trust: Trust, budget: NodeBudget, later: readonly Date[]): TimestampVerdict {
   const failed = (problem: string): TimestampVerdict => ({
     time: null,
     tsa: null,
@@ -388,7 +393,7 @@ function checkDocumentTimestamp(sig: PdfSignature, options: CheckOptions, trust:
   try {
     const cms = contentsOf(sig);
     if (typeof cms === 'string') return failed(cms);
-    return checkTimestamp(parseExact(cms, budget, 'the document timestamp'), sig.signed, { trust, budget, checkedAt: options.now }, 'the document');
+    return checkTimestamp(parseExact(cms, budget, 'the document timestamp'), sig.signed, { trust, budget, checkedAt: options.now }, 'the document', later);
   } catch (err) {
     return failed(`malformed document timestamp: ${short(err)}`);
   }
@@ -425,9 +430,16 @@ function checkContainer(input: Uint8Array, options: CheckOptions, trust: Trust, 
   const stamped = envelope ? undefined : readTimestamped(input, budget);
   if (!stamped) return check(envelope, options, trust, found, budget);
   found.container = stamped.kind;
-  found.timestamps = stamped.stamps.map((s, i) =>
-    checkTimestamp(s.token, s.imprintOver, { trust, budget, checkedAt: options.now }, i === 0 ? 'the document' : 'the timestamp it renews'),
-  );
+  // From the last renewal back: each covers the one before it while its own TSA's certificate holds.
+  const verdicts: TimestampVerdict[] = [];
+  for (let i = stamped.stamps.length - 1; i >= 0; i--) {
+    const s = stamped.stamps[i]!;
+    const later = verdicts.filter((t) => t.valid && t.time).map((t) => new Date(t.time!));
+    verdicts.unshift(
+      checkTimestamp(s.token, s.imprintOver, { trust, budget, checkedAt: options.now }, i === 0 ? 'the document' : 'the timestamp it renews', later),
+    );
+  }
+  found.timestamps = verdicts;
   if (!stamped.content) return `the ${stamped.kind} does not carry the timestamped document`;
   // A timestamp is anyone's to add or break: one that fails is reported and decides nothing.
   found.timestamps.forEach((t, i) => {
@@ -519,6 +531,8 @@ interface SignerContext extends Envelope {
   budget: NodeBudget;
   /** Set while checking a timestamp token's own signer: its certificate must be a TSA's. */
   tsa?: true;
+  /** For a TSA: the times later timestamps protect its token at (its certificate must be valid at the check or at one of them). */
+  protectedAt?: readonly Date[];
   /** The time of the check (for a TSA's token, `now` is its genTime). */
   checkedAt: Date;
   /** A signed PDF's /M: the time its signer claims, for a signer without a signingTime attribute. */
@@ -759,7 +773,7 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
   // (ETSI EN 319 122-1): the earliest that verifies is the one used.
   if (timestamps.length > MAX_TIMESTAMPS) (v.notes ??= []).push(`${timestamps.length} signature timestamps, more than ${MAX_TIMESTAMPS}: none read`);
   else if (timestamps.length > 0) {
-    const verdicts = timestamps.map((stamp) => checkTimestamp(stamp, signature, ctx));
+    const verdicts = timestamps.map((stamp) => checkTimestamp(stamp, signature, ctx, 'the signature', ctx.proof ? [ctx.proof.at] : []));
     verdicts.forEach((t, n) => {
       if (!t.valid) (v.notes ??= []).push(`signature timestamp ${n + 1} ignored: ${t.problems[0] ?? 'not verified'}`);
     });
@@ -786,6 +800,12 @@ function examine(node: Node, ctx: SignerContext, v: SignerVerdict, target: Targe
     if (ctx.tsa && v.certificateValid && signingTime && !validAt(x509, signingTime)) {
       v.certificateValid = false;
       v.problems.push("the TSA's certificate was not valid at the token's own signing time");
+    } else if (ctx.tsa && v.certificateValid && !validAt(x509, ctx.checkedAt) && !(ctx.protectedAt ?? []).some((t) => validAt(x509, t))) {
+      // Whoever holds an expired TSA key can mint tokens of any time within its old validity:
+      // a token proves its time only while its TSA's certificate is valid, now or when a later
+      // timestamp covered the token (a renewal, a later document timestamp).
+      v.certificateValid = false;
+      v.problems.push("the TSA's certificate is no longer valid and no later timestamp covers the token while it was");
     } else if (!v.certificateValid) {
       v.problems.push(
         !judged
@@ -859,6 +879,8 @@ function checkTimestamp(
   covered: Buffer | readonly Buffer[],
   outer: Pick<SignerContext, 'trust' | 'budget' | 'checkedAt'>,
   covers = 'the signature',
+  /** Times later verified timestamps prove the token existed by (they cover it). */
+  protectedAt: readonly Date[] = [],
 ): TimestampVerdict {
   const t: TimestampVerdict = { time: null, tsa: null, chain: checksChains(outer.trust) ? 'untrusted' : 'not-checked', valid: false, problems: [] };
   try {
@@ -886,6 +908,7 @@ function checkTimestamp(
       digests: new Map(),
       budget: outer.budget,
       tsa: true,
+      protectedAt,
     };
     const signers: SignerVerdict[] = [];
     for (const node of envelope.signerInfos) collectSigner(node, 0, ctx, { kind: 'content' }, undefined, signers, MAX_COUNTER_DEPTH);

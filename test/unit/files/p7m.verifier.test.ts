@@ -386,6 +386,33 @@ describe('p7m verifier', function () {
       passes(q.signedDataVersion, 'version 4 for 1');
     });
 
+    it("does not believe a timestamp whose TSA's certificate has ended, unless a later timestamp covered it while it held (PAdES-LTA)", () => {
+      const now = new Date('2026-11-27T10:00:00Z');
+      // The backdated signature, stamped 2020-01-01 by a TSA whose certificate ended in June 2020.
+      const ci = parse(fx.timestamped().backdated);
+      const si = signerInfo(ci);
+      si.unsignedAttributes = [attribute(OIDS.signatureTimestamp, parse(fx.timestampTokenAt(signatureOf(si), '20200101120000Z', 'tsa-expired')))];
+      const v = verifyP7m(encode(ci), { now });
+      expect(v.outcome).to.equal('not-signed');
+      expect(signer(v).notes).to.deep.equal([
+        "signature timestamp 1 ignored: the TSA's certificate is no longer valid and no later timestamp covers the token while it was",
+      ]);
+      expect(signer(v).judgedAt).to.include({ by: 'check' });
+      // A PDF: signed by the 2020 signer, a document timestamp by the expired TSA, then one
+      // by a TSA still valid, made in March 2020 while the first TSA's certificate held.
+      const signed = fx.pdfSignedBy(fx.pdfs().unsigned, 'expired');
+      const first = signPdf(signed, (data) => fx.timestampTokenAt(data, '20200101120000Z', 'tsa-expired'), { subFilter: 'ETSI.RFC3161' });
+      const later = new Date(Date.now() + 60_000); // openssl wrote the PDF signer's signingTime: today
+      const alone = verifyP7m(first, { now: later });
+      expect(alone.outcome).to.equal('not-signed');
+      expect(alone.timestamps?.[0]).to.include({ valid: false });
+      const renewed = signPdf(first, (data) => fx.timestampTokenAt(data, '20200301000000Z'), { subFilter: 'ETSI.RFC3161' });
+      const lta = verifyP7m(renewed, { now: later });
+      expect(lta.timestamps?.map((t) => t.valid)).to.deep.equal([true, true]);
+      expect(signer(lta).judgedAt).to.include({ by: 'document-timestamp', time: '2020-01-01T12:00:00.000Z' });
+      expect(signer(lta).problems).to.deep.equal([]);
+    });
+
     it('verifies signed attributes over their DER encoding (RFC 5652 §5.4), whatever order they are sent in; a signature over the order sent only is broken', () => {
       passes(q.unsortedSignedSorted, 'signed sorted');
       const asSent = verifyP7m(q.unsortedSignedAsSent, { trustAnchors: root });
