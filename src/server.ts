@@ -48,6 +48,8 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   logger.info({ port }, 'API listening');
+  // Said at once, not with the buffer's next write: whoever starts the process waits for it.
+  logger.flush();
 
   let closing: Promise<void> | undefined;
   const close = () =>

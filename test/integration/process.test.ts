@@ -18,7 +18,8 @@ describe('the API process', function () {
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
     });
-    for (let i = 0; i < 200 && !out.includes('API listening'); i++) await new Promise((r) => setTimeout(r, 50));
+    // Up to 30 s: tsx compiles the server first, which a loaded two-core machine has seen take over 10.
+    for (let i = 0; i < 600 && !out.includes('API listening'); i++) await new Promise((r) => setTimeout(r, 50));
     expect(out).to.include('API listening');
 
     // A create whose body is still on its way when SIGTERM arrives.
