@@ -9,6 +9,8 @@ import { deflateSync } from 'node:zlib';
 import { PdfDict, PdfName, PdfRef, PdfStream, PdfString, type PdfValue } from '../../src/files/p7m/pdf/pdf.objects.js';
 import { PdfRevision, newFileBudget, revisionEnds } from '../../src/files/p7m/pdf/pdf.revision.js';
 
+const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
 /** Room for the CMS in /Contents: 8 KiB of DER, hex-encoded. */
 const CONTENTS_HEX = 16_384;
 const PLACEHOLDER = '0000000000 0000000000 0000000000 0000000000';
@@ -106,7 +108,15 @@ function writeSection(
  * found through an xref stream.
  */
 export function plainPdf(marker: string, padding: number, opts: { xrefStream?: boolean } = {}): Buffer {
-  const content = Buffer.from(`BT /F1 12 Tf 72 720 Td (${marker}) Tj ET ${'%'.repeat(padding)}`, 'latin1');
+  // The padding: a comment of letters and digits, as varied as the compressed streams that make
+  // up a real file's bulk (a run of one character would make every search in the file its
+  // worst case).
+  const noise = Buffer.alloc(padding);
+  for (let i = 0, x = 0x9e3779b9; i < padding; i++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    noise[i] = ALNUM.charCodeAt((x >>> 16) % ALNUM.length);
+  }
+  const content = Buffer.concat([Buffer.from(`BT /F1 12 Tf 72 720 Td (${marker}) Tj ET %`, 'latin1'), noise]);
   const header = Buffer.from('%PDF-1.7\n%\xe2\xe3\xcf\xd3\n', 'latin1');
   const catalog = '<< /Type /Catalog /Pages 2 0 R >>';
   const pages = '<< /Type /Pages /Kids [3 0 R] /Count 1 >>';

@@ -91,7 +91,7 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number], check
   // bounds in the window neither is read.
   const before = pdf.toString('latin1', Math.max(0, length1 - DICTIONARY_WINDOW), length1);
   const signedAfter = pdf.toString('latin1', start2, Math.min(start2 + length2, start2 + DICTIONARY_WINDOW));
-  const objectStart = [...before.matchAll(/\d+\s+\d+\s+obj\b/g)].at(-1)?.index ?? -1;
+  const objectStart = lastObjectHeader(before);
   const objectEnd = signedAfter.indexOf('endobj');
   const own = objectStart < 0 || objectEnd < 0 ? undefined : { before: before.slice(objectStart), after: signedAfter.slice(0, objectEnd) };
   /** The entry's value: the last before the gap, else the first after it. */
@@ -112,6 +112,20 @@ function signatureAt(pdf: Buffer, range: [number, number, number, number], check
 }
 
 const HEX_CHUNK = 1024 * 1024;
+/**
+ * Where the last `n g obj` header of `text` starts, or -1. Searched from the end for "obj",
+ * each candidate checked against the few characters before it: a pattern of digit runs over
+ * the whole window backtracks quadratically on the hex digits of a /Contents before it.
+ */
+function lastObjectHeader(text: string): number {
+  for (let at = text.lastIndexOf('obj'); at >= 0; at = at > 0 ? text.lastIndexOf('obj', at - 1) : -1) {
+    if (/[A-Za-z0-9_]/.test(text.charAt(at + 3))) continue;
+    const head = /\d{1,10}\s{1,8}\d{1,5}\s{1,8}$/.exec(text.slice(Math.max(0, at - 40), at));
+    if (head) return at - head[0].length;
+  }
+  return -1;
+}
+
 const isHexDigit = (b: number): boolean => (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x46) || (b >= 0x61 && b <= 0x66);
 const isPdfSpace = (b: number): boolean => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09 || b === 0x0c || b === 0x00;
 

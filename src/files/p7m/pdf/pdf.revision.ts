@@ -260,9 +260,11 @@ function pngUnpredict(data: Buffer, columns: number): Buffer {
  * linearized file's first-page section ends one too; a revision that cannot be read alone is
  * for the caller to skip.
  */
+const EOF = Buffer.from('%%EOF', 'latin1');
+
 export function revisionEnds(buf: Buffer): number[] {
   const ends: number[] = [];
-  for (let at = buf.indexOf('%%EOF', 0, 'latin1'); at >= 0; at = buf.indexOf('%%EOF', at + 5, 'latin1')) {
+  for (let at = buf.indexOf(EOF); at >= 0; at = buf.indexOf(EOF, at + 5)) {
     let end = at + 5;
     if (buf[end] === 0x0d) end++;
     if (buf[end] === 0x0a) end++;
