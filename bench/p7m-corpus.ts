@@ -97,10 +97,11 @@ function pdfLines(t: PdfTally): string[] {
 /**
  * What DSS's own tests say of each PDF they validate, read from their Java sources (a checkout
  * of https://github.com/esig/dss, its dss-pades/src/test/java): a test class that names a file
- * under validation/ and asserts it not valid at B level (isBLevelTechnicallyValid,
- * isSignatureIntact or isSignatureValid false) or with undefined PDF modifications says
- * "not valid"; one that does not override those checks inherits DSS's default, which asserts
- * them true: "valid". A heuristic, and said so where the figures are.
+ * under validation/ and asserts TOTAL_FAILED, a signature not valid at B level
+ * (isBLevelTechnicallyValid, isSignatureIntact or isSignatureValid false), or modifications
+ * DSS counts against it (undefined changes, pages added or removed, overlapping annotations)
+ * says "not valid"; otherwise DSS's defaults assert B level valid: "valid". A class's verdict
+ * goes to every file it names. A heuristic, and said so where the figures are.
  */
 function dssVerdicts(javaDir: string): Map<string, 'valid' | 'not valid'> {
   const verdicts = new Map<string, 'valid' | 'not valid'>();
@@ -109,9 +110,17 @@ function dssVerdicts(javaDir: string): Map<string, 'valid' | 'not valid'> {
     const files = [...source.matchAll(/"(?:\/validation\/|src\/test\/resources\/validation\/)([^"]+\.pdf)"/g)].map((m) => m[1]!);
     if (files.length === 0) continue;
     const notValid =
+      /Indication\.TOTAL_FAILED/.test(source) ||
       /assertFalse\([^;]*\.(isBLevelTechnicallyValid|isSignatureIntact|isSignatureValid)\(/.test(source) ||
-      /assertFalse\(Utils\.isCollectionEmpty\([^;]*getPdfUndefinedChanges\(\)/.test(source) ||
-      /assertTrue\(Utils\.isCollectionNotEmpty\([^;]*getPdfUndefinedChanges\(\)/.test(source);
+      /assertFalse\(Utils\.isCollectionEmpty\([^;]*(getPdfUndefinedChanges|getPdfPageDifferenceConcernedPages|getPdfAnnotationsOverlapConcernedPages)\(\)/.test(
+        source,
+      ) ||
+      /assertTrue\(Utils\.isCollectionNotEmpty\([^;]*(getPdfUndefinedChanges|getPdfPageDifferenceConcernedPages|getPdfAnnotationsOverlapConcernedPages)\(\)/.test(
+        source,
+      ) ||
+      /assertEquals\([1-9]\d*, [^;]*(getPdfUndefinedChanges|getPdfPageDifferenceConcernedPages|getPdfAnnotationsOverlapConcernedPages)\(\)\.size\(\)/.test(
+        source,
+      );
     for (const f of files) if (!verdicts.has(f) || notValid) verdicts.set(f, notValid ? 'not valid' : 'valid');
   }
   return verdicts;
