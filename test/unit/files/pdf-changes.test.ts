@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
 import { verifyP7m, type SignatureVerdict } from '../../../src/files/p7m/p7m.verifier.js';
-import { PdfDict, PdfRef, PdfString, type PdfValue } from '../../../src/files/p7m/pdf/pdf.objects.js';
+import { PdfDict, PdfLexer, PdfRef, PdfString, type PdfValue } from '../../../src/files/p7m/pdf/pdf.objects.js';
 import { PdfRevision, newFileBudget } from '../../../src/files/p7m/pdf/pdf.revision.js';
 import { p7mFixtures } from '../../support/p7m-fixtures.js';
 import { appendUpdate, catalogAndPage, nextNumber, plainPdf, serialize, signPdf, streamBody, withEntries } from '../../support/pdf-signing.js';
@@ -312,6 +312,10 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
     const used = process.memoryUsage().rss;
     expect(() => new PdfRevision(bomb, bomb.length, newFileBudget())).to.throw(/a stream does not inflate/);
     expect(process.memoryUsage().rss - used).to.be.below(200 * 1024 * 1024);
+    // A literal string is decoded into one buffer, never past 16 MiB.
+    const long = Buffer.concat([Buffer.from('('), Buffer.alloc(17 * 1024 * 1024, 0x61), Buffer.from(')')]);
+    expect(() => new PdfLexer(long, 0, { values: 10 }).value()).to.throw('a PDF string too long');
+    expect((new PdfLexer(Buffer.from('(a\\(b\\)c\\101)'), 0, { values: 10 }).value() as PdfString).bytes.toString()).to.equal('a(b)cA');
     // An update written after the last %%EOF, without a cross-reference: no reader sees it, so no signature covers it.
     const signed = sign(sign(base()), 'ec');
     expect(reason(Buffer.concat([signed, Buffer.from('5 0 obj << >> endobj\n')]))).to.equal('bytes after the last %%EOF');
