@@ -174,6 +174,26 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
       ],
     ];
     for (const [name, objects, why] of cases) expect(reason(appendUpdate(signed, objects)), name).to.equal(why);
+    // Resources a page inherits from the page tree are shown as its own are.
+    const { rev: r0 } = catalogAndPage(base());
+    const inherited = appendUpdate(
+      base(),
+      new Map<number, string | Buffer>([
+        [2, serialize(withEntries(r0.dict(new PdfRef(2, 0))!, { Resources: new PdfRef(9, 0) }))],
+        [3, serialize(withEntries(r0.dict(new PdfRef(3, 0))!, { Resources: undefined }))],
+        [9, '<< /Font << /F1 5 0 R >> >>'],
+      ]),
+    );
+    const signedInherited = sign(inherited);
+    const { rootNum: rn, root: rt } = catalogAndPage(signedInherited);
+    const viaDss = appendUpdate(
+      signedInherited,
+      new Map<number, string | Buffer>([
+        [9, '<< /Font << /F1 5 0 R /F2 5 0 R >> >>'],
+        [rn, serialize(withEntries(rt, { DSS: new PdfDict(new Map([['Certs', [new PdfRef(9, 0)]]])) }))],
+      ]),
+    );
+    expect(reason(viaDss)).to.equal('object 9 (a resource a page may show) was changed');
     // A key twice (readers differ on which wins): not examined, so not intact.
     const { pageNum } = catalogAndPage(signed);
     const twice = appendUpdate(signed, new Map([[pageNum, '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Contents 4 0 R >>']]));

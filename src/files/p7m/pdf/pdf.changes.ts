@@ -87,6 +87,8 @@ class Structure {
     if (!dict) return;
     if (dict.name('Type') === 'Pages' || dict.get('Kids') !== undefined) {
       this.pageNodes.add(node.num);
+      // Its pages inherit its /Resources, /MediaBox, /CropBox, /Rotate: shown as theirs are.
+      for (const [key, v] of dict.entries) if (key !== 'Kids' && key !== 'Parent') this.reach(v);
       const kids = this.rev.resolve(dict.get('Kids'));
       if (Array.isArray(kids)) for (const kid of kids) this.walkPages(kid, seen);
       return;
