@@ -238,6 +238,62 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
     expect(reason(need)).to.equal("the form's /NeedAppearances was changed");
   });
 
+  it("refuses a second review's forgeries: an existing object made a signature field, a new field reusing a signature's dictionary, a field's appearance redrawn through the DSS, references of another generation", () => {
+    const signed = sign(withTextField(base(), 'amount'));
+    const { rootNum, root, pageNum, page, rev } = catalogAndPage(signed);
+    const form = rev.dict(root.get('AcroForm'))!;
+    const fields = rev.resolve(form.get('Fields')) as PdfValue[];
+    const withFields = (extra: PdfRef[]): string => serialize(withEntries(root, { AcroForm: withEntries(form, { Fields: [...fields, ...extra] }) }));
+    // The page's content stream, rewritten to say /FT /Sig, listed as a new signature field.
+    const asField = appendUpdate(
+      signed,
+      new Map<number, string | Buffer>([
+        [4, streamBody('/FT /Sig /T (x)', Buffer.from('BT /F1 12 Tf 72 720 Td (PAY TO MALLORY) Tj ET'))],
+        [rootNum, withFields([new PdfRef(4, 0)])],
+      ]),
+    );
+    expect(reason(asField)).to.equal('object 4, which the signed revision has, was added to the form as a signature field');
+    // A new visible field whose /V is the first signature's dictionary.
+    const sigField = rev.dict(fields.find((f) => rev.dict(f)?.name('FT') === 'Sig'))!;
+    const num = nextNumber(signed);
+    const reused = appendUpdate(
+      signed,
+      new Map<number, string | Buffer>([
+        [num, `<< /FT /Sig /T (Again) /V ${serialize(sigField.get('V'))} /Type /Annot /Subtype /Widget /Rect [0 0 595 842] /P ${pageNum} 0 R >>`],
+        [rootNum, withFields([new PdfRef(num, 0)])],
+        [pageNum, serialize(withEntries(page, { Annots: [...(rev.resolve(page.get('Annots')) as PdfValue[]), new PdfRef(num, 0)] }))],
+      ]),
+    );
+    expect(reason(reused)).to.equal('a signature field whose signature dictionary is not a new one was added');
+    // The text field's appearance stream redefined, named by a DSS entry.
+    const form0 = withTextField(base(), 'amount');
+    const r2 = catalogAndPage(form0);
+    const apNum = nextNumber(form0);
+    const txNum = [...r2.rev.entries.keys()].find((n) => r2.rev.dict(new PdfRef(n, 0))?.name('FT') === 'Tx')!;
+    const signedAp = sign(
+      appendUpdate(
+        form0,
+        new Map<number, string | Buffer>([
+          [apNum, streamBody('/Type /XObject /Subtype /Form /BBox [0 0 200 20]', Buffer.from('BT (100 EUR) Tj ET'))],
+          [txNum, serialize(withEntries(r2.rev.dict(new PdfRef(txNum, 0))!, { AP: new PdfDict(new Map([['N', new PdfRef(apNum, 0)]])) }))],
+        ]),
+      ),
+    );
+    const r3 = catalogAndPage(signedAp);
+    const redrawn = appendUpdate(
+      signedAp,
+      new Map<number, string | Buffer>([
+        [apNum, streamBody('/Type /XObject /Subtype /Form /BBox [0 0 200 20]', Buffer.from('BT (999999 EUR) Tj ET'))],
+        [r3.rootNum, serialize(withEntries(r3.root, { DSS: new PdfDict(new Map([['Certs', [new PdfRef(apNum, 0)]]])) }))],
+      ]),
+    );
+    expect(reason(redrawn)).to.match(/^object \d+ \(a resource a page may show\) was changed$/);
+    // The page's content named with another generation.
+    expect(reason(appendUpdate(signed, new Map([[pageNum, serialize(withEntries(page, { Contents: new PdfRef(4, 1) }))]])))).to.equal(
+      'page 1 was changed (/Contents)',
+    );
+  });
+
   it('refuses an update that defines an object the signed revision refers to without defining (a dangling reference filled later)', () => {
     const { pageNum, page } = catalogAndPage(base());
     const dangling = appendUpdate(

@@ -64,6 +64,8 @@ class Structure {
   readonly shown = new Set<number>();
   /** Every annotation of every page. */
   readonly allAnnots = new Set<number>();
+  /** Objects first reached through an annotation's appearance, and the annotation(s). */
+  readonly appearanceOf = new Map<number, number[]>();
   private walked = 0;
 
   constructor(readonly rev: PdfRevision) {
@@ -97,7 +99,14 @@ class Structure {
     this.pages.set(node.num, index);
     const annots = this.rev.resolve(dict.get('Annots'));
     this.annots.set(node.num, Array.isArray(annots) ? annots.filter((a): a is PdfRef => a instanceof PdfRef).map((a) => a.num) : []);
-    for (const a of this.annots.get(node.num)!) this.allAnnots.add(a);
+    for (const a of this.annots.get(node.num)!) {
+      this.allAnnots.add(a);
+      // What an annotation draws is shown too; a form fill may redraw its own widget's only.
+      const ap = this.rev.dict(new PdfRef(a, 0))?.get('AP');
+      const before = new Set(this.shown);
+      this.reach(ap);
+      for (const n of this.shown) if (!before.has(n)) this.appearanceOf.set(n, [...(this.appearanceOf.get(n) ?? []), a]);
+    }
     const contents = dict.get('Contents');
     const list = contents instanceof PdfRef && Array.isArray(this.rev.get(contents.num)) ? (this.rev.get(contents.num) as PdfValue[]) : [contents];
     for (const c of list) if (c instanceof PdfRef) this.contents.set(c.num, index);
@@ -116,7 +125,8 @@ class Structure {
         stack.push(this.rev.get(x.num));
       } else if (Array.isArray(x)) stack.push(...x);
       else if (x instanceof PdfDict) {
-        for (const [key, y] of x.entries) if (key !== 'Parent' && key !== 'P') stack.push(y);
+        // Every key: a resource may be named /P or /Parent. A reference to a page stops the walk.
+        for (const y of x.entries.values()) stack.push(y);
       } else if (x instanceof PdfStream) stack.push(x.dict);
     }
   }
@@ -169,7 +179,7 @@ export function same(a: PdfValue | undefined, b: PdfValue | undefined, depth = 0
   if (a === undefined || b === undefined || a === null || b === null || typeof a !== 'object' || typeof b !== 'object' || depth > 64) return false;
   if (a instanceof PdfName) return b instanceof PdfName && a.name === b.name;
   if (a instanceof PdfString) return b instanceof PdfString && a.bytes.equals(b.bytes);
-  if (a instanceof PdfRef) return b instanceof PdfRef && a.num === b.num;
+  if (a instanceof PdfRef) return b instanceof PdfRef && a.num === b.num && a.gen === b.gen;
   if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => same(x, b[i], depth + 1));
   if (a instanceof PdfStream) return b instanceof PdfStream && a.raw.equals(b.raw) && same(a.dict, b.dict, depth + 1);
   if (a instanceof PdfDict) {
@@ -382,12 +392,14 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
   // New signature fields (their widgets, appearances and signature or timestamp dictionaries).
   const newSigWidgets = new Set<number>();
   /** A widget's appearance streams, new ones or (`redrawn`: a field filled or signed) ones it already had, redrawn. */
-  const markAppearance = (widget: PdfDict, redrawn = false): void => {
+  const markAppearance = (widget: PdfDict, redrawn = false, owner?: number): void => {
     const ap = after.dict(widget.get('AP'));
     const walk = (v: PdfValue | undefined, depth: number): void => {
       if (v instanceof PdfRef) {
         const stream = after.get(v.num);
-        if ((isNew(v.num) || (redrawn && stream instanceof PdfStream && stream.dict.name('Subtype') === 'Form')) && free(v.num)) allowed.add(v.num);
+        // A redrawn stream must be this widget's own appearance, drawn by nothing else.
+        const own = owner !== undefined && (old.appearanceOf.get(v.num) ?? []).every((a) => a === owner) && old.appearanceOf.has(v.num);
+        if (isNew(v.num) ? free(v.num) : redrawn && own && stream instanceof PdfStream && stream.dict.name('Subtype') === 'Form') allowed.add(v.num);
         return;
       }
       if (v instanceof PdfDict && depth < 3) for (const x of v.entries.values()) walk(x, depth + 1);
@@ -395,18 +407,20 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
     if (widget.get('AP') instanceof PdfRef && isNew(refNum(widget.get('AP'))!)) allowed.add(refNum(widget.get('AP'))!);
     walk(ap, 0);
   };
-  const acceptSignatureField = (num: number, dict: PdfDict): void => {
+  const acceptSignatureField = (num: number, dict: PdfDict, existing = false): void => {
+    if (!existing && !isNew(num)) return refuse(`object ${num}, which the signed revision has, was added to the form as a signature field`);
     allowed.add(num);
     const v = refNum(dict.get('V'));
     const sig = after.dict(dict.get('V'));
-    if (v !== undefined && isNew(v)) allowed.add(v);
+    if (dict.get('V') !== undefined && (v === undefined || !isNew(v))) return refuse('a signature field whose signature dictionary is not a new one was added');
+    if (v !== undefined) allowed.add(v);
     const kind =
       sig?.name('Type') === 'DocTimeStamp' || sig?.name('SubFilter') === 'ETSI.RFC3161'
         ? 'a document timestamp'
         : sig
           ? 'a signature'
           : 'an empty signature field';
-    if (sig && v !== undefined && isNew(v)) {
+    if (sig && v !== undefined) {
       const range = after.resolve(sig.get('ByteRange'));
       const key = Array.isArray(range) && range.length === 4 && range.every((x) => typeof x === 'number') ? range.join(' ') : undefined;
       const end = key === undefined ? -1 : (range as number[])[2]! + (range as number[])[3]!;
@@ -414,17 +428,18 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
         refuse(`a signature dictionary that does not sign its own update was added (${kind.replace(/^an? /, '')} nobody can verify)`);
       }
     }
-    if (kind === 'a signature' && rules.docMdp === 1) refuse('a signature after a certification that allows no change (DocMDP P=1)');
+    if (kind !== 'a document timestamp' && rules.docMdp === 1) refuse(`${kind} after a certification that allows no change (DocMDP P=1)`);
     say(kind);
     const widgets = dict.name('Subtype') === 'Widget' ? [num] : asArray(after.resolve(dict.get('Kids'))).flatMap((k) => (k instanceof PdfRef ? [k.num] : []));
     for (const w of widgets) {
       newSigWidgets.add(w);
-      if (isNew(w) || (changedSet.has(w) && (w === num || free(w)))) allowed.add(w);
+      if (isNew(w) ? free(w) : changedSet.has(w) && w === num && existing) allowed.add(w);
+      else if (!isNew(w) && w !== num) return refuse(`object ${w}, which the signed revision has, was made a signature field's widget`);
       const wd0 = after.dict(new PdfRef(w, 0));
       // An empty signature field shows nothing, unless it draws: then it is an appearance anyone drew.
       if (!sig && wd0 && wd0.get('AP') !== undefined && !invisible(wd0, after)) refuse('an empty signature field with a visible appearance was added');
       const wd = after.dict(new PdfRef(w, 0));
-      if (wd) markAppearance(wd, true);
+      if (wd) markAppearance(wd, true, w);
     }
   };
 
@@ -452,12 +467,12 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
       if (key !== 'SigFlags' && !mayFill) return refuse(`the form's /${key} was changed, which the certification signature does not allow`);
     }
     const dr = refNum(n?.get('DR'));
-    if (dr !== undefined && changedSet.has(dr) && same(o?.get('DR'), n?.get('DR'))) {
+    if (dr !== undefined && changedSet.has(dr) && same(o?.get('DR'), n?.get('DR')) && !old.shown.has(dr)) {
       if (!mayFill) return refuse("the form's default resources were changed, which the certification signature does not allow");
       allowed.add(dr);
     }
     const fieldsRef = refNum(n?.get('Fields'));
-    if (fieldsRef !== undefined && changedSet.has(fieldsRef)) allowed.add(fieldsRef);
+    if (fieldsRef !== undefined && changedSet.has(fieldsRef) && !old.shown.has(fieldsRef)) allowed.add(fieldsRef);
     const oldFields = asArray(before.resolve(o?.get('Fields'))).flatMap((f) => (f instanceof PdfRef ? [f.num] : []));
     const newFields = asArray(after.resolve(n?.get('Fields'))).flatMap((f) => (f instanceof PdfRef ? [f.num] : []));
     const oldSet = new Set(oldFields);
@@ -482,7 +497,8 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
       if (o.get('V') !== undefined) return refuse(`the signed field "${name}" was changed`);
       if (!keys.every((k) => ['V', 'AP', 'AS', 'MK'].includes(k))) return refuse(`the signature field "${name}" was changed beyond its signature`);
       if (lockedName(name) && n.get('V') !== undefined) return refuse(`the signature field "${name}" is locked by an earlier signature`);
-      acceptSignatureField(num, n);
+      if (old.shown.has(num)) return refuse(`${old.describe(num)} was changed`);
+      acceptSignatureField(num, n, true);
       continue;
     }
     if (!keys.every((k) => FILL_KEYS.includes(k)))
@@ -491,8 +507,9 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
     if (!keys.includes('V') && !keys.includes('I')) return refuse(`the appearance of the form field "${name}" was redrawn without its value changing`);
     if (!mayFill) return refuse(`the form field "${name}" was filled in, which the certification signature does not allow (DocMDP P=1)`);
     if (lockedName(name)) return refuse(`the form field "${name}" is locked by an earlier signature (FieldMDP)`);
+    if (old.shown.has(num)) return refuse(`${old.describe(num)} was changed`);
     allowed.add(num);
-    markAppearance(n, true);
+    markAppearance(n, true, num);
     say('form field values');
   }
   // Widgets of existing fields (kids): their state and appearance, where filling is allowed.
@@ -510,7 +527,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
         parent !== undefined && changedSet.has(parent) && !same(before.dict(new PdfRef(parent, 0))?.get('V'), after.dict(new PdfRef(parent, 0))?.get('V'));
       if (!keys.every((k) => ['AS', 'AP', 'MK', 'DA'].includes(k)) || !mayFill || name === undefined || lockedName(name) || !valueChanged) continue;
       allowed.add(num);
-      markAppearance(n, true);
+      markAppearance(n, true, num);
       say('form field values');
     }
   }
@@ -543,7 +560,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
       }
       allowed.add(num);
     }
-    if (listChanged) allowed.add(annotsRef);
+    if (listChanged && !old.shown.has(annotsRef)) allowed.add(annotsRef);
     const before_ = new Set(old.annots.get(num) ?? []);
     const after_ = new Set(asArray(after.resolve(n.get('Annots'))).flatMap((a) => (a instanceof PdfRef ? [a.num] : [])));
     for (const a of before_) if (!after_.has(a)) return refuse(`an annotation was removed from page ${index + 1}`);
@@ -565,7 +582,8 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
   // Whatever else changed, and was there when the signature was made, is not allowed; a new
   // object under the signed revision's /Size could fill a reference the signed revision left
   // dangling.
-  const added = changed.filter((num) => !allowed.has(num) && !before.entries.has(num) && after.entries.has(num));
+  // Every new object, allowed or not: a rule's new widget must not fill a dangling reference either.
+  const added = changed.filter((num) => !before.entries.has(num) && after.entries.has(num));
   for (const num of changed) {
     if (allowed.has(num)) continue;
     if (before.entries.has(num)) return refuse(`${old.describe(num)} was ${after.entries.has(num) ? 'changed' : 'removed'}`);

@@ -46,6 +46,8 @@ export type PdfValue = null | boolean | number | PdfName | PdfString | PdfRef | 
 export interface PdfBudget {
   /** Values (of any kind) still allowed. */
   values: number;
+  /** String bytes still allowed to be decoded (a string parsed again in each revision counts again); unbounded when absent. */
+  stringBytes?: number;
 }
 
 const MAX_DEPTH = 64;
@@ -237,11 +239,17 @@ export class PdfLexer {
         depth++;
         out.push(c);
       } else if (c === 0x29) {
-        if (--depth === 0) return new PdfString(out.bytes());
+        if (--depth === 0) return new PdfString(this.charged(out.bytes()));
         out.push(c);
       } else out.push(c);
     }
     malformed('unterminated PDF string');
+  }
+
+  /** `bytes`, counted against the budget's string bytes. */
+  private charged(bytes: Buffer): Buffer {
+    if (this.budget.stringBytes !== undefined && (this.budget.stringBytes -= bytes.length) < 0) malformed('too many PDF string bytes');
+    return bytes;
   }
 
   private hexString(): PdfString {
@@ -251,7 +259,7 @@ export class PdfLexer {
     const hex = buf.toString('latin1', this.pos + 1, end).replace(/[\s\0]+/g, '');
     if (!/^[0-9A-Fa-f]*$/.test(hex)) malformed('a PDF hex string with other characters');
     this.pos = end + 1;
-    return new PdfString(Buffer.from(hex.length % 2 ? `${hex}0` : hex, 'hex'));
+    return new PdfString(this.charged(Buffer.from(hex.length % 2 ? `${hex}0` : hex, 'hex')));
   }
 }
 

@@ -22,7 +22,7 @@ export interface FileBudget extends PdfBudget {
   entries: number;
 }
 
-export const newFileBudget = (): FileBudget => ({ values: 2_000_000, decoded: 64 * 1024 * 1024, entries: 4_000_000 });
+export const newFileBudget = (): FileBudget => ({ values: 2_000_000, decoded: 64 * 1024 * 1024, entries: 4_000_000, stringBytes: 256 * 1024 * 1024 });
 
 /** Cross-reference sections followed per revision (each /Prev once). */
 const MAX_SECTIONS = 4096;
