@@ -1,10 +1,10 @@
-// Run as a child process by test/unit/files/p7m.fuzz.test.ts: builds a PDF of 16 signature
+// Run as a child process by test/unit/files/p7m.fuzz.test.ts: builds a PDF of 32 signature
 // dictionaries whose ByteRanges share one 50 MB /Contents gap, verifies it, and prints the
 // verdict's reason, the signature count, and this process's RSS before and at its peak.
 import { verifyP7m } from '../../src/files/p7m/p7m.verifier.js';
 
 const GAP = 50 * 1024 * 1024;
-const SIGNATURES = 16;
+const SIGNATURES = 32;
 const TAIL = 1000;
 const field = (value: number | string): string => String(value).padEnd(12, ' ');
 

@@ -247,17 +247,18 @@ describe('p7m verifier under hostile input', function () {
     }
   });
 
-  it('checks 16 signature dictionaries sharing one 50 MB /Contents gap holding one decoded CMS at a time (a child process, its peak memory measured)', function () {
+  it('checks 32 signature dictionaries sharing one 50 MB /Contents gap holding one decoded CMS at a time (a child process, its peak memory measured)', function () {
     this.timeout(60_000);
     // The child builds the file and verifies it: its peak RSS is its own.
     const script = new URL('../../support/shared-gap-pdf.child.ts', import.meta.url).pathname;
     const child = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', maxBuffer: 1024 * 1024 });
     expect(child.status, child.stderr).to.equal(0);
     const out = JSON.parse(child.stdout) as { reason: string; signatures: number; before: number; peak: number };
-    expect(out.signatures).to.equal(16);
+    expect(out.signatures).to.equal(32);
     expect(out.reason).to.match(/^PDF signature 1: /);
-    // The file (50 MB) and one CMS at a time (25 MB) beside it: the 16 decoded at once were 400 MB more.
-    expect(out.peak - out.before, JSON.stringify(out)).to.be.below(150 * 1024 * 1024);
+    // One CMS at a time (25 MB) and what the collector has not yet taken back: well under the
+    // 32 decoded CMSs (800 MB) held at once before; how far under depends on when the GC runs.
+    expect(out.peak - out.before, JSON.stringify(out)).to.be.below(400 * 1024 * 1024);
   });
 
   const envelopeAround = (inner: Buffer, innerLengthBytes = 4): Buffer => {
