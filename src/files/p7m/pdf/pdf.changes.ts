@@ -103,9 +103,9 @@ class Structure {
       this.allAnnots.add(a);
       // What an annotation draws is shown too; a form fill may redraw its own widget's only.
       const ap = this.rev.dict(new PdfRef(a, 0))?.get('AP');
-      const before = new Set(this.shown);
-      this.reach(ap);
-      for (const n of this.shown) if (!before.has(n)) this.appearanceOf.set(n, [...(this.appearanceOf.get(n) ?? []), a]);
+      const drawn: number[] = [];
+      this.reach(ap, drawn);
+      for (const n of drawn) this.appearanceOf.set(n, [...(this.appearanceOf.get(n) ?? []), a]);
     }
     const contents = dict.get('Contents');
     const list = contents instanceof PdfRef && Array.isArray(this.rev.get(contents.num)) ? (this.rev.get(contents.num) as PdfValue[]) : [contents];
@@ -113,14 +113,15 @@ class Structure {
     for (const [key, v] of dict.entries) if (key !== 'Annots' && key !== 'Parent') this.reach(v);
   }
 
-  /** Adds what `v` reaches to `shown` (each object once, bounded). */
-  private reach(v: PdfValue | undefined): void {
+  /** Adds what `v` reaches to `shown` (each object once, bounded), and to `added` those it adds. */
+  private reach(v: PdfValue | undefined, added?: number[]): void {
     const stack: Array<PdfValue | undefined> = [v];
     while (stack.length > 0) {
       const x = stack.pop();
       if (x instanceof PdfRef) {
         if (this.shown.has(x.num) || this.pages.has(x.num) || this.pageNodes.has(x.num)) continue;
         this.shown.add(x.num);
+        added?.push(x.num);
         this.tick();
         stack.push(this.rev.get(x.num));
       } else if (Array.isArray(x)) stack.push(...x);
