@@ -189,7 +189,8 @@ export function plainPdf(marker: string, padding: number, opts: { xrefStream?: b
 export function appendUpdate(
   pdf: Buffer,
   objects: Map<number, string | Buffer>,
-  opts: { xrefStream?: boolean; inStream?: ReadonlyMap<number, [number, number]> } = {},
+  /** `info`: the trailer's /Info (a reference, "7 0 R"), instead of the last revision's. */
+  opts: { xrefStream?: boolean; inStream?: ReadonlyMap<number, [number, number]>; info?: string } = {},
 ): Buffer {
   const rev = lastRevision(pdf);
   const prev = /startxref\s+(\d+)\s+%%EOF\s*$/.exec(pdf.toString('latin1', Math.max(0, pdf.length - 64)))?.[1];
@@ -198,6 +199,7 @@ export function appendUpdate(
     Math.max(Number(rev.trailer.get('Size')), ...[...objects.keys(), ...(opts.inStream?.keys() ?? [])].map((n) => n + 1)) + (opts.xrefStream ? 1 : 0);
   const trailer: Record<string, string> = { Size: String(size), Root: serialize(rev.trailer.get('Root')), Prev: prev };
   if (rev.trailer.get('Info') !== undefined) trailer.Info = serialize(rev.trailer.get('Info'));
+  if (opts.info !== undefined) trailer.Info = opts.info;
   return writeSection(pdf, objects, trailer, opts.xrefStream ?? false, opts.inStream);
 }
 
@@ -246,6 +248,8 @@ export interface SignOptions {
   fieldName?: string;
   /** The widget's rectangle on page 1; default none (an invisible signature). */
   rect?: [number, number, number, number];
+  /** What the widget draws (a content stream of its appearance, a new object); default nothing. */
+  appearance?: string;
   xrefStream?: boolean;
 }
 
@@ -272,7 +276,9 @@ export function signPdf(pdf: Buffer, signDetached: (data: Buffer) => Buffer, opt
   const lock = opts.lock
     ? ` /Lock << /Type /SigFieldLock /Action /${opts.lock.action}${opts.lock.fields ? ` /Fields [${opts.lock.fields.map((f) => `(${f})`).join(' ')}]` : ''} >>`
     : '';
-  const field = `<< /FT /Sig /T (${name}) /V ${sigNum} 0 R /Type /Annot /Subtype /Widget /F 132 /Rect [${(opts.rect ?? [0, 0, 0, 0]).join(' ')}] /P ${pageNum} 0 R${lock} >>`;
+  const apNum = fieldNum + 1;
+  const ap = opts.appearance === undefined ? '' : ` /AP << /N ${apNum} 0 R >>`;
+  const field = `<< /FT /Sig /T (${name}) /V ${sigNum} 0 R /Type /Annot /Subtype /Widget /F ${opts.appearance === undefined ? 132 : 4} /Rect [${(opts.rect ?? [0, 0, 0, 0]).join(' ')}] /P ${pageNum} 0 R${lock}${ap} >>`;
   const newForm = withEntries(form ?? new PdfDict(new Map()), {
     Fields: [...fields, new PdfRef(fieldNum, 0)],
     SigFlags: 3,
@@ -289,6 +295,7 @@ export function signPdf(pdf: Buffer, signDetached: (data: Buffer) => Buffer, opt
     [sigNum, sigDict],
     [fieldNum, field],
   ]);
+  if (opts.appearance !== undefined) objects.set(apNum, streamBody('/Type /XObject /Subtype /Form /BBox [0 0 400 60]', Buffer.from(opts.appearance)));
   let text = appendUpdate(pdf, objects, opts);
   if (opts.header) {
     const plain = Buffer.from(`${sigNum} 0 obj\n<< /Type /${type}`, 'latin1');

@@ -294,6 +294,126 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
     );
   });
 
+  it("refuses a third review's forgeries: what the catalog reaches besides pages (optional content, an opening action, a field's value, a link's action) redefined through the DSS or the document information, a visible document timestamp", () => {
+    // A page that shows "VOID" in optional content group 6, which /OCProperties (7, its own object) turns off; an opening action (8).
+    const withHiddenVoid = (): Buffer => {
+      const b = base();
+      const { rootNum, root, pageNum, page } = catalogAndPage(b);
+      const content = Buffer.from('BT /F1 12 Tf 72 720 Td (AMOUNT 1000) Tj ET /OC /oc1 BDC BT /F1 40 Tf 72 400 Td (VOID) Tj ET EMC');
+      const resources = new PdfDict(
+        new Map<string, PdfValue>([
+          ['Font', new PdfDict(new Map([['F1', new PdfRef(5, 0)]]))],
+          ['Properties', new PdfDict(new Map([['oc1', new PdfRef(6, 0)]]))],
+        ]),
+      );
+      return appendUpdate(
+        b,
+        new Map<number, string | Buffer>([
+          [4, streamBody('', content)],
+          [6, '<< /Type /OCG /Name (void) >>'],
+          [7, '<< /OCGs [6 0 R] /D << /Order [6 0 R] /OFF [6 0 R] >> >>'],
+          [8, '<< /S /JavaScript /JS (app.alert\\(1\\);) >>'],
+          [rootNum, serialize(withEntries(root, { OCProperties: new PdfRef(7, 0), OpenAction: new PdfRef(8, 0) }))],
+          [pageNum, serialize(withEntries(page, { Resources: resources }))],
+        ]),
+      );
+    };
+    const signed = sign(withHiddenVoid());
+    expect(verdict(signed).outcome).to.equal('signed');
+    const { rootNum, root } = catalogAndPage(signed);
+    const turnedOn = new Map<number, string | Buffer>([
+      [7, '<< /OCGs [6 0 R] /D << /Order [6 0 R] /ON [6 0 R] >> >>'],
+      [8, '<< /S /JavaScript /JS (app.alert\\(2\\);) >>'],
+    ]);
+    // Named as validation data...
+    const viaDss = appendUpdate(
+      signed,
+      new Map([...turnedOn, [rootNum, serialize(withEntries(root, { DSS: new PdfDict(new Map([['Certs', [new PdfRef(7, 0), new PdfRef(8, 0)]]])) }))]]),
+    );
+    expect(reason(viaDss)).to.match(/^object [78] \(a part of the signed document/);
+    // ... or as the document information (the update's trailer /Info).
+    const info = nextNumber(signed);
+    const viaInfo = appendUpdate(signed, new Map([...turnedOn, [info, '<< /Producer (x) >>']]), { info: '7 0 R' });
+    expect(reason(viaInfo)).to.match(/^object [78] \(a part of the signed document/);
+    // Validation data that was validation data, or is new, is allowed as before.
+    const cert = nextNumber(signed);
+    const lt = appendUpdate(
+      signed,
+      new Map<number, string | Buffer>([
+        [cert, streamBody('', Buffer.from(fx.rootPem))],
+        [rootNum, serialize(withEntries(root, { DSS: new PdfDict(new Map([['Certs', [new PdfRef(cert, 0)]]])) }))],
+      ]),
+    );
+    expect(verdict(lt).outcome).to.equal('signed');
+
+    // A field whose value is an object of its own (value), and a link whose action is (action), under P=1 or a lock on every field.
+    const value = nextNumber(base());
+    const action = value + 1;
+    const withIndirectValue = (): Buffer => {
+      const b = base();
+      const { rootNum: r, root: catalog, pageNum, page } = catalogAndPage(b);
+      const field = value + 2;
+      return appendUpdate(
+        b,
+        new Map<number, string | Buffer>([
+          [value, '(EUR 1,000.00)'],
+          [action, '<< /S /URI /URI (https://example.org/pay) >>'],
+          [field, `<< /FT /Tx /T (amount) /V ${value} 0 R /Type /Annot /Subtype /Widget /Rect [72 600 300 620] /P ${pageNum} 0 R >>`],
+          [field + 1, `<< /Type /Annot /Subtype /Link /Rect [72 500 300 520] /A ${action} 0 R >>`],
+          [r, serialize(withEntries(catalog, { AcroForm: new PdfDict(new Map([['Fields', [new PdfRef(field, 0)]]])) }))],
+          [pageNum, serialize(withEntries(page, { Annots: [new PdfRef(field, 0), new PdfRef(field + 1, 0)] }))],
+        ]),
+      );
+    };
+    for (const opts of [{ docMdp: 1 as const }, { lock: { action: 'All' as const } }]) {
+      const certified = sign(withIndirectValue(), 'rsa', opts);
+      const c = catalogAndPage(certified);
+      const dss = (objects: Array<[number, string]>) =>
+        appendUpdate(
+          certified,
+          new Map<number, string | Buffer>([
+            ...objects,
+            [c.rootNum, serialize(withEntries(c.root, { DSS: new PdfDict(new Map([['OCSPs', objects.map(([n]) => new PdfRef(n, 0))]])) }))],
+          ]),
+        );
+      expect(reason(dss([[value, '(EUR 9,999,999.00)']]))).to.equal(
+        opts.docMdp
+          ? 'the form field "amount" was filled in, which the certification signature does not allow (DocMDP P=1)'
+          : 'the form field "amount" is locked by an earlier signature (FieldMDP)',
+      );
+      expect(reason(dss([[action, '<< /S /URI /URI (https://example.org/pay-mallory) >>']]))).to.equal(
+        `object ${action} (a part of the signed document: an action, a value, optional content, an outline...) was changed`,
+      );
+    }
+    // Without a lock, filling the value in its own object is a form fill like any other.
+    const fill = appendUpdate(sign(withIndirectValue()), new Map([[value, '(EUR 2,000.00)']]));
+    expect(verdict(fill).outcome).to.equal('signed');
+    expect(verdict(fill).pdf?.signatures[0]?.changesAfter).to.deep.equal(['form field values']);
+
+    // A document timestamp shows nothing: one that draws (a valid one, or one that does not verify) is refused, an invisible one is not.
+    const overlay = '1 1 1 rg 0 0 400 60 re f 0 0 0 rg BT /F1 14 Tf 10 20 Td (PAY EUR 9,999,999.00) Tj ET';
+    for (const token of [(data: Buffer) => fx.timestampToken(data), () => Buffer.from('3003020100', 'hex')]) {
+      const drawn = signPdf(sign(base(), 'rsa', { docMdp: 1 }), token, { subFilter: 'ETSI.RFC3161', rect: [60, 700, 460, 760], appearance: overlay });
+      expect(reason(drawn)).to.equal('a document timestamp with a visible appearance was added (a timestamp shows nothing)');
+    }
+    const invisibleGarbage = signPdf(sign(base()), () => Buffer.from('3003020100', 'hex'), { subFilter: 'ETSI.RFC3161' });
+    const v = verdict(invisibleGarbage);
+    expect(v.outcome, v.reason).to.equal('signed');
+    expect(v.notes?.[0]).to.match(/^document timestamp 1 \(PDF signature 2\) ignored: malformed timestamp token/);
+  });
+
+  it('examines a page with an array of 200,000 numbers (no spread of a large array on the stack)', () => {
+    const b = base();
+    const { pageNum, page } = catalogAndPage(b);
+    const big = appendUpdate(
+      b,
+      new Map([[pageNum, serialize(withEntries(page, { PieceInfo: new PdfDict(new Map([['Data', Array.from({ length: 200_000 }, (_, i) => i % 10)]])) }))]]),
+    );
+    const v = verdict(stamp(sign(big)));
+    expect(v.outcome, v.reason).to.equal('signed');
+    expect(v.pdf?.signatures[0]?.intact).to.equal(true);
+  });
+
   it('refuses an update that defines an object the signed revision refers to without defining (a dangling reference filled later)', () => {
     const { pageNum, page } = catalogAndPage(base());
     const dangling = appendUpdate(

@@ -4,7 +4,9 @@
 // changed object must be explained by a rule:
 // - always: later signatures and their fields (on a page's /Annots), document timestamps, the
 //   Document Security Store and its VRI (PAdES-LT/LTA), the document information and XMP
-//   metadata (not shown), cross-reference and object streams (containers);
+//   metadata (not shown), cross-reference and object streams (containers): each of these rules
+//   lets change only a new object or one that played its part in the signed revision, never
+//   one the signed catalog reaches otherwise (optional content, actions, names, values...);
 // - within the certification signature's DocMDP level (none: as 2 and 3), and outside FieldMDP
 //   locks: P=2 form values (a field's /V, its widgets' /AS and /AP) and signing, P=3 also
 //   annotations that cannot cover the page's content (links, pop-ups, hidden or empty ones).
@@ -34,6 +36,20 @@ const FILL_KEYS = ['V', 'I', 'DV', 'AS', 'AP', 'MK', 'DA'];
 
 /** Objects walked at most when collecting a revision's pages, fields and annotations. */
 const MAX_WALK = 200_000;
+
+/**
+ * What the signed revision's catalog reaches (`reached`: every object but those reached only
+ * through its validation data, XMP metadata or logical structure), and the objects playing
+ * each of those roles: a rule for one of them may let change only a new object or one that
+ * already played that role, never an object the signed document uses otherwise.
+ */
+interface Roles {
+  reached: Set<number>;
+  dss: Set<number>;
+  structure: Set<number>;
+  info: number | undefined;
+  metadata: number | undefined;
+}
 
 /** The constraints in force for an update: from the signatures in the revision before it. */
 interface Constraints {
@@ -67,6 +83,7 @@ class Structure {
   /** Objects first reached through an annotation's appearance, and the annotation(s). */
   readonly appearanceOf = new Map<number, number[]>();
   private walked = 0;
+  private roles?: Roles;
 
   constructor(readonly rev: PdfRevision) {
     const rootRef = rev.trailer.get('Root');
@@ -124,8 +141,10 @@ class Structure {
         added?.push(x.num);
         this.tick();
         stack.push(this.rev.get(x.num));
-      } else if (Array.isArray(x)) stack.push(...x);
-      else if (x instanceof PdfDict) {
+      } else if (Array.isArray(x)) {
+        // One by one: a spread of a large array overflows the call stack.
+        for (const y of x) stack.push(y);
+      } else if (x instanceof PdfDict) {
         // Every key: a resource may be named /P or /Parent. A reference to a page stops the walk.
         for (const y of x.entries.values()) stack.push(y);
       } else if (x instanceof PdfStream) stack.push(x.dict);
@@ -146,6 +165,48 @@ class Structure {
       this.fields.set(f.num, name);
       this.walkFields(dict.get('Kids'), name, seen);
     }
+  }
+
+  /**
+   * Everything the catalog reaches but its validation data, XMP metadata and logical structure
+   * (whose own rules decide their objects), and the objects of each of those: computed once,
+   * for the signed revision of an update.
+   */
+  rolesOf(): Roles {
+    if (this.roles) return this.roles;
+    const walk = (from: PdfValue | undefined, into: Set<number>, skip: ReadonlySet<string> = new Set()): void => {
+      const stack: Array<PdfValue | undefined> = [from];
+      let top = true;
+      while (stack.length > 0) {
+        const x = stack.pop();
+        if (x instanceof PdfRef) {
+          if (into.has(x.num)) continue;
+          into.add(x.num);
+          this.tick();
+          stack.push(this.rev.get(x.num));
+        } else if (Array.isArray(x)) for (const y of x) stack.push(y);
+        else if (x instanceof PdfDict) {
+          for (const [key, y] of x.entries) if (!(top && skip.has(key))) stack.push(y);
+        } else if (x instanceof PdfStream) stack.push(x.dict);
+        top = false;
+      }
+    };
+    // The catalog itself is walked once, from the top: an object that refers back to it (an
+    // action, a field's /P) must not reach its /DSS, /Metadata or /StructTreeRoot through it.
+    const reached = new Set<number>(this.rootNum === undefined ? [] : [this.rootNum]);
+    walk(this.root, reached, new Set(['DSS', 'Metadata', 'StructTreeRoot']));
+    const dss = new Set<number>();
+    walk(this.root?.get('DSS'), dss);
+    const structure = new Set<number>();
+    walk(this.root?.get('StructTreeRoot'), structure);
+    this.roles = {
+      reached,
+      dss,
+      structure,
+      info: refNum(this.rev.trailer.get('Info')),
+      metadata: refNum(this.root?.get('Metadata')),
+    };
+    return this.roles;
   }
 
   /** A field's type, inherited from its parents (FT is inheritable). */
@@ -170,6 +231,8 @@ class Structure {
     const field = this.fields.get(num);
     if (field !== undefined) return `the form field "${field}"`;
     for (const [p, list] of this.annots) if (list.includes(num)) return `an annotation of page ${(this.pages.get(p) ?? 0) + 1}`;
+    if (!this.shown.has(num) && this.roles?.reached.has(num))
+      return `object ${num} (a part of the signed document: an action, a value, optional content, an outline...)`;
     return `object ${num} (a resource a page may show)`;
   }
 }
@@ -299,12 +362,23 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
     allowed.add(now.rootNum);
   }
   const isNew = (num: number): boolean => !before.entries.has(num);
+  const roles = old.rolesOf();
   /**
-   * Whether a rule may let `num` change: never an object a page shows, a page or the page tree,
-   * the catalog, a field or an annotation of the signed revision (their own rules decide those).
+   * Whether a rule may let `num` change: never an object the signed revision's catalog reaches
+   * (a page shows, a page or the page tree, the catalog, a field, an annotation, an action, a
+   * field's value, optional content, names...), but through its validation data, its XMP
+   * metadata or its logical structure: their own rules decide those.
    */
   const free = (num: number): boolean =>
-    !old.shown.has(num) && !old.pages.has(num) && !old.pageNodes.has(num) && num !== old.rootNum && !old.fields.has(num) && !old.allAnnots.has(num);
+    !roles.reached.has(num) &&
+    !old.shown.has(num) &&
+    !old.pages.has(num) &&
+    !old.pageNodes.has(num) &&
+    num !== old.rootNum &&
+    !old.fields.has(num) &&
+    !old.allAnnots.has(num);
+  /** A rule for a role may let change a free object that is new, or that played the role in the signed revision. */
+  const inRole = (num: number, was: boolean): boolean => free(num) && (isNew(num) || was);
   const mayFill = rules.docMdp === undefined || rules.docMdp >= 2;
   const mayAnnotate = rules.docMdp === undefined || rules.docMdp === 3;
   const lockedName = (name: string): boolean => rules.locked.has('*') || rules.locked.has(name);
@@ -312,12 +386,13 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
   // Containers: cross-reference and object streams hold objects, each compared on its own.
   for (const num of changed) {
     const v = after.get(num);
-    if (v instanceof PdfStream && (v.dict.name('Type') === 'XRef' || v.dict.name('Type') === 'ObjStm') && free(num)) allowed.add(num);
+    const container = (x: PdfValue | undefined) => x instanceof PdfStream && (x.dict.name('Type') === 'XRef' || x.dict.name('Type') === 'ObjStm');
+    if (container(v) && inRole(num, container(before.get(num)))) allowed.add(num);
   }
 
   // The document information and the XMP metadata: not shown.
   const info = refNum(after.trailer.get('Info'));
-  if (info !== undefined && changedSet.has(info) && free(info) && after.get(info) instanceof PdfDict) {
+  if (info !== undefined && changedSet.has(info) && inRole(info, info === roles.info) && after.get(info) instanceof PdfDict) {
     allowed.add(info);
     say('document information');
   }
@@ -326,7 +401,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
   if (
     metadata !== undefined &&
     changedSet.has(metadata) &&
-    free(metadata) &&
+    inRole(metadata, metadata === roles.metadata) &&
     metadataStream instanceof PdfStream &&
     metadataStream.dict.name('Subtype') === 'XML'
   ) {
@@ -342,7 +417,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
     if (v instanceof PdfRef) {
       if (dssSeen.has(v.num) || dssSeen.size > MAX_WALK) return;
       dssSeen.add(v.num);
-      if (changedSet.has(v.num) && free(v.num)) allowed.add(v.num);
+      if (changedSet.has(v.num) && inRole(v.num, roles.dss.has(v.num))) allowed.add(v.num);
       const r = after.get(v.num);
       if (!(r instanceof PdfStream) && depth < 6) markDss(r, depth + 1);
     } else if (Array.isArray(v)) for (const x of v.slice(0, 100_000)) markDss(x, depth + 1);
@@ -370,7 +445,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
       )
         return;
       if (r instanceof PdfStream) return;
-      if (changedSet.has(v.num)) allowed.add(v.num);
+      if (changedSet.has(v.num) && inRole(v.num, roles.structure.has(v.num))) allowed.add(v.num);
       markStructure(r, depth + 1, seen);
     } else if (Array.isArray(v)) for (const x of v) markStructure(x, depth + 1, seen);
     else if (v instanceof PdfDict)
@@ -439,8 +514,21 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
       const wd0 = after.dict(new PdfRef(w, 0));
       // An empty signature field shows nothing, unless it draws: then it is an appearance anyone drew.
       if (!sig && wd0 && wd0.get('AP') !== undefined && !invisible(wd0, after)) refuse('an empty signature field with a visible appearance was added');
+      // A document timestamp draws nothing (a timestamping authority vouches for a time, never
+      // for what a widget draws): its widget is invisible, or an existing field's that keeps the
+      // appearance the signed revision gave it.
+      const stamp = kind === 'a document timestamp';
+      if (
+        stamp &&
+        wd0 &&
+        wd0.get('AP') !== undefined &&
+        !invisible(wd0, after) &&
+        (isNew(w) || !same(before.dict(new PdfRef(w, 0))?.get('AP'), wd0.get('AP')))
+      ) {
+        refuse('a document timestamp with a visible appearance was added (a timestamp shows nothing)');
+      }
       const wd = after.dict(new PdfRef(w, 0));
-      if (wd) markAppearance(wd, true, w);
+      if (wd) markAppearance(wd, !stamp, w);
     }
   };
 
@@ -513,6 +601,23 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
     markAppearance(n, true, num);
     say('form field values');
   }
+  // A value kept in an object of its own (/V n 0 R): redefining it fills in every field that
+  // names it, under the same rules (a signature dictionary redefined is refused with the rest).
+  const valueOf = new Map<number, string[]>();
+  for (const [num, name] of old.fields) {
+    const o = before.dict(new PdfRef(num, 0));
+    const v = refNum(o?.get('V'));
+    if (o && v !== undefined && old.fieldType(o) !== 'Sig') valueOf.set(v, [...(valueOf.get(v) ?? []), name]);
+  }
+  for (const [num, names] of valueOf) {
+    if (!changedSet.has(num) || allowed.has(num) || old.shown.has(num) || old.fields.has(num) || old.allAnnots.has(num)) continue;
+    if (!mayFill) return refuse(`the form field "${names[0]}" was filled in, which the certification signature does not allow (DocMDP P=1)`);
+    const locked = names.find(lockedName);
+    if (locked !== undefined) return refuse(`the form field "${locked}" is locked by an earlier signature (FieldMDP)`);
+    allowed.add(num);
+    say('form field values');
+  }
+
   // Widgets of existing fields (kids): their state and appearance, where filling is allowed.
   for (const [, list] of old.annots) {
     for (const num of list) {
