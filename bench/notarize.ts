@@ -42,6 +42,7 @@ function syntheticRecord(i: number): GuaranteeRecord {
       isFixedExpiry: true,
       cig: `CIG${i}`,
       batchCode: null,
+      beneficiaryFiscalCode: null,
     },
     economics: { garantedAmount: 15000.5 + i, contractAmount: 200000, isAutomaticRenewal: false },
     noteShared: 'nota condivisa',

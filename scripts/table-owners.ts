@@ -37,6 +37,8 @@ const OWNERS: Record<string, string> = {
   audit_log: 'src/audit/',
   audit_heads: 'src/audit/',
   idempotency_keys: 'src/shared/idempotency.ts',
+  guarantee_beneficiaries: 'src/authorities/',
+  authority_users: 'src/authorities/',
 };
 
 /** Where a table name follows in SQL (any case; STRAIGHT_JOIN and LOCK TABLES included). */

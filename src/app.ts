@@ -9,9 +9,12 @@ import { registerAmendmentRoutes } from './guarantees/amendment.routes.js';
 import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { registerNotarizationRoutes } from './notarization/notarization.routes.js';
 import { registerAuditRoutes } from './audit/audit.routes.js';
+import { registerAuthorityRoutes } from './authorities/authority.routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { authenticate, type AuthState } from './orgs/auth.middleware.js';
+import type { OrgKind } from './orgs/org.repository.js';
 import type { OpenQueues } from './queues.js';
+import { ForbiddenError } from './shared/errors.js';
 import type { Sequelize } from './shared/db/sequelize.js';
 import { clientAddress } from './shared/http/client-address.js';
 import { adminBoard } from './shared/http/admin.js';
@@ -50,10 +53,25 @@ export type RegistryApp = Koa & { routes: readonly string[] };
 export const PUBLIC_BODY_BYTES_IN_FLIGHT = 4 * 1024 * 1024;
 export const PUBLIC_BODY_BYTES_PER_CLIENT = 64 * 1024;
 
+/** Paths both kinds of key reach (each organization its own webhook endpoints). */
+const SHARED_PREFIXES = ['/api/v1/webhooks'];
+/** The authorities' API: their keys reach it, and only it (and SHARED_PREFIXES). */
+export const AUTHORITY_PREFIX = '/api/authority/';
+
+/** A 403 for a key whose kind of organization does not reach `path` (lower-cased), before its body is read. */
+function refuseOtherKind(kind: OrgKind, path: string): void {
+  if (SHARED_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`))) return;
+  const authorityPath = path.startsWith(AUTHORITY_PREFIX) || path === AUTHORITY_PREFIX.slice(0, -1);
+  if (authorityPath && kind !== 'authority') throw new ForbiddenError("This is the contracting authorities' API: an issuer's key does not reach it.");
+  if (!authorityPath && kind === 'authority') {
+    throw new ForbiddenError(`An authority's key reaches only ${AUTHORITY_PREFIX}... and the webhooks endpoints: this route is the issuers'.`);
+  }
+}
+
 export function createApp(deps: AppDeps): RegistryApp {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
-  const { orgs, guarantees, amendments, proofs, verifications, webhooks, files, audit } = deps.services;
+  const { orgs, guarantees, amendments, proofs, verifications, webhooks, files, audit, authorities } = deps.services;
 
   // Behind a router, the client's address is the last X-Forwarded-For hop, the one the router
   // appended: the hops before it are whatever the client sent.
@@ -100,7 +118,11 @@ export function createApp(deps: AppDeps): RegistryApp {
     if (path.startsWith('/api/public/')) {
       await publicLimit(ctx, () => publicBodies.within(ctx, clientAddress(ctx.ip).network, next));
     } else if (path.startsWith('/api/') || path === '/api') {
-      await requireKey(ctx, () => bodies.within(ctx, (ctx.state as AuthState).principal.keyPrefix, next));
+      await requireKey(ctx, () => {
+        const { principal } = ctx.state as AuthState;
+        refuseOtherKind(principal.kind, path);
+        return bodies.within(ctx, principal.keyPrefix, next);
+      });
     } else if (path.startsWith(STORAGE_EVENTS_PATH)) await bodies.within(ctx, 'storage-events', next);
     else await next();
   });
@@ -121,6 +143,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   registerAuditRoutes(router, audit);
   registerVerificationRoutes(router, { verifications, guarantees, misses, bodyTimeoutMs: config.PUBLIC_BODY_TIMEOUT_MS });
   registerVerifyPage(router);
+  registerAuthorityRoutes(router, { service: authorities, limit: publicLimit, misses });
   registerFileRoutes(router, files);
   registerWebhookRoutes(router, webhooks);
   registerStorageEventRoutes(router, files, config.ENCRYPTION_KEY[0] as Buffer);

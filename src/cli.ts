@@ -3,7 +3,9 @@
 //
 //   org create <name> [--vat V] [--register R]   prints the new organization's id; V and R are
 //                          its public identifiers, shown to whoever verifies its guarantees
-//   org set <orgId> [--name N] [--vat V] [--register R]   changes them (the operator only: no API route does)
+//   org create <name> --kind authority --fiscal-code F [--ausa A] [--ipa I]   a contracting
+//                          authority: its keys reach only the authorities' API
+//   org set <orgId> [--name N] [--vat V] [--register R] [--ausa A] [--ipa I]   changes them (the operator only: no API route does)
 //   key create <orgId>     prints a new API key (shown once; only its hash is stored)
 //   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
 //   migrate                applies pending database migrations, the bucket's versioning, CORS rule and upload events
@@ -20,10 +22,11 @@ import { basename } from 'node:path';
 import { getConfig, type Config } from '../config/index.js';
 import { cliServices, openCore, type Core } from './composition.js';
 import type { OrgService } from './orgs/org.service.js';
+import type { Organization } from './orgs/org.repository.js';
 import { verifyCommand } from './notarization/verify.command.js';
 import { createAuditRepository } from './audit/audit.repository.js';
 import { migrate } from './shared/db/migrator.js';
-import { AppError } from './shared/errors.js';
+import { AppError, NotFoundError } from './shared/errors.js';
 import { truncate } from './shared/db/sequelize.js';
 import { createLogger } from './shared/logger.js';
 import { configureUploadEvents } from './files/storage-events.setup.js';
@@ -33,7 +36,9 @@ import { createStorage } from './shared/storage.js';
 
 const USAGE = `usage:
   cli org create <name> [--vat <VAT number>] [--register <register entry>]
-  cli org set <orgId> [--name <name>] [--vat <VAT number>] [--register <register entry>]
+  cli org create <name> --kind authority --fiscal-code <11 digits> [--ausa <codice AUSA>] [--ipa <IPA code>]
+  cli org set <orgId> [--name <name>] [--vat <VAT number>] [--register <register entry>] [--ausa <codice AUSA>] [--ipa <IPA code>]
+  cli org show <orgId>       (its kind on standard output, its identity on standard error)
   cli key create <orgId>
   cli key revoke <keyPrefix>
   cli migrate
@@ -48,6 +53,10 @@ const USAGE = `usage:
   cli verify <guarantee.json> <proof.json> [--rpc URL] [--from ADDRESS]
   cli verify <amendment.json> <amendment-proof.json> [--rpc URL] [--from ADDRESS]
   cli verify <file with {"guarantee", "proof", "amendments": [...], "amendmentProofs": [...]}> [--rpc URL] [--from ADDRESS]`;
+
+/** The options of `org create` and `org set`, each with a value. */
+const CREATE_OPTIONS = ['--vat', '--register', '--kind', '--fiscal-code', '--ausa', '--ipa'];
+const SET_OPTIONS = ['--vat', '--register', '--name', '--ausa', '--ipa'];
 
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
@@ -166,46 +175,54 @@ export async function runCli(argv: string[]): Promise<number> {
       });
     return verb === 'set-key' ? audited(config, 'evm.set_key', 'anchor_key:evm', run) : run();
   }
-  // Options after the positional arguments: `--vat`, `--register`, `--name`, each with a value.
+  // Options after the positional arguments, each with a value.
   const options = new Map<string, string>();
+  const allowed = verb === 'create' ? CREATE_OPTIONS : SET_OPTIONS;
   for (let i = 3; i < argv.length; i += 2) {
     const [flag, value] = [argv[i] ?? '', argv[i + 1]];
-    if (!['--vat', '--register', '--name'].includes(flag) || value === undefined || options.has(flag) || noun !== 'org') {
+    if (!allowed.includes(flag) || value === undefined || options.has(flag) || noun !== 'org') {
       say(USAGE);
       return 2;
     }
     options.set(flag, value);
   }
-  if (!arg || (noun === 'org' && verb === 'create' && options.has('--name'))) {
+  const kind = options.get('--kind');
+  if (!arg || (kind !== undefined && kind !== 'issuer' && kind !== 'authority')) {
     say(USAGE);
     return 2;
   }
   return withOrganizations(config, async (orgs) => {
-    const identity = { vat: options.get('--vat'), register: options.get('--register'), name: options.get('--name') };
-    const described = (o: { name: string; vatNumber: string | null; register: string | null }) =>
-      `"${o.name}"${o.vatNumber ? `, VAT ${o.vatNumber}` : ''}${o.register ? `, ${o.register}` : ''}`;
+    const given = (flag: string, as: string) => (options.has(flag) ? { [as]: options.get(flag) as string } : {});
+    const described = (o: Organization) =>
+      `${o.kind === 'authority' ? 'authority' : 'organization'} "${o.name}"${o.vatNumber ? `, VAT ${o.vatNumber}` : ''}${o.register ? `, ${o.register}` : ''}` +
+      `${o.fiscalCode ? `, fiscal code ${o.fiscalCode}` : ''}${o.ausa ? `, AUSA ${o.ausa}` : ''}${o.ipa ? `, IPA ${o.ipa}` : ''}`;
     if (noun === 'org' && verb === 'create') {
       const org = await orgs.createOrganization(
         arg,
         {
-          ...(identity.vat !== undefined && { vat: identity.vat }),
-          ...(identity.register !== undefined && { register: identity.register }),
+          ...(kind !== undefined && { kind }),
+          ...given('--vat', 'vat'),
+          ...given('--register', 'register'),
+          ...given('--fiscal-code', 'fiscalCode'),
+          ...given('--ausa', 'ausa'),
+          ...given('--ipa', 'ipa'),
         },
         CLI,
       );
-      say(`created organization ${described(org)}`);
+      say(`created ${described(org)}`);
       process.stdout.write(`${org.id}\n`);
     } else if (noun === 'org' && verb === 'set') {
       const org = await orgs.setPublicIdentity(
         arg,
-        {
-          ...(identity.name !== undefined && { name: identity.name }),
-          ...(identity.vat !== undefined && { vat: identity.vat }),
-          ...(identity.register !== undefined && { register: identity.register }),
-        },
+        { ...given('--name', 'name'), ...given('--vat', 'vat'), ...given('--register', 'register'), ...given('--ausa', 'ausa'), ...given('--ipa', 'ipa') },
         CLI,
       );
       say(`organization ${org.id} is now ${described(org)}`);
+    } else if (noun === 'org' && verb === 'show') {
+      const org = await orgs.find(arg);
+      if (!org) throw new NotFoundError(`No organization ${arg}.`);
+      say(described(org));
+      process.stdout.write(`${org.kind}\n`);
     } else if (noun === 'key' && verb === 'create') {
       const { key, prefix } = await orgs.createApiKey(arg, CLI);
       say(`created API key ${prefix} for organization ${arg}: store it now, it is not shown again`);

@@ -44,6 +44,8 @@ import type { Storage } from './shared/storage.js';
 import { createSigningKeys } from './verification/signing-keys.js';
 import { createVerificationRepository } from './verification/verification.repository.js';
 import { createVerificationService } from './verification/verification.service.js';
+import { createAuthorityRepository } from './authorities/authority.repository.js';
+import { createAuthorityService } from './authorities/authority.service.js';
 import { createDeliveryService } from './webhooks/delivery.service.js';
 import { createEvents, type Events } from './webhooks/events.js';
 import { createSender } from './webhooks/sender.js';
@@ -147,6 +149,24 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
   const { events, files: fileRepo } = emitting;
   const proofs = createProofService(createNotarizationRepository(core.db), repos.guarantees.notary);
   const audit = createAuditRepository(core.db);
+  const amendments = createAmendmentService({
+    repo: createAmendmentRepository(core.db),
+    files: fileRepo,
+    outbox: events.outbox,
+    idempotency: repos.idempotency,
+    audit,
+  });
+  const verifications = createVerificationService({
+    guarantees: repos.guarantees,
+    amendments: createAmendmentRepository(core.db),
+    files: fileRepo,
+    proofs,
+    repo: repos.verification,
+    outbox: events.outbox,
+    keys: repos.signingKeys,
+    configuredKey: config.VERIFICATION_SIGNING_KEY,
+    publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
+  });
   return {
     audit,
     orgs: createOrgService(repos.orgs),
@@ -158,24 +178,17 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
       outbox: events.outbox,
       audit,
     }),
-    amendments: createAmendmentService({
-      repo: createAmendmentRepository(core.db),
-      files: fileRepo,
-      outbox: events.outbox,
-      idempotency: repos.idempotency,
-      audit,
-    }),
+    amendments,
     proofs,
-    verifications: createVerificationService({
+    verifications,
+    authorities: createAuthorityService({
+      repo: createAuthorityRepository(core.db),
+      orgs: repos.orgs,
       guarantees: repos.guarantees,
-      amendments: createAmendmentRepository(core.db),
-      files: fileRepo,
-      proofs,
-      repo: repos.verification,
+      amendments,
+      amendmentRepo: createAmendmentRepository(core.db),
+      verifications,
       outbox: events.outbox,
-      keys: repos.signingKeys,
-      configuredKey: config.VERIFICATION_SIGNING_KEY,
-      publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
     }),
     webhooks: createWebhookService({
       repo: repos.webhooks,

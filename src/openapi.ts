@@ -5,6 +5,7 @@ import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObj
 import { FILE_STATUSES } from './files/file.repository.js';
 import { amendmentProof, notarizationProof, pendingAmendmentProof, pendingProof } from './notarization/proof.js';
 import { auditPage, auditQuery } from './audit/audit.schemas.js';
+import { authorityGuaranteeView, authorityList, authorityListQuery, takeCharge } from './authorities/authority.schemas.js';
 import { issuerVerificationView, verificationRequest, verificationResult } from './verification/verification.schemas.js';
 import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
 import { amendmentList, amendmentsQuery, amendmentView, createAmendment, stateView } from './guarantees/amendment.schemas.js';
@@ -44,6 +45,9 @@ const errorResponse = (description: string) => ({
 
 const commonErrors = {
   401: errorResponse('API key missing, malformed, unknown or revoked.'),
+  403: errorResponse(
+    "The key's kind of organization does not reach this route: an authority's key on an issuer's route, or an issuer's key on an authority's (the webhooks endpoints take both).",
+  ),
   429: errorResponse('Rate limit exceeded; see Retry-After.'),
   500: errorResponse('Internal server error.'),
   503: errorResponse('Database unavailable; retry later (Retry-After).'),
@@ -53,6 +57,9 @@ const idempotencyHeader = z.string().min(1).max(255).optional().meta({
   description:
     'Makes a create safe to retry: same key and body within 24 h replays the first response; a different body, or a retry while the first is running, is a 409.',
 });
+
+/** The authorities' API takes an authority's key (an organization of kind `authority`), in either header. */
+const AUTHORITY_SECURITY: Array<Record<string, string[]>> = [{ authorityKey: [] }, { authorityBearer: [] }];
 
 const idParam = z.object({ id: z.string().meta({ description: 'The guarantee id (a UUID). A malformed id is a 404.' }) });
 
@@ -365,6 +372,55 @@ const paths: ZodOpenApiPathsObject = {
       },
     },
   },
+  '/api/authority/v1/guarantees': {
+    post: {
+      summary: 'Take charge of a guarantee with the tender data (contracting authorities)',
+      description: [
+        "The authority (the stazione appaltante the guarantee is issued to) identifies the guarantee with the tender's data: the policy number and checkCode printed on it, compared exactly as the public verification compares them, the tender's CIG, which the record must carry, and the guaranteed amount. All four are required.",
+        'A guarantee has at most one authority: taking charge again is 200 with the same view and records nothing; another authority gets a 409. When the issuer named the beneficiary (details.beneficiaryFiscalCode), only the authority with that fiscal code can take charge; any other gets the 404 of a miss.',
+        "Taking charge is the guarantee's BENEFICIARY_LINKED amendment (actor: authority), dated by the server, notarized in the guarantee's chain, a row of both parties' audit trails, and the guarantee.beneficiary_linked event to both. From then on the issuer cannot record a CLAIM: the demand is the authority's.",
+        "Every kind of miss is the same 404 as a public verification's, with the same limits per client address (VERIFY_RATE_PER_MINUTE).",
+      ].join(' '),
+      tags: ['Contracting authorities'],
+      security: AUTHORITY_SECURITY,
+      requestBody: { content: { 'application/json': { schema: takeCharge } } },
+      responses: {
+        200: { description: 'The guarantee as the authority sees it.', content: { 'application/json': { schema: authorityGuaranteeView } } },
+        400: errorResponse('Malformed body, a missing field or an unknown one.'),
+        404: errorResponse('No guarantee matches (whatever the reason).'),
+        409: errorResponse('Another authority took charge of the guarantee, it was released or cancelled, or several guarantees match.'),
+        ...commonErrors,
+      },
+    },
+    get: {
+      summary: 'The guarantees the authority took charge of',
+      description:
+        'The latest first (the order it took charge), each with its issuer and what it covers now (its state: status, amount, expiry, the open claim and its due date). page >= 1 and 1 <= limit <= 100, else 400; `cig` keeps those of one tender.',
+      tags: ['Contracting authorities'],
+      security: AUTHORITY_SECURITY,
+      requestParams: { query: authorityListQuery },
+      responses: {
+        200: { description: 'A page of guarantees.', content: { 'application/json': { schema: authorityList } } },
+        400: errorResponse('Invalid page, limit or cig.'),
+        ...commonErrors,
+      },
+    },
+  },
+  '/api/authority/v1/guarantees/{id}': {
+    get: {
+      summary: 'A guarantee the authority took charge of',
+      description:
+        "The record as registered with its proof, what it covers now, its latest amendments (each with its actor and proof) and every document with its verdict, public or not. Another authority's guarantee, or one it did not take charge of, is a 404.",
+      tags: ['Contracting authorities'],
+      security: AUTHORITY_SECURITY,
+      requestParams: { path: idParam },
+      responses: {
+        200: { description: 'The guarantee as the authority sees it.', content: { 'application/json': { schema: authorityGuaranteeView } } },
+        404: errorResponse('No such guarantee among those the authority took charge of.'),
+        ...commonErrors,
+      },
+    },
+  },
   '/api/public/v1/verifications': {
     post: {
       summary: 'Verify a guarantee by its codes (contracting authorities; no key)',
@@ -513,6 +569,9 @@ const OPERATION_IDS: Record<string, string> = {
   'get /api/v1/webhooks/{id}/attempts': 'listWebhookAttempts',
   'post /api/v1/webhooks/{id}/replay': 'replayWebhookEvents',
   'post /api/public/v1/verifications': 'verifyGuarantee',
+  'post /api/authority/v1/guarantees': 'takeChargeOfGuarantee',
+  'get /api/authority/v1/guarantees': 'listAuthorityGuarantees',
+  'get /api/authority/v1/guarantees/{id}': 'getAuthorityGuarantee',
   'get /.well-known/jwks.json': 'getReceiptKeys',
   'get /verify': 'getVerifyPage',
   'get /api/v2/guarantees/{id}/verification': 'getGuaranteeVerification',
@@ -556,6 +615,13 @@ export function buildOpenApiDocument(baseUrl?: string): ReturnType<typeof create
       securitySchemes: {
         apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
         bearer: { type: 'http', scheme: 'bearer', description: 'The same API key as a Bearer token.' },
+        authorityKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-API-Key',
+          description: "A contracting authority's API key (an organization of kind authority): it reaches /api/authority/v1/ and the webhooks endpoints only.",
+        },
+        authorityBearer: { type: 'http', scheme: 'bearer', description: "An authority's API key as a Bearer token." },
       },
     },
     security: [{ apiKey: [] }, { bearer: [] }],

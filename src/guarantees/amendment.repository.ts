@@ -10,6 +10,7 @@ import {
   foldStart,
   stateOfFold,
   type Amendment,
+  type AmendmentActor,
   type AmendmentDoc,
   type AmendmentType,
   type Folded,
@@ -24,6 +25,8 @@ interface Row {
   org_id: string;
   seq: number;
   type: AmendmentType;
+  actor: AmendmentActor;
+  actor_org_id: string | null;
   effective_at: Date;
   expires_at: Date | null;
   garanted_amount: string | null;
@@ -51,6 +54,8 @@ const COLUMNS = [
   'org_id',
   'seq',
   'type',
+  'actor',
+  'actor_org_id',
   'effective_at',
   'expires_at',
   'garanted_amount',
@@ -75,6 +80,8 @@ function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment & { orgId: string 
     guaranteeId: r.guarantee_id,
     seq: Number(r.seq),
     type: r.type,
+    actor: r.actor,
+    actorOrgId: r.actor_org_id,
     effectiveAt: r.effective_at,
     expiresAt: r.expires_at,
     garantedAmount: num(r.garanted_amount),
@@ -90,7 +97,9 @@ function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment & { orgId: string 
 }
 
 /** An amendment's row as the fold reads it. */
-const toFolded = (r: Pick<Row, 'seq' | 'type' | 'effective_at' | 'expires_at' | 'garanted_amount' | 'claimed_amount' | 'paid_amount'>): FoldedAmendment => ({
+const toFolded = (
+  r: Pick<Row, 'seq' | 'type' | 'actor_org_id' | 'effective_at' | 'expires_at' | 'garanted_amount' | 'claimed_amount' | 'paid_amount'>,
+): FoldedAmendment => ({
   seq: Number(r.seq),
   type: r.type,
   effectiveAt: r.effective_at,
@@ -98,6 +107,7 @@ const toFolded = (r: Pick<Row, 'seq' | 'type' | 'effective_at' | 'expires_at' | 
   garantedAmount: num(r.garanted_amount),
   claimedAmount: num(r.claimed_amount),
   paidAmount: num(r.paid_amount),
+  actorOrgId: r.actor_org_id,
 });
 
 interface IssuedRow {
@@ -127,6 +137,7 @@ interface FoldRow {
   claim_effective_at: Date | null;
   ended: 'RELEASED' | 'CANCELLED' | null;
   partially_released: number;
+  beneficiary_id: string | null;
   last_seq: number;
 }
 
@@ -136,7 +147,7 @@ type CurrentRow = IssuedRow & { [K in keyof FoldRow as `fold_${K}`]: FoldRow[K] 
 // The last seq by the unique key (guarantee_id, seq): one index entry read, as many amendments as it has.
 const CURRENT_SQL = `SELECT g.garanted_amount, g.expires_at, g.is_automatic_renewal,
   f.garanted_amount AS fold_garanted_amount, f.expires_at AS fold_expires_at, f.claim_seq AS fold_claim_seq, f.claimed_amount AS fold_claimed_amount,
-  f.claim_effective_at AS fold_claim_effective_at, f.ended AS fold_ended, f.partially_released AS fold_partially_released, f.last_seq AS fold_last_seq,
+  f.claim_effective_at AS fold_claim_effective_at, f.ended AS fold_ended, f.partially_released AS fold_partially_released, f.beneficiary_id AS fold_beneficiary_id, f.last_seq AS fold_last_seq,
   (SELECT MAX(a.seq) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS last_seq
   FROM guarantees g LEFT JOIN guarantee_folds f ON f.guarantee_id = g.id WHERE g.id = $1`;
 
@@ -151,6 +162,7 @@ function storedFold(r: CurrentRow): Folded | undefined {
         : { seq: Number(r.fold_claim_seq), claimedAmount: Number(r.fold_claimed_amount), effectiveAt: r.fold_claim_effective_at as Date },
     ended: r.fold_ended,
     partiallyReleased: r.fold_partially_released === 1,
+    beneficiary: r.fold_beneficiary_id,
     lastSeq: Number(r.fold_last_seq),
   };
 }
@@ -212,7 +224,7 @@ export function createAmendmentRepository(db: Sequelize) {
     while (fold.lastSeq < lastSeq) {
       const missing = await select<Row>(
         db,
-        `SELECT seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount FROM guarantee_amendments
+        `SELECT seq, type, actor_org_id, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount FROM guarantee_amendments
         WHERE guarantee_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`,
         [guaranteeId, fold.lastSeq, Math.min(lastSeq, fold.lastSeq + HEAL_BATCH)],
         opts.t,
@@ -279,11 +291,11 @@ export function createAmendmentRepository(db: Sequelize) {
       const amount = (n: number | null) => (n === null ? null : n.toFixed(2));
       await execute(
         db,
-        `INSERT INTO guarantee_folds (guarantee_id, garanted_amount, expires_at, claim_seq, claimed_amount, claim_effective_at, ended, partially_released, last_seq)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+        `INSERT INTO guarantee_folds (guarantee_id, garanted_amount, expires_at, claim_seq, claimed_amount, claim_effective_at, ended, partially_released, last_seq, beneficiary_id)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
         ON DUPLICATE KEY UPDATE garanted_amount = VALUES(garanted_amount), expires_at = VALUES(expires_at), claim_seq = VALUES(claim_seq),
           claimed_amount = VALUES(claimed_amount), claim_effective_at = VALUES(claim_effective_at), ended = VALUES(ended),
-          partially_released = VALUES(partially_released), last_seq = VALUES(last_seq)`,
+          partially_released = VALUES(partially_released), last_seq = VALUES(last_seq), beneficiary_id = VALUES(beneficiary_id)`,
         [
           guaranteeId,
           amount(f.garantedAmount),
@@ -294,6 +306,7 @@ export function createAmendmentRepository(db: Sequelize) {
           f.ended,
           f.partiallyReleased ? 1 : 0,
           f.lastSeq,
+          f.beneficiary,
         ],
         t,
       );
@@ -312,9 +325,24 @@ export function createAmendmentRepository(db: Sequelize) {
     async insert(orgId: string, a: Amendment, t: Transaction): Promise<void> {
       await execute(
         db,
-        `INSERT INTO guarantee_amendments (id, guarantee_id, org_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-        [a.id, a.guaranteeId, orgId, a.seq, a.type, a.effectiveAt, a.expiresAt, a.garantedAmount, a.claimedAmount, a.paidAmount, a.reason, a.createdAt],
+        `INSERT INTO guarantee_amendments (id, guarantee_id, org_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, created_at, actor, actor_org_id)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+        [
+          a.id,
+          a.guaranteeId,
+          orgId,
+          a.seq,
+          a.type,
+          a.effectiveAt,
+          a.expiresAt,
+          a.garantedAmount,
+          a.claimedAmount,
+          a.paidAmount,
+          a.reason,
+          a.createdAt,
+          a.actor,
+          a.actorOrgId,
+        ],
         t,
       );
       if (a.docs.length) {

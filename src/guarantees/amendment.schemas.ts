@@ -58,6 +58,10 @@ export const amendmentView = z
     guaranteeId: z.string(),
     seq: z.number().int().meta({ description: '1, 2, 3... per guarantee, without gaps.' }),
     type: z.enum(AMENDMENT_TYPES),
+    actor: z
+      .enum(['issuer', 'authority'])
+      .meta({ description: "Who recorded it: the guarantee's issuer, or the contracting authority that took charge of it." }),
+    actorOrgId: z.string().optional().meta({ description: "The authority's organization, when the actor is one." }),
     effectiveAt: isoDate,
     expiresAt: isoDate.optional(),
     garantedAmount: z.number().optional(),

@@ -10,6 +10,8 @@ export function toAmendmentView(a: Amendment): z.infer<typeof amendmentView> {
     guaranteeId: a.guaranteeId,
     seq: a.seq,
     type: a.type,
+    actor: a.actor,
+    ...(a.actorOrgId !== null && { actorOrgId: a.actorOrgId }),
     effectiveAt: a.effectiveAt.toISOString(),
     ...(a.expiresAt !== null && { expiresAt: a.expiresAt.toISOString() }),
     ...(a.garantedAmount !== null && { garantedAmount: a.garantedAmount }),

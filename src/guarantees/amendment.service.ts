@@ -15,10 +15,47 @@ import type { FileRepository } from '../files/file.repository.js';
 import type { AmendmentRepository } from './amendment.repository.js';
 import type { CreateAmendment } from './amendment.schemas.js';
 import { toAmendmentView, toStateView } from './amendment.serializer.js';
-import { CLAIM_TERM_MS, foldFrom, refusalAfter, stateOfFold, type Amendment, type GuaranteeState, type Issued, type NewAmendment } from './amendments.js';
+import {
+  CLAIM_TERM_MS,
+  foldFrom,
+  refusalAfter,
+  stateOfFold,
+  type Amendment,
+  type AmendmentActor,
+  type Folded,
+  type GuaranteeState,
+  type Issued,
+  type NewAmendment,
+} from './amendments.js';
 import { DOC_GONE, resolveDocs } from './docs.js';
 import type { AuditRepository } from '../audit/audit.repository.js';
 import type { ApiActor } from '../orgs/auth.middleware.js';
+import type { Transaction } from '../shared/db/sequelize.js';
+
+/**
+ * Who records an amendment, and what else its transaction writes. The issuer's own amendments
+ * are `issuerAct`s; a contracting authority's acts (src/authorities) name the authority, which
+ * the issuer's audit chain records as `authority:<orgId>` and the authority's own chain by the
+ * key or person that acted.
+ */
+export interface Act {
+  /** The guarantee's issuer: its chain, its events. */
+  issuerOrgId: string;
+  actor: AmendmentActor;
+  /** The authority's organization, when it acts. */
+  actorOrgId: string | null;
+  /** The audit trail's actor (the issuer's key), or the authority's and the issuer's rows, each in its chain. */
+  audit: ApiActor | undefined | { authority: ApiActor };
+  /** Dated by the server: effectiveAt is the time of receipt (the client's is ignored). */
+  serverDated?: boolean;
+  /** Nothing to record when this holds of the fold (the act was done already): the answer is the state as it is. */
+  doneAlready?: (fold: Folded) => boolean;
+  /** More of the same change, in its transaction, once the amendment is known (not called when doneAlready). */
+  also?: (t: Transaction, amendment: Amendment, state: GuaranteeState) => Promise<unknown>;
+}
+
+/** An issuer's act on its own guarantee. */
+const issuerAct = (orgId: string, by: ApiActor | undefined): Act => ({ issuerOrgId: orgId, actor: 'issuer', actorOrgId: null, audit: by });
 
 /** The request, normalized: the type's own fields set, the others null. */
 export function toNewAmendment(input: CreateAmendment): NewAmendment & { expectedSeq: number | undefined } {
@@ -69,8 +106,19 @@ export function createAmendmentService(deps: {
       ]);
     }
     const checksums = await resolveDocs(files, orgId, input.docs);
+    return (await recordAct(issuerAct(orgId, by), guaranteeId, input, checksums, claim)) as { amendment: Amendment; state: GuaranteeState };
+  }
+
+  /** recordLocked, its races said as 409s and a document gone meanwhile as a 400. */
+  async function recordAct(
+    act: Act,
+    guaranteeId: string,
+    input: NewAmendment & { expectedSeq?: number },
+    checksums: Map<string, string | null>,
+    claim?: { key: string; owner: string },
+  ): Promise<{ amendment: Amendment | undefined; state: GuaranteeState }> {
     try {
-      return await recordLocked(orgId, guaranteeId, input, checksums, by, claim);
+      return await recordLocked(act, guaranteeId, input, checksums, claim);
     } catch (err) {
       // The unique (guarantee, seq) is the backstop of the lock: say so rather than fail.
       if (mysqlErrno(err) === ER_NO_REFERENCED_ROW) throw new ValidationError(DOC_GONE);
@@ -81,13 +129,13 @@ export function createAmendmentService(deps: {
   }
 
   function recordLocked(
-    orgId: string,
+    act: Act,
     guaranteeId: string,
     input: NewAmendment & { expectedSeq?: number },
     checksums: Map<string, string | null>,
-    by: ApiActor | undefined,
     claim?: { key: string; owner: string },
-  ): Promise<{ amendment: Amendment; state: GuaranteeState }> {
+  ): Promise<{ amendment: Amendment | undefined; state: GuaranteeState }> {
+    const orgId = act.issuerOrgId;
     return repo.transaction(async (t) => {
       if (!(await repo.lockIssued(orgId, guaranteeId, t))) throw noSuch(guaranteeId);
       // Read after the lock: every writer of the guarantee's amendments holds it, so the fold (with what it lacks folded on) is current.
@@ -97,27 +145,37 @@ export function createAmendmentService(deps: {
       if (input.expectedSeq !== undefined && input.expectedSeq !== lastSeq) {
         throw new ConflictError(`expectedSeq is ${input.expectedSeq}, but the last amendment is ${lastSeq}: read the amendments again.`);
       }
-      const refusal = refusalAfter(current.fold, input);
+      if (act.doneAlready?.(current.fold)) return { amendment: undefined, state: stateOfFold(current.fold, current.issued, now()) };
+      const refusal = refusalAfter(current.fold, input, act);
       if (refusal) throw new ConflictError(refusal);
       const createdAt = now();
       const { expectedSeq: _seen, ...fields } = input;
       const amendment: Amendment = {
         ...fields,
+        ...(act.serverDated && { effectiveAt: createdAt }),
         id: uuidv7({ msecs: createdAt.getTime() }),
         guaranteeId,
         seq: lastSeq + 1,
+        actor: act.actor,
+        actorOrgId: act.actorOrgId,
         docs: input.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null })),
         createdAt,
         notarizationStatus: 'PENDING',
         txHash: null,
       };
-      // Its audit row before its rows (see the audit repository's append).
-      if (by) await audit.append({ orgId, ...by, action: 'amendment.record', target: `amendment:${amendment.id}`, outcome: 'ok' }, createdAt, t);
+      // Its audit rows before its rows (see the audit repository's append): the issuer's chain first, then the authority's (always in this order: no deadlock).
+      const row = { action: 'amendment.record', target: `amendment:${amendment.id}`, outcome: 'ok' };
+      if (act.audit && 'authority' in act.audit) {
+        const { authority } = act.audit;
+        await audit.append({ orgId, actor: `authority:${act.actorOrgId}`, requestId: authority.requestId, ...row }, createdAt, t);
+        await audit.append({ orgId: act.actorOrgId, ...authority, ...row }, createdAt, t);
+      } else if (act.audit) await audit.append({ orgId, ...act.audit, ...row }, createdAt, t);
       await repo.insert(orgId, amendment, t);
       const fold = foldFrom(current.fold, [amendment]);
       await repo.saveFold(guaranteeId, fold, t);
       const state = stateOfFold(fold, current.issued, createdAt);
       await outbox.add(t, orgId, 'guarantee.amended', { amendment: toAmendmentView(amendment), state: toStateView(state) }, createdAt);
+      await act.also?.(t, amendment, state);
       // The response a retry with the same Idempotency-Key gets, written with the amendment.
       if (claim) await idempotency.complete(orgId, claim.key, claim.owner, { status: 200, body: toAmendmentView(amendment) }, t);
       return { amendment, state };
@@ -125,6 +183,20 @@ export function createAmendmentService(deps: {
   }
 
   return {
+    /**
+     * Records an act on a guarantee (a contracting authority's: src/authorities), after its
+     * caller has checked who may; `amendment` undefined when `act.doneAlready` (nothing recorded).
+     * Its documents, if any, must be the actor's own (resolveDocs with the actor's organization).
+     */
+    async recordAct(
+      act: Act,
+      guaranteeId: string,
+      input: NewAmendment & { expectedSeq?: number },
+    ): Promise<{ amendment: Amendment | undefined; state: GuaranteeState }> {
+      const checksums = await resolveDocs(files, act.actorOrgId ?? act.issuerOrgId, input.docs);
+      return recordAct(act, guaranteeId, input, checksums);
+    },
+
     /**
      * Records an amendment; the response (200 and the amendment's view). With an
      * Idempotency-Key (`scope`: the request's method and path), a retry of the same request

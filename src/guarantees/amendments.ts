@@ -3,7 +3,8 @@
 // from them. Pure: the service reads and writes, this decides.
 import type { NewDoc } from './guarantee.types.js';
 
-export const AMENDMENT_TYPES = [
+/** What an issuer records through POST /api/v2/guarantees/{ID}/amendments. */
+export const ISSUER_AMENDMENT_TYPES = [
   'EXTENSION',
   'AMOUNT_CHANGE',
   'PARTIAL_RELEASE',
@@ -13,7 +14,13 @@ export const AMENDMENT_TYPES = [
   'CLAIM_REJECTED',
   'CANCELLATION',
 ] as const;
+/** The contracting authority's acts: taking charge of the guarantee (BENEFICIARY_LINKED). */
+export const AUTHORITY_AMENDMENT_TYPES = ['BENEFICIARY_LINKED'] as const;
+export const AMENDMENT_TYPES = [...ISSUER_AMENDMENT_TYPES, ...AUTHORITY_AMENDMENT_TYPES] as const;
 export type AmendmentType = (typeof AMENDMENT_TYPES)[number];
+
+/** Who recorded an amendment: the guarantee's issuer, or the contracting authority linked to it (its organization in actorOrgId). */
+export type AmendmentActor = 'issuer' | 'authority';
 
 export const GUARANTEE_STATUSES = ['ACTIVE', 'PARTIALLY_RELEASED', 'EXPIRED', 'CLAIMED', 'RELEASED', 'CANCELLED'] as const;
 export type GuaranteeStatus = (typeof GUARANTEE_STATUSES)[number];
@@ -45,6 +52,9 @@ export interface Amendment extends NewAmendment {
   id: string;
   guaranteeId: string;
   seq: number;
+  actor: AmendmentActor;
+  /** The authority's organization, when the actor is one. */
+  actorOrgId: string | null;
   docs: AmendmentDoc[];
   createdAt: Date;
   notarizationStatus: 'PENDING' | 'COMPLETE';
@@ -88,6 +98,8 @@ export interface Folded {
   openClaim: OpenClaim | null;
   ended: 'RELEASED' | 'CANCELLED' | null;
   partiallyReleased: boolean;
+  /** The contracting authority that took charge of the guarantee (its organization), if one did. */
+  beneficiary: string | null;
   lastSeq: number;
 }
 
@@ -97,14 +109,18 @@ const start = (issued: Issued): Folded => ({
   openClaim: null,
   ended: null,
   partiallyReleased: false,
+  beneficiary: null,
   lastSeq: 0,
 });
+
+/** What the fold reads of an amendment besides its type's fields: who recorded it. */
+export type Recorded = Pick<Amendment, 'actorOrgId'>;
 
 /** Cents, so that amounts of two decimals compare and subtract exactly. */
 const cents = (n: number) => Math.round(n * 100);
 
-/** Why `a` may not follow `f` (a 409), or undefined. */
-function refusal(f: Folded, a: NewAmendment): string | undefined {
+/** Why `a`, to be recorded by `by`, may not follow `f` (a 409), or undefined. */
+function refusal(f: Folded, a: NewAmendment, by: Recorded): string | undefined {
   if (f.ended === 'RELEASED') return 'The guarantee was released: nothing may follow a RELEASE.';
   if (f.ended === 'CANCELLED') return 'The guarantee was cancelled: nothing may follow a CANCELLATION.';
   switch (a.type) {
@@ -117,6 +133,7 @@ function refusal(f: Folded, a: NewAmendment): string | undefined {
         return `garantedAmount must be lower than the current amount, ${f.garantedAmount}.`;
       return undefined;
     case 'CLAIM':
+      if (f.beneficiary) return "A contracting authority has taken charge of the guarantee: a demand is its act (DEMAND), not the issuer's.";
       if (f.openClaim) return `A claim is open already (amendment ${f.openClaim.seq}): one at a time.`;
       if (f.garantedAmount === null) return 'The guarantee has no amount to claim against.';
       if (a.claimedAmount !== null && cents(a.claimedAmount) > cents(f.garantedAmount))
@@ -130,11 +147,15 @@ function refusal(f: Folded, a: NewAmendment): string | undefined {
     case 'RELEASE':
     case 'CANCELLATION':
       return undefined;
+    case 'BENEFICIARY_LINKED':
+      if (f.beneficiary && f.beneficiary !== by.actorOrgId) return 'Another contracting authority has taken charge of the guarantee.';
+      if (f.beneficiary) return 'The authority has taken charge of the guarantee already.';
+      return undefined;
   }
 }
 
 /** `f` after `a` (which must have been accepted), as amendment `seq`. */
-function apply(f: Folded, a: NewAmendment, seq: number): Folded {
+function apply(f: Folded, a: NewAmendment & Recorded, seq: number): Folded {
   const next = { ...f, lastSeq: seq };
   switch (a.type) {
     case 'EXTENSION':
@@ -156,6 +177,8 @@ function apply(f: Folded, a: NewAmendment, seq: number): Folded {
     }
     case 'CLAIM_REJECTED':
       return { ...next, openClaim: null };
+    case 'BENEFICIARY_LINKED':
+      return { ...next, beneficiary: a.actorOrgId };
   }
 }
 
@@ -193,8 +216,8 @@ export function stateAfter(issued: Issued, amendments: readonly Amendment[], now
 }
 
 /** Why `a` may not be recorded after `amendments` (a 409's detail), or undefined. */
-export function refusalOf(issued: Issued, amendments: readonly Amendment[], a: NewAmendment): string | undefined {
-  return refusal(fold(issued, amendments), a);
+export function refusalOf(issued: Issued, amendments: readonly Amendment[], a: NewAmendment, by: Recorded = { actorOrgId: null }): string | undefined {
+  return refusal(fold(issued, amendments), a, by);
 }
 
 // Folding on from a stored fold (guarantee_folds, issue 27): recording an amendment reads its
@@ -206,7 +229,8 @@ export function foldStart(issued: Issued): Folded {
 }
 
 /** An amendment as the fold reads it: its type's fields and its seq. */
-export type FoldedAmendment = Pick<NewAmendment, 'type' | 'effectiveAt' | 'expiresAt' | 'garantedAmount' | 'claimedAmount' | 'paidAmount'> & { seq: number };
+export type FoldedAmendment = Pick<NewAmendment, 'type' | 'effectiveAt' | 'expiresAt' | 'garantedAmount' | 'claimedAmount' | 'paidAmount'> &
+  Recorded & { seq: number };
 
 /**
  * `f` after `amendments`, which must follow it without a gap (seq f.lastSeq + 1, + 2...): an
@@ -220,8 +244,8 @@ export function foldFrom(f: Folded, amendments: readonly FoldedAmendment[]): Fol
 }
 
 /** Why `a` may not follow the fold `f` (a 409's detail), or undefined: refusalOf from a stored fold. */
-export function refusalAfter(f: Folded, a: NewAmendment): string | undefined {
-  return refusal(f, a);
+export function refusalAfter(f: Folded, a: NewAmendment, by: Recorded = { actorOrgId: null }): string | undefined {
+  return refusal(f, a, by);
 }
 
 /** The state of the fold `f` of a guarantee registered as `issued`, at `now`: stateAfter from a stored fold. */

@@ -22,6 +22,7 @@ interface Row {
   is_fixed_expiry: number | null;
   cig: string | null;
   batch_code: string | null;
+  beneficiary_fiscal_code: string | null;
   garanted_amount: string | null;
   contract_amount: string | null;
   is_automatic_renewal: number | null;
@@ -41,10 +42,22 @@ interface Row {
 }
 
 const COLUMNS = `g.id, g.org_id, g.transaction_id, g.policy_number, g.act_type, g.check_code, g.emitted_at,
-  g.effective_at, g.expires_at, g.is_fixed_expiry, g.cig, g.batch_code, g.garanted_amount, g.contract_amount,
+  g.effective_at, g.expires_at, g.is_fixed_expiry, g.cig, g.batch_code, g.beneficiary_fiscal_code, g.garanted_amount, g.contract_amount,
   g.is_automatic_renewal, g.note_shared, g.sign_emission_at, g.tx_hash, g.notarization_status, g.notarization_reason, g.created_at,
   g.request_hash, d.position AS doc_position, d.type AS doc_type, d.file_key AS doc_key,
   d.original_file_name AS doc_name, d.notarized_at AS doc_notarized_at, f.checksum AS doc_checksum`;
+
+/**
+ * A guarantee beside another domain's rows (a contracting authority's list of those it took
+ * charge of): the join on the guarantee id column `idColumn`, as `alias`, and what such a list
+ * shows of it (its issuer's id as org_id, policy_number, cig).
+ */
+export const GUARANTEE_REF_SQL = {
+  join: (alias: string, idColumn: string) => `JOIN guarantees ${alias} ON ${alias}.id = ${idColumn}`,
+  columns: (alias: string) => `${alias}.org_id, ${alias}.policy_number, ${alias}.cig`,
+  /** The condition that the guarantee carries this CIG (bound at `param`), compared exactly. */
+  cigIs: (alias: string, param: string) => `BINARY ${alias}.cig = BINARY ${param}`,
+} as const;
 
 /** The most guarantees one public verification answers with (the oldest, by id). */
 export const MAX_VERIFICATION_MATCHES = 10;
@@ -69,10 +82,10 @@ const FROM = `FROM guarantees g
 
 const INSERT_COLUMNS = `id, org_id, seq, transaction_id, policy_number, act_type, check_code,
     emitted_at, effective_at, expires_at, is_fixed_expiry, cig, batch_code, garanted_amount, contract_amount,
-    is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at`;
-/** A new row's values: the id and createdAt as given (parameters or session variables), the rest $2..$18. */
-const insertValues = (id: string, createdAt: string) =>
-  `${id}, $2, ${REGISTRY_SQL.seqOf('$2')}, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, NULL, 'PENDING', $18, ${createdAt}`;
+    is_automatic_renewal, note_shared, sign_emission_at, tx_hash, notarization_status, request_hash, created_at, beneficiary_fiscal_code`;
+/** A new row's values: the id and createdAt as given (parameters or session variables), the rest $2..$18 and the beneficiary at `beneficiary`. */
+const insertValues = (id: string, createdAt: string, beneficiary: string) =>
+  `${id}, $2, ${REGISTRY_SQL.seqOf('$2')}, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, NULL, 'PENDING', $18, ${createdAt}, ${beneficiary}`;
 
 /**
  * A registration as one script (src/shared/db/sequelize.ts script()): START TRANSACTION, the
@@ -119,12 +132,12 @@ export function uuidAt(ms: number, tail: string): string {
  */
 export const GUARANTEE_SQL = {
   /** The sequence number is the organization's registry count, just advanced under its lock (orgs' takeRegistryPlace). */
-  insert: `INSERT INTO guarantees (${INSERT_COLUMNS}) VALUES (${insertValues('$1', '$19')})`,
+  insert: `INSERT INTO guarantees (${INSERT_COLUMNS}) VALUES (${insertValues('$1', '$19', '$20')})`,
   /**
    * The same row in a registration's script (REGISTRATION): its id and createdAt from the
    * script's session variables, written only when the organization's place was taken.
    */
-  register: `INSERT INTO guarantees (${INSERT_COLUMNS}) SELECT ${insertValues('@reg_id', '@reg_at')} FROM DUAL WHERE ${REGISTRATION.placed}`,
+  register: `INSERT INTO guarantees (${INSERT_COLUMNS}) SELECT ${insertValues('@reg_id', '@reg_at', '$19')} FROM DUAL WHERE ${REGISTRATION.placed}`,
   findById: `SELECT ${COLUMNS} ${FROM} WHERE g.id = $1 AND g.org_id = $2 ORDER BY d.position`,
   findByTransactionId: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.transaction_id = $2 ORDER BY d.position`,
   listBySeq: `SELECT ${COLUMNS} ${FROM} WHERE g.org_id = $1 AND g.seq > $2 AND g.seq <= $3 ORDER BY g.seq DESC, d.position`,
@@ -144,6 +157,11 @@ export const GUARANTEE_SQL = {
     WHERE g.verification_key = $1
       AND ($2 IS NULL OR BINARY g.cig = BINARY $2) AND ($3 IS NULL OR g.garanted_amount = CAST($3 AS DECIMAL(15,2)))
     ORDER BY g.id LIMIT ${MAX_VERIFICATION_MATCHES * MAX_DOCS}`,
+  /** One guarantee as findForVerification reads them, by its id (whoever issued it): the contracting authority's view. */
+  findHitById: `SELECT ${COLUMNS}, f.status AS doc_status, f.signature AS doc_signature, ${FILE_SQL.shownPublicly('f')} AS doc_public, ${ISSUER_SQL.columns('o')},
+      (SELECT MAX(a.seq) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS last_seq
+    ${FROM} ${ISSUER_SQL.join('o', 'g.org_id')}
+    WHERE g.id = $1 ORDER BY d.position`,
 } as const;
 
 /** $2..$18 of GUARANTEE_SQL.insert and .register: a new record's values but its id and createdAt. */
@@ -190,7 +208,7 @@ export function registrationStatements(
     { sql: DERIVE_SQL.iso, bind: [] },
     { sql: DERIVE_SQL.id, bind: [g.idTail] },
     { sql: DERIVE_SQL.eventId, bind: [g.eventIdTail] },
-    { sql: GUARANTEE_SQL.register, bind: [null, ...rowValues(g), null] },
+    { sql: GUARANTEE_SQL.register, bind: [null, ...rowValues(g), g.details.beneficiaryFiscalCode] },
   ];
   if (g.docs.length) {
     // Its documents are attached from now on (their keeping period starts: files' Object Lock).
@@ -230,6 +248,7 @@ function recordOf(r: Row): GuaranteeRecord {
       isFixedExpiry: bool(r.is_fixed_expiry),
       cig: r.cig,
       batchCode: r.batch_code,
+      beneficiaryFiscalCode: r.beneficiary_fiscal_code,
     },
     economics: { garantedAmount: num(r.garanted_amount), contractAmount: num(r.contract_amount), isAutomaticRenewal: bool(r.is_automatic_renewal) },
     noteShared: r.note_shared,
@@ -281,6 +300,21 @@ interface VerificationRow extends Row, IssuerRow {
   doc_public: number | null;
 }
 
+/** Verification rows (one per doc, a record's rows together and in doc order) folded into hits. */
+function hitsOf(rows: VerificationRow[]): VerificationHit[] {
+  const hits = new Map<string, VerificationHit>();
+  for (const { record } of fold(rows))
+    hits.set(record.id, { record, issuer: { orgId: record.orgId, name: '', vatNumber: null, register: null }, files: [], lastSeq: 0 });
+  // One row per doc (or one without a doc), in the record's doc order: the issuer from any, the verdicts from each.
+  for (const r of rows) {
+    const hit = hits.get(r.id) as VerificationHit;
+    hit.issuer = { orgId: r.org_id, name: r.org_name, vatNumber: r.org_vat, register: r.org_register };
+    hit.lastSeq = Number(r.last_seq ?? 0);
+    if (r.doc_position !== null) hit.files.push({ key: r.doc_key ?? '', status: r.doc_status, signature: r.doc_signature, public: Number(r.doc_public) === 1 });
+  }
+  return [...hits.values()];
+}
+
 export function createGuaranteeRepository(db: Sequelize) {
   return {
     /** Where each guarantee stands in notarization: notarization moves it through these. */
@@ -300,7 +334,7 @@ export function createGuaranteeRepository(db: Sequelize) {
 
     /** Inserts under the registry place taken by orgs' takeRegistryPlace, in the same transaction. */
     async insert(g: NewGuarantee & { id: string; orgId: string; createdAt: Date; requestHash: Buffer }, t: Transaction): Promise<void> {
-      await execute(db, GUARANTEE_SQL.insert, [g.id, ...rowValues(g), g.createdAt], t);
+      await execute(db, GUARANTEE_SQL.insert, [g.id, ...rowValues(g), g.createdAt, g.details.beneficiaryFiscalCode], t);
       if (g.docs.length) {
         // The files' rows first (see registrationStatements).
         const attach = attachStatement(
@@ -359,18 +393,12 @@ export function createGuaranteeRepository(db: Sequelize) {
       rows.sort(
         (a, b) => a.created_at.getTime() - b.created_at.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) || (a.doc_position ?? 0) - (b.doc_position ?? 0),
       );
-      const hits = new Map<string, VerificationHit>();
-      for (const { record } of fold(rows))
-        hits.set(record.id, { record, issuer: { orgId: record.orgId, name: '', vatNumber: null, register: null }, files: [], lastSeq: 0 });
-      // One row per doc (or one without a doc), in the record's doc order: the issuer from any, the verdicts from each.
-      for (const r of rows) {
-        const hit = hits.get(r.id) as VerificationHit;
-        hit.issuer = { orgId: r.org_id, name: r.org_name, vatNumber: r.org_vat, register: r.org_register };
-        hit.lastSeq = Number(r.last_seq ?? 0);
-        if (r.doc_position !== null)
-          hit.files.push({ key: r.doc_key ?? '', status: r.doc_status, signature: r.doc_signature, public: Number(r.doc_public) === 1 });
-      }
-      return [...hits.values()].slice(0, MAX_VERIFICATION_MATCHES);
+      return hitsOf(rows).slice(0, MAX_VERIFICATION_MATCHES);
+    },
+
+    /** The guarantee as a verification finds it, by id, whoever issued it (the authority that took charge of it asks; its caller checks that). */
+    async findHitById(id: string): Promise<VerificationHit | undefined> {
+      return hitsOf(await select<VerificationRow>(db, GUARANTEE_SQL.findHitById, [id]))[0];
     },
 
     /**

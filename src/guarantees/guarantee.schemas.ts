@@ -1,6 +1,7 @@
 // Request and response schemas of the guarantee endpoints, v1 and v2. The same schemas
 // validate requests and generate the OpenAPI document.
 import { z } from 'zod';
+import { isPartitaIva } from '../orgs/org-identity.js';
 import { dateTime, ignored, money, text } from '../shared/validation.js';
 
 export const ACT_TYPES = ['BAIL_ACT', 'POST_SALE', 'OTHER'] as const;
@@ -102,6 +103,15 @@ export const createGuaranteeV2 = z
             "The client's own identifier of the transaction, unique in the organization: a second create with the same transactionId and body returns the first record; with a different body it is a 409.",
         }),
         ...detailsFields,
+        beneficiaryFiscalCode: z
+          .string({ error: 'must be a string' })
+          .refine(isPartitaIva, "must be a public body's fiscal code: 11 digits, the last one a check digit")
+          .nullable()
+          .optional()
+          .meta({
+            description:
+              'The fiscal code of the contracting authority (stazione appaltante) the guarantee is issued to: when given, only that authority can take charge of it.',
+          }),
       })
       .optional(),
     economics: economicsInput.optional(),
@@ -160,7 +170,11 @@ export const guaranteeV1 = z
 
 export const guaranteeV2 = z
   .object({
-    details: z.object({ transactionId: z.string().optional(), ...detailsOut }),
+    details: z.object({
+      transactionId: z.string().optional(),
+      ...detailsOut,
+      beneficiaryFiscalCode: z.string().optional().meta({ description: 'The beneficiary the issuer named, when it did.' }),
+    }),
     ...common,
     docs: z.array(docV2Out),
     createdAt: iso,

@@ -22,6 +22,7 @@ function details(g: GuaranteeRecord, withTransactionId: boolean): Details {
   out.isFixedExpiry = d.isFixedExpiry;
   out.cig = d.cig;
   out.batchCode = d.batchCode;
+  if (withTransactionId && d.beneficiaryFiscalCode !== null) out.beneficiaryFiscalCode = d.beneficiaryFiscalCode;
   return out as Details;
 }
 

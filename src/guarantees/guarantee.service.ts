@@ -45,6 +45,7 @@ export function normalize(input: CreateGuaranteeV1 | CreateGuaranteeV2): NewGuar
       isFixedExpiry: d.isFixedExpiry ?? null,
       cig: d.cig ?? null,
       batchCode: d.batchCode ?? null,
+      beneficiaryFiscalCode: (d as { beneficiaryFiscalCode?: string | null }).beneficiaryFiscalCode ?? null,
     },
     economics: {
       garantedAmount: e.garantedAmount ?? null,

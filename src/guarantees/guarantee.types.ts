@@ -14,6 +14,8 @@ export interface GuaranteeDetails {
   isFixedExpiry: boolean | null;
   cig: string | null;
   batchCode: string | null;
+  /** v2 only: the fiscal code of the contracting authority the issuer names as beneficiary; only that authority may take charge. */
+  beneficiaryFiscalCode: string | null;
 }
 
 export interface Economics {

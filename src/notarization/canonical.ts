@@ -4,7 +4,8 @@
 // registered plus id, orgId, createdAt and the docs' checksums; it leaves out what
 // notarization itself sets (txHash, notarizationStatus, docs[].notarizedAt).
 //
-//   - every field present: absent and null are both null; transactionId null when absent
+//   - every field present: absent and null are both null; transactionId null when absent;
+//     details.beneficiaryFiscalCode only when the issuer named a beneficiary
 //   - dates: RFC 3339 in UTC with milliseconds (2025-03-01T00:00:00.000Z)
 //   - amounts: decimal strings with exactly two decimals ("15000.50"), never binary floats
 //   - docs: sorted by key (UTF-16 code units, as RFC 8785 sorts), each {key, type, originalFileName, checksum}
@@ -33,6 +34,8 @@ export function canonicalProjection(g: GuaranteeV2): Record<string, unknown> {
     details: {
       actType: orNull(d.actType),
       batchCode: orNull(d.batchCode),
+      // Only when the issuer named one (v2): the projection of every record registered without it is unchanged.
+      ...(d.beneficiaryFiscalCode !== undefined && { beneficiaryFiscalCode: d.beneficiaryFiscalCode }),
       checkCode: orNull(d.checkCode),
       cig: orNull(d.cig),
       effectiveAt: date(d.effectiveAt),
@@ -89,6 +92,9 @@ export interface AmendmentOnWire {
   guaranteeId: string;
   seq: number;
   type: string;
+  /** Absent (as before authorities acted) or 'issuer': the issuer's; 'authority': the authority's, actorOrgId naming it. */
+  actor?: string | undefined;
+  actorOrgId?: string | undefined;
   effectiveAt: string;
   expiresAt?: string | undefined;
   garantedAmount?: number | undefined;
@@ -108,10 +114,14 @@ export interface ChainLinks {
 /**
  * The documented projection of an amendment (its wire shape) with its links: every field of
  * the wire shape except what notarization sets (notarizationStatus, txHash), a type's absent
- * fields as null, dates and amounts as for guarantees, docs sorted by key.
+ * fields as null, dates and amounts as for guarantees, docs sorted by key; `actor` and
+ * `actorOrgId` only for an authority's act (an issuer's amendment projects without them, as
+ * every amendment did before authorities could act).
  */
 export function amendmentProjection(a: AmendmentOnWire, links: ChainLinks): Record<string, unknown> {
   return {
+    // A contracting authority's act names it; the issuer's amendments project as they always did.
+    ...(a.actor !== undefined && a.actor !== 'issuer' && { actor: a.actor, actorOrgId: a.actorOrgId ?? null }),
     claimedAmount: amount(a.claimedAmount),
     createdAt: date(a.createdAt),
     docs: a.docs

@@ -36,3 +36,27 @@ export function normalizeRegister(input: string): string {
   if (!entry || entry.length > 255) throw new ValidationError('A register entry has 1 to 255 characters.');
   return entry;
 }
+
+/**
+ * A public body's fiscal code as stored (its codice fiscale numerico: 11 digits, the last a check
+ * digit computed as a partita IVA's); throws ValidationError naming what is wrong.
+ */
+export function normalizeFiscalCode(input: string): string {
+  const code = input.replace(/\s/g, '');
+  if (!isPartitaIva(code)) throw new ValidationError(`"${input}" is not a valid fiscal code of a public body (11 digits, the last one a check digit).`);
+  return code;
+}
+
+/** A codice AUSA (the authority's entry in ANAC's Anagrafe Unica delle Stazioni Appaltanti): 10 digits. */
+export function normalizeAusa(input: string): string {
+  const code = input.trim();
+  if (!/^\d{10}$/.test(code)) throw new ValidationError(`"${input}" is not a codice AUSA (10 digits).`);
+  return code;
+}
+
+/** An IPA code (the body's entry in the Indice dei domicili digitali della PA, e.g. c_h501): letters, digits and _, as written there. */
+export function normalizeIpa(input: string): string {
+  const code = input.trim();
+  if (!/^[A-Za-z0-9_]{1,32}$/.test(code)) throw new ValidationError(`"${input}" is not an IPA code (1 to 32 letters, digits or _, e.g. c_h501).`);
+  return code;
+}

@@ -3,22 +3,67 @@ import { v7 as uuidv7 } from 'uuid';
 import { AUDIT_SQL } from '../audit/audit.sql.js';
 import { execute, select, write, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 
+/** An issuer registers guarantees; an authority (a contracting authority, stazione appaltante) is their beneficiary. */
+export type OrgKind = 'issuer' | 'authority';
+
 export interface Organization {
   id: string;
   name: string;
+  kind: OrgKind;
   vatNumber: string | null;
   register: string | null;
+  /** An authority's: its fiscal code (11 digits), codice AUSA and IPA code. */
+  fiscalCode: string | null;
+  ausa: string | null;
+  ipa: string | null;
   createdAt: Date;
 }
 export interface StoredApiKey {
   prefix: string;
   orgId: string;
+  /** The kind of its organization: which routes the key reaches. */
+  kind: OrgKind;
   hash: Buffer;
   revokedAt: Date | null;
 }
 
-/** The key lookup of every request (cache miss); exported for the API benchmark's raw baseline. */
-export const FIND_API_KEY_SQL = 'SELECT prefix, org_id, key_hash, revoked_at FROM api_keys WHERE prefix = $1';
+/** The key lookup of every request (cache miss), with its organization's kind; exported for the API benchmark's raw baseline. */
+export const FIND_API_KEY_SQL =
+  'SELECT k.prefix, k.org_id, k.key_hash, k.revoked_at, o.kind FROM api_keys k JOIN organizations o ON o.id = k.org_id WHERE k.prefix = $1';
+
+interface OrganizationRow {
+  id: string;
+  name: string;
+  kind: OrgKind;
+  vat_number: string | null;
+  register_entry: string | null;
+  fiscal_code: string | null;
+  ausa_code: string | null;
+  ipa_code: string | null;
+  created_at: Date;
+}
+
+const toOrganization = (r: OrganizationRow): Organization => ({
+  id: r.id,
+  name: r.name,
+  kind: r.kind,
+  vatNumber: r.vat_number,
+  register: r.register_entry,
+  fiscalCode: r.fiscal_code,
+  ausa: r.ausa_code,
+  ipa: r.ipa_code,
+  createdAt: r.created_at,
+});
+
+/** What the operator records of an organization besides its name. */
+export interface OrgIdentity {
+  kind?: OrgKind;
+  vatNumber?: string;
+  register?: string;
+  fiscalCode?: string;
+  ausa?: string;
+  ipa?: string;
+}
 
 /** The registry place's UPDATE but its WHERE (REGISTRY_SQL.takePlace, takeAuditedPlace). */
 const TAKE_PLACE = `UPDATE organizations SET guarantee_count = guarantee_count + 1,
@@ -146,17 +191,24 @@ export function createOrgRepository(db: Sequelize) {
     },
 
     /** `also`: more of the same change, in its transaction (its audit row). */
-    async createOrganization(
-      name: string,
-      identity: { vatNumber?: string; register?: string } = {},
-      also?: (t: Transaction, org: Organization) => Promise<unknown>,
-    ): Promise<Organization> {
-      const org = { id: uuidv7(), name, vatNumber: identity.vatNumber ?? null, register: identity.register ?? null, createdAt: new Date() };
+    async createOrganization(name: string, identity: OrgIdentity = {}, also?: (t: Transaction, org: Organization) => Promise<unknown>): Promise<Organization> {
+      const org: Organization = {
+        id: uuidv7(),
+        name,
+        kind: identity.kind ?? 'issuer',
+        vatNumber: identity.vatNumber ?? null,
+        register: identity.register ?? null,
+        fiscalCode: identity.fiscalCode ?? null,
+        ausa: identity.ausa ?? null,
+        ipa: identity.ipa ?? null,
+        createdAt: new Date(),
+      };
       await db.transaction(async (t) => {
         await execute(
           db,
-          'INSERT INTO organizations (id, name, vat_number, register_entry, guarantee_count, created_at) VALUES ($1, $2, $3, $4, 0, $5)',
-          [org.id, org.name, org.vatNumber, org.register, org.createdAt],
+          `INSERT INTO organizations (id, name, kind, vat_number, register_entry, fiscal_code, ausa_code, ipa_code, guarantee_count, created_at)
+          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)`,
+          [org.id, org.name, org.kind, org.vatNumber, org.register, org.fiscalCode, org.ausa, org.ipa, org.createdAt],
           t,
         );
         await also?.(t, org);
@@ -165,18 +217,28 @@ export function createOrgRepository(db: Sequelize) {
     },
 
     async findOrganization(id: string): Promise<Organization | undefined> {
-      const [row] = await select<{ id: string; name: string; vat_number: string | null; register_entry: string | null; created_at: Date }>(
+      const [row] = await select<OrganizationRow>(
         db,
-        'SELECT id, name, vat_number, register_entry, created_at FROM organizations WHERE id = $1',
+        'SELECT id, name, kind, vat_number, register_entry, fiscal_code, ausa_code, ipa_code, created_at FROM organizations WHERE id = $1',
         [id],
       );
-      return row && { id: row.id, name: row.name, vatNumber: row.vat_number, register: row.register_entry, createdAt: row.created_at };
+      return row && toOrganization(row);
+    },
+
+    /** The authority with this fiscal code, if there is one. */
+    async findAuthorityByFiscalCode(fiscalCode: string): Promise<Organization | undefined> {
+      const [row] = await select<OrganizationRow>(
+        db,
+        `SELECT id, name, kind, vat_number, register_entry, fiscal_code, ausa_code, ipa_code, created_at FROM organizations WHERE fiscal_code = $1 AND kind = 'authority'`,
+        [fiscalCode],
+      );
+      return row && toOrganization(row);
     },
 
     /** Changes the given fields of an organization's public identity; false when there is no such organization. */
     async setIdentity(
       id: string,
-      changes: { name?: string; vatNumber?: string; register?: string },
+      changes: { name?: string; vatNumber?: string; register?: string; ausa?: string; ipa?: string },
       also?: (t: Transaction) => Promise<unknown>,
     ): Promise<boolean> {
       const sets: string[] = [];
@@ -185,6 +247,8 @@ export function createOrgRepository(db: Sequelize) {
         ['name', changes.name],
         ['vat_number', changes.vatNumber],
         ['register_entry', changes.register],
+        ['ausa_code', changes.ausa],
+        ['ipa_code', changes.ipa],
       ] as const) {
         if (value === undefined) continue;
         values.push(value);
@@ -214,8 +278,8 @@ export function createOrgRepository(db: Sequelize) {
     },
 
     async findApiKey(prefix: string): Promise<StoredApiKey | undefined> {
-      const [row] = await select<{ prefix: string; org_id: string; key_hash: Buffer; revoked_at: Date | null }>(db, FIND_API_KEY_SQL, [prefix]);
-      return row && { prefix: row.prefix, orgId: row.org_id, hash: row.key_hash, revokedAt: row.revoked_at };
+      const [row] = await select<{ prefix: string; org_id: string; key_hash: Buffer; revoked_at: Date | null; kind: OrgKind }>(db, FIND_API_KEY_SQL, [prefix]);
+      return row && { prefix: row.prefix, orgId: row.org_id, kind: row.kind, hash: row.key_hash, revokedAt: row.revoked_at };
     },
 
     /** Marks a key revoked; false when no such key, or it was revoked already. `also`: more of the same change, in its transaction, given the key's organization. */

@@ -1,8 +1,9 @@
 // Organizations and API keys: creation, revocation, and authentication of a presented key.
-import { NotFoundError, ValidationError } from '../shared/errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.js';
+import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
 import { apiKeyMatches, apiKeyPrefix, generateApiKey } from './api-key.js';
-import { normalizeRegister, normalizeVat } from './org-identity.js';
-import type { Organization, OrgRepository, StoredApiKey } from './org.repository.js';
+import { normalizeAusa, normalizeFiscalCode, normalizeIpa, normalizeRegister, normalizeVat } from './org-identity.js';
+import type { Organization, OrgKind, OrgRepository, StoredApiKey } from './org.repository.js';
 import type { AuditRepository } from '../audit/audit.repository.js';
 import type { Transaction } from '../shared/db/sequelize.js';
 
@@ -12,10 +13,22 @@ export interface Actor {
   requestId?: string | null;
 }
 
-/** Who is calling: the organization a valid key belongs to. */
+/** Who is calling: the organization a valid key belongs to, and its kind (which routes it reaches). */
 export interface Principal {
   orgId: string;
+  kind: OrgKind;
   keyPrefix: string;
+}
+
+/** What the operator gives for a new organization besides its name (CLI `org create`). */
+export interface NewOrgIdentity {
+  kind?: OrgKind;
+  vat?: string | undefined;
+  register?: string | undefined;
+  /** An authority's: required for one, refused for an issuer (whose identity is its VAT number). */
+  fiscalCode?: string | undefined;
+  ausa?: string | undefined;
+  ipa?: string | undefined;
 }
 
 export interface OrgServiceOptions {
@@ -58,26 +71,59 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
 
   function principalOf(presented: string, stored: StoredApiKey): Principal | undefined {
     if (stored.revokedAt || !apiKeyMatches(presented, stored.hash)) return undefined;
-    return { orgId: stored.orgId, keyPrefix: stored.prefix };
+    return { orgId: stored.orgId, kind: stored.kind, keyPrefix: stored.prefix };
   }
 
   return {
-    /** Creates an organization, with the public identifiers the operator records for it (VAT number, register entry). */
-    async createOrganization(name: string, identity: { vat?: string; register?: string } = {}, by?: Actor): Promise<Organization> {
-      return repo.createOrganization(
-        orgName(name),
-        {
-          ...(identity.vat !== undefined && { vatNumber: normalizeVat(identity.vat) }),
-          ...(identity.register !== undefined && { register: normalizeRegister(identity.register) }),
-        },
-        by && ((t, org) => audited(t, by, org.id, 'organization.create', `organization:${org.id}`)),
-      );
+    /**
+     * Creates an organization, with the public identifiers the operator records for it (VAT
+     * number, register entry); an authority with its fiscal code (required, one organization
+     * per code: a 409 for a second), codice AUSA and IPA code.
+     */
+    async createOrganization(name: string, identity: NewOrgIdentity = {}, by?: Actor): Promise<Organization> {
+      const kind = identity.kind ?? 'issuer';
+      if (kind === 'authority' && identity.fiscalCode === undefined)
+        throw new ValidationError('An authority needs its fiscal code (--fiscal-code, 11 digits).');
+      if (kind === 'issuer' && (identity.fiscalCode !== undefined || identity.ausa !== undefined || identity.ipa !== undefined)) {
+        throw new ValidationError("--fiscal-code, --ausa and --ipa are an authority's (--kind authority); an issuer is named by its VAT number.");
+      }
+      const fiscalCode = identity.fiscalCode === undefined ? undefined : normalizeFiscalCode(identity.fiscalCode);
+      try {
+        return await repo.createOrganization(
+          orgName(name),
+          {
+            kind,
+            ...(identity.vat !== undefined && { vatNumber: normalizeVat(identity.vat) }),
+            ...(identity.register !== undefined && { register: normalizeRegister(identity.register) }),
+            ...(fiscalCode !== undefined && { fiscalCode }),
+            ...(identity.ausa !== undefined && { ausa: normalizeAusa(identity.ausa) }),
+            ...(identity.ipa !== undefined && { ipa: normalizeIpa(identity.ipa) }),
+          },
+          by && ((t, org) => audited(t, by, org.id, 'organization.create', `organization:${org.id}`)),
+        );
+      } catch (err) {
+        if (mysqlErrno(err) === ER_DUP_ENTRY)
+          throw new ConflictError(`Another organization has the fiscal code ${fiscalCode}: an authority is one organization.`);
+        throw err;
+      }
+    },
+
+    /** The organization, if there is one. */
+    async find(orgId: string): Promise<Organization | undefined> {
+      return repo.findOrganization(orgId);
     },
 
     /** Changes an organization's public identity (the operator's CLI only: no API route reaches it). */
-    async setPublicIdentity(orgId: string, changes: { name?: string; vat?: string; register?: string }, by?: Actor): Promise<Organization> {
-      if (changes.name === undefined && changes.vat === undefined && changes.register === undefined) {
-        throw new ValidationError('Nothing to change: give --name, --vat or --register.');
+    async setPublicIdentity(
+      orgId: string,
+      changes: { name?: string; vat?: string; register?: string; ausa?: string; ipa?: string },
+      by?: Actor,
+    ): Promise<Organization> {
+      if (Object.values(changes).every((v) => v === undefined)) {
+        throw new ValidationError('Nothing to change: give --name, --vat, --register, --ausa or --ipa.');
+      }
+      if ((changes.ausa !== undefined || changes.ipa !== undefined) && (await repo.findOrganization(orgId))?.kind === 'issuer') {
+        throw new ValidationError("--ausa and --ipa are an authority's; this organization is an issuer.");
       }
       const found = await repo.setIdentity(
         orgId,
@@ -85,6 +131,8 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
           ...(changes.name !== undefined && { name: orgName(changes.name) }),
           ...(changes.vat !== undefined && { vatNumber: normalizeVat(changes.vat) }),
           ...(changes.register !== undefined && { register: normalizeRegister(changes.register) }),
+          ...(changes.ausa !== undefined && { ausa: normalizeAusa(changes.ausa) }),
+          ...(changes.ipa !== undefined && { ipa: normalizeIpa(changes.ipa) }),
         },
         by && ((t) => audited(t, by, orgId, 'organization.set_identity', `organization:${orgId}`)),
       );

@@ -38,6 +38,13 @@ export class UnauthorizedError extends AppError {
   }
 }
 
+/** 403: the key is valid, but its kind of organization does not reach this route (an authority's key on an issuer's route, or the reverse). */
+export class ForbiddenError extends AppError {
+  constructor(message: string) {
+    super(403, 'forbidden', message);
+  }
+}
+
 export class NotFoundError extends AppError {
   constructor(message = 'Not found.') {
     super(404, 'not_found', message);

@@ -91,11 +91,11 @@ export function issuerNameOf(issuer: string | null): string | null {
   return parts.length ? [...new Set(parts)].join(', ') : null;
 }
 
-function documentsOf(hit: VerificationHit): VerificationMatch['documents'] {
+function documentsOf(hit: VerificationHit, all: boolean): VerificationMatch['documents'] {
   return hit.record.docs.flatMap((doc, i) => {
     const file = hit.files[i];
-    // Shown only when its file says it is public (a document without its file is not).
-    if (!file?.public) return [];
+    // Shown only when its file says it is public (a document without its file is not), but to the authority that took charge.
+    if (!all && !file?.public) return [];
     const verdict = file?.signature ? (JSON.parse(file.signature) as SignatureVerdict) : null;
     return [
       {
@@ -179,8 +179,11 @@ export function createVerificationService(deps: {
     { maxItems: 500, serial: true, minIntervalMs: GROUP_COMMIT_INTERVAL_MS },
   );
 
-  /** One match as the public sees it: its documents that are public only, the others counted. */
-  async function matchOf(hit: VerificationHit, verifiedAt: Date): Promise<VerificationMatch> {
+  /**
+   * One match as the public sees it: its documents that are public only, the others counted;
+   * `all`: as the contracting authority that took charge of it sees it, every document.
+   */
+  async function matchOf(hit: VerificationHit, verifiedAt: Date, all = false): Promise<VerificationMatch> {
     const { record } = hit;
     // The state kept folded (one row, however long the history), then the amendments up to its
     // lastSeq only: one recorded between the two reads would otherwise be listed without being
@@ -199,8 +202,11 @@ export function createVerificationService(deps: {
     ]);
     const history = listed;
     const amendmentKeys = history.flatMap((a) => a.docs.map((d) => d.key));
-    const [amendmentProofs, shown] = await Promise.all([history.length ? proofs.amendmentProofs(history) : [], files.publicAmong(amendmentKeys)]);
-    const documents = documentsOf(hit);
+    const [amendmentProofs, shown] = await Promise.all([
+      history.length ? proofs.amendmentProofs(history) : [],
+      all ? new Set(amendmentKeys) : files.publicAmong(amendmentKeys),
+    ]);
+    const documents = documentsOf(hit, all);
     const shownKeys = new Set(documents.map((d) => d.key));
     const registered = toV2(record);
     return {
@@ -219,24 +225,31 @@ export function createVerificationService(deps: {
     };
   }
 
+  /**
+   * The guarantees the codes identify (none when they identify none). A code too weak to open a
+   * guarantee is sought with a key that finds nothing: its miss costs what any miss costs, found
+   * or not (the estimate is the request's, paid by all).
+   */
+  async function find(q: VerificationRequest): Promise<VerificationHit[]> {
+    const weak = judge(q.checkCode, { policyNumber: q.policyNumber, cig: q.cig ?? null }) !== undefined;
+    const found = await guarantees.findForVerification({
+      policyNumber: q.policyNumber,
+      checkCode: q.checkCode,
+      cig: q.cig ?? null,
+      garantedAmount: q.garantedAmount === undefined ? null : q.garantedAmount.toFixed(2),
+      unmatchable: weak,
+    });
+    // The query compares exactly already; this says so once more, in the language of the
+    // contract, and judges each record's code with its own CIG (the request may not name it).
+    return found.filter(
+      (h) =>
+        h.record.details.policyNumber === q.policyNumber && h.record.details.checkCode === q.checkCode && notVerifiableReason(h.record, judge) === undefined,
+    );
+  }
+
   return {
     async verify(q: VerificationRequest): Promise<VerificationResult> {
-      // A code too weak to open a guarantee is sought with a key that finds nothing: its miss
-      // costs what any miss costs, found or not (the estimate is the request's, paid by all).
-      const weak = judge(q.checkCode, { policyNumber: q.policyNumber, cig: q.cig ?? null }) !== undefined;
-      const found = await guarantees.findForVerification({
-        policyNumber: q.policyNumber,
-        checkCode: q.checkCode,
-        cig: q.cig ?? null,
-        garantedAmount: q.garantedAmount === undefined ? null : q.garantedAmount.toFixed(2),
-        unmatchable: weak,
-      });
-      // The query compares exactly already; this says so once more, in the language of the
-      // contract, and judges each record's code with its own CIG (the request may not name it).
-      const hits = found.filter(
-        (h) =>
-          h.record.details.policyNumber === q.policyNumber && h.record.details.checkCode === q.checkCode && notVerifiableReason(h.record, judge) === undefined,
-      );
+      const hits = await find(q);
       if (!hits.length) throw new NotFoundError(NO_MATCH);
 
       const verifiedAt = now();
@@ -271,6 +284,12 @@ export function createVerificationService(deps: {
     },
 
     urlOf: (record: GuaranteeRecord): string => verificationUrl(publicBaseUrl, record),
+
+    /** The guarantee as the contracting authority that took charge of it sees it: a verification's match, every document shown. */
+    partyView: (hit: VerificationHit, at: Date): Promise<VerificationMatch> => matchOf(hit, at, true),
+
+    /** The guarantees the codes identify, as a verification finds them (a contracting authority taking charge). */
+    find,
 
     /** What the issuer sees of its guarantee's public verification. */
     async issuerView(record: GuaranteeRecord): Promise<IssuerVerificationView> {

@@ -11,6 +11,7 @@ import { createAmendmentRepository } from '../../src/guarantees/amendment.reposi
 import { createAmendmentService } from '../../src/guarantees/amendment.service.js';
 import type { Amendment, NewAmendment } from '../../src/guarantees/amendments.js';
 import { backfillFolds, migration as guaranteeFolds } from '../../src/shared/db/migrations/0023-guarantee-folds.js';
+import { foldColumnsOfAuthorities } from '../../src/shared/db/migrations/0027-authorities.js';
 import { createSequelize, execute, select } from '../../src/shared/db/sequelize.js';
 import { createIdempotencyStore } from '../../src/shared/idempotency.js';
 import { harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
@@ -320,6 +321,7 @@ interface FoldRow {
   ended: string | null;
   partially_released: number;
   last_seq: number;
+  beneficiary_id: string | null;
 }
 
 async function foldRows(...ids: string[]): Promise<FoldRow[]> {
@@ -402,6 +404,7 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
         ended: null,
         partially_released: 1,
         last_seq: 3,
+        beneficiary_id: null,
       },
     ]);
     // The fold says released, with no claim open (nothing in the amendments says so): a CLAIM_REJECTED
@@ -463,7 +466,18 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
       repo.transaction(async (t) => {
         await repo.lockIssued(org.orgId, id, t);
         const createdAt = new Date();
-        const amendment: Amendment = { ...a, id: uuidv7(), guaranteeId: id, seq, createdAt, notarizationStatus: 'PENDING', txHash: null, docs: [] };
+        const amendment: Amendment = {
+          ...a,
+          id: uuidv7(),
+          guaranteeId: id,
+          seq,
+          actor: 'issuer',
+          actorOrgId: null,
+          createdAt,
+          notarizationStatus: 'PENDING',
+          txHash: null,
+          docs: [],
+        };
         await repo.insert(org.orgId, amendment, t);
       });
     const id = await guarantee(org);
@@ -497,6 +511,7 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
         ended: null,
         partially_released: 0,
         last_seq: 4,
+        beneficiary_id: null,
       },
     ]);
     // A guarantee whose every amendment the previous release recorded: no fold yet, folded from the registration.
@@ -516,6 +531,7 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
         ended: 'RELEASED',
         partially_released: 1,
         last_seq: 2,
+        beneficiary_id: null,
       },
     ]);
   });
@@ -555,6 +571,8 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
       expect(await select(db, "SHOW TABLES LIKE 'guarantee_folds'", [], undefined, { prepared: false })).to.deep.equal([]);
     } finally {
       await guaranteeFolds.up({ context: q });
+      // And what later migrations add to the table.
+      await foldColumnsOfAuthorities(q);
     }
     expect(await foldRows(long, short, none)).to.deep.equal(written);
   });

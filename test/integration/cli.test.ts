@@ -42,6 +42,41 @@ describe('administration CLI', function () {
     expect(cli('key', 'revoke', prefix).code).to.equal(1);
   });
 
+  it("creates a contracting authority with its fiscal code (check digit verified, one organization per code), AUSA and IPA codes; its key reaches the authorities' API", async () => {
+    const { fiscalCode } = await import('../support/harness.js');
+    const code = fiscalCode();
+    const wrongDigit = `${code.slice(0, 10)}${(Number(code[10]) + 1) % 10}`;
+    const bad = cli('org', 'create', 'Comune di Prova', '--kind', 'authority', '--fiscal-code', wrongDigit);
+    expect(bad.code).to.equal(1);
+    expect(bad.stderr).to.include('is not a valid fiscal code of a public body');
+    expect(cli('org', 'create', 'Comune di Prova', '--kind', 'authority').stderr).to.include('An authority needs its fiscal code');
+    expect(cli('org', 'create', 'Assicurazioni', '--fiscal-code', code).stderr).to.include("are an authority's");
+    expect(cli('org', 'create', 'Comune di Prova', '--kind', 'mayor', '--fiscal-code', code).code).to.equal(2);
+    expect(cli('org', 'create', 'Comune di Prova', '--kind', 'authority', '--fiscal-code', code, '--ausa', '12345').stderr).to.include('is not a codice AUSA');
+
+    const made = cli('org', 'create', 'Comune di Prova', '--kind', 'authority', '--fiscal-code', code, '--ausa', '0000123456', '--ipa', 'c_h501');
+    expect(made.code, made.stderr).to.equal(0);
+    expect(made.stdout).to.match(/^[0-9a-f-]{36}\n$/);
+    expect(made.stderr).to.include(`authority "Comune di Prova", fiscal code ${code}, AUSA 0000123456, IPA c_h501`);
+    const orgId = made.stdout.trim();
+    const shown = cli('org', 'show', orgId);
+    expect(shown.stdout).to.equal('authority\n');
+    const twice = cli('org', 'create', 'Comune di Prova bis', '--kind', 'authority', '--fiscal-code', code);
+    expect(twice.code).to.equal(1);
+    expect(twice.stderr).to.include(`Another organization has the fiscal code ${code}`);
+    expect(cli('org', 'set', orgId, '--ipa', 'c_h502').code).to.equal(0);
+    expect(cli('org', 'show', orgId).stderr).to.include('IPA c_h502');
+
+    const apiKey = cli('key', 'create', orgId).stdout.trim();
+    const { http } = await harness();
+    expect((await http.get('/api/authority/v1/guarantees').set('X-API-Key', apiKey)).status).to.equal(200);
+    expect((await http.get('/api/v1/guarantees').set('X-API-Key', apiKey)).status).to.equal(403);
+    // An issuer is neither given nor changed into an authority's identifiers.
+    const issuer = cli('org', 'create', 'Assicurazioni Prova').stdout.trim();
+    expect(cli('org', 'show', issuer).stdout).to.equal('issuer\n');
+    expect(cli('org', 'set', issuer, '--ausa', '0000123456').code).to.equal(1);
+  });
+
   it('re-seals webhook secrets under a new ENCRYPTION_KEY, after which the old key can go', async () => {
     const { appWith, newOrg } = await import('../support/harness.js');
     const { randomBytes } = await import('node:crypto');

@@ -65,7 +65,16 @@ export const SIGNATURE = JSON.stringify({
 /** An issuer with its public identity, and a guarantee with a clean and a signed document. */
 /** `pdfContent`: the bytes whose SHA-256 the PDF document is registered with (random otherwise). */
 export async function registered(
-  opts: { checkCode?: string; policyNumber?: string; org?: TestOrg; cig?: string; amount?: number; pdfContent?: Buffer | string } = {},
+  opts: {
+    checkCode?: string;
+    policyNumber?: string;
+    org?: TestOrg;
+    cig?: string;
+    amount?: number;
+    pdfContent?: Buffer | string;
+    /** The contracting authority the issuer names (details.beneficiaryFiscalCode). */
+    beneficiaryFiscalCode?: string;
+  } = {},
 ) {
   const { orgs, db } = await harness();
   const org = opts.org ?? (await newOrg(`Assicurazioni ${unique()} S.p.A.`));
@@ -84,7 +93,14 @@ export async function registered(
   // 18 random letters and digits: a code that cannot be guessed (src/verification/check-code.ts).
   const checkCode = opts.checkCode ?? `K${unique()}${unique().toLowerCase()}x`;
   const g = await create(org, {
-    details: { policyNumber, checkCode, actType: 'BAIL_ACT', cig: opts.cig ?? 'A1B2C3D4E5', expiresAt: '2027-12-31T00:00:00Z' },
+    details: {
+      policyNumber,
+      checkCode,
+      actType: 'BAIL_ACT',
+      cig: opts.cig ?? 'A1B2C3D4E5',
+      expiresAt: '2027-12-31T00:00:00Z',
+      ...(opts.beneficiaryFiscalCode !== undefined && { beneficiaryFiscalCode: opts.beneficiaryFiscalCode }),
+    },
     economics: { garantedAmount: opts.amount ?? 15000.5 },
     docs: [
       { type: 'BAIL_ACT', key: pdf },

@@ -163,6 +163,26 @@ export async function newOrg(name = `org-${randomUUID().slice(0, 8)}`): Promise<
   return { orgId: org.id, key, prefix };
 }
 
+/** A valid fiscal code of a public body: ten random digits and their check digit (as a partita IVA's). */
+export function fiscalCode(): string {
+  const digits = Array.from({ length: 10 }, () => Math.floor(Math.random() * 10));
+  const sum = digits.reduce((n, d, i) => n + (i % 2 === 0 ? d : d * 2 > 9 ? d * 2 - 9 : d * 2), 0);
+  return `${digits.join('')}${(10 - (sum % 10)) % 10}`;
+}
+
+export interface TestAuthority extends TestOrg {
+  fiscalCode: string;
+}
+
+/** A contracting authority (kind `authority`) and a key of its own. */
+export async function newAuthority(name = `Comune di ${randomUUID().slice(0, 8)}`): Promise<TestAuthority> {
+  const { orgs } = await harness();
+  const code = fiscalCode();
+  const org = await orgs.createOrganization(name, { kind: 'authority', fiscalCode: code });
+  const { key, prefix } = await orgs.createApiKey(org.id);
+  return { orgId: org.id, key, prefix, fiscalCode: code };
+}
+
 /**
  * A files row as the presigned-URL endpoints leave it, or in any status, without an upload or
  * a scan: for tests of what a file's status allows (presign() and uploadForm() go through the store).

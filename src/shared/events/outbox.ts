@@ -18,6 +18,7 @@ export const EVENT_TYPES = [
   'guarantee.amendment_notarized',
   'guarantee.expired',
   'guarantee.claim_overdue',
+  'guarantee.beneficiary_linked',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

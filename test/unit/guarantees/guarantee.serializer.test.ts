@@ -17,6 +17,7 @@ const base: GuaranteeRecord = {
     isFixedExpiry: null,
     cig: null,
     batchCode: null,
+    beneficiaryFiscalCode: null,
   },
   economics: { garantedAmount: null, contractAmount: null, isAutomaticRenewal: null },
   noteShared: '',

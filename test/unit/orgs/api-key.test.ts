@@ -45,7 +45,7 @@ describe('presentedKey', () => {
 describe('key authentication cache', () => {
   it('asks the database again after the TTL, so that a revocation takes effect', async () => {
     const { key, prefix, hash } = generateApiKey();
-    let stored: StoredApiKey = { prefix, orgId: 'o', hash, revokedAt: null };
+    let stored: StoredApiKey = { prefix, orgId: 'o', kind: 'issuer', hash, revokedAt: null };
     let lookups = 0;
     const repo = {
       findApiKey: () => {
@@ -55,10 +55,10 @@ describe('key authentication cache', () => {
     } as unknown as OrgRepository;
     let clock = 0;
     const svc = createOrgService(repo, { cacheTtlMs: 1000, now: () => clock });
-    expect(await svc.authenticate(key)).to.deep.equal({ orgId: 'o', keyPrefix: prefix });
+    expect(await svc.authenticate(key)).to.deep.equal({ orgId: 'o', kind: 'issuer', keyPrefix: prefix });
     stored = { ...stored, revokedAt: new Date() };
     clock = 999;
-    expect(await svc.authenticate(key)).to.deep.equal({ orgId: 'o', keyPrefix: prefix });
+    expect(await svc.authenticate(key)).to.deep.equal({ orgId: 'o', kind: 'issuer', keyPrefix: prefix });
     expect(lookups).to.equal(1);
     clock = 1000;
     expect(await svc.authenticate(key)).to.equal(undefined);

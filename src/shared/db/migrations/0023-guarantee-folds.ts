@@ -98,6 +98,8 @@ export async function backfillFolds(q: Query, batch = BACKFILL_BATCH): Promise<v
         garantedAmount: num(r.garanted_amount),
         claimedAmount: num(r.claimed_amount),
         paidAmount: num(r.paid_amount),
+        // Every amendment before migration 0027 was its issuer's.
+        actorOrgId: null,
       };
       current.fold = foldFrom(current.fold, [amendment]);
     }

@@ -26,6 +26,7 @@ import { migration as guaranteeFolds } from './0023-guarantee-folds.js';
 import { migration as documentLockRetries } from './0024-document-lock-retries.js';
 import { migration as lifecycleCheckStart } from './0025-lifecycle-check-start.js';
 import { migration as uploadApi } from './0026-upload-api.js';
+import { migration as authorities } from './0027-authorities.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -62,4 +63,5 @@ export const migrations: Migration[] = [
   documentLockRetries,
   lifecycleCheckStart,
   uploadApi,
+  authorities,
 ];

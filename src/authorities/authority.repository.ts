@@ -1,0 +1,100 @@
+// guarantee_beneficiaries: which contracting authority took charge of which guarantee (at most
+// one each), numbered per authority in the order it took charge, so that its list's pages are
+// ranges of (authority_id, seq) however deep. Written in the BENEFICIARY_LINKED amendment's
+// transaction, which holds the guarantee's row lock and the authority's organization row
+// (its audit row): the next seq is read under that lock.
+import { execute, select, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { GUARANTEE_REF_SQL } from '../guarantees/guarantee.repository.js';
+import { ISSUER_SQL, type IssuerRow } from '../orgs/org.repository.js';
+
+/** A guarantee the authority took charge of, as its list shows it. */
+export interface LinkedGuarantee {
+  guaranteeId: string;
+  issuer: { orgId: string; name: string };
+  policyNumber: string | null;
+  cig: string | null;
+  linkedAt: Date;
+  seq: number;
+}
+
+interface LinkRow extends IssuerRow {
+  guarantee_id: string;
+  org_id: string;
+  policy_number: string | null;
+  cig: string | null;
+  linked_at: Date;
+  seq: number;
+}
+
+const toLinked = (r: LinkRow): LinkedGuarantee => ({
+  guaranteeId: r.guarantee_id,
+  issuer: { orgId: r.org_id, name: r.org_name },
+  policyNumber: r.policy_number,
+  cig: r.cig,
+  linkedAt: r.linked_at,
+  seq: Number(r.seq),
+});
+
+const LINKED = `SELECT b.guarantee_id, b.seq, b.linked_at, ${GUARANTEE_REF_SQL.columns('g')}, ${ISSUER_SQL.columns('o')}
+  FROM guarantee_beneficiaries b ${GUARANTEE_REF_SQL.join('g', 'b.guarantee_id')} ${ISSUER_SQL.join('o', 'g.org_id')}`;
+
+export function createAuthorityRepository(db: Sequelize) {
+  return {
+    /** Links the guarantee to the authority, as its next in order; in `t`, which holds the authority's organization row. */
+    async link(guaranteeId: string, authorityId: string, at: Date, t: Transaction): Promise<void> {
+      await execute(
+        db,
+        `INSERT INTO guarantee_beneficiaries (guarantee_id, authority_id, seq, linked_at)
+        SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3 FROM guarantee_beneficiaries WHERE authority_id = $2`,
+        [guaranteeId, authorityId, at],
+        t,
+      );
+    },
+
+    /** The issuer of the guarantee when it is linked to this authority; undefined otherwise (another's, or none). */
+    async issuerOf(authorityId: string, guaranteeId: string): Promise<string | undefined> {
+      const [row] = await select<{ org_id: string }>(
+        db,
+        `SELECT g.org_id FROM guarantee_beneficiaries b ${GUARANTEE_REF_SQL.join('g', 'b.guarantee_id')} WHERE b.guarantee_id = $1 AND b.authority_id = $2`,
+        [guaranteeId, authorityId],
+      );
+      return row?.org_id;
+    },
+
+    /** The link of a guarantee linked to this authority, with its issuer's name. */
+    async linkOf(authorityId: string, guaranteeId: string): Promise<LinkedGuarantee | undefined> {
+      const [row] = await select<LinkRow>(db, `${LINKED} WHERE b.guarantee_id = $1 AND b.authority_id = $2`, [guaranteeId, authorityId]);
+      return row && toLinked(row);
+    },
+
+    /** How many guarantees the authority took charge of (its last seq). */
+    async count(authorityId: string): Promise<number> {
+      const [row] = await select<{ n: string | number | null }>(db, 'SELECT MAX(seq) AS n FROM guarantee_beneficiaries WHERE authority_id = $1', [authorityId]);
+      return Number(row?.n ?? 0);
+    },
+
+    /** Those with seq in (from, to], newest first: a range of the unique key. */
+    async bySeq(authorityId: string, fromExclusive: number, toInclusive: number): Promise<LinkedGuarantee[]> {
+      const rows = await select<LinkRow>(db, `${LINKED} WHERE b.authority_id = $1 AND b.seq > $2 AND b.seq <= $3 ORDER BY b.seq DESC`, [
+        authorityId,
+        fromExclusive,
+        toInclusive,
+      ]);
+      return rows.map(toLinked);
+    },
+
+    /** Those whose guarantee carries this CIG, newest first: a page of them and how many there are. */
+    async byCig(authorityId: string, cig: string, offset: number, limit: number): Promise<{ total: number; items: LinkedGuarantee[] }> {
+      const where = `WHERE b.authority_id = $1 AND ${GUARANTEE_REF_SQL.cigIs('g', '$2')}`;
+      const [count] = await select<{ n: string | number }>(
+        db,
+        `SELECT COUNT(*) AS n FROM guarantee_beneficiaries b ${GUARANTEE_REF_SQL.join('g', 'b.guarantee_id')} ${where}`,
+        [authorityId, cig],
+      );
+      const rows = await select<LinkRow>(db, `${LINKED} ${where} ORDER BY b.seq DESC LIMIT $3 OFFSET $4`, [authorityId, cig, limit, offset]);
+      return { total: Number(count?.n ?? 0), items: rows.map(toLinked) };
+    },
+  };
+}
+
+export type AuthorityRepository = ReturnType<typeof createAuthorityRepository>;
