@@ -62,6 +62,29 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
     }
     throw new Error(`no field ${name}`);
   };
+  // A page that shows "VOID" in optional content group 6, which /OCProperties (7, its own object) turns off; an opening action (8).
+  const withHiddenVoid = (): Buffer => {
+    const b = base();
+    const { rootNum, root, pageNum, page } = catalogAndPage(b);
+    const content = Buffer.from('BT /F1 12 Tf 72 720 Td (AMOUNT 1000) Tj ET /OC /oc1 BDC BT /F1 40 Tf 72 400 Td (VOID) Tj ET EMC');
+    const resources = new PdfDict(
+      new Map<string, PdfValue>([
+        ['Font', new PdfDict(new Map([['F1', new PdfRef(5, 0)]]))],
+        ['Properties', new PdfDict(new Map([['oc1', new PdfRef(6, 0)]]))],
+      ]),
+    );
+    return appendUpdate(
+      b,
+      new Map<number, string | Buffer>([
+        [4, streamBody('', content)],
+        [6, '<< /Type /OCG /Name (void) >>'],
+        [7, '<< /OCGs [6 0 R] /D << /Order [6 0 R] /OFF [6 0 R] >> >>'],
+        [8, '<< /S /JavaScript /JS (app.alert\\(1\\);) >>'],
+        [rootNum, serialize(withEntries(root, { OCProperties: new PdfRef(7, 0), OpenAction: new PdfRef(8, 0) }))],
+        [pageNum, serialize(withEntries(page, { Resources: resources }))],
+      ]),
+    );
+  };
   const reason = (pdf: Buffer): string | undefined =>
     verdict(pdf).reason?.replace(/^the PDF was changed after its signature \d+ in a way PAdES does not allow: /, '');
 
@@ -295,29 +318,6 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
   });
 
   it("refuses a third review's forgeries: what the catalog reaches besides pages (optional content, an opening action, a field's value, a link's action) redefined through the DSS or the document information, a visible document timestamp", () => {
-    // A page that shows "VOID" in optional content group 6, which /OCProperties (7, its own object) turns off; an opening action (8).
-    const withHiddenVoid = (): Buffer => {
-      const b = base();
-      const { rootNum, root, pageNum, page } = catalogAndPage(b);
-      const content = Buffer.from('BT /F1 12 Tf 72 720 Td (AMOUNT 1000) Tj ET /OC /oc1 BDC BT /F1 40 Tf 72 400 Td (VOID) Tj ET EMC');
-      const resources = new PdfDict(
-        new Map<string, PdfValue>([
-          ['Font', new PdfDict(new Map([['F1', new PdfRef(5, 0)]]))],
-          ['Properties', new PdfDict(new Map([['oc1', new PdfRef(6, 0)]]))],
-        ]),
-      );
-      return appendUpdate(
-        b,
-        new Map<number, string | Buffer>([
-          [4, streamBody('', content)],
-          [6, '<< /Type /OCG /Name (void) >>'],
-          [7, '<< /OCGs [6 0 R] /D << /Order [6 0 R] /OFF [6 0 R] >> >>'],
-          [8, '<< /S /JavaScript /JS (app.alert\\(1\\);) >>'],
-          [rootNum, serialize(withEntries(root, { OCProperties: new PdfRef(7, 0), OpenAction: new PdfRef(8, 0) }))],
-          [pageNum, serialize(withEntries(page, { Resources: resources }))],
-        ]),
-      );
-    };
     const signed = sign(withHiddenVoid());
     expect(verdict(signed).outcome).to.equal('signed');
     const { rootNum, root } = catalogAndPage(signed);
@@ -400,6 +400,108 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
     const v = verdict(invisibleGarbage);
     expect(v.outcome, v.reason).to.equal('signed');
     expect(v.notes?.[0]).to.match(/^document timestamp 1 \(PDF signature 2\) ignored: malformed timestamp token/);
+  });
+
+  it("refuses a fourth review's forgeries: a signature field or timestamp widget that brings an action, a kid that is no widget, a value that is also optional content, an appearance the page draws too", () => {
+    const turnOn = '<< /S /SetOCGState /State [/ON 6 0 R] >>';
+    // A document timestamp (it need not verify) whose hidden widget turns VOID on when the page opens, even at P=1.
+    const certified = sign(withHiddenVoid(), 'rsa', { docMdp: 1 });
+    const acting = signPdf(certified, () => Buffer.from('3003020100', 'hex'), { subFilter: 'ETSI.RFC3161', fieldName: `TS) /AA << /PO ${turnOn} >> /X (` });
+    expect(reason(acting)).to.equal('a signature field with /AA was added (a signature field holds a signature, never an action or more)');
+    // An empty signature field doing the same, and one whose kid is a note drawn from its /Contents.
+    /** `pdf` with a field (number n, its widget the first object given) added to the form and page 1. */
+    const addField = (pdf: Buffer, field: (num: number, pageNum: number) => Array<[number, string | Buffer]>): Buffer => {
+      const { rootNum, root, pageNum, page, rev } = catalogAndPage(pdf);
+      const n = nextNumber(pdf);
+      const form = rev.dict(root.get('AcroForm'));
+      const fields = form ? (rev.resolve(form.get('Fields')) as PdfValue[]) : [];
+      const annots = (rev.resolve(page.get('Annots')) as PdfValue[] | undefined) ?? [];
+      const objects = field(n, pageNum);
+      const widget = objects.length > 1 && String(objects[0]![1]).includes('/Kids') ? objects[1]![0] : objects[0]![0];
+      return appendUpdate(
+        pdf,
+        new Map<number, string | Buffer>([
+          ...objects,
+          [rootNum, serialize(withEntries(root, { AcroForm: withEntries(form ?? new PdfDict(new Map()), { Fields: [...fields, new PdfRef(n, 0)] }) }))],
+          [pageNum, serialize(withEntries(page, { Annots: [...annots, new PdfRef(widget, 0)] }))],
+        ]),
+      );
+    };
+    const signed = sign(withHiddenVoid());
+    expect(
+      reason(
+        addField(signed, (n, p) => [[n, `<< /FT /Sig /T (Empty) /Type /Annot /Subtype /Widget /F 2 /Rect [0 0 0 0] /P ${p} 0 R /AA << /PV ${turnOn} >> >>`]]),
+      ),
+    ).to.equal('a signature field with /AA was added (a signature field holds a signature, never an action or more)');
+    const note = addField(signed, (n, p) => [
+      [n, `<< /FT /Sig /T (Empty) /Kids [${n + 1} 0 R] >>`],
+      [n + 1, `<< /Type /Annot /Subtype /FreeText /Parent ${n} 0 R /Rect [60 700 400 760] /P ${p} 0 R /DA (/F1 14 Tf) /Contents (PAY EUR 9,999,999.00) >>`],
+    ]);
+    expect(reason(note)).to.equal('a signature field whose kid is not a widget (FreeText) was added');
+    // Visible without an appearance of its own, an empty field still draws (its border and background).
+    const drawn = addField(signed, (n, p) => [
+      [n, `<< /FT /Sig /T (Empty) /Type /Annot /Subtype /Widget /F 4 /Rect [60 700 400 760] /P ${p} 0 R /MK << /BG [1 0 0] >> >>`],
+    ]);
+    expect(reason(drawn)).to.equal('an empty signature field with a visible appearance was added');
+
+    // A text field whose value is the /OCProperties object (7): "filling" it would turn VOID on.
+    const withValueField = (pdf: Buffer, value: number, ap = ''): Buffer =>
+      addField(pdf, (n, p) => [[n, `<< /FT /Tx /T (note) /V ${value} 0 R /Type /Annot /Subtype /Widget /F 2 /Rect [0 0 0 0] /P ${p} 0 R${ap} >>`]]);
+    const shared = sign(withValueField(withHiddenVoid(), 7));
+    expect(reason(appendUpdate(shared, new Map([[7, '<< /OCGs [6 0 R] /D << /Order [6 0 R] /ON [6 0 R] >> >>']])))).to.equal(
+      'object 7 (a part of the signed document: an action, a value, optional content, an outline...) was changed',
+    );
+
+    // A widget whose appearance the page draws too (/Fm0 Do): a fill may not redraw it.
+    const b = base();
+    const xo = nextNumber(b);
+    const { pageNum, page } = catalogAndPage(b);
+    const resources = new PdfDict(
+      new Map<string, PdfValue>([
+        ['Font', new PdfDict(new Map([['F1', new PdfRef(5, 0)]]))],
+        ['XObject', new PdfDict(new Map([['Fm0', new PdfRef(xo, 0)]]))],
+      ]),
+    );
+    const xobject = (text: string) => streamBody('/Type /XObject /Subtype /Form /BBox [0 0 400 60]', Buffer.from(`BT /F1 12 Tf 0 10 Td (${text}) Tj ET`));
+    const drawsToo = appendUpdate(
+      b,
+      new Map<number, string | Buffer>([
+        [4, streamBody('', Buffer.from('BT /F1 12 Tf 72 720 Td (TOTAL:) Tj ET q 1 0 0 1 150 710 cm /Fm0 Do Q'))],
+        [xo, xobject('EUR 1,000.00')],
+        [pageNum, serialize(withEntries(page, { Resources: resources }))],
+      ]),
+    );
+    const memo = addField(drawsToo, (n, p) => [
+      [n, `<< /FT /Tx /T (memo) /V (a) /Type /Annot /Subtype /Widget /F 2 /Rect [0 0 0 0] /P ${p} 0 R /AP << /N ${xo} 0 R >> >>`],
+    ]);
+    const filledIn = sign(memo, 'rsa', { docMdp: 2 });
+    const memoNum = nextNumber(drawsToo);
+    const memoDict = catalogAndPage(filledIn).rev.dict(new PdfRef(memoNum, 0))!;
+    const redrawn = appendUpdate(
+      filledIn,
+      new Map<number, string | Buffer>([
+        [memoNum, serialize(withEntries(memoDict, { V: new PdfString(Buffer.from('b')) }))],
+        [xo, xobject('EUR 9,999,999.00')],
+      ]),
+    );
+    expect(reason(redrawn)).to.equal(`object ${xo} (a resource a page may show) was changed`);
+    // The same fill of a widget whose appearance only it draws is a form fill.
+    const alone = addField(base(), (n, p) => [
+      [n, `<< /FT /Tx /T (memo) /V (a) /Type /Annot /Subtype /Widget /F 2 /Rect [0 0 0 0] /P ${p} 0 R /AP << /N ${n + 1} 0 R >> >>`],
+      [n + 1, xobject('EUR 1,000.00')],
+    ]);
+    const aloneSigned = sign(alone, 'rsa', { docMdp: 2 });
+    const aloneNum = nextNumber(base());
+    const refilled = appendUpdate(
+      aloneSigned,
+      new Map<number, string | Buffer>([
+        [aloneNum, serialize(withEntries(catalogAndPage(aloneSigned).rev.dict(new PdfRef(aloneNum, 0))!, { V: new PdfString(Buffer.from('b')) }))],
+        [aloneNum + 1, xobject('EUR 2,000.00')],
+      ]),
+    );
+    const fine = verdict(refilled);
+    expect(fine.outcome, fine.reason).to.equal('signed');
+    expect(fine.pdf?.signatures[0]?.changesAfter).to.deep.equal(['form field values']);
   });
 
   it('examines a page with an array of 200,000 numbers (no spread of a large array on the stack)', () => {

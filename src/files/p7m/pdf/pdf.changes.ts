@@ -34,12 +34,51 @@ const CATALOG_KEYS = ['AcroForm', 'DSS', 'Extensions', 'Metadata', 'Version', 'S
  */
 const FILL_KEYS = ['V', 'I', 'DV', 'AS', 'AP', 'MK', 'DA'];
 
+/**
+ * What a new signature field (and its widget) may hold: the field's own keys and the widget's
+ * placement and appearance. Never an action (/A, /AA), optional content (/OC), a pop-up or any
+ * other key a reader would act on.
+ */
+const SIGNATURE_FIELD_KEYS = new Set([
+  'FT',
+  'T',
+  'TU',
+  'TM',
+  'V',
+  'Ff',
+  'Kids',
+  'Parent',
+  'Lock',
+  'SV',
+  'DA',
+  'Q',
+  'Type',
+  'Subtype',
+  'Rect',
+  'F',
+  'P',
+  'AP',
+  'AS',
+  'MK',
+  'NM',
+  'M',
+  'StructParent',
+  'Border',
+  'BS',
+  'C',
+  // Written by signing tools on the field or its widget: default resources, highlighting, alternate text.
+  'DR',
+  'H',
+  'Contents',
+]);
+
 /** Objects walked at most when collecting a revision's pages, fields and annotations. */
 const MAX_WALK = 200_000;
 
 /**
  * What the signed revision's catalog reaches (`reached`: every object but those reached only
- * through its validation data, XMP metadata or logical structure), and the objects playing
+ * through its validation data, XMP metadata or logical structure, or only as what an
+ * annotation draws or a field holds), and the objects playing
  * each of those roles: a rule for one of them may let change only a new object or one that
  * already played that role, never an object the signed document uses otherwise.
  */
@@ -78,9 +117,11 @@ class Structure {
    * may let one change.
    */
   readonly shown = new Set<number>();
+  /** What the pages draw themselves (contents, resources, inherited attributes), not through an annotation. */
+  readonly pageShown = new Set<number>();
   /** Every annotation of every page. */
   readonly allAnnots = new Set<number>();
-  /** Objects first reached through an annotation's appearance, and the annotation(s). */
+  /** Every object an annotation's appearance reaches, and every annotation that reaches it. */
   readonly appearanceOf = new Map<number, number[]>();
   private walked = 0;
   private roles?: Roles;
@@ -107,38 +148,40 @@ class Structure {
     if (dict.name('Type') === 'Pages' || dict.get('Kids') !== undefined) {
       this.pageNodes.add(node.num);
       // Its pages inherit its /Resources, /MediaBox, /CropBox, /Rotate: shown as theirs are.
-      for (const [key, v] of dict.entries) if (key !== 'Kids' && key !== 'Parent') this.reach(v);
+      for (const [key, v] of dict.entries) if (key !== 'Kids' && key !== 'Parent') this.reach(v, this.pageShown);
       const kids = this.rev.resolve(dict.get('Kids'));
       if (Array.isArray(kids)) for (const kid of kids) this.walkPages(kid, seen);
       return;
     }
     const index = this.pages.size;
     this.pages.set(node.num, index);
+    const contents = dict.get('Contents');
+    const list = contents instanceof PdfRef && Array.isArray(this.rev.get(contents.num)) ? (this.rev.get(contents.num) as PdfValue[]) : [contents];
+    for (const c of list) if (c instanceof PdfRef) this.contents.set(c.num, index);
+    for (const [key, v] of dict.entries) if (key !== 'Annots' && key !== 'Parent') this.reach(v, this.pageShown);
     const annots = this.rev.resolve(dict.get('Annots'));
     this.annots.set(node.num, Array.isArray(annots) ? annots.filter((a): a is PdfRef => a instanceof PdfRef).map((a) => a.num) : []);
     for (const a of this.annots.get(node.num)!) {
       this.allAnnots.add(a);
-      // What an annotation draws is shown too; a form fill may redraw its own widget's only.
+      // What an annotation draws is shown too; a form fill may redraw only what its own widget
+      // alone draws: every object each appearance reaches is recorded with every annotation that
+      // reaches it (a walk of its own per annotation, bounded with the rest).
       const ap = this.rev.dict(new PdfRef(a, 0))?.get('AP');
-      const drawn: number[] = [];
+      const drawn = new Set<number>();
       this.reach(ap, drawn);
       for (const n of drawn) this.appearanceOf.set(n, [...(this.appearanceOf.get(n) ?? []), a]);
     }
-    const contents = dict.get('Contents');
-    const list = contents instanceof PdfRef && Array.isArray(this.rev.get(contents.num)) ? (this.rev.get(contents.num) as PdfValue[]) : [contents];
-    for (const c of list) if (c instanceof PdfRef) this.contents.set(c.num, index);
-    for (const [key, v] of dict.entries) if (key !== 'Annots' && key !== 'Parent') this.reach(v);
   }
 
-  /** Adds what `v` reaches to `shown` (each object once, bounded), and to `added` those it adds. */
-  private reach(v: PdfValue | undefined, added?: number[]): void {
+  /** Adds what `v` reaches to `into` (each object once, bounded; never a page), and to `shown`. */
+  private reach(v: PdfValue | undefined, into: Set<number>): void {
     const stack: Array<PdfValue | undefined> = [v];
     while (stack.length > 0) {
       const x = stack.pop();
       if (x instanceof PdfRef) {
-        if (this.shown.has(x.num) || this.pages.has(x.num) || this.pageNodes.has(x.num)) continue;
+        if (into.has(x.num) || this.pages.has(x.num) || this.pageNodes.has(x.num)) continue;
+        into.add(x.num);
         this.shown.add(x.num);
-        added?.push(x.num);
         this.tick();
         stack.push(this.rev.get(x.num));
       } else if (Array.isArray(x)) {
@@ -174,7 +217,7 @@ class Structure {
    */
   rolesOf(): Roles {
     if (this.roles) return this.roles;
-    const walk = (from: PdfValue | undefined, into: Set<number>, skip: ReadonlySet<string> = new Set()): void => {
+    const walk = (from: PdfValue | undefined, into: Set<number>, skip: ReadonlySet<string> = new Set(), parts = false): void => {
       const stack: Array<PdfValue | undefined> = [from];
       let top = true;
       while (stack.length > 0) {
@@ -183,7 +226,15 @@ class Structure {
           if (into.has(x.num)) continue;
           into.add(x.num);
           this.tick();
-          stack.push(this.rev.get(x.num));
+          const v = this.rev.get(x.num);
+          // `parts`: what annotations draw (their /AP) and what fields hold (a non-signature
+          // field's /V) are theirs, judged by the form's rules; reached otherwise, they are the
+          // document's as everything else.
+          const annot = parts && this.allAnnots.has(x.num);
+          const field = parts && this.fields.has(x.num) && v instanceof PdfDict && this.fieldType(v) !== 'Sig';
+          if ((annot || field) && v instanceof PdfDict) {
+            for (const [key, y] of v.entries) if (!(annot && key === 'AP') && !(field && key === 'V')) stack.push(y);
+          } else stack.push(v);
         } else if (Array.isArray(x)) for (const y of x) stack.push(y);
         else if (x instanceof PdfDict) {
           for (const [key, y] of x.entries) if (!(top && skip.has(key))) stack.push(y);
@@ -194,7 +245,7 @@ class Structure {
     // The catalog itself is walked once, from the top: an object that refers back to it (an
     // action, a field's /P) must not reach its /DSS, /Metadata or /StructTreeRoot through it.
     const reached = new Set<number>(this.rootNum === undefined ? [] : [this.rootNum]);
-    walk(this.root, reached, new Set(['DSS', 'Metadata', 'StructTreeRoot']));
+    walk(this.root, reached, new Set(['DSS', 'Metadata', 'StructTreeRoot']), true);
     const dss = new Set<number>();
     walk(this.root?.get('DSS'), dss);
     const structure = new Set<number>();
@@ -369,7 +420,24 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
    * field's value, optional content, names...), but through its validation data, its XMP
    * metadata or its logical structure: their own rules decide those.
    */
+  // Values kept in objects of their own (a non-signature field's /V n 0 R): the form's rules decide them, no other.
+  const valueOf = new Map<number, string[]>();
+  for (const [num, name] of old.fields) {
+    const o = before.dict(new PdfRef(num, 0));
+    const v = refNum(o?.get('V'));
+    if (o && v !== undefined && old.fieldType(o) !== 'Sig') valueOf.set(v, [...(valueOf.get(v) ?? []), name]);
+  }
+  /** Whether the signed document uses `num` only as fields' values, if at all. */
+  const valueAlone = (num: number): boolean =>
+    !roles.reached.has(num) &&
+    !old.shown.has(num) &&
+    !old.pages.has(num) &&
+    !old.pageNodes.has(num) &&
+    num !== old.rootNum &&
+    !old.fields.has(num) &&
+    !old.allAnnots.has(num);
   const free = (num: number): boolean =>
+    !valueOf.has(num) &&
     !roles.reached.has(num) &&
     !old.shown.has(num) &&
     !old.pages.has(num) &&
@@ -474,7 +542,12 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
       if (v instanceof PdfRef) {
         const stream = after.get(v.num);
         // A redrawn stream must be this widget's own appearance, drawn by nothing else.
-        const own = owner !== undefined && (old.appearanceOf.get(v.num) ?? []).every((a) => a === owner) && old.appearanceOf.has(v.num);
+        const own =
+          owner !== undefined &&
+          old.appearanceOf.has(v.num) &&
+          (old.appearanceOf.get(v.num) ?? []).every((a) => a === owner) &&
+          !old.pageShown.has(v.num) &&
+          !roles.reached.has(v.num);
         if (isNew(v.num) ? free(v.num) : redrawn && own && stream instanceof PdfStream && stream.dict.name('Subtype') === 'Form') allowed.add(v.num);
         return;
       }
@@ -485,6 +558,8 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
   };
   const acceptSignatureField = (num: number, dict: PdfDict, existing = false): void => {
     if (!existing && !isNew(num)) return refuse(`object ${num}, which the signed revision has, was added to the form as a signature field`);
+    const extra = [...dict.entries.keys()].find((k) => !SIGNATURE_FIELD_KEYS.has(k));
+    if (extra !== undefined) return refuse(`a signature field with /${extra} was added (a signature field holds a signature, never an action or more)`);
     allowed.add(num);
     const v = refNum(dict.get('V'));
     const sig = after.dict(dict.get('V'));
@@ -512,20 +587,21 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
       if (isNew(w) ? free(w) : changedSet.has(w) && w === num && existing) allowed.add(w);
       else if (!isNew(w) && w !== num) return refuse(`object ${w}, which the signed revision has, was made a signature field's widget`);
       const wd0 = after.dict(new PdfRef(w, 0));
-      // An empty signature field shows nothing, unless it draws: then it is an appearance anyone drew.
-      if (!sig && wd0 && wd0.get('AP') !== undefined && !invisible(wd0, after)) refuse('an empty signature field with a visible appearance was added');
-      // A document timestamp draws nothing (a timestamping authority vouches for a time, never
-      // for what a widget draws): its widget is invisible, or an existing field's that keeps the
-      // appearance the signed revision gave it.
+      if (!wd0 || wd0.name('Subtype') !== 'Widget') return refuse(`a signature field whose kid is not a widget (${wd0?.name('Subtype') ?? 'none'}) was added`);
+      const extraKey = [...wd0.entries.keys()].find((k) => !SIGNATURE_FIELD_KEYS.has(k));
+      if (extraKey !== undefined) return refuse(`a signature widget with /${extraKey} was added (a widget of a signature draws it, never an action or more)`);
+      // An empty signature field shows nothing, nor does a document timestamp (a timestamping
+      // authority vouches for a time, never for what a widget draws): a visible widget draws
+      // (with an appearance or without one, from its /MK), unless it is an existing field's
+      // that keeps what the signed revision drew.
       const stamp = kind === 'a document timestamp';
-      if (
-        stamp &&
-        wd0 &&
-        wd0.get('AP') !== undefined &&
-        !invisible(wd0, after) &&
-        (isNew(w) || !same(before.dict(new PdfRef(w, 0))?.get('AP'), wd0.get('AP')))
-      ) {
-        refuse('a document timestamp with a visible appearance was added (a timestamp shows nothing)');
+      const kept = !isNew(w) && ['AP', 'MK', 'Rect', 'F'].every((k) => same(before.dict(new PdfRef(w, 0))?.get(k), wd0.get(k)));
+      if ((stamp || !sig) && !invisible(wd0, after) && !kept) {
+        refuse(
+          stamp
+            ? 'a document timestamp with a visible appearance was added (a timestamp shows nothing)'
+            : 'an empty signature field with a visible appearance was added',
+        );
       }
       const wd = after.dict(new PdfRef(w, 0));
       if (wd) markAppearance(wd, !stamp, w);
@@ -603,14 +679,9 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
   }
   // A value kept in an object of its own (/V n 0 R): redefining it fills in every field that
   // names it, under the same rules (a signature dictionary redefined is refused with the rest).
-  const valueOf = new Map<number, string[]>();
-  for (const [num, name] of old.fields) {
-    const o = before.dict(new PdfRef(num, 0));
-    const v = refNum(o?.get('V'));
-    if (o && v !== undefined && old.fieldType(o) !== 'Sig') valueOf.set(v, [...(valueOf.get(v) ?? []), name]);
-  }
   for (const [num, names] of valueOf) {
-    if (!changedSet.has(num) || allowed.has(num) || old.shown.has(num) || old.fields.has(num) || old.allAnnots.has(num)) continue;
+    // Only a value the signed document uses as field values alone (never its optional content, an action, a page's resource...).
+    if (!changedSet.has(num) || allowed.has(num) || !valueAlone(num)) continue;
     if (!mayFill) return refuse(`the form field "${names[0]}" was filled in, which the certification signature does not allow (DocMDP P=1)`);
     const locked = names.find(lockedName);
     if (locked !== undefined) return refuse(`the form field "${locked}" is locked by an earlier signature (FieldMDP)`);
