@@ -143,7 +143,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   registerAuditRoutes(router, audit);
   registerVerificationRoutes(router, { verifications, guarantees, misses, bodyTimeoutMs: config.PUBLIC_BODY_TIMEOUT_MS });
   registerVerifyPage(router);
-  registerAuthorityRoutes(router, { service: authorities, limit: publicLimit, misses });
+  registerAuthorityRoutes(router, { service: authorities, limit: publicLimit, misses, files });
   registerFileRoutes(router, files);
   registerWebhookRoutes(router, webhooks);
   registerStorageEventRoutes(router, files, config.ENCRYPTION_KEY[0] as Buffer);

@@ -6,6 +6,9 @@
 //   org create <name> --kind authority --fiscal-code F [--ausa A] [--ipa I]   a contracting
 //                          authority: its keys reach only the authorities' API
 //   org set <orgId> [--name N] [--vat V] [--register R] [--ausa A] [--ipa I]   changes them (the operator only: no API route does)
+//   authority add-user <orgId> <fiscal code>   binds a person (the fiscal code their identity
+//                          provider vouches for, SPID or CIE) to the authority: they may sign in to /authority
+//   authority remove-user <orgId> <fiscal code>, authority users <orgId>
 //   key create <orgId>     prints a new API key (shown once; only its hash is stored)
 //   key revoke <prefix>    revokes a key by its prefix (grk_xxxxxxxxxxxx)
 //   migrate                applies pending database migrations, the bucket's versioning, CORS rule and upload events
@@ -39,6 +42,9 @@ const USAGE = `usage:
   cli org create <name> --kind authority --fiscal-code <11 digits> [--ausa <codice AUSA>] [--ipa <IPA code>]
   cli org set <orgId> [--name <name>] [--vat <VAT number>] [--register <register entry>] [--ausa <codice AUSA>] [--ipa <IPA code>]
   cli org show <orgId>       (its kind on standard output, its identity on standard error)
+  cli authority add-user <orgId> <fiscal code>
+  cli authority remove-user <orgId> <fiscal code>
+  cli authority users <orgId>
   cli key create <orgId>
   cli key revoke <keyPrefix>
   cli migrate
@@ -174,6 +180,27 @@ export async function runCli(argv: string[]): Promise<number> {
         throw err;
       });
     return verb === 'set-key' ? audited(config, 'evm.set_key', 'anchor_key:evm', run) : run();
+  }
+  if (noun === 'authority' && ['add-user', 'remove-user', 'users'].includes(verb ?? '') && arg && argv.length === (verb === 'users' ? 3 : 4)) {
+    return withCore(config, async (core) => {
+      const people = cliServices.authorityUsers(core);
+      if (verb === 'users') {
+        for (const u of await people.list(arg)) process.stdout.write(`${u.fiscalCode}\n`);
+        return 0;
+      }
+      const person = argv[3] as string;
+      if (verb === 'add-user') {
+        const { fiscalCode, already } = await people.add(arg, person);
+        say(already ? `${fiscalCode} was bound to authority ${arg} already` : `bound ${fiscalCode} to authority ${arg}: they may sign in to /authority`);
+      } else say(`unbound ${await people.remove(arg, person)} from authority ${arg}`);
+      return 0;
+    }).catch((err: unknown) => {
+      if (err instanceof AppError && err.expose) {
+        say(err.message);
+        return 1;
+      }
+      throw err;
+    });
   }
   // Options after the positional arguments, each with a value.
   const options = new Map<string, string>();

@@ -46,6 +46,7 @@ import { createVerificationRepository } from './verification/verification.reposi
 import { createVerificationService } from './verification/verification.service.js';
 import { createAuthorityRepository } from './authorities/authority.repository.js';
 import { createAuthorityService } from './authorities/authority.service.js';
+import { createAuthorityUsers } from './authorities/authority-users.js';
 import { createDeliveryService } from './webhooks/delivery.service.js';
 import { createEvents, type Events } from './webhooks/events.js';
 import { createSender } from './webhooks/sender.js';
@@ -353,4 +354,6 @@ export const workerServices = {
 /** The CLI's services (cli.ts). */
 export const cliServices = {
   organizations: (core: Core) => createOrgService(core.repos.orgs, { audit: createAuditRepository(core.db) }),
+  authorityUsers: (core: Core) =>
+    createAuthorityUsers({ repo: createAuthorityRepository(core.db), orgs: core.repos.orgs, audit: createAuditRepository(core.db) }),
 };

@@ -5,7 +5,7 @@ import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObj
 import { FILE_STATUSES } from './files/file.repository.js';
 import { amendmentProof, notarizationProof, pendingAmendmentProof, pendingProof } from './notarization/proof.js';
 import { auditPage, auditQuery } from './audit/audit.schemas.js';
-import { authorityGuaranteeView, authorityList, authorityListQuery, takeCharge } from './authorities/authority.schemas.js';
+import { authorityGuaranteeView, authorityList, authorityListQuery, createAuthorityAct, takeCharge } from './authorities/authority.schemas.js';
 import { issuerVerificationView, verificationRequest, verificationResult } from './verification/verification.schemas.js';
 import { fileView, presignResult, presignV1, presignV2 } from './files/file.schemas.js';
 import { amendmentList, amendmentsQuery, amendmentView, createAmendment, stateView } from './guarantees/amendment.schemas.js';
@@ -406,6 +406,51 @@ const paths: ZodOpenApiPathsObject = {
       },
     },
   },
+  '/api/authority/v1/guarantees/{id}/amendments': {
+    post: {
+      summary: "Record the authority's act on a guarantee it took charge of: a demand, its withdrawal, an answer to a pending amendment, a release",
+      description: [
+        "DEMAND (escussione: claimedAmount > 0, at most the current amount, one open at a time; reason; docs uploaded with the authority's own presigned URLs), DEMAND_WITHDRAWN and AMENDMENT_RESPONSE (amendmentSeq, decision ACCEPT or REFUSE) are dated by the server at receipt: they take no effectiveAt. A demand's claimDueAt is 15 × 24 h after it (art. 117 c.7); the issuer hears of it at once (guarantee.demanded).",
+        'PARTIAL_RELEASE and RELEASE (svincolo) take effectiveAt and apply at once.',
+        "An issuer's amendment that would reduce the authority's cover (a partial release, a release, a cancellation, a lower amount) waits for the authority's answer: ACCEPT applies it, REFUSE leaves the state as it was.",
+        "Each act is an amendment of the guarantee's chain (actor: authority), notarized, with the same rules, dense seq, expectedSeq and Idempotency-Key as the issuer's; a broken rule is a 409 that changes nothing.",
+      ].join(' '),
+      tags: ['Contracting authorities'],
+      security: AUTHORITY_SECURITY,
+      requestParams: { path: idParam, header: z.object({ 'idempotency-key': idempotencyHeader }) },
+      requestBody: { content: { 'application/json': { schema: createAuthorityAct } } },
+      responses: {
+        200: { description: 'The act, as an amendment.', content: { 'application/json': { schema: amendmentView } } },
+        400: errorResponse('Malformed body, a field of another type, an effectiveAt on an act the server dates.'),
+        404: errorResponse('No such guarantee among those the authority took charge of.'),
+        409: errorResponse(
+          'A rule broken (nothing after a release, one open demand, no pending amendment with that seq...), a stale expectedSeq, or an Idempotency-Key reused.',
+        ),
+        ...commonErrors,
+      },
+    },
+  },
+  '/api/authority/v1/presigned-url': {
+    post: {
+      ...presignOperation(2),
+      summary: "Upload URL for a document of the authority's (a demand's)",
+      tags: ['Contracting authorities'],
+      security: AUTHORITY_SECURITY,
+    },
+  },
+  '/api/authority/v1/file-status/{uuid}': {
+    get: {
+      summary: "Status of the authority's uploaded file",
+      tags: ['Contracting authorities'],
+      security: AUTHORITY_SECURITY,
+      requestParams: { path: fileRefParam },
+      responses: {
+        200: { description: 'The status, as a JSON string.', content: { 'application/json': { schema: z.enum(FILE_STATUSES) } } },
+        404: errorResponse("No such file among the authority's."),
+        ...commonErrors,
+      },
+    },
+  },
   '/api/authority/v1/guarantees/{id}': {
     get: {
       summary: 'A guarantee the authority took charge of',
@@ -572,6 +617,9 @@ const OPERATION_IDS: Record<string, string> = {
   'post /api/authority/v1/guarantees': 'takeChargeOfGuarantee',
   'get /api/authority/v1/guarantees': 'listAuthorityGuarantees',
   'get /api/authority/v1/guarantees/{id}': 'getAuthorityGuarantee',
+  'post /api/authority/v1/guarantees/{id}/amendments': 'recordAuthorityAct',
+  'post /api/authority/v1/presigned-url': 'presignAuthorityUpload',
+  'get /api/authority/v1/file-status/{uuid}': 'getAuthorityFileStatus',
   'get /.well-known/jwks.json': 'getReceiptKeys',
   'get /verify': 'getVerifyPage',
   'get /api/v2/guarantees/{id}/verification': 'getGuaranteeVerification',

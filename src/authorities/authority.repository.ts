@@ -83,6 +83,48 @@ export function createAuthorityRepository(db: Sequelize) {
       return rows.map(toLinked);
     },
 
+    /**
+     * Binds a person (their fiscal code) to the authority, with `also` (its audit row) in the same
+     * transaction: 'bound', 'already' (bound to it before: nothing written) or the id of the
+     * other authority the person is bound to (nothing written).
+     */
+    async bindUser(orgId: string, fiscalCode: string, at: Date, also: (t: Transaction) => Promise<unknown>): Promise<'bound' | 'already' | { other: string }> {
+      return db.transaction(async (t) => {
+        const [row] = await select<{ org_id: string }>(db, 'SELECT org_id FROM authority_users WHERE fiscal_number = $1 FOR UPDATE', [fiscalCode], t);
+        if (row) return row.org_id === orgId ? 'already' : { other: row.org_id };
+        await also(t);
+        await execute(db, 'INSERT INTO authority_users (fiscal_number, org_id, created_at) VALUES ($1, $2, $3)', [fiscalCode, orgId, at], t);
+        return 'bound';
+      });
+    },
+
+    /** Unbinds the person from the authority, with `also` in the same transaction; false when they were not bound to it. */
+    async unbindUser(orgId: string, fiscalCode: string, also: (t: Transaction) => Promise<unknown>): Promise<boolean> {
+      return db.transaction(async (t) => {
+        const [row] = await select(db, 'SELECT 1 FROM authority_users WHERE fiscal_number = $1 AND org_id = $2 FOR UPDATE', [fiscalCode, orgId], t);
+        if (!row) return false;
+        await also(t);
+        await execute(db, 'DELETE FROM authority_users WHERE fiscal_number = $1 AND org_id = $2', [fiscalCode, orgId], t);
+        return true;
+      });
+    },
+
+    /** The people bound to the authority, by fiscal code. */
+    async users(orgId: string): Promise<Array<{ fiscalCode: string; since: Date }>> {
+      const rows = await select<{ fiscal_number: string; created_at: Date }>(
+        db,
+        'SELECT fiscal_number, created_at FROM authority_users WHERE org_id = $1 ORDER BY fiscal_number',
+        [orgId],
+      );
+      return rows.map((r) => ({ fiscalCode: r.fiscal_number, since: r.created_at }));
+    },
+
+    /** The authority a person is bound to, if any (a sign-in). */
+    async authorityOfUser(fiscalCode: string): Promise<string | undefined> {
+      const [row] = await select<{ org_id: string }>(db, 'SELECT org_id FROM authority_users WHERE fiscal_number = $1', [fiscalCode]);
+      return row?.org_id;
+    },
+
     /** Those whose guarantee carries this CIG, newest first: a page of them and how many there are. */
     async byCig(authorityId: string, cig: string, offset: number, limit: number): Promise<{ total: number; items: LinkedGuarantee[] }> {
       const where = `WHERE b.authority_id = $1 AND ${GUARANTEE_REF_SQL.cigIs('g', '$2')}`;

@@ -7,20 +7,51 @@ import { NotFoundError } from '../shared/errors.js';
 import { readJsonObject } from '../shared/http/body.js';
 import { parseOrThrow } from '../shared/validation.js';
 import type { MissWatch } from '../verification/public-limits.js';
-import { authorityListQuery, takeCharge } from './authority.schemas.js';
+import { authorityListQuery, createAuthorityAct, takeCharge } from './authority.schemas.js';
+import { parseIdempotencyKey } from '../shared/idempotency.js';
+import type { FileService } from '../files/file.service.js';
+import { presignV2 } from '../files/file.schemas.js';
 import type { AuthorityService } from './authority.service.js';
 
 export function registerAuthorityRoutes(
   router: Router<AuthState>,
   deps: {
     service: AuthorityService;
+    /** The authority's uploads (a demand's documents), in its own name. */
+    files: FileService;
     /** The public verification's limits per client: taking charge is a lookup by the same codes. */
     limit: Middleware;
     /** Its misses counted with the verifications'. */
     misses?: MissWatch;
   },
 ): void {
-  const { service, limit, misses } = deps;
+  const { service, limit, misses, files } = deps;
+
+  router.post('/api/authority/v1/guarantees/:id/amendments', async (ctx) => {
+    const raw = await readJsonObject(ctx);
+    const idempotencyKey = parseIdempotencyKey(ctx.req.headersDistinct['idempotency-key']);
+    const input = parseOrThrow(createAuthorityAct, raw, 'act');
+    const result = await service.act(
+      orgIdOf(ctx.state),
+      ctx.params.id ?? '',
+      input,
+      actorOf(ctx.state),
+      idempotencyKey === undefined ? undefined : { key: idempotencyKey, scope: `POST ${ctx.path}` },
+    );
+    ctx.status = result.status;
+    ctx.body = result.body;
+  });
+
+  router.post('/api/authority/v1/presigned-url', async (ctx) => {
+    const input = parseOrThrow(presignV2, await readJsonObject(ctx), 'upload request');
+    ctx.body = await files.issueUploadUrl(orgIdOf(ctx.state), { ...input, api: 2 }, actorOf(ctx.state));
+  });
+
+  router.get('/api/authority/v1/file-status/:uuid', async (ctx) => {
+    const status = await files.status(orgIdOf(ctx.state), ctx.params.uuid ?? '');
+    ctx.type = 'application/json';
+    ctx.body = JSON.stringify(status);
+  });
 
   router.post('/api/authority/v1/guarantees', limit, async (ctx) => {
     const raw = await readJsonObject(ctx);

@@ -1,7 +1,8 @@
 // Request and response schemas of the contracting authorities' API (/api/authority/v1).
 import { z } from 'zod';
-import { stateView } from '../guarantees/amendment.schemas.js';
-import { pagingQuery } from '../shared/validation.js';
+import { MAX_REASON, stateView } from '../guarantees/amendment.schemas.js';
+import { docsOf, docV2Input } from '../guarantees/guarantee.schemas.js';
+import { dateTime, money, pagingQuery, text } from '../shared/validation.js';
 import { verificationMatch, verificationRequest } from '../verification/verification.schemas.js';
 
 /**
@@ -42,3 +43,50 @@ export const authorityListItem = z
 export const authorityList = z
   .object({ totalItems: z.number().int(), guarantees: z.array(authorityListItem) })
   .meta({ id: 'AuthorityGuaranteeList', description: 'The guarantees the authority took charge of, the latest first.' });
+
+const positive = money.refine((n) => n > 0, 'must be > 0');
+const expectedSeq = z
+  .number({ error: 'must be a whole number >= 0' })
+  .int('must be a whole number >= 0')
+  .min(0, 'must be a whole number >= 0')
+  .optional()
+  .meta({ description: 'The seq of the last amendment the authority saw (0 for none): if another came since, a 409 and nothing recorded.' });
+const reason = text(MAX_REASON).nullable().optional();
+
+const act = <T extends string, F extends z.ZodRawShape>(type: T, fields: F, description: string) =>
+  z.strictObject({ type: z.literal(type), ...fields, reason, expectedSeq }).meta({ id: `AuthorityAct${type}`, description });
+
+/**
+ * The authority's acts on a guarantee it took charge of. A demand, its withdrawal and an answer
+ * are dated by the server at receipt: they take no effectiveAt (one sent is a 400).
+ */
+export const createAuthorityAct = z
+  .discriminatedUnion(
+    'type',
+    [
+      act(
+        'DEMAND',
+        { claimedAmount: positive, docs: docsOf(docV2Input) },
+        "A demand for payment (escussione) of claimedAmount (> 0, at most the current amount), dated at receipt: the issuer's 15 days run from it. Its documents are the authority's uploads.",
+      ),
+      act('DEMAND_WITHDRAWN', {}, 'The open demand withdrawn, dated at receipt.'),
+      act(
+        'AMENDMENT_RESPONSE',
+        {
+          amendmentSeq: z.number({ error: 'must be a whole number' }).int('must be a whole number').min(1, 'must be >= 1'),
+          decision: z.enum(['ACCEPT', 'REFUSE'], { error: 'must be ACCEPT or REFUSE' }),
+        },
+        "The answer to the issuer's amendment that waits for consent (amendmentSeq), dated at receipt: ACCEPT applies it, REFUSE leaves the state as it was.",
+      ),
+      act(
+        'PARTIAL_RELEASE',
+        { garantedAmount: money, effectiveAt: dateTime, docs: docsOf(docV2Input) },
+        'Part of the cover released by the authority (svincolo parziale): the amount becomes garantedAmount, lower than the current one.',
+      ),
+      act('RELEASE', { effectiveAt: dateTime, docs: docsOf(docV2Input) }, 'The guarantee released by the authority (svincolo): nothing may follow.'),
+    ],
+    { error: 'type must be one of DEMAND, DEMAND_WITHDRAWN, AMENDMENT_RESPONSE, PARTIAL_RELEASE, RELEASE' },
+  )
+  .meta({ id: 'CreateAuthorityAct', description: "An act of the authority on the guarantee. Unknown fields, and another type's, are a 400." });
+
+export type CreateAuthorityAct = z.output<typeof createAuthorityAct>;

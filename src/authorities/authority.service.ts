@@ -17,13 +17,17 @@ import type { Outbox } from '../shared/events/outbox.js';
 import { isUuid } from '../shared/validation.js';
 import { NO_MATCH, type VerificationService } from '../verification/verification.service.js';
 import type { AuthorityRepository } from './authority.repository.js';
-import type { authorityList, AuthorityGuaranteeView, TakeCharge } from './authority.schemas.js';
+import type { authorityList, AuthorityGuaranteeView, CreateAuthorityAct, TakeCharge } from './authority.schemas.js';
+import type { StoredResponse } from '../shared/idempotency.js';
+
+/** The authority's acts the server dates at receipt. */
+const SERVER_DATED = new Set(['DEMAND', 'DEMAND_WITHDRAWN', 'AMENDMENT_RESPONSE']);
 
 export function createAuthorityService(deps: {
   repo: AuthorityRepository;
   orgs: { findOrganization(id: string): Promise<Organization | undefined> };
   guarantees: Pick<GuaranteeRepository, 'findHitById'>;
-  amendments: Pick<AmendmentService, 'recordAct'>;
+  amendments: Pick<AmendmentService, 'recordAct' | 'recordActRequest'>;
   amendmentRepo: Pick<AmendmentRepository, 'stateOf'>;
   verifications: Pick<VerificationService, 'find' | 'partyView'>;
   outbox: Outbox;
@@ -100,6 +104,42 @@ export function createAuthorityService(deps: {
     },
 
     view,
+
+    /**
+     * Records the authority's act on a guarantee it took charge of (a 404 otherwise): in the
+     * guarantee's chain with its actor, under the same rules, seq and expectedSeq as the
+     * issuer's amendments (409s that change nothing), in both audit trails and both parties'
+     * events. A demand, its withdrawal and an answer are dated at receipt.
+     */
+    async act(
+      authorityId: string,
+      guaranteeId: string,
+      input: CreateAuthorityAct,
+      by: ApiActor,
+      idem?: { key: string; scope: string },
+    ): Promise<StoredResponse> {
+      const issuerOrgId = isUuid(guaranteeId) ? await repo.issuerOf(authorityId, guaranteeId) : undefined;
+      if (!issuerOrgId) throw noSuch(guaranteeId);
+      return amendments.recordActRequest(
+        { issuerOrgId, actor: 'authority', actorOrgId: authorityId, audit: { authority: by }, serverDated: SERVER_DATED.has(input.type) },
+        guaranteeId,
+        {
+          type: input.type,
+          // The server dates the others at receipt (serverDated): a constant here, so that a retry is the same request.
+          effectiveAt: 'effectiveAt' in input ? input.effectiveAt : new Date(0),
+          expiresAt: null,
+          garantedAmount: 'garantedAmount' in input ? input.garantedAmount : null,
+          claimedAmount: 'claimedAmount' in input ? input.claimedAmount : null,
+          paidAmount: null,
+          amendmentSeq: 'amendmentSeq' in input ? input.amendmentSeq : null,
+          decision: 'decision' in input ? input.decision : null,
+          reason: input.reason ?? null,
+          docs: ('docs' in input ? (input.docs ?? []) : []).map((d) => ({ type: d.type ?? null, key: d.key, originalFileName: d.originalFileName ?? null })),
+          ...(input.expectedSeq !== undefined && { expectedSeq: input.expectedSeq }),
+        },
+        idem,
+      );
+    },
 
     /** Page `page` of the guarantees the authority took charge of, the latest first (`cig`: of that tender only). */
     async list(authorityId: string, q: { page: number; limit: number; cig?: string | undefined }): Promise<z.infer<typeof authorityList>> {

@@ -11,6 +11,9 @@ import {
   stateOfFold,
   type Amendment,
   type AmendmentActor,
+  type Consent,
+  type Decision,
+  type Pending,
   type AmendmentDoc,
   type AmendmentType,
   type Folded,
@@ -27,6 +30,9 @@ interface Row {
   type: AmendmentType;
   actor: AmendmentActor;
   actor_org_id: string | null;
+  amendment_seq: number | null;
+  decision: Decision | null;
+  consent: Consent | null;
   effective_at: Date;
   expires_at: Date | null;
   garanted_amount: string | null;
@@ -56,6 +62,9 @@ const COLUMNS = [
   'type',
   'actor',
   'actor_org_id',
+  'amendment_seq',
+  'decision',
+  'consent',
   'effective_at',
   'expires_at',
   'garanted_amount',
@@ -73,6 +82,13 @@ const COLUMNS = [
 
 const num = (v: string | null) => (v === null ? null : Number(v));
 
+/** The fold's pending amendment, as stored (JSON; MariaDB hands it back as text). */
+function pendingOf(stored: string | null): Pending | null {
+  if (stored === null) return null;
+  const p = (typeof stored === 'string' ? JSON.parse(stored) : stored) as Omit<Pending, 'effectiveAt'> & { effectiveAt: string };
+  return { ...p, effectiveAt: new Date(p.effectiveAt) };
+}
+
 function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment & { orgId: string } {
   return {
     id: r.id,
@@ -82,6 +98,9 @@ function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment & { orgId: string 
     type: r.type,
     actor: r.actor,
     actorOrgId: r.actor_org_id,
+    amendmentSeq: r.amendment_seq === null ? null : Number(r.amendment_seq),
+    decision: r.decision,
+    consent: r.consent,
     effectiveAt: r.effective_at,
     expiresAt: r.expires_at,
     garantedAmount: num(r.garanted_amount),
@@ -98,7 +117,21 @@ function toAmendment(r: Row, docs: AmendmentDoc[]): Amendment & { orgId: string 
 
 /** An amendment's row as the fold reads it. */
 const toFolded = (
-  r: Pick<Row, 'seq' | 'type' | 'actor_org_id' | 'effective_at' | 'expires_at' | 'garanted_amount' | 'claimed_amount' | 'paid_amount'>,
+  r: Pick<
+    Row,
+    | 'seq'
+    | 'type'
+    | 'actor'
+    | 'actor_org_id'
+    | 'amendment_seq'
+    | 'decision'
+    | 'consent'
+    | 'effective_at'
+    | 'expires_at'
+    | 'garanted_amount'
+    | 'claimed_amount'
+    | 'paid_amount'
+  >,
 ): FoldedAmendment => ({
   seq: Number(r.seq),
   type: r.type,
@@ -107,7 +140,11 @@ const toFolded = (
   garantedAmount: num(r.garanted_amount),
   claimedAmount: num(r.claimed_amount),
   paidAmount: num(r.paid_amount),
+  actor: r.actor,
   actorOrgId: r.actor_org_id,
+  amendmentSeq: r.amendment_seq === null ? null : Number(r.amendment_seq),
+  decision: r.decision,
+  consent: r.consent,
 });
 
 interface IssuedRow {
@@ -138,6 +175,7 @@ interface FoldRow {
   ended: 'RELEASED' | 'CANCELLED' | null;
   partially_released: number;
   beneficiary_id: string | null;
+  pending: string | null;
   last_seq: number;
 }
 
@@ -147,7 +185,7 @@ type CurrentRow = IssuedRow & { [K in keyof FoldRow as `fold_${K}`]: FoldRow[K] 
 // The last seq by the unique key (guarantee_id, seq): one index entry read, as many amendments as it has.
 const CURRENT_SQL = `SELECT g.garanted_amount, g.expires_at, g.is_automatic_renewal,
   f.garanted_amount AS fold_garanted_amount, f.expires_at AS fold_expires_at, f.claim_seq AS fold_claim_seq, f.claimed_amount AS fold_claimed_amount,
-  f.claim_effective_at AS fold_claim_effective_at, f.ended AS fold_ended, f.partially_released AS fold_partially_released, f.beneficiary_id AS fold_beneficiary_id, f.last_seq AS fold_last_seq,
+  f.claim_effective_at AS fold_claim_effective_at, f.ended AS fold_ended, f.partially_released AS fold_partially_released, f.beneficiary_id AS fold_beneficiary_id, f.pending AS fold_pending, f.last_seq AS fold_last_seq,
   (SELECT MAX(a.seq) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS last_seq
   FROM guarantees g LEFT JOIN guarantee_folds f ON f.guarantee_id = g.id WHERE g.id = $1`;
 
@@ -163,6 +201,7 @@ function storedFold(r: CurrentRow): Folded | undefined {
     ended: r.fold_ended,
     partiallyReleased: r.fold_partially_released === 1,
     beneficiary: r.fold_beneficiary_id,
+    pending: pendingOf(r.fold_pending),
     lastSeq: Number(r.fold_last_seq),
   };
 }
@@ -224,7 +263,7 @@ export function createAmendmentRepository(db: Sequelize) {
     while (fold.lastSeq < lastSeq) {
       const missing = await select<Row>(
         db,
-        `SELECT seq, type, actor_org_id, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount FROM guarantee_amendments
+        `SELECT seq, type, actor, actor_org_id, amendment_seq, decision, consent, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount FROM guarantee_amendments
         WHERE guarantee_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`,
         [guaranteeId, fold.lastSeq, Math.min(lastSeq, fold.lastSeq + HEAL_BATCH)],
         opts.t,
@@ -291,11 +330,11 @@ export function createAmendmentRepository(db: Sequelize) {
       const amount = (n: number | null) => (n === null ? null : n.toFixed(2));
       await execute(
         db,
-        `INSERT INTO guarantee_folds (guarantee_id, garanted_amount, expires_at, claim_seq, claimed_amount, claim_effective_at, ended, partially_released, last_seq, beneficiary_id)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        `INSERT INTO guarantee_folds (guarantee_id, garanted_amount, expires_at, claim_seq, claimed_amount, claim_effective_at, ended, partially_released, last_seq, beneficiary_id, pending)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
         ON DUPLICATE KEY UPDATE garanted_amount = VALUES(garanted_amount), expires_at = VALUES(expires_at), claim_seq = VALUES(claim_seq),
           claimed_amount = VALUES(claimed_amount), claim_effective_at = VALUES(claim_effective_at), ended = VALUES(ended),
-          partially_released = VALUES(partially_released), last_seq = VALUES(last_seq), beneficiary_id = VALUES(beneficiary_id)`,
+          partially_released = VALUES(partially_released), last_seq = VALUES(last_seq), beneficiary_id = VALUES(beneficiary_id), pending = VALUES(pending)`,
         [
           guaranteeId,
           amount(f.garantedAmount),
@@ -307,7 +346,18 @@ export function createAmendmentRepository(db: Sequelize) {
           f.partiallyReleased ? 1 : 0,
           f.lastSeq,
           f.beneficiary,
+          f.pending && JSON.stringify({ ...f.pending, effectiveAt: f.pending.effectiveAt.toISOString() }),
         ],
+        t,
+      );
+    },
+
+    /** Records the authority's answer on the amendment that waited for it, in `t` (which holds the guarantee's row lock). */
+    async setConsent(guaranteeId: string, seq: number, consent: 'ACCEPTED' | 'REFUSED', t: Transaction): Promise<void> {
+      await execute(
+        db,
+        `UPDATE guarantee_amendments SET consent = $3 WHERE guarantee_id = $1 AND seq = $2 AND consent = 'PENDING'`,
+        [guaranteeId, seq, consent],
         t,
       );
     },
@@ -325,8 +375,9 @@ export function createAmendmentRepository(db: Sequelize) {
     async insert(orgId: string, a: Amendment, t: Transaction): Promise<void> {
       await execute(
         db,
-        `INSERT INTO guarantee_amendments (id, guarantee_id, org_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, created_at, actor, actor_org_id)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+        `INSERT INTO guarantee_amendments (id, guarantee_id, org_id, seq, type, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount, reason, created_at,
+          actor, actor_org_id, amendment_seq, decision, consent)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
         [
           a.id,
           a.guaranteeId,
@@ -342,6 +393,9 @@ export function createAmendmentRepository(db: Sequelize) {
           a.createdAt,
           a.actor,
           a.actorOrgId,
+          a.amendmentSeq ?? null,
+          a.decision ?? null,
+          a.consent ?? null,
         ],
         t,
       );

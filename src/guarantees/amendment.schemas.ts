@@ -62,6 +62,12 @@ export const amendmentView = z
       .enum(['issuer', 'authority'])
       .meta({ description: "Who recorded it: the guarantee's issuer, or the contracting authority that took charge of it." }),
     actorOrgId: z.string().optional().meta({ description: "The authority's organization, when the actor is one." }),
+    amendmentSeq: z.number().int().optional().meta({ description: 'AMENDMENT_RESPONSE: the amendment it answers.' }),
+    decision: z.enum(['ACCEPT', 'REFUSE']).optional().meta({ description: 'AMENDMENT_RESPONSE: the answer.' }),
+    consent: z.enum(['PENDING', 'ACCEPTED', 'REFUSED']).optional().meta({
+      description:
+        "Present on an issuer's amendment that would reduce the cover of the authority that took charge of the guarantee: it changes the state only once the authority accepts it.",
+    }),
     effectiveAt: isoDate,
     expiresAt: isoDate.optional(),
     garantedAmount: z.number().optional(),
@@ -119,5 +125,10 @@ export const stateView = z
     openClaim: z.object({ seq: z.number().int(), claimedAmount: z.number(), effectiveAt: isoDate }).nullable(),
     claimDueAt: isoDate.nullable().meta({ description: "15 × 24 h after the open claim's effectiveAt (the payment term of art. 117 c.7), else null." }),
     lastSeq: z.number().int().meta({ description: 'The seq of the last amendment (0 for none): the expectedSeq of the next.' }),
+    beneficiary: z.string().nullable().meta({ description: 'The contracting authority (its organization id) that took charge of the guarantee, if one did.' }),
+    pendingConsent: z
+      .object({ seq: z.number().int(), type: z.enum(['AMOUNT_CHANGE', 'PARTIAL_RELEASE', 'RELEASE', 'CANCELLATION']) })
+      .nullable()
+      .meta({ description: "The issuer's amendment waiting for the authority's consent (one at a time), if one is." }),
   })
   .meta({ id: 'GuaranteeState' });

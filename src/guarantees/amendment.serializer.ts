@@ -12,6 +12,9 @@ export function toAmendmentView(a: Amendment): z.infer<typeof amendmentView> {
     type: a.type,
     actor: a.actor,
     ...(a.actorOrgId !== null && { actorOrgId: a.actorOrgId }),
+    ...(a.amendmentSeq != null && { amendmentSeq: a.amendmentSeq }),
+    ...(a.decision != null && { decision: a.decision }),
+    ...(a.consent != null && { consent: a.consent }),
     effectiveAt: a.effectiveAt.toISOString(),
     ...(a.expiresAt !== null && { expiresAt: a.expiresAt.toISOString() }),
     ...(a.garantedAmount !== null && { garantedAmount: a.garantedAmount }),
@@ -34,5 +37,7 @@ export function toStateView(s: GuaranteeState): z.infer<typeof stateView> {
     openClaim: s.openClaim && { seq: s.openClaim.seq, claimedAmount: s.openClaim.claimedAmount, effectiveAt: s.openClaim.effectiveAt.toISOString() },
     claimDueAt: s.claimDueAt?.toISOString() ?? null,
     lastSeq: s.lastSeq,
+    beneficiary: s.beneficiary,
+    pendingConsent: s.pendingConsent,
   };
 }

@@ -18,6 +18,7 @@ import { toAmendmentView, toStateView } from './amendment.serializer.js';
 import {
   CLAIM_TERM_MS,
   foldFrom,
+  needsConsent,
   refusalAfter,
   stateOfFold,
   type Amendment,
@@ -115,7 +116,7 @@ export function createAmendmentService(deps: {
     guaranteeId: string,
     input: NewAmendment & { expectedSeq?: number },
     checksums: Map<string, string | null>,
-    claim?: { key: string; owner: string },
+    claim?: { key: string; owner: string; orgId?: string },
   ): Promise<{ amendment: Amendment | undefined; state: GuaranteeState }> {
     try {
       return await recordLocked(act, guaranteeId, input, checksums, claim);
@@ -133,7 +134,7 @@ export function createAmendmentService(deps: {
     guaranteeId: string,
     input: NewAmendment & { expectedSeq?: number },
     checksums: Map<string, string | null>,
-    claim?: { key: string; owner: string },
+    claim?: { key: string; owner: string; orgId?: string },
   ): Promise<{ amendment: Amendment | undefined; state: GuaranteeState }> {
     const orgId = act.issuerOrgId;
     return repo.transaction(async (t) => {
@@ -149,6 +150,15 @@ export function createAmendmentService(deps: {
       const refusal = refusalAfter(current.fold, input, act);
       if (refusal) throw new ConflictError(refusal);
       const createdAt = now();
+      const open = current.fold.openClaim;
+      if ((input.type === 'CLAIM_SETTLED' || input.type === 'CLAIM_REJECTED') && open && input.effectiveAt < open.effectiveAt) {
+        throw new ValidationError(`Invalid amendment: effectiveAt is before the demand it answers (${open.effectiveAt.toISOString()}).`, [
+          { pointer: '#/effectiveAt', detail: `must not be before the demand's, ${open.effectiveAt.toISOString()}` },
+        ]);
+      }
+      // An issuer's amendment that would reduce the linked authority's cover waits for its consent.
+      const consent = needsConsent(current.fold, input, act) ? ('PENDING' as const) : null;
+      const authority = current.fold.beneficiary;
       const { expectedSeq: _seen, ...fields } = input;
       const amendment: Amendment = {
         ...fields,
@@ -158,6 +168,7 @@ export function createAmendmentService(deps: {
         seq: lastSeq + 1,
         actor: act.actor,
         actorOrgId: act.actorOrgId,
+        consent,
         docs: input.docs.map((d) => ({ ...d, checksum: checksums.get(d.key) ?? null })),
         createdAt,
         notarizationStatus: 'PENDING',
@@ -171,13 +182,27 @@ export function createAmendmentService(deps: {
         await audit.append({ orgId: act.actorOrgId, ...authority, ...row }, createdAt, t);
       } else if (act.audit) await audit.append({ orgId, ...act.audit, ...row }, createdAt, t);
       await repo.insert(orgId, amendment, t);
+      const answered = input.type === 'AMENDMENT_RESPONSE' ? current.fold.pending?.seq : undefined;
+      if (answered !== undefined) await repo.setConsent(guaranteeId, answered, input.decision === 'ACCEPT' ? 'ACCEPTED' : 'REFUSED', t);
       const fold = foldFrom(current.fold, [amendment]);
       await repo.saveFold(guaranteeId, fold, t);
       const state = stateOfFold(fold, current.issued, createdAt);
-      await outbox.add(t, orgId, 'guarantee.amended', { amendment: toAmendmentView(amendment), state: toStateView(state) }, createdAt);
+      // Both parties hear of every change once an authority took charge; the authority's acts and the consents, by name.
+      const parties = [orgId, ...(authority && authority !== orgId ? [authority] : [])];
+      const amended = { amendment: toAmendmentView(amendment), state: toStateView(state) };
+      for (const party of parties) await outbox.add(t, party, 'guarantee.amended', amended, createdAt);
+      if (input.type === 'DEMAND') {
+        const demanded = { ...amended, claimDueAt: state.claimDueAt?.toISOString() ?? null };
+        for (const party of parties) await outbox.add(t, party, 'guarantee.demanded', demanded, createdAt);
+      }
+      if (consent && authority) await outbox.add(t, authority, 'guarantee.amendment_pending', amended, createdAt);
+      if (answered !== undefined) {
+        const data = { ...amended, answered: { seq: answered, decision: input.decision } };
+        for (const party of parties) await outbox.add(t, party, 'guarantee.amendment_answered', data, createdAt);
+      }
       await act.also?.(t, amendment, state);
       // The response a retry with the same Idempotency-Key gets, written with the amendment.
-      if (claim) await idempotency.complete(orgId, claim.key, claim.owner, { status: 200, body: toAmendmentView(amendment) }, t);
+      if (claim) await idempotency.complete(claim.orgId ?? orgId, claim.key, claim.owner, { status: 200, body: toAmendmentView(amendment) }, t);
       return { amendment, state };
     });
   }
@@ -195,6 +220,28 @@ export function createAmendmentService(deps: {
     ): Promise<{ amendment: Amendment | undefined; state: GuaranteeState }> {
       const checksums = await resolveDocs(files, act.actorOrgId ?? act.issuerOrgId, input.docs);
       return recordAct(act, guaranteeId, input, checksums);
+    },
+
+    /**
+     * recordAct for a request (the authority's acts through its API): the response (200 and the
+     * amendment's view), with an Idempotency-Key as `record`'s, kept in the actor's name.
+     */
+    async recordActRequest(
+      act: Act,
+      guaranteeId: string,
+      input: NewAmendment & { expectedSeq?: number },
+      idem?: { key: string; scope: string },
+    ): Promise<StoredResponse> {
+      const owner = act.actorOrgId ?? act.issuerOrgId;
+      const run = async (claim?: { key: string; owner: string }) => {
+        const checksums = await resolveDocs(files, owner, input.docs);
+        const { amendment } = await recordAct(act, guaranteeId, input, checksums, claim && { ...claim, orgId: owner });
+        return { status: 200, body: toAmendmentView(amendment as Amendment) };
+      };
+      if (!idem) return run();
+      const fingerprint = idempotencyFingerprint(idem.scope, requestHash(JSON.parse(JSON.stringify(input))));
+      const guarded = await idempotency.guard(owner, idem.key, fingerprint, run);
+      return 'replay' in guarded ? guarded.replay : guarded.result;
     },
 
     /**

@@ -14,8 +14,16 @@ export const ISSUER_AMENDMENT_TYPES = [
   'CLAIM_REJECTED',
   'CANCELLATION',
 ] as const;
-/** The contracting authority's acts: taking charge of the guarantee (BENEFICIARY_LINKED). */
-export const AUTHORITY_AMENDMENT_TYPES = ['BENEFICIARY_LINKED'] as const;
+/**
+ * The contracting authority's acts: taking charge of the guarantee (BENEFICIARY_LINKED), a
+ * demand (escussione) and its withdrawal, and its answer to an issuer's amendment that would
+ * reduce its cover (it may also record PARTIAL_RELEASE and RELEASE).
+ */
+export const AUTHORITY_AMENDMENT_TYPES = ['BENEFICIARY_LINKED', 'DEMAND', 'DEMAND_WITHDRAWN', 'AMENDMENT_RESPONSE'] as const;
+/** The authority's answer to an amendment that waits for its consent. */
+export type Decision = 'ACCEPT' | 'REFUSE';
+/** Where an amendment that needed the authority's consent stands. */
+export type Consent = 'PENDING' | 'ACCEPTED' | 'REFUSED';
 export const AMENDMENT_TYPES = [...ISSUER_AMENDMENT_TYPES, ...AUTHORITY_AMENDMENT_TYPES] as const;
 export type AmendmentType = (typeof AMENDMENT_TYPES)[number];
 
@@ -40,6 +48,9 @@ export interface NewAmendment {
   claimedAmount: number | null;
   /** CLAIM_SETTLED. */
   paidAmount: number | null;
+  /** AMENDMENT_RESPONSE: the amendment it answers, and how. */
+  amendmentSeq?: number | null;
+  decision?: Decision | null;
   reason: string | null;
   docs: NewDoc[];
 }
@@ -55,6 +66,8 @@ export interface Amendment extends NewAmendment {
   actor: AmendmentActor;
   /** The authority's organization, when the actor is one. */
   actorOrgId: string | null;
+  /** An issuer's amendment that would reduce a linked authority's cover: where its consent stands (undefined or null: it needed none). */
+  consent?: Consent | null;
   docs: AmendmentDoc[];
   createdAt: Date;
   notarizationStatus: 'PENDING' | 'COMPLETE';
@@ -89,6 +102,10 @@ export interface GuaranteeState {
   openClaim: OpenClaim | null;
   claimDueAt: Date | null;
   lastSeq: number;
+  /** The contracting authority that took charge of the guarantee, if one did. */
+  beneficiary: string | null;
+  /** The issuer's amendment waiting for the authority's consent, if one is. */
+  pendingConsent: { seq: number; type: Pending['type'] } | null;
 }
 
 /** The fold's running state: the state's inputs, without the clock (kept per guarantee in guarantee_folds). */
@@ -100,7 +117,17 @@ export interface Folded {
   partiallyReleased: boolean;
   /** The contracting authority that took charge of the guarantee (its organization), if one did. */
   beneficiary: string | null;
+  /** The issuer's amendment that waits for the authority's consent (one at a time), with what it would change. */
+  pending: Pending | null;
   lastSeq: number;
+}
+
+/** An issuer's amendment that would reduce the authority's cover, waiting for its answer. */
+export interface Pending {
+  seq: number;
+  type: 'AMOUNT_CHANGE' | 'PARTIAL_RELEASE' | 'RELEASE' | 'CANCELLATION';
+  effectiveAt: Date;
+  garantedAmount: number | null;
 }
 
 const start = (issued: Issued): Folded => ({
@@ -110,19 +137,51 @@ const start = (issued: Issued): Folded => ({
   ended: null,
   partiallyReleased: false,
   beneficiary: null,
+  pending: null,
   lastSeq: 0,
 });
 
-/** What the fold reads of an amendment besides its type's fields: who recorded it. */
-export type Recorded = Pick<Amendment, 'actorOrgId'>;
+/** What the fold reads of an amendment besides its type's fields: who recorded it, and whether it waited for consent. */
+export type Recorded = Pick<Amendment, 'actorOrgId'> & { actor?: AmendmentActor; consent?: Consent | null };
 
 /** Cents, so that amounts of two decimals compare and subtract exactly. */
 const cents = (n: number) => Math.round(n * 100);
+
+/**
+ * Whether `a`, an issuer's amendment, would reduce the cover of the authority that took charge
+ * of the guarantee: then it waits for the authority's consent (CONTRACT "Consent"). A
+ * guarantee no authority took charge of keeps the issuer's word alone.
+ */
+export function needsConsent(f: Folded, a: Pick<NewAmendment, 'type' | 'garantedAmount'>, by: Pick<Recorded, 'actor'>): boolean {
+  if ((by.actor ?? 'issuer') !== 'issuer' || f.beneficiary === null) return false;
+  if (a.type === 'PARTIAL_RELEASE' || a.type === 'RELEASE' || a.type === 'CANCELLATION') return true;
+  return a.type === 'AMOUNT_CHANGE' && f.garantedAmount !== null && a.garantedAmount !== null && cents(a.garantedAmount) < cents(f.garantedAmount);
+}
+
+/** The pending amendment as the amendment it is, to check and apply it on consent. */
+const asAmendment = (p: Pending): NewAmendment => ({
+  type: p.type,
+  effectiveAt: p.effectiveAt,
+  expiresAt: null,
+  garantedAmount: p.garantedAmount,
+  claimedAmount: null,
+  paidAmount: null,
+  reason: null,
+  docs: [],
+});
 
 /** Why `a`, to be recorded by `by`, may not follow `f` (a 409), or undefined. */
 function refusal(f: Folded, a: NewAmendment, by: Recorded): string | undefined {
   if (f.ended === 'RELEASED') return 'The guarantee was released: nothing may follow a RELEASE.';
   if (f.ended === 'CANCELLED') return 'The guarantee was cancelled: nothing may follow a CANCELLATION.';
+  if (needsConsent(f, a, by) && f.pending) {
+    return `Amendment ${f.pending.seq} waits for the contracting authority's answer: one change that reduces its cover at a time.`;
+  }
+  return typeRefusal(f, a, by);
+}
+
+/** The rules of `a`'s type after `f`. */
+function typeRefusal(f: Folded, a: NewAmendment, by: Recorded): string | undefined {
   switch (a.type) {
     case 'EXTENSION':
       if (f.expiresAt && a.expiresAt && a.expiresAt <= f.expiresAt) return `expiresAt must be later than the current expiry, ${f.expiresAt.toISOString()}.`;
@@ -151,12 +210,41 @@ function refusal(f: Folded, a: NewAmendment, by: Recorded): string | undefined {
       if (f.beneficiary && f.beneficiary !== by.actorOrgId) return 'Another contracting authority has taken charge of the guarantee.';
       if (f.beneficiary) return 'The authority has taken charge of the guarantee already.';
       return undefined;
+    case 'DEMAND':
+      if (f.beneficiary === null || f.beneficiary !== by.actorOrgId)
+        return 'Only the contracting authority that took charge of the guarantee may demand payment.';
+      if (f.openClaim) return `A demand is open already (amendment ${f.openClaim.seq}): one at a time.`;
+      if (f.garantedAmount === null) return 'The guarantee has no amount to demand against.';
+      if (a.claimedAmount !== null && cents(a.claimedAmount) > cents(f.garantedAmount))
+        return `claimedAmount must be at most the current amount, ${f.garantedAmount}.`;
+      return undefined;
+    case 'DEMAND_WITHDRAWN':
+      if (!f.openClaim) return 'No demand is open to withdraw.';
+      return undefined;
+    case 'AMENDMENT_RESPONSE': {
+      if (!f.pending || f.pending.seq !== a.amendmentSeq) {
+        return `Amendment ${a.amendmentSeq} does not wait for an answer${f.pending ? ` (amendment ${f.pending.seq} does)` : ''}.`;
+      }
+      if (a.decision !== 'ACCEPT') return undefined;
+      const later = typeRefusal({ ...f, pending: null }, asAmendment(f.pending), { actorOrgId: null, actor: 'issuer' });
+      return later && `Amendment ${f.pending.seq} can no longer apply: ${later}`;
+    }
   }
 }
 
 /** `f` after `a` (which must have been accepted), as amendment `seq`. */
 function apply(f: Folded, a: NewAmendment & Recorded, seq: number): Folded {
-  const next = { ...f, lastSeq: seq };
+  // Waiting for the authority's consent: recorded, and nothing changes until it accepts.
+  if (a.consent) {
+    const type = a.type as Pending['type'];
+    return { ...f, lastSeq: seq, pending: { seq, type, effectiveAt: a.effectiveAt, garantedAmount: a.garantedAmount } };
+  }
+  return effect({ ...f, lastSeq: seq }, a, seq);
+}
+
+/** What `a` (amendment `seq`) changes in `next` (f with its lastSeq already set). */
+function effect(next: Folded, a: NewAmendment & Recorded, seq: number): Folded {
+  const f = next;
   switch (a.type) {
     case 'EXTENSION':
       return { ...next, expiresAt: a.expiresAt };
@@ -164,13 +252,22 @@ function apply(f: Folded, a: NewAmendment & Recorded, seq: number): Folded {
       return { ...next, garantedAmount: a.garantedAmount };
     case 'PARTIAL_RELEASE':
       return { ...next, garantedAmount: a.garantedAmount, partiallyReleased: true };
-    // An ended guarantee has no claim open any more: nothing can settle it, nor fall due.
+    // An ended guarantee has no claim open any more, nor an amendment waiting: nothing can settle it, nor fall due.
     case 'RELEASE':
-      return { ...next, ended: 'RELEASED', openClaim: null };
+      return { ...next, ended: 'RELEASED', openClaim: null, pending: null };
     case 'CANCELLATION':
-      return { ...next, ended: 'CANCELLED', openClaim: null };
+      return { ...next, ended: 'CANCELLED', openClaim: null, pending: null };
     case 'CLAIM':
+    case 'DEMAND':
       return { ...next, openClaim: { seq, claimedAmount: a.claimedAmount ?? 0, effectiveAt: a.effectiveAt } };
+    case 'DEMAND_WITHDRAWN':
+      return { ...next, openClaim: null };
+    case 'AMENDMENT_RESPONSE': {
+      const pending = f.pending;
+      const answered = { ...next, pending: null };
+      // Accepted: the amendment applies now, as its own seq (a RELEASE it was is the guarantee's end).
+      return pending && a.decision === 'ACCEPT' ? effect(answered, { ...asAmendment(pending), actorOrgId: null }, pending.seq) : answered;
+    }
     case 'CLAIM_SETTLED': {
       const amount = f.garantedAmount === null ? null : Math.max(0, cents(f.garantedAmount) - cents(a.paidAmount ?? 0)) / 100;
       return { ...next, garantedAmount: amount, openClaim: null };
@@ -207,6 +304,8 @@ function stateOf(f: Folded, issued: Issued, now: Date): GuaranteeState {
     openClaim: f.openClaim,
     claimDueAt: f.openClaim ? new Date(f.openClaim.effectiveAt.getTime() + CLAIM_TERM_MS) : null,
     lastSeq: f.lastSeq,
+    beneficiary: f.beneficiary,
+    pendingConsent: f.pending && { seq: f.pending.seq, type: f.pending.type },
   };
 }
 
@@ -229,7 +328,10 @@ export function foldStart(issued: Issued): Folded {
 }
 
 /** An amendment as the fold reads it: its type's fields and its seq. */
-export type FoldedAmendment = Pick<NewAmendment, 'type' | 'effectiveAt' | 'expiresAt' | 'garantedAmount' | 'claimedAmount' | 'paidAmount'> &
+export type FoldedAmendment = Pick<
+  NewAmendment,
+  'type' | 'effectiveAt' | 'expiresAt' | 'garantedAmount' | 'claimedAmount' | 'paidAmount' | 'amendmentSeq' | 'decision'
+> &
   Recorded & { seq: number };
 
 /**
@@ -296,7 +398,7 @@ export function lapsesOf(issued: Issued, registeredAt: Date, amendments: readonl
     ...amendments.flatMap((a) => [
       a.createdAt,
       a.type === 'EXTENSION' ? a.expiresAt : null,
-      a.type === 'CLAIM' ? new Date(a.effectiveAt.getTime() + CLAIM_TERM_MS) : null,
+      a.type === 'CLAIM' || a.type === 'DEMAND' ? new Date(a.effectiveAt.getTime() + CLAIM_TERM_MS) : null,
     ]),
   ].filter((t): t is Date => t !== null && t >= registeredAt && t <= until);
   const times = [...new Set(instants.map((t) => t.getTime()))].sort((a, b) => a - b);

@@ -63,7 +63,7 @@ export function createLifecycleCheck(deps: {
         bind: [from, to],
       },
       {
-        sql: "SELECT guarantee_id AS id, org_id FROM guarantee_amendments WHERE type = 'CLAIM' AND effective_at > $1 AND effective_at <= $2",
+        sql: "SELECT guarantee_id AS id, org_id FROM guarantee_amendments WHERE type IN ('CLAIM', 'DEMAND') AND effective_at > $1 AND effective_at <= $2",
         bind: [claimsFrom, claimsTo],
       },
       { sql: 'SELECT guarantee_id AS id, org_id FROM guarantee_amendments WHERE created_at > $1 AND created_at <= $2', bind: [from, to] },
@@ -97,7 +97,10 @@ export function createLifecycleCheck(deps: {
           t,
         );
         if (written !== 1) return false;
-        await outbox.add(t, g.org_id, kind === 'expired' ? 'guarantee.expired' : 'guarantee.claim_overdue', data, new Date());
+        // To the issuer, and to the contracting authority that took charge of the guarantee.
+        for (const party of [g.org_id, ...(now.beneficiary && now.beneficiary !== g.org_id ? [now.beneficiary] : [])]) {
+          await outbox.add(t, party, kind === 'expired' ? 'guarantee.expired' : 'guarantee.claim_overdue', data, new Date());
+        }
         return true;
       };
       const lapses = lapsesOf(issued, registered.created_at, list, at);

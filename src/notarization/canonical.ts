@@ -95,6 +95,11 @@ export interface AmendmentOnWire {
   /** Absent (as before authorities acted) or 'issuer': the issuer's; 'authority': the authority's, actorOrgId naming it. */
   actor?: string | undefined;
   actorOrgId?: string | undefined;
+  /** AMENDMENT_RESPONSE's. */
+  amendmentSeq?: number | undefined;
+  decision?: string | undefined;
+  /** Where the authority's consent stands: shown, never projected (it changes when the authority answers). */
+  consent?: string | undefined;
   effectiveAt: string;
   expiresAt?: string | undefined;
   garantedAmount?: number | undefined;
@@ -116,12 +121,14 @@ export interface ChainLinks {
  * the wire shape except what notarization sets (notarizationStatus, txHash), a type's absent
  * fields as null, dates and amounts as for guarantees, docs sorted by key; `actor` and
  * `actorOrgId` only for an authority's act (an issuer's amendment projects without them, as
- * every amendment did before authorities could act).
+ * every amendment did before authorities could act), `amendmentSeq` and `decision` only for
+ * an answer; never `consent`, which changes when the authority answers.
  */
 export function amendmentProjection(a: AmendmentOnWire, links: ChainLinks): Record<string, unknown> {
   return {
     // A contracting authority's act names it; the issuer's amendments project as they always did.
     ...(a.actor !== undefined && a.actor !== 'issuer' && { actor: a.actor, actorOrgId: a.actorOrgId ?? null }),
+    ...(a.amendmentSeq !== undefined && { amendmentSeq: a.amendmentSeq, decision: a.decision ?? null }),
     claimedAmount: amount(a.claimedAmount),
     createdAt: date(a.createdAt),
     docs: a.docs

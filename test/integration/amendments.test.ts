@@ -61,6 +61,8 @@ describe('lifecycle: amendments through the API', function () {
       openClaim: null,
       claimDueAt: null,
       lastSeq: 0,
+      beneficiary: null,
+      pendingConsent: null,
     });
 
     const posted: unknown[] = [];
@@ -95,7 +97,9 @@ describe('lifecycle: amendments through the API', function () {
       claimDueAt: '2026-04-04T09:00:00.000Z',
     });
 
-    const settled = await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 200 });
+    // A settlement is never dated before its claim (a 400 that records nothing).
+    expect((await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 200 })).status).to.equal(400);
+    const settled = await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 200, effectiveAt: '2026-03-21T00:00:00Z' });
     posted.push(settled.body);
     expect(settled.body).to.include({ seq: 4, paidAmount: 200 });
     expect(await stateOf(org, id)).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 400.5, openClaim: null, claimDueAt: null, lastSeq: 4 });
@@ -249,7 +253,7 @@ describe('lifecycle: amendments through the API', function () {
     expect((await stateOf(org, id)).lastSeq).to.equal(2);
     // A refused request keeps no answer: once its rule holds, the same key records it.
     expect((await send(id, 'amend-3', { type: 'CLAIM_REJECTED' })).status).to.equal(409);
-    expect((await amend(org, id, { type: 'CLAIM', claimedAmount: 5 })).status).to.equal(200);
+    expect((await amend(org, id, { type: 'CLAIM', claimedAmount: 5, effectiveAt: '2026-03-01T00:00:00Z' })).status).to.equal(200);
     expect((await send(id, 'amend-3', { type: 'CLAIM_REJECTED' })).status).to.equal(200);
     expect((await stateOf(org, id)).lastSeq).to.equal(4);
     // Nor does a 400 or a 404: the key records the next request made with it.
@@ -322,6 +326,7 @@ interface FoldRow {
   partially_released: number;
   last_seq: number;
   beneficiary_id: string | null;
+  pending: string | null;
 }
 
 async function foldRows(...ids: string[]): Promise<FoldRow[]> {
@@ -405,6 +410,7 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
         partially_released: 1,
         last_seq: 3,
         beneficiary_id: null,
+        pending: null,
       },
     ]);
     // The fold says released, with no claim open (nothing in the amendments says so): a CLAIM_REJECTED
@@ -493,12 +499,14 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
       openClaim: { seq: 2, claimedAmount: 300, effectiveAt: '2026-06-01T00:00:00.000Z' },
       claimDueAt: '2026-06-16T00:00:00.000Z',
       lastSeq: 3,
+      beneficiary: null,
+      pendingConsent: null,
     });
     expect((await foldRows(id))[0]?.last_seq).to.equal(1);
     // Recorded: the rules and the seq see them.
     expect((await amend(org, id, { type: 'CLAIM', claimedAmount: 10 }, true)).body.detail).to.match(/claim is open already \(amendment 2\)/);
     expect((await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 300, expectedSeq: 1 }, true)).body.detail).to.match(/the last amendment is 3/);
-    const settled = await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 300, expectedSeq: 3 });
+    const settled = await amend(org, id, { type: 'CLAIM_SETTLED', paidAmount: 300, expectedSeq: 3, effectiveAt: '2026-06-02T00:00:00Z' });
     expect(settled.body).to.include({ seq: 4 });
     expect(await foldRows(id)).to.deep.equal([
       {
@@ -512,6 +520,7 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
         partially_released: 0,
         last_seq: 4,
         beneficiary_id: null,
+        pending: null,
       },
     ]);
     // A guarantee whose every amendment the previous release recorded: no fold yet, folded from the registration.
@@ -532,6 +541,7 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
         partially_released: 1,
         last_seq: 2,
         beneficiary_id: null,
+        pending: null,
       },
     ]);
   });
@@ -543,7 +553,7 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
     for (const body of [
       { type: 'EXTENSION', expiresAt: '2031-01-01T00:00:00Z' },
       { type: 'CLAIM', claimedAmount: 100.1, effectiveAt: '2026-07-01T12:00:00+02:00' },
-      { type: 'CLAIM_SETTLED', paidAmount: 0.2 },
+      { type: 'CLAIM_SETTLED', paidAmount: 0.2, effectiveAt: '2026-07-02T00:00:00Z' },
       { type: 'PARTIAL_RELEASE', garantedAmount: 500.25 },
       { type: 'CLAIM', claimedAmount: 20, effectiveAt: '2026-08-01T00:00:00Z' },
     ])

@@ -77,6 +77,42 @@ describe('administration CLI', function () {
     expect(cli('org', 'set', issuer, '--ausa', '0000123456').code).to.equal(1);
   });
 
+  it("binds people to an authority by their fiscal code (SPID's and CIE's TINIT- spelling too), one authority a person, each change in the authority's audit chain", async () => {
+    const { fiscalCode, harness: h } = await import('../support/harness.js');
+    const first = cli('org', 'create', 'Comune A', '--kind', 'authority', '--fiscal-code', fiscalCode()).stdout.trim();
+    const second = cli('org', 'create', 'Comune B', '--kind', 'authority', '--fiscal-code', fiscalCode()).stdout.trim();
+    const issuer = cli('org', 'create', 'Assicurazioni C').stdout.trim();
+    const added = cli('authority', 'add-user', first, 'TINIT-rssmra80a01h501u');
+    expect(added.code, added.stderr).to.equal(0);
+    expect(added.stderr).to.include(`bound RSSMRA80A01H501U to authority ${first}`);
+    expect(cli('authority', 'add-user', first, 'RSSMRA80A01H501U').stderr).to.include('was bound to authority');
+    const elsewhere = cli('authority', 'add-user', second, 'RSSMRA80A01H501U');
+    expect(elsewhere.code).to.equal(1);
+    expect(elsewhere.stderr).to.include(`bound to another authority (${first})`);
+    expect(cli('authority', 'add-user', first, 'RSSMRA80A01H501A').stderr).to.include("is not a person's fiscal code");
+    expect(cli('authority', 'add-user', issuer, 'RSSMRA80A01H501U').stderr).to.include('is an issuer');
+    expect(cli('authority', 'users', first).stdout).to.equal('RSSMRA80A01H501U\n');
+    expect(cli('authority', 'users', second).stdout).to.equal('');
+    expect(cli('authority', 'remove-user', second, 'RSSMRA80A01H501U').code).to.equal(1);
+    expect(cli('authority', 'remove-user', first, 'RSSMRA80A01H501U').code).to.equal(0);
+    expect(cli('authority', 'users', first).stdout).to.equal('');
+    expect(cli('authority', 'add-user', second, 'RSSMRA80A01H501U').code).to.equal(0);
+    const { db } = await h();
+    const { select } = await import('../../src/shared/db/sequelize.js');
+    const rows = await select<{ chain: string; action: string; actor: string }>(
+      db,
+      "SELECT chain, action, actor FROM audit_log WHERE target = 'user:RSSMRA80A01H501U' AND chain IN ($1) ORDER BY chain = $2 DESC, seq",
+      [[first, second], first],
+      undefined,
+      { prepared: false },
+    );
+    expect(rows.map((r) => [r.chain, r.action, r.actor])).to.deep.equal([
+      [first, 'authority.user_add', 'cli'],
+      [first, 'authority.user_remove', 'cli'],
+      [second, 'authority.user_add', 'cli'],
+    ]);
+  });
+
   it('re-seals webhook secrets under a new ENCRYPTION_KEY, after which the old key can go', async () => {
     const { appWith, newOrg } = await import('../support/harness.js');
     const { randomBytes } = await import('node:crypto');

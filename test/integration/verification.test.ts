@@ -153,6 +153,8 @@ describe('public verification (contracting authorities)', function () {
       openClaim: null,
       claimDueAt: null,
       lastSeq: 2,
+      beneficiary: null,
+      pendingConsent: null,
     });
     // The record as registered never changes.
     expect((match?.guarantee as unknown as { economics: { garantedAmount: number } }).economics.garantedAmount).to.equal(8000);

@@ -19,6 +19,9 @@ export const EVENT_TYPES = [
   'guarantee.expired',
   'guarantee.claim_overdue',
   'guarantee.beneficiary_linked',
+  'guarantee.demanded',
+  'guarantee.amendment_pending',
+  'guarantee.amendment_answered',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

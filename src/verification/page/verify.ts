@@ -644,6 +644,9 @@ function stateCheck(m: Match, verifiedAt: string): Check {
     type: a.type as AmendmentType,
     actor: a.actor === 'authority' ? 'authority' : 'issuer',
     actorOrgId: a.actorOrgId ?? null,
+    amendmentSeq: a.amendmentSeq ?? null,
+    decision: a.decision === 'ACCEPT' || a.decision === 'REFUSE' ? a.decision : null,
+    consent: a.consent === 'PENDING' || a.consent === 'ACCEPTED' || a.consent === 'REFUSED' ? a.consent : null,
     effectiveAt: new Date(a.effectiveAt),
     expiresAt: dateOrNull(a.expiresAt),
     garantedAmount: a.garantedAmount ?? null,
@@ -657,7 +660,7 @@ function stateCheck(m: Match, verifiedAt: string): Check {
   }));
   const issued = { garantedAmount: g.economics.garantedAmount, expiresAt: dateOrNull(g.details.expiresAt), isAutomaticRenewal: g.economics.isAutomaticRenewal };
   const folded = toStateView(stateAfter(issued, amendments, new Date(verifiedAt)));
-  const same = JSON.stringify(folded) === JSON.stringify(toStateView0(m.state));
+  const same = JSON.stringify(toStateView0(folded)) === JSON.stringify(toStateView0(m.state));
   return {
     id: 'chain-state',
     name: "today's state follows from the guarantee and its amendments",

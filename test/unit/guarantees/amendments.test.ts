@@ -52,6 +52,8 @@ describe('lifecycle: the state folded from amendments', () => {
       openClaim: null,
       claimDueAt: null,
       lastSeq: 0,
+      beneficiary: null,
+      pendingConsent: null,
     });
   });
 

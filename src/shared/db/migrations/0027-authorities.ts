@@ -9,7 +9,10 @@
 //   amendment is in the guarantee's chain.
 // - guarantee_amendments: who recorded each amendment (`actor`, and the authority's id), the
 //   authority's types, and an AMENDMENT_RESPONSE's answer (the amendment it answers, ACCEPT or
-//   REFUSE); guarantee_folds.beneficiary_id, the authority its BENEFICIARY_LINKED names.
+//   REFUSE), and where the consent of an issuer's amendment that would reduce the authority's
+//   cover stands (consent: NULL when it needed none; the one column of an amendment that changes,
+//   outside its canonical form as notarization's are); guarantee_folds.beneficiary_id, the
+//   authority its BENEFICIARY_LINKED names, and .pending, the amendment waiting for consent.
 // - authority_users: the people (by the fiscal number their identity provider vouches for)
 //   the operator bound to an authority.
 // Added columns have defaults or are nullable, new enum values are appended and new tables are
@@ -22,7 +25,7 @@ const AUTHORITY_TYPES = `'BENEFICIARY_LINKED','DEMAND','DEMAND_WITHDRAWN','AMEND
 
 /** What this migration adds to guarantee_folds (a test that takes migration 0023 down and up again adds it back). */
 export async function foldColumnsOfAuthorities(q: Query): Promise<void> {
-  await q(`ALTER TABLE guarantee_folds ADD COLUMN beneficiary_id ${ID} NULL`);
+  await q(`ALTER TABLE guarantee_folds ADD COLUMN beneficiary_id ${ID} NULL, ADD COLUMN pending JSON NULL`);
 }
 
 export const migration: Migration = {
@@ -50,7 +53,8 @@ export const migration: Migration = {
       ADD COLUMN actor ENUM('issuer','authority') NOT NULL DEFAULT 'issuer',
       ADD COLUMN actor_org_id ${ID} NULL,
       ADD COLUMN amendment_seq INT UNSIGNED NULL,
-      ADD COLUMN decision ENUM('ACCEPT','REFUSE') NULL`);
+      ADD COLUMN decision ENUM('ACCEPT','REFUSE') NULL,
+      ADD COLUMN consent ENUM('PENDING','ACCEPTED','REFUSED') NULL`);
     await foldColumnsOfAuthorities(q);
     await q(`CREATE TABLE authority_users (
       fiscal_number VARCHAR(32) CHARACTER SET ascii COLLATE ascii_nopad_bin NOT NULL PRIMARY KEY,
@@ -62,8 +66,8 @@ export const migration: Migration = {
   },
   async down({ context: q }) {
     await q('DROP TABLE authority_users');
-    await q('ALTER TABLE guarantee_folds DROP COLUMN beneficiary_id');
-    await q(`ALTER TABLE guarantee_amendments DROP COLUMN decision, DROP COLUMN amendment_seq, DROP COLUMN actor_org_id, DROP COLUMN actor,
+    await q('ALTER TABLE guarantee_folds DROP COLUMN pending, DROP COLUMN beneficiary_id');
+    await q(`ALTER TABLE guarantee_amendments DROP COLUMN consent, DROP COLUMN decision, DROP COLUMN amendment_seq, DROP COLUMN actor_org_id, DROP COLUMN actor,
       MODIFY COLUMN type ENUM(${TYPES}) NOT NULL`);
     await q('DROP TABLE guarantee_beneficiaries');
     await q('ALTER TABLE guarantees DROP COLUMN beneficiary_fiscal_code');
