@@ -9,7 +9,8 @@ import type { Browser, Page } from 'puppeteer-core';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { launch, screenshot, serve, watchedPage, type Served, type WatchedPage } from '../support/browser.js';
 import { checksum, notarizeAll, registered, unique } from '../support/guarantees.js';
-import { harness, issueFile } from '../support/harness.js';
+import supertest from 'supertest';
+import { harness, issueFile, newAuthority } from '../support/harness.js';
 
 const PDF = `%PDF-1.4\n% polizza fideiussoria ${unique()}\n%%EOF\n`;
 
@@ -337,6 +338,57 @@ describe('the verification page in Chromium', function () {
     expect(await attr(page, '[data-guarantee-state]', 'data-history-holds')).to.equal('true');
     expect(await text(page, '[data-guarantee-state] .caveat')).to.include('non (ancora) notarizzate');
     await screenshot(page, 'verify-history-blocked');
+  });
+
+  it('shows who recorded each amendment, the authority that took charge and its pending consent; the history still holds', async () => {
+    const g = await registered();
+    const { http } = await harness();
+    const authority = await newAuthority();
+    const taken = await supertest(app.origin)
+      .post('/api/authority/v1/guarantees')
+      .set('X-API-Key', authority.key)
+      .send({ policyNumber: g.policyNumber, checkCode: g.checkCode, cig: 'A1B2C3D4E5', garantedAmount: 15000.5 });
+    expect(taken.status, JSON.stringify(taken.body)).to.equal(200);
+    const demand = await http
+      .post(`/api/authority/v1/guarantees/${g.id}/amendments`)
+      .set('X-API-Key', authority.key)
+      .send({ type: 'DEMAND', claimedAmount: 2500, reason: 'Inadempimento' });
+    expect(demand.status).to.equal(200);
+    const reduce = await http
+      .post(`/api/v2/guarantees/${g.id}/amendments`)
+      .set('X-API-Key', g.org.key)
+      .send({ type: 'PARTIAL_RELEASE', effectiveAt: '2027-06-01T00:00:00Z', garantedAmount: 9000 });
+    expect(reduce.body.consent).to.equal('PENDING');
+    await notarizeAll();
+    await notarizeAll();
+    const page = await open(await qrUrl(g.org, g.id));
+    expect(await resultOf(page)).to.equal('found');
+    await page.waitForSelector('[data-amendment]');
+    const actors = await inPage<Array<[string, string]>>(
+      page,
+      "[...document.querySelectorAll('[data-amendment]')].map((e) => [e.getAttribute('data-seq'), e.getAttribute('data-actor')])",
+    );
+    expect(actors).to.deep.equal([
+      ['1', 'authority'],
+      ['2', 'authority'],
+      ['3', 'issuer'],
+    ]);
+    expect(await text(page, '[data-amendment][data-seq="1"]'))
+      .to.include('Presa in carico della stazione appaltante')
+      .and.include('la stazione appaltante');
+    expect(await text(page, '[data-amendment][data-seq="3"]'))
+      .to.include("l'emittente")
+      .and.include('Consenso della stazione appaltante')
+      .and.include('in attesa');
+    // The partial release waits: the state is the demand's, and it follows from the history.
+    expect(await attr(page, '[data-guarantee-state]', 'data-guarantee-state')).to.equal('CLAIMED');
+    expect(await attr(page, '[data-guarantee-state]', 'data-history-holds')).to.equal('true');
+    const steps = await checks(page);
+    expect(
+      steps.every(([, passed]) => passed === 'true'),
+      JSON.stringify(steps),
+    ).to.equal(true);
+    await screenshot(page, 'verify-history-authority');
   });
 
   it('on a phone: fits the screen without sideways scrolling, its history of amendments too', async () => {

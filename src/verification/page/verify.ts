@@ -161,6 +161,10 @@ const TEXT = {
     reason: 'Motivo',
     attached: 'Documenti',
     recordedAt: 'Registrata il',
+    actor: 'Registrata da',
+    actors: { issuer: "l'emittente", authority: 'la stazione appaltante' } as Record<string, string>,
+    consent: 'Consenso della stazione appaltante',
+    consents: { PENDING: 'in attesa', ACCEPTED: 'dato', REFUSED: 'negato' } as Record<string, string>,
     amendmentNotarized: 'Notarizzata: ogni controllo ricalcolato in questo browser.',
     amendmentFailed: 'Attenzione: almeno un controllo NON è superato.',
     amendmentPending: 'Registrata, non ancora notarizzata.',
@@ -345,6 +349,10 @@ const TEXT = {
     reason: 'Reason',
     attached: 'Documents',
     recordedAt: 'Recorded on',
+    actor: 'Recorded by',
+    actors: { issuer: 'the issuer', authority: 'the contracting authority' } as Record<string, string>,
+    consent: "The contracting authority's consent",
+    consents: { PENDING: 'awaited', ACCEPTED: 'given', REFUSED: 'refused' } as Record<string, string>,
     amendmentNotarized: 'Notarized: every check recomputed in this browser.',
     amendmentFailed: 'Warning: at least one check did NOT pass.',
     amendmentPending: 'Recorded, not yet notarized.',
@@ -694,7 +702,7 @@ function amendmentItem(a: Amendment, chain: Check[]): HTMLElement {
   const ok = checks.every((c) => c.ok);
   return h(
     'li',
-    { class: 'amendment', 'data-amendment': '', 'data-seq': String(a.seq), 'data-type': a.type },
+    { class: 'amendment', 'data-amendment': '', 'data-seq': String(a.seq), 'data-type': a.type, 'data-actor': a.actor ?? 'issuer' },
     h('h5', { class: 'amendment-title' }, h('span', { class: 'seq' }, `${a.seq}.`), ` ${s.types[a.type] ?? a.type} · ${day(a.effectiveAt)}`),
     h(
       'dl',
@@ -707,6 +715,8 @@ function amendmentItem(a: Amendment, chain: Check[]): HTMLElement {
       a.docs.length > 0 && row(s.attached, a.docs.map((d) => d.originalFileName ?? d.key).join(', ')),
       (a.privateDocuments ?? 0) > 0 && row(s.attached, s.privateDocuments(a.privateDocuments ?? 0)),
       row(s.recordedAt, when(a.createdAt)),
+      row(s.actor, s.actors[a.actor ?? 'issuer'] ?? a.actor ?? ''),
+      a.consent !== undefined && row(s.consent, s.consents[a.consent] ?? a.consent),
     ),
     a.proof
       ? h(

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import {
   CLAIM_TERM_MS,
   lapsesOf,
+  needsConsent,
   refusalOf,
   stateAfter,
   stateRecordedBy,
@@ -152,6 +153,65 @@ describe('lifecycle: what may follow what (each a 409)', () => {
       amendment('CLAIM', { claimedAmount: 400.01 }),
       /at most/,
     );
+  });
+});
+
+describe('lifecycle: the contracting authority as a party (its acts, its consent)', () => {
+  const A = 'authority-1';
+  const byAuthority = { actor: 'authority' as const, actorOrgId: A };
+  const linked = (): Amendment => amendment('BENEFICIARY_LINKED', { ...byAuthority, seq: 1 });
+  beforeEach(() => {
+    seq = 0;
+  });
+
+  it("a demand is the linked authority's only, one open at a time, at most the amount; the issuer's CLAIM is refused once one took charge", () => {
+    expect(refusalOf(issued, [], amendment('DEMAND', { claimedAmount: 10 }), byAuthority)).to.match(/Only the contracting authority that took charge/);
+    const chain = [linked()];
+    expect(refusalOf(issued, chain, amendment('DEMAND', { claimedAmount: 10 }), { actor: 'authority', actorOrgId: 'another' })).to.match(
+      /Only the contracting/,
+    );
+    expect(refusalOf(issued, chain, amendment('DEMAND', { claimedAmount: 1000.01 }), byAuthority)).to.match(/at most the current amount, 1000/);
+    expect(refusalOf(issued, chain, amendment('CLAIM', { claimedAmount: 10 }))).to.match(/a demand is its act/);
+    const demanded = [...chain, amendment('DEMAND', { claimedAmount: 400, ...byAuthority, seq: 2 })];
+    expect(stateAfter(issued, demanded, now)).to.include({ status: 'CLAIMED', beneficiary: A });
+    expect(refusalOf(issued, demanded, amendment('DEMAND', { claimedAmount: 1 }), byAuthority)).to.match(/A demand is open already \(amendment 2\)/);
+    const withdrawn = [...demanded, amendment('DEMAND_WITHDRAWN', { ...byAuthority, seq: 3 })];
+    expect(stateAfter(issued, withdrawn, now)).to.include({ status: 'ACTIVE', openClaim: null });
+    expect(refusalOf(issued, withdrawn, amendment('DEMAND_WITHDRAWN'), byAuthority)).to.equal('No demand is open to withdraw.');
+  });
+
+  it("an issuer's amendment that would reduce the cover waits (one at a time): ACCEPT applies it as checked then, REFUSE leaves the state", () => {
+    const chain = [linked()];
+    const fold = foldFrom(
+      foldStart(issued),
+      chain.map((a) => ({ ...a })),
+    );
+    expect(needsConsent(fold, { type: 'PARTIAL_RELEASE', garantedAmount: 500 }, { actor: 'issuer' })).to.equal(true);
+    expect(needsConsent(fold, { type: 'AMOUNT_CHANGE', garantedAmount: 900 }, { actor: 'issuer' })).to.equal(true);
+    expect(needsConsent(fold, { type: 'AMOUNT_CHANGE', garantedAmount: 1100 }, { actor: 'issuer' })).to.equal(false);
+    expect(needsConsent(fold, { type: 'EXTENSION', garantedAmount: null }, { actor: 'issuer' })).to.equal(false);
+    expect(needsConsent(fold, { type: 'RELEASE', garantedAmount: null }, { actor: 'authority' })).to.equal(false);
+    expect(needsConsent(foldStart(issued), { type: 'RELEASE', garantedAmount: null }, { actor: 'issuer' })).to.equal(false);
+
+    const waiting = [...chain, amendment('PARTIAL_RELEASE', { garantedAmount: 500, consent: 'PENDING', seq: 2 })];
+    expect(stateAfter(issued, waiting, now)).to.include({ status: 'ACTIVE', garantedAmount: 1000, lastSeq: 2 });
+    expect(stateAfter(issued, waiting, now).pendingConsent).to.deep.equal({ seq: 2, type: 'PARTIAL_RELEASE' });
+    expect(refusalOf(issued, waiting, amendment('CANCELLATION'), { actor: 'issuer', actorOrgId: null })).to.match(/Amendment 2 waits/);
+    expect(refusalOf(issued, waiting, amendment('AMENDMENT_RESPONSE', { amendmentSeq: 1, decision: 'ACCEPT' }), byAuthority)).to.equal(
+      'Amendment 1 does not wait for an answer (amendment 2 does).',
+    );
+    const accepted = [...waiting, amendment('AMENDMENT_RESPONSE', { amendmentSeq: 2, decision: 'ACCEPT', ...byAuthority, seq: 3 })];
+    expect(stateAfter(issued, accepted, now)).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 500, pendingConsent: null, lastSeq: 3 });
+    const refused = [...waiting, amendment('AMENDMENT_RESPONSE', { amendmentSeq: 2, decision: 'REFUSE', ...byAuthority, seq: 3 })];
+    expect(stateAfter(issued, refused, now)).to.include({ status: 'ACTIVE', garantedAmount: 1000, pendingConsent: null });
+    // Checked again on ACCEPT: the authority released more itself meanwhile.
+    const overtaken = [...waiting, amendment('PARTIAL_RELEASE', { garantedAmount: 300, ...byAuthority, seq: 3 })];
+    expect(refusalOf(issued, overtaken, amendment('AMENDMENT_RESPONSE', { amendmentSeq: 2, decision: 'ACCEPT' }), byAuthority)).to.equal(
+      'Amendment 2 can no longer apply: garantedAmount must be lower than the current amount, 300.',
+    );
+    // A release by the authority ends it all, the waiting amendment with it.
+    const released = [...waiting, amendment('RELEASE', { ...byAuthority, seq: 3 })];
+    expect(stateAfter(issued, released, now)).to.include({ status: 'RELEASED', pendingConsent: null });
   });
 });
 
