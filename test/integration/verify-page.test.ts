@@ -376,6 +376,9 @@ describe('the verification page in Chromium', function () {
     expect(await text(page, '[data-amendment][data-seq="1"]'))
       .to.include('Presa in carico della stazione appaltante')
       .and.include('la stazione appaltante');
+    expect(await text(page, '[data-amendment][data-seq="2"]'))
+      .to.include('Escussione della stazione appaltante')
+      .and.include('Inadempimento');
     expect(await text(page, '[data-amendment][data-seq="3"]'))
       .to.include("l'emittente")
       .and.include('Consenso della stazione appaltante')
