@@ -8,7 +8,10 @@ import type supertest from 'supertest';
 import { CLAIM_TERM_MS } from '../../src/guarantees/amendments.js';
 import { select } from '../../src/shared/db/sequelize.js';
 import { registered } from '../support/guarantees.js';
-import { appWith, harness, issueFile, newAuthority, type TestAuthority } from '../support/harness.js';
+import { appWith, eventually, harness, issueFile, newAuthority, type TestAuthority } from '../support/harness.js';
+import { receiver } from '../support/receiver.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { startWorkers, type RunningWorkers } from '../../workers/index.js';
 
 type Registered = Awaited<ReturnType<typeof registered>>;
 
@@ -144,6 +147,40 @@ describe("contracting authorities: their acts, and their consent to the issuer's
     expect(late.body.detail).to.equal('Amendment 2 can no longer apply: garantedAmount must be lower than the current amount, 5000.');
     expect((await act(a, r.id, { type: 'RELEASE', effectiveAt: '2026-07-01T00:00:00Z' })).status).to.equal(200);
     expect(await state(r)).to.include({ status: 'RELEASED', pendingConsent: null });
+  });
+
+  it("delivers the demand to both parties' webhooks, signed, through the outbox and the webhooks worker", async () => {
+    const { r, a } = await linked();
+    const issuerHooks = await receiver('/issuer');
+    const authorityHooks = await receiver('/authority');
+    let workers: RunningWorkers | undefined;
+    try {
+      for (const [org, hooks] of [
+        [r.org, issuerHooks],
+        [a, authorityHooks],
+      ] as const) {
+        expect((await http.post('/api/v1/webhooks').set('X-API-Key', org.key).send({ endpoint: hooks.url })).status).to.equal(200);
+      }
+      const demand = await act(a, r.id, { type: 'DEMAND', claimedAmount: 700, reason: 'inadempimento' });
+      expect(demand.status).to.equal(200);
+      workers = await startWorkers(['webhooks'], { config: (await harness()).config, logger: createLogger('silent') });
+      for (const hooks of [issuerHooks, authorityHooks]) {
+        await eventually(
+          'the demand delivered',
+          () => hooks.received.some((x) => (JSON.parse(x.body) as { type: string }).type === 'guarantee.demanded'),
+          20_000,
+        );
+        const got = hooks.received.find((x) => (JSON.parse(x.body) as { type: string }).type === 'guarantee.demanded')!;
+        const body = JSON.parse(got.body) as { data: { amendment: { seq: number; type: string }; claimDueAt: string } };
+        expect(body.data.amendment).to.include({ seq: 2, type: 'DEMAND' });
+        expect(body.data.claimDueAt).to.be.a('string');
+        expect(got.headers['webhook-signature']).to.match(/^v1,/);
+      }
+    } finally {
+      await workers?.close();
+      await issuerHooks.close();
+      await authorityHooks.close();
+    }
   });
 
   it("keeps the acts to the authority's own guarantees and documents; retries and stale views are safe", async () => {
