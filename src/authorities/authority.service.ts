@@ -28,7 +28,7 @@ export function createAuthorityService(deps: {
   orgs: { findOrganization(id: string): Promise<Organization | undefined> };
   guarantees: Pick<GuaranteeRepository, 'findHitById'>;
   amendments: Pick<AmendmentService, 'recordAct' | 'recordActRequest'>;
-  amendmentRepo: Pick<AmendmentRepository, 'stateOf'>;
+  amendmentRepo: Pick<AmendmentRepository, 'statesOf'>;
   verifications: Pick<VerificationService, 'find' | 'partyView'>;
   outbox: Outbox;
   now?: () => Date;
@@ -156,16 +156,20 @@ export function createAuthorityService(deps: {
         const top = totalItems - (q.page - 1) * q.limit;
         items = top > 0 ? await repo.bySeq(authorityId, Math.max(0, top - q.limit), top) : [];
       }
-      const states = await Promise.all(items.map((i) => amendmentRepo.stateOf(i.guaranteeId, at)));
+      // Every item's state in one statement.
+      const states = await amendmentRepo.statesOf(
+        items.map((i) => i.guaranteeId),
+        at,
+      );
       return {
         totalItems,
-        guarantees: items.map((i, n) => ({
+        guarantees: items.map((i) => ({
           guaranteeId: i.guaranteeId,
           issuer: i.issuer,
           policyNumber: i.policyNumber,
           cig: i.cig,
           linkedAt: i.linkedAt.toISOString(),
-          state: toStateView(states[n]!),
+          state: toStateView(states.get(i.guaranteeId)!),
         })),
       };
     },

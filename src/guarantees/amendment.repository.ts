@@ -187,7 +187,8 @@ const CURRENT_SQL = `SELECT g.garanted_amount, g.expires_at, g.is_automatic_rene
   f.garanted_amount AS fold_garanted_amount, f.expires_at AS fold_expires_at, f.claim_seq AS fold_claim_seq, f.claimed_amount AS fold_claimed_amount,
   f.claim_effective_at AS fold_claim_effective_at, f.ended AS fold_ended, f.partially_released AS fold_partially_released, f.beneficiary_id AS fold_beneficiary_id, f.pending AS fold_pending, f.last_seq AS fold_last_seq,
   (SELECT MAX(a.seq) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS last_seq
-  FROM guarantees g LEFT JOIN guarantee_folds f ON f.guarantee_id = g.id WHERE g.id = $1`;
+  FROM guarantees g LEFT JOIN guarantee_folds f ON f.guarantee_id = g.id`;
+const CURRENT_OF_ONE = `${CURRENT_SQL} WHERE g.id = $1`;
 
 function storedFold(r: CurrentRow): Folded | undefined {
   if (r.fold_last_seq === null) return undefined;
@@ -252,7 +253,7 @@ export function createAmendmentRepository(db: Sequelize) {
   async function current(guaranteeId: string, opts: { orgId?: string; t?: Transaction } = {}): Promise<Current | undefined> {
     const [row] = await select<CurrentRow>(
       db,
-      opts.orgId === undefined ? CURRENT_SQL : `${CURRENT_SQL} AND g.org_id = $2`,
+      opts.orgId === undefined ? CURRENT_OF_ONE : `${CURRENT_OF_ONE} AND g.org_id = $2`,
       opts.orgId === undefined ? [guaranteeId] : [guaranteeId, opts.orgId],
       opts.t,
     );
@@ -323,6 +324,35 @@ export function createAmendmentRepository(db: Sequelize) {
     async stateOf(guaranteeId: string, at: Date): Promise<GuaranteeState | undefined> {
       const c = await current(guaranteeId);
       return c && stateOfFold(c.fold, c.issued, at);
+    },
+
+    /**
+     * What each of these guarantees covers at `at` (a list's page): their folds in one
+     * statement; one behind its last amendment (a rolling release) is brought up to date as
+     * `current` does. Absent ids have no entry.
+     */
+    async statesOf(guaranteeIds: readonly string[], at: Date): Promise<Map<string, GuaranteeState>> {
+      const states = new Map<string, GuaranteeState>();
+      if (!guaranteeIds.length) return states;
+      const rows = await select<CurrentRow & { id: string }>(
+        db,
+        `SELECT g.id, ${CURRENT_SQL.slice('SELECT '.length)} WHERE g.id IN ($1)`,
+        [guaranteeIds],
+        undefined,
+        {
+          prepared: false,
+        },
+      );
+      for (const row of rows) {
+        const fold = storedFold(row);
+        if (fold && fold.lastSeq === Number(row.last_seq ?? 0)) states.set(row.id, stateOfFold(fold, toIssued(row), at));
+        else if (row.last_seq === null) states.set(row.id, stateOfFold(foldStart(toIssued(row)), toIssued(row), at));
+        else {
+          const c = await current(row.id);
+          if (c) states.set(row.id, stateOfFold(c.fold, c.issued, at));
+        }
+      }
+      return states;
     },
 
     /** Stores the guarantee's fold, in `t`, which holds the guarantee's row lock (as every writer of its amendments does). */

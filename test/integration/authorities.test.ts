@@ -7,6 +7,8 @@
 import { expect } from 'chai';
 import type supertest from 'supertest';
 import { verifyAmendmentProof } from '../../src/notarization/proof.js';
+import { v7 as uuidv7 } from 'uuid';
+import { createAmendmentRepository } from '../../src/guarantees/amendment.repository.js';
 import { select } from '../../src/shared/db/sequelize.js';
 import { notarizeAll, registered } from '../support/guarantees.js';
 import { appWith, harness, newAuthority, newOrg, type TestAuthority } from '../support/harness.js';
@@ -236,6 +238,40 @@ describe('contracting authorities: their keys, and taking charge of a guarantee'
     expect(page1.body.totalItems).to.equal(3);
     expect(page1.body.guarantees.map((g: { guaranteeId: string }) => g.guaranteeId)).to.deep.equal([taken[2], taken[1]]);
     expect(page1.body.guarantees[0].state).to.include({ status: 'ACTIVE', lastSeq: 1 });
+    // A page's states are read together; one whose fold is behind its amendments (the previous
+    // release recorded one during a rolling release) is folded on.
+    const { db } = await harness();
+    const repo = createAmendmentRepository(db);
+    const [behind] = await select<{ org_id: string }>(db, 'SELECT org_id FROM guarantees WHERE id = $1', [taken[1]]);
+    await repo.transaction(async (t) => {
+      await repo.lockIssued(behind!.org_id, taken[1]!, t);
+      const at = new Date();
+      await repo.insert(
+        behind!.org_id,
+        {
+          id: uuidv7(),
+          guaranteeId: taken[1]!,
+          seq: 2,
+          type: 'EXTENSION',
+          actor: 'issuer',
+          actorOrgId: null,
+          effectiveAt: at,
+          expiresAt: new Date('2031-01-01T00:00:00Z'),
+          garantedAmount: null,
+          claimedAmount: null,
+          paidAmount: null,
+          reason: null,
+          docs: [],
+          createdAt: at,
+          notarizationStatus: 'PENDING',
+          txHash: null,
+        },
+        t,
+      );
+    });
+    const healed = await http.get('/api/authority/v1/guarantees?limit=2').set('X-API-Key', authority.key);
+    expect(healed.body.guarantees[1].state).to.include({ lastSeq: 2, expiresAt: '2031-01-01T00:00:00.000Z' });
+    expect(healed.body.guarantees[0].state).to.include({ lastSeq: 1 });
     const page2 = await http.get('/api/authority/v1/guarantees?limit=2&page=2').set('X-API-Key', authority.key);
     expect(page2.body.guarantees.map((g: { guaranteeId: string }) => g.guaranteeId)).to.deep.equal([taken[0]]);
     const byCig = await http.get('/api/authority/v1/guarantees?cig=CIG0000001').set('X-API-Key', authority.key);
