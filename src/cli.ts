@@ -66,6 +66,15 @@ const SET_OPTIONS = ['--vat', '--register', '--name', '--ausa', '--ipa'];
 
 const say = (message: string) => process.stderr.write(`${message}\n`);
 
+/** An error the operator may read (a refused input, an unknown id): said, exit code 1; any other is thrown. */
+function exitOnExposed(err: unknown): number {
+  if (err instanceof AppError && err.expose) {
+    say(err.message);
+    return 1;
+  }
+  throw err;
+}
+
 /** The operator's commands in the audit trail. */
 const CLI = { actor: 'cli' } as const;
 
@@ -172,13 +181,7 @@ export async function runCli(argv: string[]): Promise<number> {
         say(`stored the EVM anchor key, sealed under ENCRYPTION_KEY; fund ${address} with gas`);
         process.stdout.write(`${address}\n`);
         return 0;
-      }).catch((err: unknown) => {
-        if (err instanceof AppError && err.expose) {
-          say(err.message);
-          return 1;
-        }
-        throw err;
-      });
+      }).catch(exitOnExposed);
     return verb === 'set-key' ? audited(config, 'evm.set_key', 'anchor_key:evm', run) : run();
   }
   if (noun === 'authority' && ['add-user', 'remove-user', 'users'].includes(verb ?? '') && arg && argv.length === (verb === 'users' ? 3 : 4)) {
@@ -194,13 +197,7 @@ export async function runCli(argv: string[]): Promise<number> {
         say(already ? `${fiscalCode} was bound to authority ${arg} already` : `bound ${fiscalCode} to authority ${arg}: they may sign in to /authority`);
       } else say(`unbound ${await people.remove(arg, person)} from authority ${arg}`);
       return 0;
-    }).catch((err: unknown) => {
-      if (err instanceof AppError && err.expose) {
-        say(err.message);
-        return 1;
-      }
-      throw err;
-    });
+    }).catch(exitOnExposed);
   }
   // Options after the positional arguments, each with a value.
   const options = new Map<string, string>();
@@ -262,13 +259,7 @@ export async function runCli(argv: string[]): Promise<number> {
       return 2;
     }
     return 0;
-  }).catch((err: unknown) => {
-    if (err instanceof AppError && err.expose) {
-      say(err.message);
-      return 1;
-    }
-    throw err;
-  });
+  }).catch(exitOnExposed);
 }
 
 /**

@@ -436,15 +436,7 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
     num !== old.rootNum &&
     !old.fields.has(num) &&
     !old.allAnnots.has(num);
-  const free = (num: number): boolean =>
-    !valueOf.has(num) &&
-    !roles.reached.has(num) &&
-    !old.shown.has(num) &&
-    !old.pages.has(num) &&
-    !old.pageNodes.has(num) &&
-    num !== old.rootNum &&
-    !old.fields.has(num) &&
-    !old.allAnnots.has(num);
+  const free = (num: number): boolean => !valueOf.has(num) && valueAlone(num);
   /** A rule for a role may let change a free object that is new, or that played the role in the signed revision. */
   const inRole = (num: number, was: boolean): boolean => free(num) && (isNew(num) || was);
   const mayFill = rules.docMdp === undefined || rules.docMdp >= 2;
