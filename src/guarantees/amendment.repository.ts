@@ -8,6 +8,7 @@ import { FILE_SQL, attachStatement } from '../files/file.sql.js';
 import {
   foldFrom,
   foldStart,
+  stateAfter,
   stateOfFold,
   type Amendment,
   type AmendmentActor,
@@ -180,13 +181,15 @@ interface FoldRow {
 }
 
 /** A guarantee's registration, its stored fold if any (fold_seq null: none) and its last amendment's seq (null: none). */
-type CurrentRow = IssuedRow & { [K in keyof FoldRow as `fold_${K}`]: FoldRow[K] | null } & { last_seq: number | null };
+type CurrentRow = IssuedRow & { [K in keyof FoldRow as `fold_${K}`]: FoldRow[K] | null } & { last_seq: number | null; latest_effective_at: Date | null };
 
-// The last seq by the unique key (guarantee_id, seq): one index entry read, as many amendments as it has.
+// The last seq by the unique key (guarantee_id, seq), the latest effectiveAt by (guarantee_id,
+// effective_at): one index entry read each, as many amendments as it has.
 const CURRENT_SQL = `SELECT g.garanted_amount, g.expires_at, g.is_automatic_renewal,
   f.garanted_amount AS fold_garanted_amount, f.expires_at AS fold_expires_at, f.claim_seq AS fold_claim_seq, f.claimed_amount AS fold_claimed_amount,
   f.claim_effective_at AS fold_claim_effective_at, f.ended AS fold_ended, f.partially_released AS fold_partially_released, f.beneficiary_id AS fold_beneficiary_id, f.pending AS fold_pending, f.last_seq AS fold_last_seq,
-  (SELECT MAX(a.seq) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS last_seq
+  (SELECT MAX(a.seq) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS last_seq,
+  (SELECT MAX(a.effective_at) FROM guarantee_amendments a WHERE a.guarantee_id = g.id) AS latest_effective_at
   FROM guarantees g LEFT JOIN guarantee_folds f ON f.guarantee_id = g.id`;
 const CURRENT_OF_ONE = `${CURRENT_SQL} WHERE g.id = $1`;
 
@@ -211,7 +214,12 @@ function storedFold(r: CurrentRow): Folded | undefined {
 export interface Current {
   issued: Issued;
   fold: Folded;
+  /** The latest effectiveAt of its amendments (null: none): from then on the fold is its state (stateOfFold). */
+  latestEffectiveAt: Date | null;
 }
+
+const FOLDED_COLUMNS =
+  'seq, type, actor, actor_org_id, amendment_seq, decision, consent, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount';
 
 export function createAmendmentRepository(db: Sequelize) {
   /** Amendments matching `where` (on alias a), by guarantee and seq, each with its documents. */
@@ -261,17 +269,31 @@ export function createAmendmentRepository(db: Sequelize) {
     const issued = toIssued(row);
     let fold = storedFold(row) ?? foldStart(issued);
     const lastSeq = Number(row.last_seq ?? 0);
-    while (fold.lastSeq < lastSeq) {
-      const missing = await select<Row>(
-        db,
-        `SELECT seq, type, actor, actor_org_id, amendment_seq, decision, consent, effective_at, expires_at, garanted_amount, claimed_amount, paid_amount FROM guarantee_amendments
-        WHERE guarantee_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`,
-        [guaranteeId, fold.lastSeq, Math.min(lastSeq, fold.lastSeq + HEAL_BATCH)],
-        opts.t,
-      );
-      fold = foldFrom(fold, missing.map(toFolded));
-    }
-    return { issued, fold };
+    while (fold.lastSeq < lastSeq) fold = foldFrom(fold, await foldedBatch(guaranteeId, fold.lastSeq, lastSeq, opts.t));
+    return { issued, fold, latestEffectiveAt: row.latest_effective_at };
+  }
+
+  /** At most HEAL_BATCH of the guarantee's amendments after seq `after` and up to `last`, as the fold reads them. */
+  async function foldedBatch(guaranteeId: string, after: number, last: number, t?: Transaction): Promise<FoldedAmendment[]> {
+    const rows = await select<Row>(
+      db,
+      `SELECT ${FOLDED_COLUMNS} FROM guarantee_amendments WHERE guarantee_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq`,
+      [guaranteeId, after, Math.min(last, after + HEAL_BATCH)],
+      t,
+    );
+    return rows.map(toFolded);
+  }
+
+  /**
+   * What the guarantee `c` is the current fold of covers at `at`: its stored fold once every
+   * amendment applies (one row read before); while one is dated later, its amendments are
+   * read and folded as of `at` (stateAfter), the later ones listed as scheduled.
+   */
+  async function stateAt(guaranteeId: string, c: Current, at: Date, t?: Transaction): Promise<GuaranteeState> {
+    if (c.latestEffectiveAt === null || c.latestEffectiveAt <= at) return stateOfFold(c.fold, c.issued, at);
+    const amendments: FoldedAmendment[] = [];
+    while (amendments.length < c.fold.lastSeq) amendments.push(...(await foldedBatch(guaranteeId, amendments.length, c.fold.lastSeq, t)));
+    return stateAfter(c.issued, amendments, at);
   }
 
   return {
@@ -316,20 +338,23 @@ export function createAmendmentRepository(db: Sequelize) {
     },
 
     current,
+    stateAt,
 
     /**
      * What the guarantee covers at `at`, from its fold (undefined if there is no such
-     * guarantee): as stateAfter over all its amendments, reading one row when the fold is current.
+     * guarantee): as stateAfter over all its amendments, reading one row when the fold is
+     * current and every amendment applies.
      */
     async stateOf(guaranteeId: string, at: Date): Promise<GuaranteeState | undefined> {
       const c = await current(guaranteeId);
-      return c && stateOfFold(c.fold, c.issued, at);
+      return c && stateAt(guaranteeId, c, at);
     },
 
     /**
      * What each of these guarantees covers at `at` (a list's page): their folds in one
      * statement; one behind its last amendment (a rolling release) is brought up to date as
-     * `current` does. Absent ids have no entry.
+     * `current` does, and one with an amendment dated after `at` is folded as of `at` as
+     * `stateAt` does. Absent ids have no entry.
      */
     async statesOf(guaranteeIds: readonly string[], at: Date): Promise<Map<string, GuaranteeState>> {
       const states = new Map<string, GuaranteeState>();
@@ -344,13 +369,10 @@ export function createAmendmentRepository(db: Sequelize) {
         },
       );
       for (const row of rows) {
-        const fold = storedFold(row);
-        if (fold && fold.lastSeq === Number(row.last_seq ?? 0)) states.set(row.id, stateOfFold(fold, toIssued(row), at));
-        else if (row.last_seq === null) states.set(row.id, stateOfFold(foldStart(toIssued(row)), toIssued(row), at));
-        else {
-          const c = await current(row.id);
-          if (c) states.set(row.id, stateOfFold(c.fold, c.issued, at));
-        }
+        const stored = storedFold(row);
+        const fold = row.last_seq === null ? foldStart(toIssued(row)) : stored?.lastSeq === Number(row.last_seq) ? stored : undefined;
+        const c = fold ? { issued: toIssued(row), fold, latestEffectiveAt: row.latest_effective_at } : await current(row.id);
+        if (c) states.set(row.id, await stateAt(row.id, c, at));
       }
       return states;
     },

@@ -130,5 +130,9 @@ export const stateView = z
       .object({ seq: z.number().int(), type: z.enum(['AMOUNT_CHANGE', 'PARTIAL_RELEASE', 'RELEASE', 'CANCELLATION']) })
       .nullable()
       .meta({ description: "The issuer's amendment waiting for the authority's consent (one at a time), if one is." }),
+    scheduled: z.array(z.object({ seq: z.number().int(), type: z.enum(AMENDMENT_TYPES), effectiveAt: isoDate })).meta({
+      description:
+        'Amendments recorded that apply from a later effectiveAt, in seq order: until then the state is as if they were not there (a RELEASE dated next month is not RELEASED today). An accepted amendment applies from its own effectiveAt.',
+    }),
   })
   .meta({ id: 'GuaranteeState' });

@@ -39,5 +39,6 @@ export function toStateView(s: GuaranteeState): z.infer<typeof stateView> {
     lastSeq: s.lastSeq,
     beneficiary: s.beneficiary,
     pendingConsent: s.pendingConsent,
+    scheduled: s.scheduled.map((a) => ({ seq: a.seq, type: a.type, effectiveAt: a.effectiveAt.toISOString() })),
   };
 }

@@ -20,7 +20,6 @@ import {
   foldFrom,
   needsConsent,
   refusalAfter,
-  stateOfFold,
   type Amendment,
   type AmendmentActor,
   type Folded,
@@ -146,7 +145,7 @@ export function createAmendmentService(deps: {
       if (input.expectedSeq !== undefined && input.expectedSeq !== lastSeq) {
         throw new ConflictError(`expectedSeq is ${input.expectedSeq}, but the last amendment is ${lastSeq}: read the amendments again.`);
       }
-      if (act.doneAlready?.(current.fold)) return { amendment: undefined, state: stateOfFold(current.fold, current.issued, now()) };
+      if (act.doneAlready?.(current.fold)) return { amendment: undefined, state: await repo.stateAt(guaranteeId, current, now(), t) };
       const refusal = refusalAfter(current.fold, input, act);
       if (refusal) throw new ConflictError(refusal);
       const createdAt = now();
@@ -186,7 +185,9 @@ export function createAmendmentService(deps: {
       if (answered !== undefined) await repo.setConsent(guaranteeId, answered, input.decision === 'ACCEPT' ? 'ACCEPTED' : 'REFUSED', t);
       const fold = foldFrom(current.fold, [amendment]);
       await repo.saveFold(guaranteeId, fold, t);
-      const state = stateOfFold(fold, current.issued, createdAt);
+      const latest = current.latestEffectiveAt;
+      const latestEffectiveAt = latest && latest > amendment.effectiveAt ? latest : amendment.effectiveAt;
+      const state = await repo.stateAt(guaranteeId, { issued: current.issued, fold, latestEffectiveAt }, createdAt, t);
       // Both parties hear of every change once an authority took charge; the authority's acts and the consents, by name.
       const parties = [orgId, ...(authority && authority !== orgId ? [authority] : [])];
       const amended = { amendment: toAmendmentView(amendment), state: toStateView(state) };
@@ -285,11 +286,11 @@ export function createAmendmentService(deps: {
       return amendment;
     },
 
-    /** What the guarantee covers now, from its fold (404 for another organization's guarantee, or none). */
+    /** What the guarantee covers now, from its fold (its amendments, while one is dated later) (404 for another organization's guarantee, or none). */
     async state(orgId: string, guaranteeId: string): Promise<GuaranteeState> {
       const current = isUuid(guaranteeId) ? await repo.current(guaranteeId, { orgId }) : undefined;
       if (!current) throw noSuch(guaranteeId);
-      return stateOfFold(current.fold, current.issued, now());
+      return repo.stateAt(guaranteeId, current, now());
     },
   };
 }

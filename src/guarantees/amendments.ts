@@ -106,6 +106,15 @@ export interface GuaranteeState {
   beneficiary: string | null;
   /** The issuer's amendment waiting for the authority's consent, if one is. */
   pendingConsent: { seq: number; type: Pending['type'] } | null;
+  /** Amendments recorded that apply later (their effectiveAt is after the state's instant), in seq order. */
+  scheduled: Scheduled[];
+}
+
+/** An amendment recorded to apply from a later instant: until then the state is as if it were not there. */
+export interface Scheduled {
+  seq: number;
+  type: AmendmentType;
+  effectiveAt: Date;
 }
 
 /** The fold's running state: the state's inputs, without the clock (kept per guarantee in guarantee_folds). */
@@ -233,7 +242,7 @@ function typeRefusal(f: Folded, a: NewAmendment, by: Recorded): string | undefin
 }
 
 /** `f` after `a` (which must have been accepted), as amendment `seq`. */
-function apply(f: Folded, a: NewAmendment & Recorded, seq: number): Folded {
+function apply(f: Folded, a: Omit<FoldedAmendment, 'seq'>, seq: number): Folded {
   // Waiting for the authority's consent: recorded, and nothing changes until it accepts.
   if (a.consent) {
     const type = a.type as Pending['type'];
@@ -243,7 +252,7 @@ function apply(f: Folded, a: NewAmendment & Recorded, seq: number): Folded {
 }
 
 /** What `a` (amendment `seq`) changes in `next` (f with its lastSeq already set). */
-function effect(next: Folded, a: NewAmendment & Recorded, seq: number): Folded {
+function effect(next: Folded, a: Omit<FoldedAmendment, 'seq'>, seq: number): Folded {
   const f = next;
   switch (a.type) {
     case 'EXTENSION':
@@ -279,11 +288,39 @@ function effect(next: Folded, a: NewAmendment & Recorded, seq: number): Folded {
   }
 }
 
-function fold(issued: Issued, amendments: readonly Amendment[]): Folded {
+/** Every amendment folded, whatever its effectiveAt: what the rules check a new amendment against. */
+function fold(issued: Issued, amendments: readonly FoldedAmendment[]): Folded {
   return amendments.reduce((f, a) => apply(f, a, a.seq), start(issued));
 }
 
-function stateOf(f: Folded, issued: Issued, now: Date): GuaranteeState {
+/**
+ * The fold at `at`: each amendment applies from its effectiveAt on, in seq order; until then
+ * it is listed in `scheduled` and changes nothing. Three things apply when recorded, whatever
+ * they say: the authority's server-dated acts (their effectiveAt is the time of receipt), an
+ * amendment waiting for consent (it waits from then on, and its effect comes with the answer),
+ * and the answer itself; an accepted amendment's effect applies from its own effectiveAt (an
+ * earlier one, at once). Once every amendment's instant has passed this is `fold`: the state
+ * the rules were checked against.
+ */
+function foldAt(issued: Issued, amendments: readonly FoldedAmendment[], at: Date): { fold: Folded; scheduled: Scheduled[] } {
+  const scheduled: Scheduled[] = [];
+  let f = start(issued);
+  for (const a of amendments) {
+    const pending = f.pending;
+    if (a.type === 'AMENDMENT_RESPONSE' && a.decision === 'ACCEPT' && pending && pending.effectiveAt > at) {
+      f = { ...f, lastSeq: a.seq, pending: null };
+      scheduled.push({ seq: pending.seq, type: pending.type, effectiveAt: pending.effectiveAt });
+    } else if (!a.consent && a.type !== 'AMENDMENT_RESPONSE' && a.effectiveAt > at) {
+      f = { ...f, lastSeq: a.seq };
+      scheduled.push({ seq: a.seq, type: a.type, effectiveAt: a.effectiveAt });
+    } else {
+      f = apply(f, a, a.seq);
+    }
+  }
+  return { fold: f, scheduled };
+}
+
+function stateOf(f: Folded, issued: Issued, now: Date, scheduled: Scheduled[] = []): GuaranteeState {
   const expired = f.expiresAt !== null && f.expiresAt <= now && issued.isAutomaticRenewal !== true;
   const status: GuaranteeStatus =
     f.ended === 'CANCELLED'
@@ -306,12 +343,14 @@ function stateOf(f: Folded, issued: Issued, now: Date): GuaranteeState {
     lastSeq: f.lastSeq,
     beneficiary: f.beneficiary,
     pendingConsent: f.pending && { seq: f.pending.seq, type: f.pending.type },
+    scheduled,
   };
 }
 
-/** The state of a guarantee registered as `issued`, after `amendments` (in seq order), at `now`. */
-export function stateAfter(issued: Issued, amendments: readonly Amendment[], now: Date): GuaranteeState {
-  return stateOf(fold(issued, amendments), issued, now);
+/** The state of a guarantee registered as `issued`, after `amendments` (in seq order), at `now`: each applied from its effectiveAt (foldAt). */
+export function stateAfter(issued: Issued, amendments: readonly FoldedAmendment[], now: Date): GuaranteeState {
+  const { fold: f, scheduled } = foldAt(issued, amendments, now);
+  return stateOf(f, issued, now, scheduled);
 }
 
 /** Why `a` may not be recorded after `amendments` (a 409's detail), or undefined. */
@@ -341,7 +380,7 @@ export type FoldedAmendment = Pick<
 export function foldFrom(f: Folded, amendments: readonly FoldedAmendment[]): Folded {
   return amendments.reduce((g, a) => {
     if (a.seq !== g.lastSeq + 1) throw new Error(`amendment ${a.seq} does not follow a fold at ${g.lastSeq}`);
-    return apply(g, { ...a, reason: null, docs: [] }, a.seq);
+    return apply(g, a, a.seq);
   }, f);
 }
 
@@ -350,7 +389,13 @@ export function refusalAfter(f: Folded, a: NewAmendment, by: Recorded = { actorO
   return refusal(f, a, by);
 }
 
-/** The state of the fold `f` of a guarantee registered as `issued`, at `now`: stateAfter from a stored fold. */
+/**
+ * The state of the fold `f` of a guarantee registered as `issued`, at `now`: stateAfter from a
+ * stored fold. Only once no amendment of it is dated after `now`, so that every one has
+ * applied (an accepted amendment's effect waits for that amendment's own effectiveAt, so the
+ * latest effectiveAt bounds every instant foldAt waits for); before that, stateAfter over its
+ * amendments.
+ */
 export function stateOfFold(f: Folded, issued: Issued, now: Date): GuaranteeState {
   return stateOf(f, issued, now);
 }
@@ -397,6 +442,7 @@ export function lapsesOf(issued: Issued, registeredAt: Date, amendments: readonl
     issued.expiresAt,
     ...amendments.flatMap((a) => [
       a.createdAt,
+      a.effectiveAt,
       a.type === 'EXTENSION' ? a.expiresAt : null,
       a.type === 'CLAIM' || a.type === 'DEMAND' ? new Date(a.effectiveAt.getTime() + CLAIM_TERM_MS) : null,
     ]),

@@ -63,6 +63,7 @@ describe('lifecycle: amendments through the API', function () {
       lastSeq: 0,
       beneficiary: null,
       pendingConsent: null,
+      scheduled: [],
     });
 
     const posted: unknown[] = [];
@@ -289,6 +290,26 @@ describe('lifecycle: amendments through the API', function () {
     expect(events).to.have.length(1);
   });
 
+  it('applies each amendment from its effectiveAt: one dated later is scheduled in the state (and its event) until then, counted by the rules at once', async () => {
+    const { db } = await harness();
+    const id = await guarantee(org);
+    const nextMonth = new Date(Date.now() + 30 * 24 * 3600 * 1000).toISOString();
+    const cut = await amend(org, id, { type: 'PARTIAL_RELEASE', garantedAmount: 400, effectiveAt: nextMonth });
+    expect(cut.status).to.equal(200);
+    const state = await stateOf(org, id);
+    expect(state).to.include({ status: 'ACTIVE', garantedAmount: 1000, lastSeq: 1 });
+    expect(state.scheduled).to.deep.equal([{ seq: 1, type: 'PARTIAL_RELEASE', effectiveAt: nextMonth }]);
+    // The fold stored is every amendment's (the rules read it): the next cut must go below 400.
+    expect((await amend(org, id, { type: 'PARTIAL_RELEASE', garantedAmount: 500 }, true)).body.detail).to.match(/lower than the current amount, 400/);
+    const [event] = await select<{ body: string }>(db, "SELECT body FROM webhook_events WHERE org_id = $1 AND type = 'guarantee.amended'", [org.orgId]);
+    if (event) expect((JSON.parse(event.body) as { data: { state: { scheduled: unknown } } }).data.state.scheduled).to.deep.equal(state.scheduled);
+    // Backdated, it applies at once, the one still ahead kept scheduled.
+    expect((await amend(org, id, { type: 'EXTENSION', expiresAt: '2031-01-01T00:00:00Z', effectiveAt: '2026-01-01T00:00:00Z' })).status).to.equal(200);
+    const after = await stateOf(org, id);
+    expect(after).to.include({ expiresAt: '2031-01-01T00:00:00.000Z', garantedAmount: 1000, lastSeq: 2 });
+    expect(after.scheduled).to.deep.equal([{ seq: 1, type: 'PARTIAL_RELEASE', effectiveAt: nextMonth }]);
+  });
+
   it('says EXPIRED once expiresAt has passed without automatic renewal, and not with it, nor while a claim is open', async () => {
     const past = '2025-06-01T00:00:00Z';
     const expired = await guarantee(org, { garantedAmount: 10 }, past);
@@ -501,6 +522,7 @@ describe('lifecycle: the amendments a page at a time, and the fold kept with the
       lastSeq: 3,
       beneficiary: null,
       pendingConsent: null,
+      scheduled: [],
     });
     expect((await foldRows(id))[0]?.last_seq).to.equal(1);
     // Recorded: the rules and the seq see them.

@@ -84,9 +84,17 @@ describe("contracting authorities: their acts, and their consent to the issuer's
     expect(await state(r)).to.include({ status: 'ACTIVE', openClaim: null, claimDueAt: null, lastSeq: 3 });
     expect((await act(a, r.id, { type: 'DEMAND_WITHDRAWN' })).body.detail).to.equal('No demand is open to withdraw.');
     expect((await act(a, r.id, { type: 'DEMAND', claimedAmount: 3000 })).status).to.equal(200);
-    const paid = await amend(r, { type: 'CLAIM_SETTLED', paidAmount: 3000, effectiveAt: new Date(Date.now() + 1000).toISOString() });
+    // Dated a second ahead: recorded now, and scheduled until then (the demand stays open).
+    const paidAt = new Date(Date.now() + 1000);
+    const paid = await amend(r, { type: 'CLAIM_SETTLED', paidAmount: 3000, effectiveAt: paidAt.toISOString() });
     expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
-    expect(await state(r)).to.include({ status: 'ACTIVE', garantedAmount: 12000.5, lastSeq: 5 });
+    const waiting = await state(r);
+    expect(waiting).to.include({ status: 'CLAIMED', garantedAmount: 15000.5, lastSeq: 5 });
+    expect(waiting.scheduled).to.deep.equal([{ seq: 5, type: 'CLAIM_SETTLED', effectiveAt: paidAt.toISOString() }]);
+    await new Promise((resolve) => setTimeout(resolve, paidAt.getTime() - Date.now() + 50));
+    const settled = await state(r);
+    expect(settled).to.include({ status: 'ACTIVE', garantedAmount: 12000.5, lastSeq: 5 });
+    expect(settled.scheduled).to.deep.equal([]);
 
     // Each act is a row of both chains: the issuer's names the authority, the authority's its key.
     const { db } = await harness();

@@ -244,8 +244,8 @@ describe('the public verification under attack', function () {
       for (let i = 1; i <= MAX_PUBLIC_AMENDMENTS + 5; i++) {
         const body =
           i % 2
-            ? { type: 'AMOUNT_CHANGE', effectiveAt: '2027-01-01T00:00:00Z', garantedAmount: 1000 + i }
-            : { type: 'EXTENSION', effectiveAt: '2027-01-01T00:00:00Z', expiresAt: new Date(Date.UTC(2028, 0, i)).toISOString() };
+            ? { type: 'AMOUNT_CHANGE', effectiveAt: '2026-01-01T00:00:00Z', garantedAmount: 1000 + i }
+            : { type: 'EXTENSION', effectiveAt: '2026-01-01T00:00:00Z', expiresAt: new Date(Date.UTC(2028, 0, i)).toISOString() };
         const res = await http.post(`/api/v2/guarantees/${id}/amendments`).set('X-API-Key', org.key).send(body);
         expect(res.status, JSON.stringify(res.body)).to.equal(200);
       }

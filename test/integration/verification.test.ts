@@ -138,10 +138,10 @@ describe('public verification (contracting authorities)', function () {
     const { http } = await harness();
     const amend = async (body: Record<string, unknown>) =>
       expect((await http.post(`/api/v2/guarantees/${id}/amendments`).set('X-API-Key', org.key).send(body)).status).to.equal(200);
-    await amend({ type: 'PARTIAL_RELEASE', effectiveAt: '2027-02-01T00:00:00Z', garantedAmount: 5000 });
+    await amend({ type: 'PARTIAL_RELEASE', effectiveAt: '2026-02-01T00:00:00Z', garantedAmount: 5000 });
     await notarizeAll();
     await notarizeAll();
-    await amend({ type: 'RELEASE', effectiveAt: '2027-12-01T00:00:00Z', reason: 'Collaudo' });
+    await amend({ type: 'RELEASE', effectiveAt: '2026-10-01T00:00:00Z', reason: 'Collaudo' });
 
     const res = await verify({ policyNumber, checkCode });
     expect(res.status).to.equal(200);
@@ -155,6 +155,7 @@ describe('public verification (contracting authorities)', function () {
       lastSeq: 2,
       beneficiary: null,
       pendingConsent: null,
+      scheduled: [],
     });
     // The record as registered never changes.
     expect((match?.guarantee as unknown as { economics: { garantedAmount: number } }).economics.garantedAmount).to.equal(8000);

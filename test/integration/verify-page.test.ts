@@ -216,15 +216,15 @@ describe('the verification page in Chromium', function () {
     const appendix = await issueFile(g.org.orgId, { status: 'Clean', checksum: checksum(APPENDIX), fileName: 'appendice-1.pdf', public: true });
     await amend({
       type: 'EXTENSION',
-      effectiveAt: '2027-06-01T09:00:00+02:00',
+      effectiveAt: '2026-06-01T09:00:00+02:00',
       expiresAt: '2028-12-31T00:00:00Z',
       reason: 'Appendice n. 1: proroga',
       docs: [{ key: appendix, type: 'OTHER' }],
     });
-    await amend({ type: 'PARTIAL_RELEASE', effectiveAt: '2027-09-01T09:00:00+02:00', garantedAmount: 60000, reason: 'SAL n. 2' });
+    await amend({ type: 'PARTIAL_RELEASE', effectiveAt: '2026-09-01T09:00:00+02:00', garantedAmount: 60000, reason: 'SAL n. 2' });
     await notarizeAll();
     await notarizeAll();
-    await amend({ type: 'CLAIM', effectiveAt: '2027-10-01T09:00:00+02:00', claimedAmount: 25000, reason: 'Inadempimento' });
+    await amend({ type: 'CLAIM', effectiveAt: '2026-10-01T09:00:00+02:00', claimedAmount: 25000, reason: 'Inadempimento' });
     const page = await open(await qrUrl(g.org, g.id));
     expect(await resultOf(page)).to.equal('found');
     // The state comes right after the issuer, before the terms as registered.
@@ -237,7 +237,7 @@ describe('the verification page in Chromium', function () {
       .to.include('Escussa')
       .and.match(/60\.000,00\s€/)
       .and.include('31 dicembre 2028')
-      .and.include('16 ottobre 2027');
+      .and.include('16 ottobre 2026');
     const items = await inPage<Array<[string, string]>>(
       page,
       "[...document.querySelectorAll('[data-amendment]')].map((e) => [e.getAttribute('data-seq'), e.textContent])",
@@ -394,13 +394,15 @@ describe('the verification page in Chromium', function () {
     await screenshot(page, 'verify-history-authority');
   });
 
-  it('on a phone: fits the screen without sideways scrolling, its history of amendments too', async () => {
+  it('on a phone: fits the screen without sideways scrolling, its history of amendments too; an amendment in effect later is listed as such', async () => {
     const g = await registered();
     const { http } = await harness();
+    // In effect in two months: recorded, and not yet what the guarantee covers.
+    const later = new Date(Date.now() + 60 * 24 * 3600 * 1000);
     const amended = await http
       .post(`/api/v2/guarantees/${g.id}/amendments`)
       .set('X-API-Key', g.org.key)
-      .send({ type: 'EXTENSION', effectiveAt: '2027-06-01T00:00:00Z', expiresAt: '2029-06-30T00:00:00Z', reason: 'Appendice n. 1' });
+      .send({ type: 'EXTENSION', effectiveAt: later.toISOString(), expiresAt: '2029-06-30T00:00:00Z', reason: 'Appendice n. 1' });
     expect(amended.status).to.equal(200);
     await notarizeAll();
     await notarizeAll();
@@ -409,6 +411,11 @@ describe('the verification page in Chromium', function () {
     const widths = await inPage<number[]>(page, '[document.documentElement.scrollWidth, window.innerWidth]');
     expect(widths[0], 'page width against the screen').to.be.at.most(widths[1] as number);
     expect(await inPage<number>(page, "document.querySelectorAll('[data-amendment]').length")).to.equal(1);
+    expect(await text(page, '[data-guarantee-state] [data-scheduled="1"]'))
+      .to.include('Proroga')
+      .and.include(String(later.getUTCFullYear()));
+    expect(await text(page, '[data-guarantee-state]')).not.to.include('30 giugno 2029');
+    expect(Object.fromEntries(await checks(page))).to.include({ 'chain-state': 'true' });
     await screenshot(page, 'verify-phone');
   });
 

@@ -138,6 +138,8 @@ const TEXT = {
     openClaim: 'Escussione aperta',
     claimedOn: 'richiesta il',
     claimDue: "Termine di pagamento dell'emittente",
+    scheduled: 'Registrata, in vigore più avanti',
+    from: 'dal',
     registeredTerms: "Condizioni all'emissione",
     history: 'Storia della garanzia',
     noAmendments: "Nessuna appendice registrata: la garanzia è com'era all'emissione.",
@@ -331,6 +333,8 @@ const TEXT = {
     openClaim: 'Open claim',
     claimedOn: 'made on',
     claimDue: "The issuer's payment deadline",
+    scheduled: 'Recorded, in effect later',
+    from: 'from',
     registeredTerms: 'Terms when issued',
     history: "The guarantee's history",
     noAmendments: 'No amendment recorded: the guarantee is as issued.',
@@ -451,6 +455,8 @@ interface State {
   openClaim: { seq: number; claimedAmount: number; effectiveAt: string } | null;
   claimDueAt: string | null;
   lastSeq: number;
+  /** Amendments recorded that apply from a later date (absent from a registry before they did). */
+  scheduled?: Array<{ seq: number; type: string; effectiveAt: string }>;
 }
 type Amendment = AmendmentJson & { proof: Proof | null; notarizationReason?: string; privateDocuments?: number };
 interface Match {
@@ -624,6 +630,9 @@ function stateBlock(m: Match, verifiedAt: string): HTMLElement {
       row(s.currentExpiry, day(st.expiresAt)),
       st.openClaim && row(s.openClaim, `${euro(st.openClaim.claimedAmount)}, ${s.claimedOn} ${day(st.openClaim.effectiveAt)}`),
       st.claimDueAt !== null && row(s.claimDue, day(st.claimDueAt)),
+      ...(st.scheduled ?? []).map((a) =>
+        row(s.scheduled, `${a.seq}. ${s.types[a.type] ?? a.type}, ${s.from} ${day(a.effectiveAt)}`, { 'data-scheduled': String(a.seq) }),
+      ),
     ),
   );
 }
@@ -695,6 +704,7 @@ const toStateView0 = (st: State) => ({
   openClaim: st.openClaim && { seq: st.openClaim.seq, claimedAmount: st.openClaim.claimedAmount, effectiveAt: st.openClaim.effectiveAt },
   claimDueAt: st.claimDueAt,
   lastSeq: st.lastSeq,
+  scheduled: (st.scheduled ?? []).map((a) => ({ seq: a.seq, type: a.type, effectiveAt: a.effectiveAt })),
 });
 
 function amendmentChecks(a: Amendment, chain: Check[]): Check[] {

@@ -55,6 +55,7 @@ describe('lifecycle: the state folded from amendments', () => {
       lastSeq: 0,
       beneficiary: null,
       pendingConsent: null,
+      scheduled: [],
     });
   });
 
@@ -215,6 +216,83 @@ describe('lifecycle: the contracting authority as a party (its acts, its consent
   });
 });
 
+describe('lifecycle: each amendment applies from its effectiveAt', () => {
+  const t = (iso: string) => new Date(iso);
+  const A = 'authority-1';
+  const byAuthority = { actor: 'authority' as const, actorOrgId: A };
+  beforeEach(() => {
+    seq = 0;
+  });
+
+  it('a RELEASE dated next month is scheduled, not RELEASED, until then; the rules already count it', () => {
+    const chain = [amendment('RELEASE', { effectiveAt: t('2026-07-01T00:00:00Z') })];
+    const today = stateAfter(issued, chain, now);
+    expect(today).to.include({ status: 'ACTIVE', lastSeq: 1 });
+    expect(today.scheduled).to.deep.equal([{ seq: 1, type: 'RELEASE', effectiveAt: t('2026-07-01T00:00:00Z') }]);
+    expect(stateAfter(issued, chain, t('2026-06-30T23:59:59.999Z')).status).to.equal('ACTIVE');
+    const then = stateAfter(issued, chain, t('2026-07-01T00:00:00Z'));
+    expect(then).to.include({ status: 'RELEASED' });
+    expect(then.scheduled).to.deep.equal([]);
+    // What may follow is judged on every amendment recorded, whenever it applies.
+    expect(refusalOf(issued, chain, amendment('EXTENSION', { expiresAt: t('2031-01-01T00:00:00Z') }))).to.match(/released/);
+  });
+
+  it('applies the ones dated by now and waits for the later, in seq order; backdated ones apply at once', () => {
+    const chain = [
+      amendment('PARTIAL_RELEASE', { garantedAmount: 600, effectiveAt: t('2026-08-01T00:00:00Z') }),
+      amendment('EXTENSION', { expiresAt: t('2031-01-01T00:00:00Z'), effectiveAt: t('2026-01-01T00:00:00Z') }),
+    ];
+    const today = stateAfter(issued, chain, now);
+    expect(today).to.include({ status: 'ACTIVE', garantedAmount: 1000, lastSeq: 2 });
+    expect(today.expiresAt?.toISOString()).to.equal('2031-01-01T00:00:00.000Z');
+    expect(today.scheduled.map((a) => a.seq)).to.deep.equal([1]);
+    expect(stateAfter(issued, chain, t('2026-08-01T00:00:00Z'))).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 600 });
+    // Once every amendment applies, the state is the stored fold's (what the rules checked).
+    expect(stateAfter(issued, chain, t('2026-08-01T00:00:00Z'))).to.deep.equal(
+      stateOfFold(foldFrom(foldStart(issued), chain), issued, t('2026-08-01T00:00:00Z')),
+    );
+  });
+
+  it('a future-dated claim opens, and its 15 days run, from its effectiveAt', () => {
+    const chain = [amendment('CLAIM', { claimedAmount: 100, effectiveAt: t('2026-06-10T00:00:00Z') })];
+    expect(stateAfter(issued, chain, now)).to.include({ status: 'ACTIVE', openClaim: null, claimDueAt: null });
+    const open = stateAfter(issued, chain, t('2026-06-10T00:00:00Z'));
+    expect(open.status).to.equal('CLAIMED');
+    expect(open.claimDueAt?.getTime()).to.equal(t('2026-06-10T00:00:00Z').getTime() + CLAIM_TERM_MS);
+  });
+
+  it('an amendment waiting for consent waits from when it is recorded; accepted, it applies from its own effectiveAt', () => {
+    const chain = [
+      amendment('BENEFICIARY_LINKED', { ...byAuthority, effectiveAt: t('2026-05-01T00:00:00Z') }),
+      amendment('RELEASE', { consent: 'PENDING', effectiveAt: t('2026-07-01T00:00:00Z') }),
+    ];
+    expect(stateAfter(issued, chain, now).pendingConsent).to.deep.equal({ seq: 2, type: 'RELEASE' });
+    expect(stateAfter(issued, chain, now).scheduled).to.deep.equal([]);
+    const accepted = [...chain, amendment('AMENDMENT_RESPONSE', { ...byAuthority, amendmentSeq: 2, decision: 'ACCEPT', effectiveAt: now })];
+    const today = stateAfter(issued, accepted, now);
+    expect(today).to.include({ status: 'ACTIVE', pendingConsent: null, lastSeq: 3 });
+    expect(today.scheduled).to.deep.equal([{ seq: 2, type: 'RELEASE', effectiveAt: t('2026-07-01T00:00:00Z') }]);
+    expect(stateAfter(issued, accepted, t('2026-07-01T00:00:00Z'))).to.include({ status: 'RELEASED' });
+    // Refused: nothing scheduled, nothing waits.
+    const refused = [...chain, amendment('AMENDMENT_RESPONSE', { ...byAuthority, amendmentSeq: 2, decision: 'REFUSE', effectiveAt: now })];
+    expect(stateAfter(issued, refused, t('2026-08-01T00:00:00Z'))).to.include({ status: 'ACTIVE', pendingConsent: null });
+    expect(stateAfter(issued, refused, now).scheduled).to.deep.equal([]);
+  });
+
+  it('a lapse follows the state as it applied: an extension dated after the expiry leaves a lapse until it applies', () => {
+    const expiring: Issued = { ...issued, expiresAt: t('2026-03-01T00:00:00Z') };
+    const chain = [
+      amendment('EXTENSION', { createdAt: t('2026-02-01T00:00:00Z'), effectiveAt: t('2026-03-10T00:00:00Z'), expiresAt: t('2026-06-01T00:00:00Z') }),
+    ];
+    const { expired } = lapsesOf(expiring, t('2026-01-01T00:00:00Z'), chain, t('2026-12-31T00:00:00Z'));
+    expect(expired.map((s) => [s.at.toISOString(), s.state.status])).to.deep.equal([
+      ['2026-03-01T00:00:00.000Z', 'EXPIRED'],
+      ['2026-06-01T00:00:00.000Z', 'EXPIRED'],
+    ]);
+    expect(stateAfter(expiring, chain, t('2026-03-10T00:00:00Z')).status).to.equal('ACTIVE');
+  });
+});
+
 describe('lifecycle: folding on from a stored fold', () => {
   // A chain of accepted amendments of every type, pseudo-random but the same each run.
   function chainOf(length: number, seed: number): Amendment[] {
@@ -307,7 +385,9 @@ describe('lifecycle: what the state showed, as recorded at each instant', () => 
   // Registered on 1 January 2026, expiring on 1 March 2026.
   const registeredAt = t('2026-01-01T00:00:00Z');
   const expiring: Issued = { ...issued, expiresAt: t('2026-03-01T00:00:00Z') };
-  const recorded = (type: AmendmentType, createdAt: string, fields: Partial<Amendment> = {}) => amendment(type, { createdAt: t(createdAt), ...fields });
+  // Effective when recorded unless it says otherwise.
+  const recorded = (type: AmendmentType, createdAt: string, fields: Partial<Amendment> = {}) =>
+    amendment(type, { createdAt: t(createdAt), effectiveAt: t(createdAt), ...fields });
   const lapses = (list: Amendment[], until: string, start: Issued = expiring, at = registeredAt) => {
     const { expired, claimOverdue } = lapsesOf(start, at, list, t(until));
     return {

@@ -27,6 +27,7 @@ import { migration as documentLockRetries } from './0024-document-lock-retries.j
 import { migration as lifecycleCheckStart } from './0025-lifecycle-check-start.js';
 import { migration as uploadApi } from './0026-upload-api.js';
 import { migration as authorities } from './0027-authorities.js';
+import { migration as amendmentsByEffectiveTime } from './0028-amendments-by-effective-time.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -64,4 +65,5 @@ export const migrations: Migration[] = [
   lifecycleCheckStart,
   uploadApi,
   authorities,
+  amendmentsByEffectiveTime,
 ];
