@@ -271,8 +271,40 @@ const schema = z
       .refine((u) => /^https?:\/\/[^?#]+$/.test(u), 'must be http(s), without a query or fragment')
       .transform((u) => u.replace(/\/$/, ''))
       .optional(),
+    /**
+     * The OpenID Provider the contracting authorities' people sign in with at /authority (SPID or
+     * CIE in production, through their OpenID Connect federation or a broker); unset, the pages
+     * say sign-in is not configured. npm start and npm test run a local one.
+     */
+    OIDC_ISSUER: z.url({ error: 'must be the issuer URL of an OpenID Provider' }).optional(),
+    /** The registry's client at that provider. */
+    OIDC_CLIENT_ID: optionalString,
+    /** Its secret (client_secret_basic); or OIDC_CLIENT_PRIVATE_KEY. */
+    OIDC_CLIENT_SECRET: optionalString,
+    /** A private key (PEM, PKCS#8) to authenticate with private_key_jwt instead, as SPID and CIE require; its public key is registered at the provider. */
+    OIDC_CLIENT_PRIVATE_KEY: optionalString,
+    /** The ID token or userinfo claim that carries the person's fiscal number (SPID's and CIE's name by default; TINIT- before it is accepted). */
+    OIDC_FISCAL_NUMBER_CLAIM: z.string().trim().min(1).default('https://attributes.eid.gov.it/fiscal_number'),
+    /** The scopes asked for. */
+    OIDC_SCOPES: z.string().trim().min(1).default('openid profile'),
+    /** A session of /authority ends after this many minutes without a request. */
+    SESSION_IDLE_MINUTES: int(1, 24 * 60).default(30),
   })
   .superRefine((c, ctx) => {
+    if (c.OIDC_ISSUER && !(c.OIDC_CLIENT_ID && (c.OIDC_CLIENT_SECRET || c.OIDC_CLIENT_PRIVATE_KEY))) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['OIDC_CLIENT_ID'],
+        message: 'OIDC_ISSUER needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET or OIDC_CLIENT_PRIVATE_KEY',
+      });
+    }
+    if (c.OIDC_ISSUER && !c.PUBLIC_BASE_URL && c.NODE_ENV === 'production') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['PUBLIC_BASE_URL'],
+        message: 'is required with OIDC_ISSUER: the sign-in returns to <PUBLIC_BASE_URL>/authority/callback',
+      });
+    }
     if (c.NODE_ENV === 'production' && !c.VERIFICATION_SIGNING_KEY) {
       ctx.addIssue({
         code: 'custom',

@@ -39,6 +39,8 @@ const OWNERS: Record<string, string> = {
   idempotency_keys: 'src/shared/idempotency.ts',
   guarantee_beneficiaries: 'src/authorities/',
   authority_users: 'src/authorities/',
+  authority_logins: 'src/authorities/',
+  authority_sessions: 'src/authorities/',
 };
 
 /** Where a table name follows in SQL (any case; STRAIGHT_JOIN and LOCK TABLES included). */

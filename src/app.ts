@@ -10,6 +10,7 @@ import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { registerNotarizationRoutes } from './notarization/notarization.routes.js';
 import { registerAuditRoutes } from './audit/audit.routes.js';
 import { registerAuthorityRoutes } from './authorities/authority.routes.js';
+import { registerAuthorityPages } from './authorities/pages/pages.routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { authenticate, type AuthState } from './orgs/auth.middleware.js';
 import type { OrgKind } from './orgs/org.repository.js';
@@ -53,6 +54,11 @@ export type RegistryApp = Koa & { routes: readonly string[] };
 export const PUBLIC_BODY_BYTES_IN_FLIGHT = 4 * 1024 * 1024;
 export const PUBLIC_BODY_BYTES_PER_CLIENT = 64 * 1024;
 
+/** The largest document the /authority pages take with a form (the API's presigned uploads take up to MAX_UPLOAD_BYTES). */
+export const MAX_PAGE_UPLOAD_BYTES = 20 * 1024 * 1024;
+/** A page form's fields besides its document. */
+const PAGE_FORM_BYTES = 64 * 1024;
+
 /** Paths both kinds of key reach (each organization its own webhook endpoints). */
 const SHARED_PREFIXES = ['/api/v1/webhooks'];
 /** The authorities' API: their keys reach it, and only it (and SHARED_PREFIXES). */
@@ -71,7 +77,7 @@ function refuseOtherKind(kind: OrgKind, path: string): void {
 export function createApp(deps: AppDeps): RegistryApp {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
-  const { orgs, guarantees, amendments, proofs, verifications, webhooks, files, audit, authorities } = deps.services;
+  const { orgs, guarantees, amendments, proofs, verifications, webhooks, files, audit, authorities, sessions, signIn } = deps.services;
 
   // Behind a router, the client's address is the last X-Forwarded-For hop, the one the router
   // appended: the hops before it are whatever the client sent.
@@ -106,6 +112,13 @@ export function createApp(deps: AppDeps): RegistryApp {
     perOwnerBytes: PUBLIC_BODY_BYTES_PER_CLIENT,
     maxBodyBytes: MAX_VERIFICATION_BODY_BYTES,
   });
+  // A page's form carries at most one document of the pages' upload limit.
+  const pageUploadBytes = Math.min(config.MAX_UPLOAD_BYTES, MAX_PAGE_UPLOAD_BYTES);
+  const pageBodies = createBodyBudget({
+    processBytes: config.BODY_BYTES_IN_FLIGHT,
+    perOwnerBytes: 2 * (pageUploadBytes + PAGE_FORM_BYTES),
+    maxBodyBytes: pageUploadBytes + PAGE_FORM_BYTES,
+  });
   const limits = { redis: deps.redis, keyPrefix: config.QUEUE_PREFIX };
   const publicLimit = publicLimits({ perAddress: config.VERIFY_RATE_PER_MINUTE, perNetwork: config.VERIFY_RATE_PER_MINUTE_PER_NETWORK, ...limits });
   const misses = createMissWatch({ ...limits, surgePerMinute: config.VERIFY_MISS_SURGE_PER_MINUTE, registry: metrics.registry, logger });
@@ -124,6 +137,8 @@ export function createApp(deps: AppDeps): RegistryApp {
         return bodies.within(ctx, principal.keyPrefix, next);
       });
     } else if (path.startsWith(STORAGE_EVENTS_PATH)) await bodies.within(ctx, 'storage-events', next);
+    // The authorities' pages' forms (a demand's document among them), each client within its share.
+    else if (path.startsWith('/authority/') && ctx.method === 'POST') await pageBodies.within(ctx, clientAddress(ctx.ip).network, next);
     else await next();
   });
 
@@ -144,6 +159,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   registerVerificationRoutes(router, { verifications, guarantees, misses, bodyTimeoutMs: config.PUBLIC_BODY_TIMEOUT_MS });
   registerVerifyPage(router);
   registerAuthorityRoutes(router, { service: authorities, limit: publicLimit, misses, files });
+  registerAuthorityPages(router, { config, logger, sessions, signIn, service: authorities, files, limit: publicLimit, maxUploadBytes: pageUploadBytes });
   registerFileRoutes(router, files);
   registerWebhookRoutes(router, webhooks);
   registerStorageEventRoutes(router, files, config.ENCRYPTION_KEY[0] as Buffer);

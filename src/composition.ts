@@ -47,6 +47,8 @@ import { createVerificationService } from './verification/verification.service.j
 import { createAuthorityRepository } from './authorities/authority.repository.js';
 import { createAuthorityService } from './authorities/authority.service.js';
 import { createAuthorityUsers } from './authorities/authority-users.js';
+import { createSessionRepository } from './authorities/session.repository.js';
+import { createSignIn } from './authorities/sign-in.js';
 import { createDeliveryService } from './webhooks/delivery.service.js';
 import { createEvents, type Events } from './webhooks/events.js';
 import { createSender } from './webhooks/sender.js';
@@ -191,6 +193,9 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
       verifications,
       outbox: events.outbox,
     }),
+    /** The /authority pages' sessions and their sign-in with OpenID Connect. */
+    sessions: createSessionRepository(core.db),
+    signIn: createSignIn(config),
     webhooks: createWebhookService({
       repo: repos.webhooks,
       organizations: repos.orgs,

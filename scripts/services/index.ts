@@ -1,4 +1,4 @@
-// `npm run services`: the local MariaDB, Redis, clamd and radosgw of one profile.
+// `npm run services`: the local MariaDB, Redis, clamd, radosgw, EVM chain and OpenID Provider of one profile.
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,6 +6,7 @@ import { s3 } from './ceph.js';
 import { clamd } from './clamd.js';
 import { evm } from './evm.js';
 import { mariadb } from './mariadb.js';
+import { oidc } from './oidc.js';
 import { log } from './process.js';
 import { redis } from './redis.js';
 import { PORTS, type LocalService, type Profile, type ServiceContext } from './types.js';
@@ -14,7 +15,7 @@ export type { LocalService } from './types.js';
 
 export { PROFILES, type Profile } from './types.js';
 
-export const ALL: readonly LocalService[] = [mariadb, redis, clamd, s3, evm];
+export const ALL: readonly LocalService[] = [mariadb, redis, clamd, s3, evm, oidc];
 export type ServiceName = LocalService['name'];
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -11,13 +11,14 @@ export interface Ports {
   rgw: number;
   mon: number;
   evm: number;
+  oidc: number;
 }
 
 /** Dev, test and bench never share ports or data. All below Linux's ephemeral range (32768+). */
 export const PORTS: Record<Profile, Ports> = {
-  dev: { mariadb: 3310, redis: 6390, clamd: 3311, rgw: 7480, mon: 13300, evm: 18545 },
-  test: { mariadb: 3320, redis: 6391, clamd: 3321, rgw: 7481, mon: 13310, evm: 18546 },
-  bench: { mariadb: 3330, redis: 6392, clamd: 3331, rgw: 7482, mon: 13320, evm: 18547 },
+  dev: { mariadb: 3310, redis: 6390, clamd: 3311, rgw: 7480, mon: 13300, evm: 18545, oidc: 7590 },
+  test: { mariadb: 3320, redis: 6391, clamd: 3321, rgw: 7481, mon: 13310, evm: 18546, oidc: 7591 },
+  bench: { mariadb: 3330, redis: 6392, clamd: 3331, rgw: 7482, mon: 13320, evm: 18547, oidc: 7592 },
 };
 
 export interface ServiceContext {
@@ -42,7 +43,7 @@ export function socketPath(dir: string, name: string): string {
 }
 
 export interface LocalService {
-  name: 'mariadb' | 'redis' | 'clamd' | 's3' | 'evm';
+  name: 'mariadb' | 'redis' | 'clamd' | 's3' | 'evm' | 'oidc';
   /** The environment variables that, when set, point at a server we must use instead. */
   externalWhen: string[];
   /** Whether `up` without a list starts it (default: always); otherwise only when named. */

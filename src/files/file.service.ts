@@ -6,7 +6,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { Storage } from '../shared/storage.js';
 import { isUuid, UUID_PATTERN } from '../shared/validation.js';
 import { allowedExtension } from './file-type.js';
-import { NotFoundError } from '../shared/errors.js';
+import { NotFoundError, PayloadTooLargeError, ValidationError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { FileRecord, FileRepository, FileStatus } from './file.repository.js';
 import type { FileView, PresignResult } from './file.schemas.js';
@@ -77,6 +77,44 @@ export function createFileService(deps: {
     return file;
   }
 
+  /**
+   * A file row for an upload of `req` by the organization (its key, its watch started), with
+   * `upload` made for its key before the row is written (the presigned POST, or nothing).
+   */
+  async function issue<U>(orgId: string, req: UploadRequest, by: ApiActor | undefined, upload: (key: string) => Promise<U>) {
+    const ext = allowedExtension(req.fileType, policy.allowedFileTypes);
+    const uuid = uuidv7();
+    const key = `${uuid}.${ext}`;
+    const createdAt = now();
+    const made = await upload(key);
+    await repo.insert(
+      {
+        uuid,
+        key,
+        orgId,
+        fileType: ext,
+        originalFileName: req.fileName ?? null,
+        isDocumentPublic: req.isDocumentPublic ?? false,
+        uploadApi: req.api,
+        expiresAt: new Date(createdAt.getTime() + policy.ttlSeconds * 1000),
+        createdAt,
+      },
+      new Date(createdAt.getTime() + SWEEP_IDLE_MS),
+      by && audit ? (t) => audit.append({ orgId, ...by, action: 'file.issue_upload', target: `file:${uuid}`, outcome: 'ok' }, createdAt, t) : undefined,
+    );
+    // The URL is issued from the database alone. Redis away (or never reached since boot: a
+    // BullMQ Queue waits for its client without limit) costs at most ENQUEUE_WAIT_MS: the file
+    // is then due for the sweeper at once, which starts its watch (jobs are deduplicated, so
+    // an add that lands later is harmless).
+    try {
+      await withTimeout(jobs.watchUpload(uuid, FIRST_CHECK_MS), ENQUEUE_WAIT_MS, 'queueing the upload watch');
+    } catch (err) {
+      logger.warn({ file: uuid, err: (err as Error).message }, 'could not start the upload watch; the sweeper will');
+      await repo.checkDueAt(uuid, createdAt);
+    }
+    return { uuid, key: { key, upload: made } };
+  }
+
   return {
     /**
      * The status of a file by its UUID or its whole key (`<uuid>.<ext>`). Unknown, malformed
@@ -128,37 +166,21 @@ export function createFileService(deps: {
     },
 
     async issueUploadUrl(orgId: string, req: UploadRequest, by?: ApiActor): Promise<PresignResult> {
-      const ext = allowedExtension(req.fileType, policy.allowedFileTypes);
-      const uuid = uuidv7();
-      const key = `${uuid}.${ext}`;
-      const createdAt = now();
-      const { url, fields } = await storage.presignUpload(key, policy.maxBytes, policy.ttlSeconds);
-      await repo.insert(
-        {
-          uuid,
-          key,
-          orgId,
-          fileType: ext,
-          originalFileName: req.fileName ?? null,
-          isDocumentPublic: req.isDocumentPublic ?? false,
-          uploadApi: req.api,
-          expiresAt: new Date(createdAt.getTime() + policy.ttlSeconds * 1000),
-          createdAt,
-        },
-        new Date(createdAt.getTime() + SWEEP_IDLE_MS),
-        by && audit ? (t) => audit.append({ orgId, ...by, action: 'file.issue_upload', target: `file:${uuid}`, outcome: 'ok' }, createdAt, t) : undefined,
-      );
-      // The URL is issued from the database alone. Redis away (or never reached since boot: a
-      // BullMQ Queue waits for its client without limit) costs at most ENQUEUE_WAIT_MS: the file
-      // is then due for the sweeper at once, which starts its watch (jobs are deduplicated, so
-      // an add that lands later is harmless).
-      try {
-        await withTimeout(jobs.watchUpload(uuid, FIRST_CHECK_MS), ENQUEUE_WAIT_MS, 'queueing the upload watch');
-      } catch (err) {
-        logger.warn({ file: uuid, err: (err as Error).message }, 'could not start the upload watch; the sweeper will');
-        await repo.checkDueAt(uuid, createdAt);
-      }
-      return { presignedUrl: url, fields, fileType: req.fileType, key };
+      const { key } = await issue(orgId, req, by, (k) => storage.presignUpload(k, policy.maxBytes, policy.ttlSeconds));
+      return { presignedUrl: key.upload.url, fields: key.upload.fields, fileType: req.fileType, key: key.key };
+    },
+
+    /**
+     * An upload the service received itself (the /authority pages' form: one request origin for
+     * the browser): issued as issueUploadUrl issues one, then written to the store, where it is
+     * found, scanned and checked as any upload. A 413 past the upload limit.
+     */
+    async receiveUpload(orgId: string, req: UploadRequest, bytes: Buffer, by?: ApiActor): Promise<{ key: string; uuid: string }> {
+      if (bytes.length === 0) throw new ValidationError('The file is empty.', [{ pointer: '#/file', detail: 'is empty' }]);
+      if (bytes.length > policy.maxBytes) throw new PayloadTooLargeError(`The file is larger than ${policy.maxBytes} bytes.`);
+      const { uuid, key } = await issue(orgId, req, by, async () => undefined);
+      await storage.put(key.key, bytes);
+      return { uuid, key: key.key };
     },
   };
 }

@@ -14,6 +14,7 @@ import {
   ListObjectVersionsCommand,
   PutBucketCorsCommand,
   PutBucketVersioningCommand,
+  PutObjectCommand,
   PutObjectRetentionCommand,
   S3Client,
   S3ServiceException,
@@ -28,6 +29,8 @@ export interface Storage {
   bucket: string;
   /** A form upload of exactly `key`, between 1 byte and `maxBytes`, valid for `ttlSeconds`. */
   presignUpload(key: string, maxBytes: number, ttlSeconds: number): Promise<{ url: string; fields: Record<string, string> }>;
+  /** Writes `body` as `key` (the pages' uploads, received by the service, go to the store as a client's would). */
+  put(key: string, body: Buffer): Promise<void>;
   /** Lets browsers on `origins` POST uploads to the bucket (replaces its CORS rules; none when empty). */
   allowBrowserUploads(origins: readonly string[]): Promise<void>;
   /** Turns bucket versioning on (idempotent); `release` calls it. */
@@ -118,6 +121,9 @@ export function createStorage(config: StoreConfig): Storage {
         Expires: ttlSeconds,
       });
       return { url: post.url, fields: post.fields };
+    },
+    async put(key, body) {
+      await client.send(new PutObjectCommand({ Bucket, Key: key, Body: body, ContentLength: body.length }));
     },
     async allowBrowserUploads(origins) {
       await client.send(

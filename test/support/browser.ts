@@ -51,8 +51,13 @@ export interface WatchedPage {
   problems: string[];
 }
 
-/** A new page whose console errors, exceptions and requests to other origins are collected. */
-export async function watchedPage(browser: Browser, origin: string, viewport = { width: 1280, height: 900 }): Promise<WatchedPage> {
+/** A new page whose console errors, exceptions and requests to other origins (but `also`'s) are collected. */
+export async function watchedPage(
+  browser: Browser,
+  origin: string,
+  viewport: { width: number; height: number; deviceScaleFactor?: number; isMobile?: boolean; hasTouch?: boolean } = { width: 1280, height: 900 },
+  also: readonly string[] = [],
+): Promise<WatchedPage> {
   const page = await browser.newPage();
   await page.setViewport(viewport);
   const problems: string[] = [];
@@ -67,7 +72,7 @@ export async function watchedPage(browser: Browser, origin: string, viewport = {
   page.on('pageerror', (err) => problems.push(`exception: ${String(err)}`));
   page.on('request', (r) => {
     const url = r.url();
-    if (!url.startsWith(`${origin}/`) && !url.startsWith('data:')) problems.push(`request to another host: ${url}`);
+    if (![origin, ...also].some((o) => url.startsWith(`${o}/`)) && !url.startsWith('data:')) problems.push(`request to another host: ${url}`);
   });
   return { page, problems };
 }

@@ -28,6 +28,7 @@ import { migration as lifecycleCheckStart } from './0025-lifecycle-check-start.j
 import { migration as uploadApi } from './0026-upload-api.js';
 import { migration as authorities } from './0027-authorities.js';
 import { migration as amendmentsByEffectiveTime } from './0028-amendments-by-effective-time.js';
+import { migration as authoritySessions } from './0029-authority-sessions.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -66,4 +67,5 @@ export const migrations: Migration[] = [
   uploadApi,
   authorities,
   amendmentsByEffectiveTime,
+  authoritySessions,
 ];
