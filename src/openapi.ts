@@ -526,6 +526,17 @@ const paths: ZodOpenApiPathsObject = {
       responses: { 200: { description: 'The page.', content: { 'text/html': { schema: z.string() } } } },
     },
   },
+  '/authority': {
+    get: {
+      summary:
+        "The contracting authorities' pages (HTML, Italian and English), for their people signed in with OpenID Connect (SPID, CIE): their guarantees, taking charge, demands, answers, releases",
+      description:
+        "Without a session: the sign-in page (GET /authority/login goes to the OIDC_ISSUER provider, /authority/callback comes back). A person bound to no authority (cli authority add-user) sees that they have no access. The pages' forms (below /authority/, each with the session's CSRF token) record the same acts as the authority API, with the same rules.",
+      tags: ['Contracting authorities'],
+      security: [],
+      responses: { 200: { description: 'The page.', content: { 'text/html': { schema: z.string() } } } },
+    },
+  },
   '/api/v2/guarantees/{id}/verification': {
     get: {
       summary: 'Whether contracting authorities can verify the guarantee, its verification URL, and how often it was verified',
@@ -622,6 +633,7 @@ const OPERATION_IDS: Record<string, string> = {
   'get /api/authority/v1/file-status/{uuid}': 'getAuthorityFileStatus',
   'get /.well-known/jwks.json': 'getReceiptKeys',
   'get /verify': 'getVerifyPage',
+  'get /authority': 'getAuthorityPages',
   'get /api/v2/guarantees/{id}/verification': 'getGuaranteeVerification',
   'get /api/v2/guarantees/{id}/verification.svg': 'getGuaranteeVerificationQrSvg',
   'get /api/v2/guarantees/{id}/verification.png': 'getGuaranteeVerificationQrPng',

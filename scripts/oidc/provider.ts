@@ -56,7 +56,7 @@ const provider = new Provider(issuer, {
       token_endpoint_auth_method: 'client_secret_basic',
     },
   ],
-  jwks: { keys: [{ ...jwk, kid: 'local', use: 'sig', alg: 'RS256' } as never] },
+  jwks: { keys: [{ ...jwk, kid: 'local', use: 'sig', alg: 'RS256' }] },
   pkce: { required: () => true },
   claims: { openid: ['sub'], profile: ['given_name', 'family_name', FISCAL_NUMBER_CLAIM] },
   // The profile's claims in the ID token too (CIE does so; SPID gives them in userinfo only).
@@ -129,7 +129,7 @@ async function interaction(req: IncomingMessage, res: ServerResponse, uid: strin
   if (!user || form.get('password') !== LOCAL_PASSWORD) return html(401, loginForm(uid, 'Utente o password errati.', login));
   // Signed in, and the registry's request granted as it asks (a provider for local runs asks no consent).
   const grant = new provider.Grant({ accountId: login, clientId: String(details.params.client_id) });
-  grant.addOIDCScope(String(details.params.scope ?? 'openid'));
+  grant.addOIDCScope(typeof details.params.scope === 'string' ? details.params.scope : 'openid');
   grant.addOIDCClaims(['given_name', 'family_name', FISCAL_NUMBER_CLAIM]);
   const grantId = await grant.save();
   await provider.interactionFinished(req, res, { login: { accountId: login }, consent: { grantId } }, { mergeWithLastSubmission: false });

@@ -234,6 +234,9 @@ describe("the contracting authority's pages in Chromium, through a real OpenID P
       body: `${body}&csrf=${csrf}`,
     });
     expect(foreign.status).to.equal(403);
+    // A form larger than any form may be is refused before it is read.
+    const huge = await fetch(`${app.origin}/authority/guarantees`, { method: 'POST', headers, body: `csrf=${csrf}&x=${'a'.repeat(200_000)}` });
+    expect(huge.status).to.equal(413);
     // With the token, the same form is heard (a miss: 404).
     expect((await fetch(`${app.origin}/authority/guarantees`, { method: 'POST', headers, body: `${body}&csrf=${csrf}` })).status).to.equal(404);
     // Idle for 30 minutes: signed out.

@@ -83,6 +83,9 @@ describe('operations endpoints', () => {
       /^get \/openapi\.json$/,
       /^get \/docs(\/|$)/,
       /^get \/verify\/app\./,
+      // The authorities' pages below /authority/ (sign-in, forms, style sheet): HTML for people,
+      // whose acts are the authority API's; GET /authority, their entry, is documented.
+      /^(get|post) \/authority\//,
       /^post \/internal\/storage-events\//,
       /^get \/api\/v2\/file-status$/,
     ];

@@ -15,13 +15,14 @@ const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 const out = (p: Part): string => {
   if (p === null || p === undefined || p === false) return '';
   if (p instanceof Raw) return p.html;
-  if (Array.isArray(p)) return p.map(out).join('');
-  return esc(String(p));
+  if (typeof p === 'string') return esc(p);
+  if (typeof p === 'number') return String(p);
+  return p.map(out).join('');
 };
 
 /** Markup with every value escaped. */
 export function html(strings: TemplateStringsArray, ...values: Part[]): Raw {
-  return new Raw(strings.reduce((acc, s, i) => acc + s + (i < values.length ? out(values[i] as Part) : ''), ''));
+  return new Raw(strings.reduce((acc, s, i) => acc + s + (i < values.length ? out(values[i]) : ''), ''));
 }
 
 const STRINGS = {
@@ -408,8 +409,10 @@ export function guaranteePage(lang: Lang, v: AuthorityGuaranteeView, d: { csrf: 
   const csrf = html`<input type="hidden" name="csrf" value="${d.csrf}" /><input type="hidden" name="expectedSeq" value="${st.lastSeq}" />`;
   const pending = st.pendingConsent && v.amendments.find((a) => a.seq === st.pendingConsent?.seq);
   const docs = [
-    ...v.documents.map((doc) => ({ ...doc, seq: undefined as number | undefined })),
-    ...v.amendments.flatMap((a) => a.docs.map((doc) => ({ ...doc, status: null, seq: a.seq as number | undefined }))),
+    ...v.documents.map((doc) => ({ key: doc.key, originalFileName: doc.originalFileName, checksum: doc.checksum, status: doc.status, seq: undefined })),
+    ...v.amendments.flatMap((a) =>
+      a.docs.map((doc) => ({ key: doc.key, originalFileName: doc.originalFileName, checksum: doc.checksum, status: null, seq: a.seq })),
+    ),
   ];
   return html`<p><a href="/authority">← ${s.back}</a></p>
     <h1>${s.policy} ${v.guarantee.details.policyNumber ?? '—'}</h1>

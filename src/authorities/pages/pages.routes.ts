@@ -37,6 +37,11 @@ interface Form {
 
 /** The request's form (urlencoded or multipart), within its limits: a 400 or 413 otherwise. */
 function readForm(ctx: Context, maxFileBytes: number): Promise<Form> {
+  // Larger than any form may be: refused before a byte is read, and the sender cut off.
+  if (Number(ctx.get('Content-Length') || '0') > maxFileBytes + MAX_FIELDS * MAX_FIELD_BYTES * 2) {
+    ctx.set('Connection', 'close');
+    return Promise.reject(new PayloadTooLargeError(`The form is larger than ${maxFileBytes + MAX_FIELDS * MAX_FIELD_BYTES * 2} bytes.`));
+  }
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
     try {
@@ -73,6 +78,9 @@ function readForm(ctx: Context, maxFileBytes: number): Promise<Form> {
     ctx.req.pipe(bb);
   });
 }
+
+/** The :id of the route (Koa's context types its params loosely). */
+const idOf = (ctx: Context): string => (ctx.params as Record<string, string | undefined>).id ?? '';
 
 const sameToken = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
@@ -223,9 +231,13 @@ export function registerAuthorityPages(
   }
 
   /** Records an act from a form of the guarantee's page: back to the page, with what was done or why not (its 4xx). */
-  async function act(ctx: Context, fields: (form: Form, s: Session & { authorityId: string }) => Promise<Record<string, unknown>>, maxFileBytes = 0) {
+  async function act(
+    ctx: Context,
+    fields: (form: Form, s: Session & { authorityId: string }) => Record<string, unknown> | Promise<Record<string, unknown>>,
+    maxFileBytes = 0,
+  ) {
     await signedIn(ctx, async (s) => {
-      const id = ctx.params.id ?? '';
+      const id = idOf(ctx);
       try {
         const form = await postedForm(ctx, s, maxFileBytes);
         const expected = Number.parseInt(form.fields.get('expectedSeq') ?? '', 10);
@@ -341,7 +353,7 @@ export function registerAuthorityPages(
   });
 
   router.get('/authority/guarantees/:id', async (ctx) => {
-    await signedIn(ctx, (s) => guaranteeAnswer(ctx, s, ctx.params.id ?? ''));
+    await signedIn(ctx, (s) => guaranteeAnswer(ctx, s, idOf(ctx)));
   });
 
   router.post('/authority/guarantees/:id/demand', async (ctx) => {
@@ -366,11 +378,11 @@ export function registerAuthorityPages(
   });
 
   router.post('/authority/guarantees/:id/withdraw', async (ctx) => {
-    await act(ctx, async (form) => ({ type: 'DEMAND_WITHDRAWN', reason: text(form, 'reason') }));
+    await act(ctx, (form) => ({ type: 'DEMAND_WITHDRAWN', reason: text(form, 'reason') }));
   });
 
   router.post('/authority/guarantees/:id/answer', async (ctx) => {
-    await act(ctx, async (form) => ({
+    await act(ctx, (form) => ({
       type: 'AMENDMENT_RESPONSE',
       amendmentSeq: Number(form.fields.get('amendmentSeq')),
       decision: form.fields.get('decision'),
@@ -379,7 +391,7 @@ export function registerAuthorityPages(
   });
 
   router.post('/authority/guarantees/:id/release', async (ctx) => {
-    await act(ctx, async (form) => {
+    await act(ctx, (form) => {
       const partial = form.fields.get('type') === 'PARTIAL_RELEASE';
       return {
         type: partial ? 'PARTIAL_RELEASE' : 'RELEASE',
