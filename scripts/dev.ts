@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyEnv, localAppEnv } from './local-env.js';
+import { LOCAL_PASSWORD } from './oidc/users.js';
 import { DEV_CHAIN_KEY } from './services/evm.js';
 import { context, up } from './services/index.js';
 
@@ -58,6 +59,7 @@ process.stdout.write(`
 Guarantee Registry is running (development).
   API          ${base}/api/v1/guarantees
   Docs         ${base}/docs   (OpenAPI: ${base}/openapi.json)
+  Authorities  ${base}/authority   (local sign-in: mario.rossi / ${LOCAL_PASSWORD}, once bound: README, "The authority's people")
   API key      ${key}
 
   curl -H 'X-API-Key: ${key}' ${base}/api/v2/guarantees

@@ -534,7 +534,13 @@ const paths: ZodOpenApiPathsObject = {
         "Without a session: the sign-in page (GET /authority/login goes to the OIDC_ISSUER provider, /authority/callback comes back). A person bound to no authority (cli authority add-user) sees that they have no access. The pages' forms (below /authority/, each with the session's CSRF token) record the same acts as the authority API, with the same rules.",
       tags: ['Contracting authorities'],
       security: [],
-      responses: { 200: { description: 'The page.', content: { 'text/html': { schema: z.string() } } } },
+      responses: {
+        200: { description: 'The page: the list of guarantees, or the sign-in page.', content: { 'text/html': { schema: z.string() } } },
+        403: {
+          description: 'Signed in, and bound to no authority: the page says so, and shows nothing else.',
+          content: { 'text/html': { schema: z.string() } },
+        },
+      },
     },
   },
   '/api/v2/guarantees/{id}/verification': {

@@ -125,15 +125,36 @@ export function createAuthorityRepository(db: Sequelize) {
       return row?.org_id;
     },
 
-    /** Those whose guarantee carries this CIG, newest first: a page of them and how many there are. */
-    async byCig(authorityId: string, cig: string, offset: number, limit: number): Promise<{ total: number; items: LinkedGuarantee[] }> {
-      const where = `WHERE b.authority_id = $1 AND ${GUARANTEE_REF_SQL.cigIs('g', '$2')}`;
+    /**
+     * Those whose guarantee carries this CIG and/or has this status at `at` (as every amendment
+     * recorded applies: GUARANTEE_REF_SQL.statusIs), newest first: a page of them and how many
+     * there are.
+     */
+    async filtered(
+      authorityId: string,
+      by: { cig?: string | undefined; status?: string | undefined },
+      at: Date,
+      offset: number,
+      limit: number,
+    ): Promise<{ total: number; items: LinkedGuarantee[] }> {
+      const params: unknown[] = [authorityId];
+      const conditions = ['b.authority_id = $1'];
+      if (by.cig !== undefined) {
+        params.push(by.cig);
+        conditions.push(GUARANTEE_REF_SQL.cigIs('g', `$${params.length}`));
+      }
+      if (by.status !== undefined) {
+        params.push(by.status, at);
+        conditions.push(GUARANTEE_REF_SQL.statusIs('g', 'f', `$${params.length - 1}`, `$${params.length}`));
+      }
+      const where = `${GUARANTEE_REF_SQL.foldJoin('f', 'g')} WHERE ${conditions.join(' AND ')}`;
       const [count] = await select<{ n: string | number }>(
         db,
         `SELECT COUNT(*) AS n FROM guarantee_beneficiaries b ${GUARANTEE_REF_SQL.join('g', 'b.guarantee_id')} ${where}`,
-        [authorityId, cig],
+        params,
       );
-      const rows = await select<LinkRow>(db, `${LINKED} ${where} ORDER BY b.seq DESC LIMIT $3 OFFSET $4`, [authorityId, cig, limit, offset]);
+      const n = params.length;
+      const rows = await select<LinkRow>(db, `${LINKED} ${where} ORDER BY b.seq DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, limit, offset]);
       return { total: Number(count?.n ?? 0), items: rows.map(toLinked) };
     },
   };

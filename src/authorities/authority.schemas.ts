@@ -1,6 +1,7 @@
 // Request and response schemas of the contracting authorities' API (/api/authority/v1).
 import { z } from 'zod';
 import { MAX_REASON, stateView } from '../guarantees/amendment.schemas.js';
+import { GUARANTEE_STATUSES } from '../guarantees/amendments.js';
 import { docsOf, docV2Input } from '../guarantees/guarantee.schemas.js';
 import { dateTime, money, pagingQuery, text } from '../shared/validation.js';
 import { verificationMatch, verificationRequest } from '../verification/verification.schemas.js';
@@ -27,6 +28,13 @@ export type AuthorityGuaranteeView = z.infer<typeof authorityGuaranteeView>;
 
 export const authorityListQuery = pagingQuery.extend({
   cig: z.string().min(1).max(255).optional().meta({ description: 'Only the guarantees of this tender (CIG, compared exactly).' }),
+  status: z
+    .enum(GUARANTEE_STATUSES, { error: `status must be one of ${GUARANTEE_STATUSES.join(', ')}` })
+    .optional()
+    .meta({
+      description:
+        "Only the guarantees with this status, as every amendment recorded applies (one with an amendment dated later is listed under the status it will have; its state says today's and what is scheduled).",
+    }),
 });
 
 export const authorityListItem = z

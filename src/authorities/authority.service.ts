@@ -141,13 +141,16 @@ export function createAuthorityService(deps: {
       );
     },
 
-    /** Page `page` of the guarantees the authority took charge of, the latest first (`cig`: of that tender only). */
-    async list(authorityId: string, q: { page: number; limit: number; cig?: string | undefined }): Promise<z.infer<typeof authorityList>> {
+    /** Page `page` of the guarantees the authority took charge of, the latest first (`cig`: of that tender only; `status`: with that status). */
+    async list(
+      authorityId: string,
+      q: { page: number; limit: number; cig?: string | undefined; status?: string | undefined },
+    ): Promise<z.infer<typeof authorityList>> {
       const at = now();
       let totalItems: number;
       let items;
-      if (q.cig !== undefined) {
-        const found = await repo.byCig(authorityId, q.cig, (q.page - 1) * q.limit, q.limit);
+      if (q.cig !== undefined || q.status !== undefined) {
+        const found = await repo.filtered(authorityId, { cig: q.cig, status: q.status }, at, (q.page - 1) * q.limit, q.limit);
         totalItems = found.total;
         items = found.items;
       } else {

@@ -57,6 +57,21 @@ export const GUARANTEE_REF_SQL = {
   columns: (alias: string) => `${alias}.org_id, ${alias}.policy_number, ${alias}.cig`,
   /** The condition that the guarantee carries this CIG (bound at `param`), compared exactly. */
   cigIs: (alias: string, param: string) => `BINARY ${alias}.cig = BINARY ${param}`,
+  /** The guarantee's stored fold (guarantee_folds), as `alias`, beside guarantee `g` (none: no amendment yet). */
+  foldJoin: (alias: string, g: string) => `LEFT JOIN guarantee_folds ${alias} ON ${alias}.guarantee_id = ${g}.id`,
+  /**
+   * The condition that guarantee `g`, its fold as `f`, has the status bound at `status` at the
+   * instant bound at `at`, every amendment recorded applied (the state's rules in SQL: see
+   * amendments.ts stateOf). A guarantee with an amendment dated after `at` is filtered by the
+   * status it will have once it applies.
+   */
+  statusIs: (g: string, f: string, status: string, at: string) => `(CASE
+    WHEN ${f}.ended = 'CANCELLED' THEN 'CANCELLED'
+    WHEN ${f}.ended = 'RELEASED' THEN 'RELEASED'
+    WHEN ${f}.claim_seq IS NOT NULL THEN 'CLAIMED'
+    WHEN (CASE WHEN ${f}.guarantee_id IS NULL THEN ${g}.expires_at ELSE ${f}.expires_at END) <= ${at} AND NOT (${g}.is_automatic_renewal <=> 1) THEN 'EXPIRED'
+    WHEN ${f}.partially_released = 1 THEN 'PARTIALLY_RELEASED'
+    ELSE 'ACTIVE' END) = ${status}`,
 } as const;
 
 /** The most guarantees one public verification answers with (the oldest, by id). */

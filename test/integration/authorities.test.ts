@@ -278,6 +278,24 @@ describe('contracting authorities: their keys, and taking charge of a guarantee'
     expect(byCig.body.totalItems).to.equal(2);
     expect(byCig.body.guarantees.map((g: { guaranteeId: string }) => g.guaranteeId)).to.deep.equal([taken[2], taken[0]]);
     expect((await http.get('/api/authority/v1/guarantees?limit=0').set('X-API-Key', authority.key)).status).to.equal(400);
+    // By status (as every recorded amendment applies), alone or with a CIG: a demand makes one CLAIMED.
+    const demand = await http
+      .post(`/api/authority/v1/guarantees/${taken[1]}/amendments`)
+      .set('X-API-Key', authority.key)
+      .send({ type: 'DEMAND', claimedAmount: 1, reason: 'inadempimento' });
+    expect(demand.status, JSON.stringify(demand.body)).to.equal(200);
+    const claimed = await http.get('/api/authority/v1/guarantees?status=CLAIMED').set('X-API-Key', authority.key);
+    expect(claimed.body.totalItems).to.equal(1);
+    expect(claimed.body.guarantees.map((g: { guaranteeId: string; state: { status: string } }) => [g.guaranteeId, g.state.status])).to.deep.equal([
+      [taken[1], 'CLAIMED'],
+    ]);
+    const active = await http.get('/api/authority/v1/guarantees?status=ACTIVE&cig=CIG0000001').set('X-API-Key', authority.key);
+    expect(active.body.guarantees.map((g: { guaranteeId: string }) => g.guaranteeId)).to.deep.equal([taken[2], taken[0]]);
+    expect((await http.get('/api/authority/v1/guarantees?status=RELEASED').set('X-API-Key', authority.key)).body).to.deep.equal({
+      totalItems: 0,
+      guarantees: [],
+    });
+    expect((await http.get('/api/authority/v1/guarantees?status=closed').set('X-API-Key', authority.key)).status).to.equal(400);
 
     const stranger = await newAuthority();
     expect((await http.get('/api/authority/v1/guarantees').set('X-API-Key', stranger.key)).body).to.deep.equal({ totalItems: 0, guarantees: [] });

@@ -48,6 +48,8 @@ describe("the contracting authority's pages in Chromium, through a real OpenID P
   });
 
   after(async () => {
+    // The test people are the local provider's, shared with other tests (the CLI's binds Mario Rossi too).
+    await execute((await harness()).db, 'DELETE FROM authority_users WHERE fiscal_number IN ($1, $2)', [codeOf(MARIO), codeOf(GIULIA)]);
     await workers?.close();
     await browser?.close();
     await new Promise((resolve) => app?.server.close(resolve));
