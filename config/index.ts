@@ -298,6 +298,9 @@ const schema = z
         message: 'OIDC_ISSUER needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET or OIDC_CLIENT_PRIVATE_KEY',
       });
     }
+    if (c.OIDC_ISSUER?.startsWith('http:') && c.NODE_ENV === 'production') {
+      ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'must be https in production (plain http is for the local provider only)' });
+    }
     if (c.OIDC_ISSUER && !c.PUBLIC_BASE_URL && c.NODE_ENV === 'production') {
       ctx.addIssue({
         code: 'custom',

@@ -10,7 +10,7 @@ import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { registerNotarizationRoutes } from './notarization/notarization.routes.js';
 import { registerAuditRoutes } from './audit/audit.routes.js';
 import { registerAuthorityRoutes } from './authorities/authority.routes.js';
-import { registerAuthorityPages } from './authorities/pages/pages.routes.js';
+import { PAGE_FORM_BYTES, registerAuthorityPages } from './authorities/pages/pages.routes.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { authenticate, type AuthState } from './orgs/auth.middleware.js';
 import type { OrgKind } from './orgs/org.repository.js';
@@ -56,8 +56,6 @@ export const PUBLIC_BODY_BYTES_PER_CLIENT = 64 * 1024;
 
 /** The largest document the /authority pages take with a form (the API's presigned uploads take up to MAX_UPLOAD_BYTES). */
 export const MAX_PAGE_UPLOAD_BYTES = 20 * 1024 * 1024;
-/** A page form's fields besides its document. */
-const PAGE_FORM_BYTES = 64 * 1024;
 
 /** Paths both kinds of key reach (each organization its own webhook endpoints). */
 const SHARED_PREFIXES = ['/api/v1/webhooks'];

@@ -100,7 +100,12 @@ export function createSignIn(config: Config) {
       let profile: Record<string, unknown> = claims;
       // SPID puts the person's attributes in userinfo only.
       if (typeof fiscal !== 'string') {
-        profile = await client.fetchUserInfo(p, tokens.access_token, claims.sub);
+        try {
+          profile = await client.fetchUserInfo(p, tokens.access_token, claims.sub);
+        } catch (err) {
+          if ((err as { code?: string }).code?.startsWith('OAUTH_')) throw new SignInRefused((err as Error).message);
+          throw new UnavailableError(`The identity provider cannot be reached (${(err as Error).message}): retry in a moment.`);
+        }
         fiscal = profile[claim];
       }
       const code = typeof fiscal === 'string' ? personFiscalCode(fiscal) : undefined;

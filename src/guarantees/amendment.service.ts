@@ -155,8 +155,28 @@ export function createAmendmentService(deps: {
           { pointer: '#/effectiveAt', detail: `must not be before the demand's, ${open.effectiveAt.toISOString()}` },
         ]);
       }
-      // An issuer's amendment that would reduce the linked authority's cover waits for its consent.
-      const consent = needsConsent(current.fold, input, act) ? ('PENDING' as const) : null;
+      // A settlement or a rejection is a fact already happened: never dated ahead (the rules,
+      // which count every amendment recorded, would see the demand closed while it is open).
+      if ((input.type === 'CLAIM_SETTLED' || input.type === 'CLAIM_REJECTED') && input.effectiveAt > createdAt) {
+        throw new ValidationError(`Invalid amendment: a ${input.type} cannot be dated after it is recorded (${createdAt.toISOString()}).`, [
+          { pointer: '#/effectiveAt', detail: 'must not be in the future' },
+        ]);
+      }
+      // An issuer's amendment that would reduce the linked authority's cover waits for its consent:
+      // a reduction of what every amendment recorded leaves, or of what applies at its own date
+      // (an amount lowered by an amendment dated later does not make today's lower one a widening).
+      const at = act.serverDated ? createdAt : input.effectiveAt;
+      const applying = current.latestEffectiveAt && current.latestEffectiveAt > at ? await repo.stateAt(guaranteeId, current, at, t) : undefined;
+      const consent =
+        needsConsent(current.fold, input, act) ||
+        (applying !== undefined && needsConsent({ ...current.fold, garantedAmount: applying.garantedAmount }, input, act))
+          ? ('PENDING' as const)
+          : null;
+      if (consent && current.fold.pending) {
+        throw new ConflictError(
+          `Amendment ${current.fold.pending.seq} waits for the contracting authority's answer: one change that reduces its cover at a time.`,
+        );
+      }
       const authority = current.fold.beneficiary;
       const { expectedSeq: _seen, ...fields } = input;
       const amendment: Amendment = {

@@ -317,7 +317,8 @@ function foldAt(issued: Issued, amendments: readonly FoldedAmendment[], at: Date
       f = apply(f, a, a.seq);
     }
   }
-  return { fold: f, scheduled };
+  // In seq order (an accepted amendment's effect comes under its own seq, before its answer's).
+  return { fold: f, scheduled: scheduled.sort((a, b) => a.seq - b.seq) };
 }
 
 function stateOf(f: Folded, issued: Issued, now: Date, scheduled: Scheduled[] = []): GuaranteeState {

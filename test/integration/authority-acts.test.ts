@@ -84,17 +84,30 @@ describe("contracting authorities: their acts, and their consent to the issuer's
     expect(await state(r)).to.include({ status: 'ACTIVE', openClaim: null, claimDueAt: null, lastSeq: 3 });
     expect((await act(a, r.id, { type: 'DEMAND_WITHDRAWN' })).body.detail).to.equal('No demand is open to withdraw.');
     expect((await act(a, r.id, { type: 'DEMAND', claimedAmount: 3000 })).status).to.equal(200);
-    // Dated a second ahead: recorded now, and scheduled until then (the demand stays open).
-    const paidAt = new Date(Date.now() + 1000);
-    const paid = await amend(r, { type: 'CLAIM_SETTLED', paidAmount: 3000, effectiveAt: paidAt.toISOString() });
+    // A payment is a fact: never dated ahead (the rules would see the demand closed while it is open).
+    const ahead = await amend(r, { type: 'CLAIM_SETTLED', paidAmount: 3000, effectiveAt: new Date(Date.now() + 60_000).toISOString() });
+    expect(ahead.status).to.equal(400);
+    expect(JSON.stringify(ahead.body)).to.include('must not be in the future');
+    const paid = await amend(r, { type: 'CLAIM_SETTLED', paidAmount: 3000, effectiveAt: new Date().toISOString() });
     expect(paid.status, JSON.stringify(paid.body)).to.equal(200);
+    expect(await state(r)).to.include({ status: 'ACTIVE', garantedAmount: 12000.5, lastSeq: 5 });
+
+    // The authority's release of part of it dated a second ahead: recorded now, scheduled until then.
+    const from = new Date(Date.now() + 1000);
+    expect((await act(a, r.id, { type: 'PARTIAL_RELEASE', garantedAmount: 10000, effectiveAt: from.toISOString() })).status).to.equal(200);
     const waiting = await state(r);
-    expect(waiting).to.include({ status: 'CLAIMED', garantedAmount: 15000.5, lastSeq: 5 });
-    expect(waiting.scheduled).to.deep.equal([{ seq: 5, type: 'CLAIM_SETTLED', effectiveAt: paidAt.toISOString() }]);
-    await new Promise((resolve) => setTimeout(resolve, paidAt.getTime() - Date.now() + 50));
-    const settled = await state(r);
-    expect(settled).to.include({ status: 'ACTIVE', garantedAmount: 12000.5, lastSeq: 5 });
-    expect(settled.scheduled).to.deep.equal([]);
+    expect(waiting).to.include({ status: 'ACTIVE', garantedAmount: 12000.5, lastSeq: 6 });
+    expect(waiting.scheduled).to.deep.equal([{ seq: 6, type: 'PARTIAL_RELEASE', effectiveAt: from.toISOString() }]);
+    // Today's 12,000.50 lowered by the issuer is a reduction, whatever the amount dated later: it waits for consent.
+    const lower = await amend(r, { type: 'AMOUNT_CHANGE', garantedAmount: 11000, effectiveAt: new Date().toISOString() });
+    expect(lower.status, JSON.stringify(lower.body)).to.equal(200);
+    expect(lower.body.consent).to.equal('PENDING');
+    expect((await state(r)).garantedAmount).to.equal(12000.5);
+    await new Promise((resolve) => setTimeout(resolve, from.getTime() - Date.now() + 50));
+    const released = await state(r);
+    expect(released).to.include({ status: 'PARTIALLY_RELEASED', garantedAmount: 10000, lastSeq: 7 });
+    expect(released.scheduled).to.deep.equal([]);
+    expect(released.pendingConsent).to.deep.equal({ seq: 7, type: 'AMOUNT_CHANGE' });
 
     // Each act is a row of both chains: the issuer's names the authority, the authority's its key.
     const { db } = await harness();

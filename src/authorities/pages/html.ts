@@ -417,7 +417,7 @@ export function guaranteePage(lang: Lang, v: AuthorityGuaranteeView, d: { csrf: 
   return html`<p><a href="/authority">← ${s.back}</a></p>
     <h1>${s.policy} ${v.guarantee.details.policyNumber ?? '—'}</h1>
     <p class="lead">${s.issuer}: <strong>${v.issuer.name}</strong>${v.guarantee.details.cig && ` · CIG ${v.guarantee.details.cig}`}</p>
-    ${notice('good', d.done && s.done[d.done])}${notice('bad', d.error)}
+    ${notice('good', d.done !== undefined && Object.hasOwn(s.done, d.done) ? s.done[d.done] : undefined)}${notice('bad', d.error)}
     <section class="card" data-guarantee-state="${st.status}" ${left !== undefined && new Raw(` data-days-left="${left}"`)}>
       <h2>${s.today}</h2>
       <p class="banner ${tone(st.status)}">${s.statusText[st.status] ?? st.status}</p>

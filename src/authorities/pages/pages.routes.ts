@@ -27,6 +27,8 @@ const PAGE_SIZE = 20;
 /** A form's fields: few and short; a demand's one document at most the upload limit. */
 const MAX_FIELDS = 20;
 const MAX_FIELD_BYTES = 4096;
+/** What a page's form may carry besides its document (its fields and the multipart framing): the body budget counts a form as at most its document and this. */
+export const PAGE_FORM_BYTES = 2 * MAX_FIELDS * MAX_FIELD_BYTES;
 /** The idle clock is written at most this often (a page's requests do not each write). */
 const TOUCH_EVERY_MS = 60_000;
 
@@ -38,11 +40,15 @@ interface Form {
 /** The request's form (urlencoded or multipart), within its limits: a 400 or 413 otherwise. */
 function readForm(ctx: Context, maxFileBytes: number): Promise<Form> {
   // Larger than any form may be: refused before a byte is read, and the sender cut off.
-  if (Number(ctx.get('Content-Length') || '0') > maxFileBytes + MAX_FIELDS * MAX_FIELD_BYTES * 2) {
+  if (Number(ctx.get('Content-Length') || '0') > maxFileBytes + PAGE_FORM_BYTES) {
     ctx.set('Connection', 'close');
-    return Promise.reject(new PayloadTooLargeError(`The form is larger than ${maxFileBytes + MAX_FIELDS * MAX_FIELD_BYTES * 2} bytes.`));
+    return Promise.reject(new PayloadTooLargeError(`The form is larger than ${maxFileBytes + PAGE_FORM_BYTES} bytes.`));
   }
   return new Promise((resolve, reject) => {
+    // A sender that goes away mid-form: no answer waits for the rest.
+    ctx.req.once('close', () => {
+      if (!ctx.req.complete) reject(new ValidationError('The form did not arrive whole.'));
+    });
     let bb: busboy.Busboy;
     try {
       bb = busboy({
@@ -67,7 +73,7 @@ function readForm(ctx: Context, maxFileBytes: number): Promise<Form> {
       });
       stream.on('end', () => {
         const bytes = Buffer.concat(chunks);
-        if (bytes.length > 0) form.file = { name: info.filename ?? '', bytes };
+        if (bytes.length > 0) form.file = { name: (info.filename ?? '').slice(-200), bytes };
       });
     });
     bb.on('filesLimit', () => (failure ??= new ValidationError('One document at a time.')));
@@ -82,25 +88,39 @@ function readForm(ctx: Context, maxFileBytes: number): Promise<Form> {
 /** The :id of the route (Koa's context types its params loosely). */
 const idOf = (ctx: Context): string => (ctx.params as Record<string, string | undefined>).id ?? '';
 
-const sameToken = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+function sameToken(a: string, b: string): boolean {
+  const [x, y] = [Buffer.from(a), Buffer.from(b)];
+  return x.length === y.length && timingSafeEqual(x, y);
+}
 
 /** An amount as people type it: 1.234,56 or 1234.56 (what is not one is left for the validation to refuse). */
 export function amountOf(input: string | undefined): number | string | undefined {
   if (input === undefined || input.trim() === '') return undefined;
   const t = input.trim().replace(/\s|€/g, '');
-  const normalized = /,\d{1,2}$/.test(t) ? t.replace(/\./g, '').replace(',', '.') : t.replace(/,/g, '');
+  // A comma and one or two digits at the end: Italian (dots group thousands). Dots before groups of three and no comma: Italian thousands too.
+  const normalized = /,\d{1,2}$/.test(t) || /^\d{1,3}(\.\d{3})+$/.test(t) ? t.replace(/\./g, '').replace(',', '.') : t.replace(/,/g, '');
   return /^\d+(\.\d{1,2})?$/.test(normalized) ? Number(normalized) : input;
 }
 
-/** Midnight of `date` (YYYY-MM-DD) in Italy, as an instant with its offset. */
+/** Midnight of `date` (YYYY-MM-DD) in Italy, as an instant with its offset; what is not such a date is left for the validation to refuse. */
 export function romeMidnight(date: string): string {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) return date;
-  const noonUtc = new Date(`${date}T12:00:00Z`);
-  const offset = new Intl.DateTimeFormat('en-US', { timeZone: 'Europe/Rome', timeZoneName: 'shortOffset' })
-    .formatToParts(noonUtc)
-    .find((p) => p.type === 'timeZoneName')?.value;
-  const hours = Number(/GMT([+-]\d+)/.exec(offset ?? '')?.[1] ?? 0);
-  return `${date}T00:00:00${hours < 0 ? '-' : '+'}${String(Math.abs(hours)).padStart(2, '0')}:00`;
+  const rome = new Intl.DateTimeFormat('en-CA', {
+    timeZone: 'Europe/Rome',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    hourCycle: 'h23',
+  });
+  // Italy is at +01:00 or +02:00: the offset whose midnight is that day's 00 h in Rome (a day of a clock change included).
+  for (const offset of ['+01:00', '+02:00']) {
+    const instant = new Date(`${date}T00:00:00${offset}`);
+    if (Number.isNaN(instant.getTime())) return date;
+    const parts = Object.fromEntries(rome.formatToParts(instant).map((p) => [p.type, p.value]));
+    if (`${parts.year}-${parts.month}-${parts.day}` === date && parts.hour === '00') return `${date}T00:00:00${offset}`;
+  }
+  return date;
 }
 
 export function registerAuthorityPages(
@@ -129,10 +149,16 @@ export function registerAuthorityPages(
   const CSP = `default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self' ${providerOrigin}; frame-ancestors 'none'; base-uri 'none'`;
   const baseOf = (ctx: Context) => config.PUBLIC_BASE_URL ?? ctx.origin;
 
+  /** The cookies of `ctx`, Secure when the public URL is https (behind a router that ends TLS, the hop to us is plain http). */
+  function cookiesOf(ctx: Context): Context['cookies'] {
+    if (secure) ctx.cookies.secure = true;
+    return ctx.cookies;
+  }
+
   function langOf(ctx: Context): Lang {
     const asked = ctx.query.lang;
     if (asked === 'it' || asked === 'en') {
-      ctx.cookies.set('authority_lang', asked, { httpOnly: true, sameSite: 'lax', secure, maxAge: 365 * 86_400_000, overwrite: true });
+      cookiesOf(ctx).set('authority_lang', asked, { httpOnly: true, sameSite: 'lax', secure, maxAge: 365 * 86_400_000, overwrite: true });
       return asked;
     }
     return ctx.cookies.get('authority_lang') === 'en' ? 'en' : 'it';
@@ -153,7 +179,7 @@ export function registerAuthorityPages(
     if (!id || id.length > 64) return undefined;
     const s = await sessions.session(id, now(), idleMs);
     if (!s) {
-      ctx.cookies.set(SESSION, null, cookie);
+      cookiesOf(ctx).set(SESSION, null, cookie);
       return undefined;
     }
     if (now().getTime() - s.seenAt.getTime() > TOUCH_EVERY_MS) await sessions.touch(id, now());
@@ -269,12 +295,14 @@ export function registerAuthorityPages(
     await signedIn(ctx, (s) => listAnswer(ctx, s));
   });
 
-  router.get('/authority/login', async (ctx) => {
+  // Limited per client as the public verification is: each sign-in begun is a row (for ten minutes).
+  router.get('/authority/login', limit, async (ctx) => {
     const start = await signIn.start(`${baseOf(ctx)}/authority/callback`);
-    const next = typeof ctx.query.next === 'string' && /^\/authority(\/[\w/-]*)?$/.test(ctx.query.next) ? ctx.query.next : '/authority';
+    const asked = ctx.query.next;
+    const next = typeof asked === 'string' && asked.length <= 200 && /^\/authority(\/[\w/-]*)?$/.test(asked) ? asked : '/authority';
     await sessions.addLogin({ state: start.state, codeVerifier: start.codeVerifier, nonce: start.nonce, returnTo: next }, now());
     // The browser that began the sign-in is the one that may finish it.
-    ctx.cookies.set(LOGIN, start.state, { ...cookie, maxAge: 10 * 60_000 });
+    cookiesOf(ctx).set(LOGIN, start.state, { ...cookie, maxAge: 10 * 60_000 });
     ctx.set('Cache-Control', 'no-store');
     ctx.redirect(start.url);
   });
@@ -283,7 +311,7 @@ export function registerAuthorityPages(
     const lang = langOf(ctx);
     const state = typeof ctx.query.state === 'string' ? ctx.query.state : '';
     const bound = ctx.cookies.get(LOGIN);
-    ctx.cookies.set(LOGIN, null, cookie);
+    cookiesOf(ctx).set(LOGIN, null, cookie);
     const login = state && bound && sameToken(state, bound) ? await sessions.takeLogin(state, now()) : undefined;
     if (!login) {
       answer(ctx, 400, stringsOf(lang).signInTitle, signInPage(lang, signIn.enabled, 'Accesso non riuscito / Sign-in failed: start again.'));
@@ -304,7 +332,7 @@ export function registerAuthorityPages(
     const id = token();
     await sessions.addSession(id, { fiscalNumber: person.fiscalNumber, name: person.name, csrf: token(), idToken: person.idToken }, now());
     await sessions.removeIdle(new Date(now().getTime() - idleMs), 100);
-    ctx.cookies.set(SESSION, id, cookie);
+    cookiesOf(ctx).set(SESSION, id, cookie);
     ctx.status = 303;
     ctx.redirect(login.returnTo);
   });
@@ -317,9 +345,10 @@ export function registerAuthorityPages(
       idToken = s.idToken;
       await sessions.removeSession(ctx.cookies.get(SESSION) ?? '');
     }
-    ctx.cookies.set(SESSION, null, cookie);
+    cookiesOf(ctx).set(SESSION, null, cookie);
     ctx.status = 303;
-    ctx.redirect((await signIn.logoutUrl(idToken, `${baseOf(ctx)}/authority`)) ?? '/authority');
+    // Only a signed-in person's own form (its CSRF token checked) ends the session at the provider too.
+    ctx.redirect((s && (await signIn.logoutUrl(idToken, `${baseOf(ctx)}/authority`))) || '/authority');
   });
 
   router.post('/authority/guarantees', async (ctx) => {
