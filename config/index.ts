@@ -298,8 +298,12 @@ const schema = z
         message: 'OIDC_ISSUER needs OIDC_CLIENT_ID and OIDC_CLIENT_SECRET or OIDC_CLIENT_PRIVATE_KEY',
       });
     }
-    if (c.OIDC_ISSUER?.startsWith('http:') && c.NODE_ENV === 'production') {
-      ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'must be https in production (plain http is for the local provider only)' });
+    if (c.OIDC_ISSUER?.startsWith('http:') && !/^http:\/\/(127\.0\.0\.1|localhost|\[::1\])[:/]/.test(`${c.OIDC_ISSUER}/`) && c.NODE_ENV === 'production') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['OIDC_ISSUER'],
+        message: 'must be https in production (plain http only on this machine, as a local provider or broker)',
+      });
     }
     if (c.OIDC_ISSUER && !c.PUBLIC_BASE_URL && c.NODE_ENV === 'production') {
       ctx.addIssue({

@@ -251,6 +251,26 @@ describe("the contracting authority's pages in Chromium, through a real OpenID P
     ).to.equal(0);
   });
 
+  it('behind a router that ends TLS (PUBLIC_BASE_URL https, plain http to us): the cookies are Secure and __Host-, and the sign-in begins', async () => {
+    const behind = await serve({ VERIFY_RATE_PER_MINUTE: '0', PUBLIC_BASE_URL: 'https://registry.example.it' });
+    try {
+      const res = await fetch(`${behind.origin}/authority/login?next=/authority/guarantees/x`, { redirect: 'manual' });
+      expect(res.status).to.equal(302);
+      const location = new URL(res.headers.get('location') ?? '');
+      expect(location.origin).to.equal(issuer);
+      expect(location.searchParams.get('redirect_uri')).to.equal('https://registry.example.it/authority/callback');
+      expect(location.searchParams.get('code_challenge_method')).to.equal('S256');
+      const set = res.headers.getSetCookie().join('\n');
+      const login = set.split('\n').find((c) => c.startsWith('__Host-authority_login=')) ?? '';
+      for (const attribute of ['path=/', 'secure', 'samesite=lax', 'httponly']) expect(login.toLowerCase().split('; '), login).to.include(attribute);
+      const lang = await fetch(`${behind.origin}/authority?lang=en`, { redirect: 'manual' });
+      expect(lang.status).to.equal(200);
+      expect(lang.headers.getSetCookie().join('\n')).to.match(/authority_lang=en;.*secure/);
+    } finally {
+      await new Promise((resolve) => behind.server.close(resolve));
+    }
+  });
+
   it('on a phone, in English: fits the screen without sideways scrolling', async () => {
     const r = await registered();
     const page = await fresh({ width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true });

@@ -13,7 +13,11 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { createAuditRepository } from '../../src/audit/audit.repository.js';
+import { createFileRepository } from '../../src/files/file.repository.js';
 import { createAmendmentRepository } from '../../src/guarantees/amendment.repository.js';
+import { createAmendmentService } from '../../src/guarantees/amendment.service.js';
+import { createIdempotencyStore } from '../../src/shared/idempotency.js';
 import { CLAIM_TERM_MS } from '../../src/guarantees/amendments.js';
 import { createLifecycleCheck, OVERLAP_MS } from '../../src/guarantees/lifecycle-check.js';
 import { migration as checkStart } from '../../src/shared/db/migrations/0025-lifecycle-check-start.js';
@@ -123,7 +127,28 @@ describe('lifecycle: the check emitting expiries and overdue claims', function (
     const paid = await guarantee(org, '2095-01-01T00:00:00Z');
     await amend(org, late, { type: 'CLAIM', claimedAmount: 100, effectiveAt: '2090-01-10T12:00:00Z' });
     await amend(org, paid, { type: 'CLAIM', claimedAmount: 100, effectiveAt: '2090-01-10T12:00:00Z' });
-    await amend(org, paid, { type: 'CLAIM_SETTLED', paidAmount: 100, effectiveAt: '2090-01-20T00:00:00Z' });
+    // Paid on 20 January 2090, recorded then (a payment is never dated ahead of its recording).
+    const { db, events: bus } = await harness();
+    const atClock = createAmendmentService({
+      repo: createAmendmentRepository(db),
+      files: createFileRepository(db, bus.outbox),
+      outbox: bus.outbox,
+      idempotency: createIdempotencyStore(db),
+      audit: createAuditRepository(db),
+      now: () => clock,
+    });
+    clock = new Date('2090-01-20T00:00:00Z');
+    const settled = await atClock.record(org.orgId, paid, {
+      type: 'CLAIM_SETTLED',
+      effectiveAt: clock,
+      expiresAt: null,
+      garantedAmount: null,
+      claimedAmount: null,
+      paidAmount: 100,
+      reason: null,
+      docs: [],
+    });
+    expect(settled.status).to.equal(200);
 
     clock = new Date('2090-01-25T11:59:59Z'); // a second before the due date
     await check.run();

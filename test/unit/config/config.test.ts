@@ -67,6 +67,18 @@ describe('configuration', () => {
     expect(() => parseConfig({ ...valid, PUBLIC_BASE_URL: 'https://example.org/?a=1' })).to.throw(ConfigError, /PUBLIC_BASE_URL/);
   });
 
+  it("takes the authorities' OpenID Provider with its client, https in production but on this machine, and a 30 minutes' idle session by default", () => {
+    expect(parseConfig(valid).OIDC_ISSUER).to.equal(undefined);
+    expect(parseConfig(valid)).to.include({ SESSION_IDLE_MINUTES: 30, OIDC_FISCAL_NUMBER_CLAIM: 'https://attributes.eid.gov.it/fiscal_number' });
+    const oidc = { OIDC_ISSUER: 'https://id.example.it', OIDC_CLIENT_ID: 'registry', OIDC_CLIENT_SECRET: 's' };
+    expect(parseConfig({ ...valid, ...oidc }).OIDC_ISSUER).to.equal('https://id.example.it');
+    expect(() => parseConfig({ ...valid, ...oidc, OIDC_CLIENT_SECRET: undefined })).to.throw(ConfigError, /OIDC_CLIENT_ID: OIDC_ISSUER needs/);
+    expect(parseConfig({ ...valid, ...oidc, OIDC_CLIENT_SECRET: undefined, OIDC_CLIENT_PRIVATE_KEY: PEM }).OIDC_CLIENT_PRIVATE_KEY).to.equal(PEM.trim());
+    expect(() => parseConfig({ ...valid, ...oidc, OIDC_ISSUER: 'http://id.example.it' })).to.throw(ConfigError, /OIDC_ISSUER: must be https in production/);
+    expect(parseConfig({ ...valid, ...oidc, OIDC_ISSUER: 'http://127.0.0.1:7590' }).OIDC_ISSUER).to.equal('http://127.0.0.1:7590');
+    expect(parseConfig({ ...valid, ...oidc, NODE_ENV: 'development', OIDC_ISSUER: 'http://id.example.it' }).OIDC_ISSUER).to.equal('http://id.example.it');
+  });
+
   it('needs clamd by host and port or by socket, and admin user and password together', () => {
     expect(() => parseConfig({ ...valid, CLAMD_HOST: undefined, CLAMD_PORT: undefined })).to.throw(ConfigError, /CLAMD_HOST/);
     expect(parseConfig({ ...valid, CLAMD_HOST: undefined, CLAMD_PORT: undefined, CLAMD_SOCKET: '/run/clamd.sock' }).CLAMD_SOCKET).to.equal('/run/clamd.sock');
