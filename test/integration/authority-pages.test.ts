@@ -151,6 +151,12 @@ describe("the contracting authority's pages in Chromium, through a real OpenID P
     expect(await attr(page, row, 'data-status')).to.equal('CLAIMED');
     expect(await attr(page, row, 'data-days-left')).to.equal('15');
     await screenshot(page, 'authority-list');
+    // Filtered by status: the demanded one among the CLAIMED, none among the RELEASED.
+    await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click('[data-filter="CLAIMED"]')]);
+    expect(await attr(page, row, 'data-status')).to.equal('CLAIMED');
+    expect(await attr(page, '[data-filter="CLAIMED"]', 'aria-current')).to.equal('page');
+    await page.goto(`${app.origin}/authority?status=RELEASED`, { waitUntil: 'load' });
+    expect(await page.$(row)).to.equal(null);
 
     // Withdrawn; then the issuer cuts the cover, which waits for the authority's answer.
     await page.goto(`${app.origin}/authority/guarantees/${r.id}`, { waitUntil: 'load' });

@@ -5,6 +5,9 @@ import type { AuthorityGuaranteeView } from '../authority.schemas.js';
 
 export type Lang = 'it' | 'en';
 
+/** The statuses the list may be filtered by. */
+const STATUSES = ['ACTIVE', 'PARTIALLY_RELEASED', 'CLAIMED', 'EXPIRED', 'RELEASED', 'CANCELLED'] as const;
+
 export class Raw {
   constructor(readonly html: string) {}
 }
@@ -43,6 +46,8 @@ const STRINGS = {
     noAccessLead:
       'La tua identità (codice fiscale {code}) non è abilitata per alcuna stazione appaltante di questo registro. Chiedi al gestore del registro di abilitarti; finché non lo fa non puoi vedere né fare nulla qui.',
     guarantees: 'Le garanzie prese in carico',
+    all: 'Tutte',
+    filterBy: 'Filtra per stato',
     none: 'Nessuna garanzia presa in carico finora.',
     policy: 'Polizza',
     issuer: 'Emittente',
@@ -146,6 +151,8 @@ const STRINGS = {
     noAccessLead:
       "Your identity (fiscal code {code}) is not enabled for any contracting authority of this registry. Ask the registry's operator to enable you; until then you can neither see nor do anything here.",
     guarantees: 'The guarantees you took charge of',
+    all: 'All',
+    filterBy: 'Filter by status',
     none: 'No guarantee taken charge of yet.',
     policy: 'Policy',
     issuer: 'Issuer',
@@ -322,7 +329,18 @@ interface ListItem {
 /** The authority's guarantees, and the form to take charge of one. */
 export function listPage(
   lang: Lang,
-  d: { items: ListItem[]; total: number; page: number; pages: number; csrf: string; now: Date; error?: string; form?: Record<string, string> },
+  d: {
+    items: ListItem[];
+    total: number;
+    page: number;
+    pages: number;
+    csrf: string;
+    now: Date;
+    /** The status the list is filtered by, if any. */
+    status?: string;
+    error?: string;
+    form?: Record<string, string>;
+  },
 ): Raw {
   const s = stringsOf(lang);
   const rows = d.items.map((g) => {
@@ -358,7 +376,17 @@ export function listPage(
     </li>`;
   });
   const f = d.form ?? {};
+  const filter = d.status ? `&status=${d.status}` : '';
+  const filters = html`<nav class="filters" aria-label="${s.filterBy}">
+    ${[undefined, ...STATUSES].map(
+      (st) =>
+        html`<a href="/authority${st ? `?status=${st}` : ''}" ${st === d.status && new Raw(' aria-current="page"')} data-filter="${st ?? 'ALL'}"
+          >${st ? (s.statusText[st] ?? st) : s.all}</a
+        >`,
+    )}
+  </nav>`;
   return html`<h1>${s.guarantees}</h1>
+    ${filters}
     ${
       d.items.length
         ? html`<ul class="list" data-total="${d.total}">
@@ -369,8 +397,8 @@ export function listPage(
     ${
       d.pages > 1 &&
       html`<nav class="pager">
-        ${d.page > 1 && html`<a href="/authority?page=${d.page - 1}">${s.previous}</a>`} <span>${d.page} / ${d.pages}</span> ${
-          d.page < d.pages && html`<a href="/authority?page=${d.page + 1}">${s.next}</a>`
+        ${d.page > 1 && html`<a href="/authority?page=${d.page - 1}${filter}">${s.previous}</a>`} <span>${d.page} / ${d.pages}</span> ${
+          d.page < d.pages && html`<a href="/authority?page=${d.page + 1}${filter}">${s.next}</a>`
         }
       </nav>`
     }

@@ -15,6 +15,7 @@ import type { ApiActor, AuthState } from '../../orgs/auth.middleware.js';
 import { AppError, ForbiddenError, PayloadTooLargeError, ValidationError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { parseOrThrow } from '../../shared/validation.js';
+import { GUARANTEE_STATUSES } from '../../guarantees/amendments.js';
 import { createAuthorityAct, takeCharge } from '../authority.schemas.js';
 import type { AuthorityService } from '../authority.service.js';
 import type { Session, SessionRepository } from '../session.repository.js';
@@ -223,7 +224,9 @@ export function registerAuthorityPages(
   async function listAnswer(ctx: Context, s: Session & { authorityId: string }, status = 200, error?: string, form?: Record<string, string>) {
     const lang = langOf(ctx);
     const pageNo = Math.max(1, Math.min(1_000_000, Number.parseInt(String(ctx.query.page ?? '1'), 10) || 1));
-    const list = await service.list(s.authorityId, { page: pageNo, limit: PAGE_SIZE });
+    const asked = ctx.query.status;
+    const filter = typeof asked === 'string' && (GUARANTEE_STATUSES as readonly string[]).includes(asked) ? asked : undefined;
+    const list = await service.list(s.authorityId, { page: pageNo, limit: PAGE_SIZE, status: filter });
     const pages = Math.max(1, Math.ceil(list.totalItems / PAGE_SIZE));
     answer(
       ctx,
@@ -236,6 +239,7 @@ export function registerAuthorityPages(
         pages,
         csrf: s.csrf,
         now: now(),
+        ...(filter && { status: filter }),
         ...(error && { error }),
         ...(form && { form }),
       }),

@@ -54,5 +54,7 @@ button.secondary { background: #fff; color: var(--brand); border: 2px solid var(
 .docs { margin: 0; padding-left: 18px; overflow-wrap: anywhere; }
 .hash { font-size: .8rem; word-break: break-all; }
 .consent.PENDING { color: var(--wait); font-weight: 600; }
+.filters { display: flex; flex-wrap: wrap; gap: 6px 14px; margin: 0 0 14px; }
+.filters a[aria-current="page"] { font-weight: 700; color: var(--ink); text-decoration: none; }
 .pager { display: flex; gap: 16px; align-items: center; margin: 0 0 18px; }
 `;
