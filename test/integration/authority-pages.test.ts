@@ -277,6 +277,17 @@ describe("the contracting authority's pages in Chromium, through a real OpenID P
     }
   });
 
+  it('without PUBLIC_BASE_URL (npm start): the sign-in returns to the address the browser used', async () => {
+    const local = await serve({ VERIFY_RATE_PER_MINUTE: '0', PUBLIC_BASE_URL: undefined, NODE_ENV: 'development' });
+    try {
+      const res = await fetch(`${local.origin}/authority/login`, { redirect: 'manual' });
+      expect(res.status).to.equal(302);
+      expect(new URL(res.headers.get('location') ?? '').searchParams.get('redirect_uri')).to.equal(`${local.origin}/authority/callback`);
+    } finally {
+      await new Promise((resolve) => local.server.close(resolve));
+    }
+  });
+
   it('on a phone, in English: fits the screen without sideways scrolling', async () => {
     const r = await registered();
     const page = await fresh({ width: 390, height: 844, deviceScaleFactor: 2, isMobile: true, hasTouch: true });

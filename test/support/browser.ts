@@ -19,7 +19,7 @@ export interface Served {
 }
 
 /** The app, with these settings, on 127.0.0.1 (a secure context, as WebCrypto needs), PUBLIC_BASE_URL its own address. */
-export async function serve(overrides: Record<string, string> = {}): Promise<Served> {
+export async function serve(overrides: Record<string, string | undefined> = {}): Promise<Served> {
   const base = await harness();
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

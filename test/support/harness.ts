@@ -45,7 +45,7 @@ export const PRODUCTION_EXTRAS = {
 };
 
 /** A configuration like the run's, with some variables changed. */
-export function configWith(overrides: Record<string, string>): Config {
+export function configWith(overrides: Record<string, string | undefined>): Config {
   return parseConfig({ ...process.env, ...overrides });
 }
 

@@ -148,7 +148,8 @@ export function registerAuthorityPages(
   const cookie = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/', overwrite: true };
   const providerOrigin = config.OIDC_ISSUER ? new URL(config.OIDC_ISSUER).origin : '';
   const CSP = `default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self' ${providerOrigin}; frame-ancestors 'none'; base-uri 'none'`;
-  const baseOf = (ctx: Context) => config.PUBLIC_BASE_URL ?? ctx.origin;
+  // The registry's own address (Koa's ctx.origin is the request's Origin header, not ours).
+  const baseOf = (ctx: Context) => config.PUBLIC_BASE_URL ?? `${ctx.protocol}://${ctx.host}`;
 
   /** The cookies of `ctx`, Secure when the public URL is https (behind a router that ends TLS, the hop to us is plain http). */
   function cookiesOf(ctx: Context): Context['cookies'] {
