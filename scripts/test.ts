@@ -36,8 +36,10 @@ function step(name: string, command: string, args: string[]): boolean {
 let ok = false;
 try {
   // Tools the tests themselves use: Info-ZIP builds the archives the scanner is tested with;
-  // Debian's Chromium opens the verification page (npm cannot download a browser here).
+  // Debian's Chromium opens the pages (npm cannot download a browser here).
   ensurePackages(['zip', 'chromium'], ['zip', 'chromium'], [], 'zip and chromium (for tests)');
+  // Go's reference implementation of the transparency log's formats (golang.org/x/mod/sumdb), built offline.
+  ensurePackages(['go', '/usr/share/gocode/src/golang.org/x/mod/sumdb/note/note.go'], ['golang-go', 'golang-golang-x-mod-dev'], [], 'Go and x/mod (for tests)');
   const result = await up('test');
   applyEnv(result.env, localAppEnv('test'), {
     LOG_LEVEL: 'silent',

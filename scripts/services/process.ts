@@ -113,7 +113,9 @@ export function run(command: string, args: string[], timeoutMs = 60_000): Promis
   });
 }
 
+/** Whether `binary` is on the PATH (or in /usr/sbin, /usr/bin); an absolute path: whether that file exists (a package without a binary). */
 export function which(binary: string): boolean {
+  if (binary.startsWith('/')) return existsSync(binary);
   return (
     spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status === 0 || existsSync(`/usr/sbin/${binary}`) || existsSync(`/usr/bin/${binary}`)
   );
