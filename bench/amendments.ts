@@ -17,11 +17,8 @@ import mysql from 'mysql2/promise';
 import { Agent, request } from 'undici';
 import { v7 as uuidv7 } from 'uuid';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
-import { context, down, up } from '../scripts/services/index.js';
-import { databaseName } from '../scripts/services/mariadb.js';
-import { migrate } from '../src/shared/db/migrator.js';
-import { createLogger } from '../src/shared/logger.js';
-import { log, median, newKey, procfileFlags, startServer } from './support.js';
+import { down, up } from '../scripts/services/index.js';
+import { log, median, newKey, ownDatabase, procfileFlags, startServer } from './support.js';
 
 interface Options {
   count: number;
@@ -49,18 +46,8 @@ export async function benchAmendments(argv: string[]): Promise<void> {
   const opts = options(argv);
   const { env, started } = await up('bench', ['mariadb', 'redis']);
   applyEnv(env, localAppEnv('bench'));
-  const benchUrl = process.env.DATABASE_URL;
-  if (!benchUrl) throw new Error('no DATABASE_URL for the bench profile');
-  // A database of its own on the bench profile's server, made afresh each run: the api bench's million guarantees are left alone.
-  const own = new URL(benchUrl);
-  own.pathname = `/${databaseName(context('bench'))}_amendments`;
-  const url = own.toString();
-  process.env.DATABASE_URL = url;
-  const admin = await mysql.createConnection({ uri: benchUrl });
-  await admin.query(`DROP DATABASE IF EXISTS ${own.pathname.slice(1)}`);
-  await admin.query(`CREATE DATABASE ${own.pathname.slice(1)} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
-  await admin.end();
-  await migrate(url, createLogger('silent'));
+  // A database of its own, made afresh each run.
+  const url = await ownDatabase('amendments');
   const orgId = uuidv7();
   const pool = mysql.createPool({ uri: url, connectionLimit: 1 });
   await pool.query('INSERT INTO organizations (id, name, guarantee_count, created_at) VALUES (?, ?, 0, NOW(3))', [orgId, 'bench-amendments']);

@@ -21,11 +21,8 @@ import mysql from 'mysql2/promise';
 import { Agent, request } from 'undici';
 import { v7 as uuidv7 } from 'uuid';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
-import { context, down, up } from '../scripts/services/index.js';
-import { databaseName } from '../scripts/services/mariadb.js';
-import { migrate } from '../src/shared/db/migrator.js';
-import { createLogger } from '../src/shared/logger.js';
-import { log, median, newKey, procfileFlags, startServer } from './support.js';
+import { down, up } from '../scripts/services/index.js';
+import { log, median, newKey, ownDatabase, procfileFlags, startServer } from './support.js';
 
 interface Options {
   demands: number;
@@ -66,17 +63,8 @@ export async function benchAuthority(argv: string[]): Promise<void> {
     WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
     WEBHOOK_ALLOW_HTTP: 'true',
   });
-  const benchUrl = process.env.DATABASE_URL;
-  if (!benchUrl) throw new Error('no DATABASE_URL for the bench profile');
-  const own = new URL(benchUrl);
-  own.pathname = `/${databaseName(context('bench'))}_authority`;
-  const url = own.toString();
-  process.env.DATABASE_URL = url;
-  const admin = await mysql.createConnection({ uri: benchUrl });
-  await admin.query(`DROP DATABASE IF EXISTS ${own.pathname.slice(1)}`);
-  await admin.query(`CREATE DATABASE ${own.pathname.slice(1)} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
-  await admin.end();
-  await migrate(url, createLogger('silent'));
+  // A database of its own, made afresh each run.
+  const url = await ownDatabase('authority');
   const db = mysql.createPool({ uri: url, connectionLimit: 4 });
   const issuerId = uuidv7();
   const authorityId = uuidv7();

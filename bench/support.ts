@@ -6,7 +6,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
+import { context } from '../scripts/services/index.js';
+import { databaseName } from '../scripts/services/mariadb.js';
 import { generateApiKey } from '../src/orgs/api-key.js';
+import { migrate } from '../src/shared/db/migrator.js';
+import { createLogger } from '../src/shared/logger.js';
 
 export const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 
@@ -127,4 +131,23 @@ export function figureOf(rs: autocannon.Result[]): Figure {
     non2xx: rs.reduce((n, r) => n + r.non2xx, 0),
     errors: rs.reduce((n, r) => n + r.errors + r.timeouts, 0),
   };
+}
+
+/**
+ * A database of its own on the bench profile's server (DATABASE_URL), made afresh and migrated:
+ * its URL, which process.env.DATABASE_URL then names (the api bench's seed is left alone).
+ */
+export async function ownDatabase(suffix: string): Promise<string> {
+  const benchUrl = process.env.DATABASE_URL;
+  if (!benchUrl) throw new Error('no DATABASE_URL for the bench profile');
+  const own = new URL(benchUrl);
+  own.pathname = `/${databaseName(context('bench'))}_${suffix}`;
+  const url = own.toString();
+  process.env.DATABASE_URL = url;
+  const admin = await mysql.createConnection({ uri: benchUrl });
+  await admin.query(`DROP DATABASE IF EXISTS ${own.pathname.slice(1)}`);
+  await admin.query(`CREATE DATABASE ${own.pathname.slice(1)} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
+  await admin.end();
+  await migrate(url, createLogger('silent'));
+  return url;
 }

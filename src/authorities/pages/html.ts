@@ -1,6 +1,7 @@
 // The /authority pages' HTML, rendered by the server (no script: they work on any phone, with a
 // screen reader, and from one origin), Italian first with English. Every interpolated value is
 // escaped unless it is markup built here (Raw).
+import { AMENDMENT_LABELS } from '../../guarantees/amendment-labels.js';
 import type { AuthorityGuaranteeView } from '../authority.schemas.js';
 
 export type Lang = 'it' | 'en';
@@ -117,20 +118,7 @@ const STRINGS = {
       RELEASED: 'Svincolata',
       CANCELLED: 'Annullata',
     } as Record<string, string>,
-    types: {
-      EXTENSION: 'Proroga',
-      AMOUNT_CHANGE: "Variazione dell'importo",
-      PARTIAL_RELEASE: 'Svincolo parziale',
-      RELEASE: 'Svincolo',
-      CLAIM: 'Escussione',
-      CLAIM_SETTLED: 'Escussione pagata',
-      CLAIM_REJECTED: 'Escussione respinta',
-      CANCELLATION: 'Annullamento',
-      BENEFICIARY_LINKED: 'Presa in carico',
-      DEMAND: 'Escussione',
-      DEMAND_WITHDRAWN: 'Escussione ritirata',
-      AMENDMENT_RESPONSE: 'Risposta a una modifica',
-    } as Record<string, string>,
+    types: AMENDMENT_LABELS.it as Record<string, string>,
     decisions: { ACCEPT: 'approvata', REFUSE: 'respinta' } as Record<string, string>,
     fileStatus: 'esito dei controlli',
   },
@@ -221,20 +209,7 @@ const STRINGS = {
       RELEASED: 'Released',
       CANCELLED: 'Cancelled',
     } as Record<string, string>,
-    types: {
-      EXTENSION: 'Extension',
-      AMOUNT_CHANGE: 'Amount change',
-      PARTIAL_RELEASE: 'Partial release',
-      RELEASE: 'Release',
-      CLAIM: 'Claim',
-      CLAIM_SETTLED: 'Claim paid',
-      CLAIM_REJECTED: 'Claim rejected',
-      CANCELLATION: 'Cancellation',
-      BENEFICIARY_LINKED: 'Taken charge of',
-      DEMAND: 'Demand',
-      DEMAND_WITHDRAWN: 'Demand withdrawn',
-      AMENDMENT_RESPONSE: 'Answer to a change',
-    } as Record<string, string>,
+    types: AMENDMENT_LABELS.en as Record<string, string>,
     decisions: { ACCEPT: 'accepted', REFUSE: 'refused' } as Record<string, string>,
     fileStatus: 'checks',
   },

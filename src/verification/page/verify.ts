@@ -3,6 +3,7 @@
 // proof step with the same code as `cli verify` (../../notarization/proof-checks.ts), hashes a chosen
 // file with WebCrypto without uploading it, and marks its results for automated checks:
 // [data-verify-result][data-status], [data-check][data-passed], [data-file-match][data-matched-key].
+import { AMENDMENT_LABELS } from '../../guarantees/amendment-labels.js';
 import type { GuaranteeV2 } from '../../guarantees/guarantee.schemas.js';
 import { checkAmendmentProof, checkChain, checkProof, type AmendmentJson, type Check, type CheckId } from '../../notarization/proof-checks.js';
 import type { AmendmentProof, NotarizationProof } from '../../notarization/proof.js';
@@ -145,20 +146,7 @@ const TEXT = {
     noAmendments: "Nessuna appendice registrata: la garanzia è com'era all'emissione.",
     earlierAmendments: (n: number) =>
       `Sono mostrate le appendici più recenti; le ${n} precedenti non sono elencate: la prova della prima mostrata le collega alla catena. Lo stato di oggi è quello indicato dal registro, non ricalcolato qui.`,
-    types: {
-      EXTENSION: 'Proroga',
-      AMOUNT_CHANGE: "Variazione dell'importo",
-      PARTIAL_RELEASE: 'Svincolo parziale',
-      RELEASE: 'Svincolo',
-      CLAIM: 'Escussione',
-      CLAIM_SETTLED: 'Escussione pagata',
-      CLAIM_REJECTED: 'Escussione respinta',
-      CANCELLATION: 'Annullamento',
-      BENEFICIARY_LINKED: 'Presa in carico della stazione appaltante',
-      DEMAND: 'Escussione della stazione appaltante',
-      DEMAND_WITHDRAWN: 'Escussione ritirata',
-      AMENDMENT_RESPONSE: 'Risposta della stazione appaltante',
-    } as Record<string, string>,
+    types: AMENDMENT_LABELS.it as Record<string, string>,
     newExpiry: 'Nuova scadenza',
     newAmount: 'Nuovo importo garantito',
     claimedAmount: 'Importo richiesto',
@@ -340,20 +328,7 @@ const TEXT = {
     noAmendments: 'No amendment recorded: the guarantee is as issued.',
     earlierAmendments: (n: number) =>
       `The latest amendments are shown; the ${n} before them are not listed: the first one shown links to them through its proof. Today's status is the registry's, not recomputed here.`,
-    types: {
-      EXTENSION: 'Extension',
-      AMOUNT_CHANGE: 'Amount change',
-      PARTIAL_RELEASE: 'Partial release',
-      RELEASE: 'Release',
-      CLAIM: 'Claim',
-      CLAIM_SETTLED: 'Claim paid',
-      CLAIM_REJECTED: 'Claim rejected',
-      CANCELLATION: 'Cancellation',
-      BENEFICIARY_LINKED: 'Taken charge of by the contracting authority',
-      DEMAND: "The contracting authority's demand for payment",
-      DEMAND_WITHDRAWN: 'Demand withdrawn',
-      AMENDMENT_RESPONSE: "The contracting authority's answer",
-    } as Record<string, string>,
+    types: AMENDMENT_LABELS.en as Record<string, string>,
     newExpiry: 'New expiry',
     newAmount: 'New guaranteed amount',
     claimedAmount: 'Amount claimed',
