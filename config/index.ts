@@ -289,6 +289,46 @@ const schema = z
     OIDC_SCOPES: z.string().trim().min(1).default('openid profile'),
     /** A session of /authority ends after this many minutes without a request. */
     SESSION_IDLE_MINUTES: int(1, 24 * 60).default(30),
+    /**
+     * Signs the transparency log's checkpoints (Ed25519, PKCS#8 PEM or a private JWK); required in
+     * production (elsewhere a key is generated once and sealed in the database). Whoever has it can
+     * sign a checkpoint of another history: keep it as the receipt key is kept.
+     */
+    LOG_SIGNING_KEY: signingKey.optional(),
+    /** The log's name: its checkpoints' origin line and its key's name. By default <PUBLIC_BASE_URL's host and path>/log. */
+    LOG_ORIGIN: z
+      .string()
+      .trim()
+      .regex(/^[^\s+]+$/, 'must be one word without spaces or "+", such as registry.example.com/log')
+      .optional(),
+    /** A new checkpoint at most this often (whenever the log grew). */
+    LOG_CHECKPOINT_INTERVAL_MS: int(100, 3_600_000).default(1000),
+    /** The bucket the log's tiles and checkpoint are written to (any static host can serve it); by default <S3_BUCKET>-log. */
+    LOG_S3_BUCKET: optionalString,
+    /** The witnesses the log's checkpoints are sent to: "<URL> <verifier key>" pairs separated by ";" (the URL is the witness's submission prefix). */
+    LOG_WITNESSES: z
+      .string()
+      .trim()
+      .default('')
+      .transform((value, ctx) => {
+        const out: Array<{ url: string; vkey: string }> = [];
+        for (const pair of value
+          .split(';')
+          .map((p) => p.trim())
+          .filter(Boolean)) {
+          const [url, vkey, ...rest] = pair.split(/\s+/);
+          if (!url || !vkey || rest.length || !/^https?:\/\/[^\s]+$/.test(url)) {
+            ctx.addIssue({ code: 'custom', message: `"${pair}" is not "<URL> <verifier key>"` });
+            return z.NEVER;
+          }
+          out.push({ url: url.replace(/\/+$/, ''), vkey });
+        }
+        return out;
+      }),
+    /** Each witness's answer must come within this. */
+    LOG_WITNESS_TIMEOUT_MS: int(100, 120_000).default(5000),
+    /** The sequencer's lease: another process takes over this long after its holder stopped renewing it. */
+    LOG_LEASE_MS: int(200, 600_000).default(30_000),
   })
   .superRefine((c, ctx) => {
     if (c.OIDC_ISSUER && !(c.OIDC_CLIENT_ID && (c.OIDC_CLIENT_SECRET || c.OIDC_CLIENT_PRIVATE_KEY))) {
@@ -317,6 +357,13 @@ const schema = z
         code: 'custom',
         path: ['VERIFICATION_SIGNING_KEY'],
         message: 'is required in production (openssl genpkey -algorithm ed25519): receipts must be signed by a key you keep',
+      });
+    }
+    if (c.NODE_ENV === 'production' && !c.LOG_SIGNING_KEY) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['LOG_SIGNING_KEY'],
+        message: "is required in production (openssl genpkey -algorithm ed25519): the log's checkpoints must be signed by a key you keep",
       });
     }
     if (c.NODE_ENV === 'production' && !c.PUBLIC_BASE_URL) {

@@ -33,6 +33,11 @@ export function localAppEnv(profile: Profile): Record<string, string> {
         'verification-signing-key.pem',
         () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
       ),
+      LOG_SIGNING_KEY: secret(
+        profile,
+        'log-signing-key.pem',
+        () => generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
+      ),
       PUBLIC_BASE_URL: `http://127.0.0.1:${process.env.PORT || 3000}`,
     }),
   };

@@ -41,6 +41,14 @@ const OWNERS: Record<string, string> = {
   authority_users: 'src/authorities/',
   authority_logins: 'src/authorities/',
   authority_sessions: 'src/authorities/',
+  log_sequencer: 'src/log/',
+  log_entries: 'src/log/',
+  log_hashes: 'src/log/',
+  log_checkpoints: 'src/log/',
+  log_cosignatures: 'src/log/',
+  log_witnesses: 'src/log/',
+  log_observed: 'src/log/',
+  log_keys: 'src/log/',
 };
 
 /** Where a table name follows in SQL (any case; STRAIGHT_JOIN and LOCK TABLES included). */

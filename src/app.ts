@@ -9,6 +9,7 @@ import { registerAmendmentRoutes } from './guarantees/amendment.routes.js';
 import { registerGuaranteeRoutes } from './guarantees/guarantee.routes.js';
 import { registerNotarizationRoutes } from './notarization/notarization.routes.js';
 import { registerAuditRoutes } from './audit/audit.routes.js';
+import { registerLogRoutes } from './log/log.routes.js';
 import { registerAuthorityRoutes } from './authorities/authority.routes.js';
 import { PAGE_FORM_BYTES, registerAuthorityPages } from './authorities/pages/pages.routes.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -75,7 +76,7 @@ function refuseOtherKind(kind: OrgKind, path: string): void {
 export function createApp(deps: AppDeps): RegistryApp {
   const { config, logger, db, queues } = deps;
   const metrics = deps.metrics ?? createMetrics();
-  const { orgs, guarantees, amendments, proofs, verifications, webhooks, files, audit, authorities, sessions, signIn } = deps.services;
+  const { orgs, guarantees, amendments, proofs, verifications, webhooks, files, audit, authorities, sessions, signIn, log } = deps.services;
 
   // Behind a router, the client's address is the last X-Forwarded-For hop, the one the router
   // appended: the hops before it are whatever the client sent.
@@ -149,6 +150,7 @@ export function createApp(deps: AppDeps): RegistryApp {
     metricsToken: config.METRICS_TOKEN,
     openApi: () => buildOpenApiDocument(config.PUBLIC_BASE_URL),
     ...(deps.objectLock && { objectLock: deps.objectLock }),
+    logWitnesses: () => log.service.witnessStates(),
   });
   registerGuaranteeRoutes(router, guarantees);
   registerAmendmentRoutes(router, amendments);
@@ -156,6 +158,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   registerAuditRoutes(router, audit);
   registerVerificationRoutes(router, { verifications, guarantees, misses, bodyTimeoutMs: config.PUBLIC_BODY_TIMEOUT_MS });
   registerVerifyPage(router);
+  registerLogRoutes(router, { log: log.service, store: log.store, registry: metrics.registry });
   registerAuthorityRoutes(router, { service: authorities, limit: publicLimit, misses, files });
   registerAuthorityPages(router, { config, logger, sessions, signIn, service: authorities, files, limit: publicLimit, maxUploadBytes: pageUploadBytes });
   registerFileRoutes(router, files);

@@ -35,7 +35,9 @@ import { createLogger } from './shared/logger.js';
 import { configureUploadEvents } from './files/storage-events.setup.js';
 import { trustCommand } from './files/trust/trust.command.js';
 import { SecretContext } from './shared/secrets.js';
-import { createStorage } from './shared/storage.js';
+import { createStorage, isMissing, type Storage } from './shared/storage.js';
+import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
+import { logBucketOf } from './log/tile-store.js';
 
 const USAGE = `usage:
   cli org create <name> [--vat <VAT number>] [--register <register entry>]
@@ -280,10 +282,27 @@ async function configureBucket(config: Config): Promise<number> {
         ? `bucket ${storage.bucket}: upload events pushed to ${config.STORAGE_EVENTS_URL} (${topic})`
         : `bucket ${storage.bucket}: no upload events (polling only)`,
     );
+    const logBucket = logBucketOf(config);
+    const created = await ensureBucket(createStorage({ ...config, S3_BUCKET: logBucket }));
+    say(`bucket ${logBucket}: the transparency log's tiles and checkpoint${created ? ' (created)' : ''}`);
   } finally {
     storage.client.destroy();
   }
   return 0;
+}
+
+/** Creates the bucket when it is not there (a plain one: the log's needs no versions or locks); whether it did. */
+async function ensureBucket(storage: Storage): Promise<boolean> {
+  try {
+    await storage.client.send(new HeadBucketCommand({ Bucket: storage.bucket }));
+    return false;
+  } catch (err) {
+    if (!isMissing(err)) throw err;
+    await storage.client.send(new CreateBucketCommand({ Bucket: storage.bucket }));
+    return true;
+  } finally {
+    storage.client.destroy();
+  }
 }
 
 /** One row of the audit trail's system chain, actor `cli`. */

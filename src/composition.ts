@@ -32,6 +32,12 @@ import { createEvmAnchor, evmProvider } from './notarization/evm.anchor.js';
 import { createLedgerAnchor } from './notarization/ledger.anchor.js';
 import { createNotarizationRepository } from './notarization/notarization.repository.js';
 import { createNotarizationService, createProofService } from './notarization/notarization.service.js';
+import { openLogKey, logOrigin } from './log/log-key.js';
+import { createLogRepository } from './log/log.repository.js';
+import { createLogService, type LogService } from './log/log.service.js';
+import { parseVerifierKey } from './log/note.js';
+import { createSequencer, type Sequencer } from './log/sequencer.js';
+import { createTileStore, type TileStore } from './log/tile-store.js';
 import { createOrgRepository } from './orgs/org.repository.js';
 import { createOrgService } from './orgs/org.service.js';
 import type { OpenQueues } from './queues.js';
@@ -193,6 +199,8 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
       verifications,
       outbox: events.outbox,
     }),
+    /** The transparency log's reads: checkpoints, tiles, proofs. */
+    log: transparencyLog(core),
     /** The /authority pages' sessions and their sign-in with OpenID Connect. */
     sessions: createSessionRepository(core.db),
     signIn: createSignIn(config),
@@ -349,12 +357,57 @@ export const workerServices = {
       amendments: createAmendmentRepository(db),
       outbox: emitting.events.outbox,
       anchor,
+      sequencer: transparencyLog(core).sequencer,
       batchSize: config.NOTARIZATION_BATCH_SIZE,
       logger,
     });
     return { service, close: async () => anchor.close?.() };
   },
 };
+
+const logs = new WeakMap<Core, TransparencyLog>();
+
+export interface TransparencyLog {
+  service: LogService;
+  sequencer: Sequencer;
+  store: TileStore;
+}
+
+/**
+ * The transparency log of a process (one per core: its notarizer and its log ticks share the
+ * sequencer, taking turns), publishing to the log's bucket.
+ */
+export function transparencyLog(core: Core): TransparencyLog {
+  const known = logs.get(core);
+  if (known) return known;
+  const { config, logger, db, repos, secrets } = core;
+  const repo = createLogRepository(db);
+  const sequencer = createSequencer({ repo, leaseMs: config.LOG_LEASE_MS });
+  const notarization = createNotarizationRepository(db);
+  const audit = createAuditRepository(db);
+  const store = createTileStore(config);
+  const service = createLogService({
+    repo,
+    sequencer,
+    store,
+    key: () => openLogKey(config, repo, secrets),
+    origin: logOrigin(config),
+    witnesses: config.LOG_WITNESSES.map((w) => ({ ...w, verifier: parseVerifierKey(w.vkey) })),
+    sources: {
+      unloggedLeaves: (limit) => notarization.unloggedLeaves(limit),
+      setLogIndexes: (leaves, t) => notarization.setLogIndexes(leaves, t),
+      auditHeads: () => audit.heads(),
+      auditHashes: (heads) => audit.hashesAt(heads),
+      keys: () => repos.signingKeys.states(),
+    },
+    intervalMs: config.LOG_CHECKPOINT_INTERVAL_MS,
+    witnessTimeoutMs: config.LOG_WITNESS_TIMEOUT_MS,
+    logger,
+  });
+  const made = { service, sequencer, store };
+  logs.set(core, made);
+  return made;
+}
 
 /** The CLI's services (cli.ts). */
 export const cliServices = {

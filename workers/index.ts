@@ -8,7 +8,8 @@
 import { hostname } from 'node:os';
 import { Worker, type Job, type WorkerOptions } from 'bullmq';
 import { getConfig, type Config } from '../config/index.js';
-import { openCore, openEvents, workerServices } from '../src/composition.js';
+import { openCore, openEvents, transparencyLog, workerServices } from '../src/composition.js';
+import { startLogTicks } from '../src/log/log.ticks.js';
 import { FileJob, FileQueue, SWEEP_IDLE_MS, type CheckJobName, type CheckPayload, type ScanPayload, type SignaturePayload } from '../src/files/file.jobs.js';
 import { NOT_VERSIONED } from '../src/files/scan.service.js';
 import { NOTARIZATION_QUEUE, NotarizationJob, notarizationSchedule, type NotarizationPayload } from '../src/notarization/notarization.jobs.js';
@@ -216,6 +217,9 @@ export async function startWorkers(names: readonly WorkerName[] = WORKER_NAMES, 
       );
       // After the worker, which lets a cycle under way finish with its lock and anchor.
       closers.push(notary.close);
+      // The transparency log's ticks: appends, checkpoints and witnesses, on a timer of their own.
+      const ticks = startLogTicks(transparencyLog(core).service, config.LOG_CHECKPOINT_INTERVAL_MS, log);
+      closers.unshift(() => ticks.stop());
     },
   };
 

@@ -161,6 +161,14 @@ async function ensureBucket(ctx: ServiceContext): Promise<void> {
     }
     // A bucket made before documents were pinned by version gets versioning now (as `release` does).
     await client.send(new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } }));
+    // The transparency log's tiles and checkpoint: a plain bucket of their own.
+    const logBucket = `${bucket}-log`;
+    try {
+      await client.send(new HeadBucketCommand({ Bucket: logBucket }));
+    } catch {
+      await client.send(new CreateBucketCommand({ Bucket: logBucket }));
+      log(`created bucket ${logBucket} (the transparency log's)`);
+    }
   } finally {
     client.destroy();
   }

@@ -184,6 +184,32 @@ export function createAuditRepository(db: Sequelize) {
       return orgs.healAuditSeq(orgId).catch(() => false);
     },
 
+    /**
+     * Every chain's head as its appenders left it: each organization's seq (its row) and the
+     * system chain's (audit_heads). What the transparency log records as the chains' ends.
+     */
+    async heads(): Promise<Array<{ chain: string; seq: number }>> {
+      const system = await select<{ seq: string | number }>(db, 'SELECT seq FROM audit_heads WHERE chain = $1', [SYSTEM_CHAIN]);
+      return [...(await orgs.auditHeads()), ...system.map((r) => ({ chain: SYSTEM_CHAIN, seq: Number(r.seq) }))];
+    },
+
+    /** The hashes of these chains' rows (each a chain and seq), by chain: those that exist. */
+    async hashesAt(heads: ReadonlyArray<{ chain: string; seq: number }>): Promise<Map<string, string>> {
+      const out = new Map<string, string>();
+      for (let i = 0; i < heads.length; i += 500) {
+        const chunk = heads.slice(i, i + 500);
+        const rows = await select<{ chain: string; hash: string }>(
+          db,
+          `SELECT chain, hash FROM audit_log WHERE (chain, seq) IN ($1)`,
+          [chunk.map((h) => [h.chain, h.seq])],
+          undefined,
+          { prepared: false },
+        );
+        for (const r of rows) out.set(r.chain, r.hash);
+      }
+      return out;
+    },
+
     /** The organization's rows after `since`, oldest first, at most `limit`. */
     async list(orgId: string, since: number, limit: number): Promise<AuditRow[]> {
       const rows = await select<Row>(db, `SELECT ${COLUMNS} FROM audit_log WHERE chain = $1 AND seq > $2 ORDER BY seq LIMIT ${Math.trunc(limit)}`, [

@@ -9,6 +9,11 @@ import { createHash, createPrivateKey, createPublicKey, sign as edSign, verify a
 
 /** The signature type of a log's key: Ed25519 over the note's text. */
 export const ED25519 = 0x01;
+/**
+ * A witness's cosignature (tlog-cosignature v1): Ed25519 over "cosignature/v1\ntime <t>\n" and
+ * the checkpoint's text, the signature being t (8 bytes, big-endian seconds) and the 64 bytes.
+ */
+export const COSIGNATURE_V1 = 0x04;
 
 const EM_DASH = '\u2014';
 /** The most signature lines a note may carry (Go's reference accepts up to 100; the specification asks for at least 16). */
@@ -33,6 +38,8 @@ const hex8 = (id: number) => id.toString(16).padStart(8, '0');
 export interface Verifier {
   name: string;
   id: number;
+  /** ED25519 (a log's key) or COSIGNATURE_V1 (a witness's). */
+  type?: number;
   verify(text: Uint8Array, signature: Uint8Array): boolean;
 }
 
@@ -52,10 +59,10 @@ function rawPublic(key: KeyObject): Buffer {
 
 const publicFromRaw = (raw: Uint8Array) => createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') }, format: 'jwk' });
 
-/** The verifier key string of an Ed25519 key named `name`. */
-export function verifierKey(name: string, key: KeyObject): string {
+/** The verifier key string of an Ed25519 key named `name` (type ED25519, or COSIGNATURE_V1 for a witness's). */
+export function verifierKey(name: string, key: KeyObject, type: number = ED25519): string {
   if (!isValidName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
-  const typeAndKey = Buffer.concat([Buffer.from([ED25519]), rawPublic(key.type === 'private' ? createPublicKey(key) : key)]);
+  const typeAndKey = Buffer.concat([Buffer.from([type]), rawPublic(key.type === 'private' ? createPublicKey(key) : key)]);
   return `${name}+${hex8(keyId(name, typeAndKey))}+${typeAndKey.toString('base64')}`;
 }
 
@@ -67,7 +74,39 @@ export function ed25519Signer(name: string, privateKey: KeyObject): Signer {
   return { name, id: keyId(name, typeAndKey), sign: (text) => edSign(null, text, privateKey) };
 }
 
-/** The verifier of a verifier key string (`<name>+<hex id>+<base64(type || key)>`), Ed25519 keys only; a NoteError if malformed or its id does not match. */
+/** What a cosignature signs: its header, then the checkpoint's text. */
+export function cosignedMessage(text: Uint8Array, time: number): Uint8Array {
+  return Buffer.concat([Buffer.from(`cosignature/v1\ntime ${time}\n`, 'utf8'), text]);
+}
+
+/** A witness's cosigner named `name`: it signs a checkpoint's text as of `now()` (seconds since the epoch). */
+export function cosigner(name: string, privateKey: KeyObject, now: () => number = () => Math.floor(Date.now() / 1000)): Signer {
+  if (!isValidName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}`);
+  if (privateKey.asymmetricKeyType !== 'ed25519' || privateKey.type !== 'private') throw new NoteError('not an Ed25519 private key');
+  const typeAndKey = Buffer.concat([Buffer.from([COSIGNATURE_V1]), rawPublic(createPublicKey(privateKey))]);
+  return {
+    name,
+    id: keyId(name, typeAndKey),
+    sign: (text) => {
+      const time = now();
+      const stamp = Buffer.alloc(8);
+      stamp.writeBigUInt64BE(BigInt(time));
+      return Buffer.concat([stamp, edSign(null, cosignedMessage(text, time), privateKey)]);
+    },
+  };
+}
+
+/** The time a cosignature (the signature without its key id) says it was made, in seconds. */
+export function cosignatureTime(signature: Uint8Array): number {
+  if (signature.length !== 72) throw new NoteError('a cosignature is 72 bytes');
+  return Number(Buffer.from(signature).readBigUInt64BE(0));
+}
+
+/**
+ * The verifier of a verifier key string (`<name>+<hex id>+<base64(type || key)>`): a log's
+ * Ed25519 key (type 0x01) or a witness's cosignature key (0x04); a NoteError if malformed, of
+ * another type, or if its id does not match.
+ */
 export function parseVerifierKey(vkey: string): Verifier {
   // The name holds no '+', the id is hex: the key's base64 after them may hold '+' itself.
   const first = vkey.indexOf('+');
@@ -79,9 +118,18 @@ export function parseVerifierKey(vkey: string): Verifier {
   if (typeAndKey.toString('base64') !== encoded) throw new NoteError('malformed verifier key');
   const id = Number.parseInt(hexId, 16);
   if (keyId(name, typeAndKey) !== id) throw new NoteError('verifier key id does not match its key');
-  if (typeAndKey[0] !== ED25519 || typeAndKey.length !== 33) throw new NoteError('unknown verifier algorithm');
+  if ((typeAndKey[0] !== ED25519 && typeAndKey[0] !== COSIGNATURE_V1) || typeAndKey.length !== 33) throw new NoteError('unknown verifier algorithm');
   const key = publicFromRaw(typeAndKey.subarray(1));
-  return { name, id, verify: (text, signature) => signature.length === 64 && edVerify(null, text, key, signature) };
+  if (typeAndKey[0] === COSIGNATURE_V1) {
+    return {
+      name,
+      id,
+      type: COSIGNATURE_V1,
+      verify: (text, signature) =>
+        signature.length === 72 && edVerify(null, cosignedMessage(text, cosignatureTime(signature)), key, Buffer.from(signature).subarray(8)),
+    };
+  }
+  return { name, id, type: ED25519, verify: (text, signature) => signature.length === 64 && edVerify(null, text, key, signature) };
 }
 
 export interface Signature {

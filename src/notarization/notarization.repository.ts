@@ -11,6 +11,8 @@ export interface SealedProof {
   leafIndex: number;
   digest: string;
   path: PathStep[];
+  /** Where its leaf is in the transparency log (appended in the same transaction). */
+  logIndex: number;
 }
 
 /** An amendment's leaf: its digest covers its canonical form and these two links. */
@@ -21,6 +23,7 @@ export interface SealedAmendmentProof {
   guaranteeDigest: string;
   previousDigest: string | null;
   path: PathStep[];
+  logIndex: number;
 }
 
 export interface BatchRow {
@@ -59,7 +62,8 @@ const batchOf = (r: BatchDbRow): BatchRow => ({
 const TEXT = { prepared: false } as const;
 
 /** An amendment's sealed leaf with its batch. */
-export interface AmendmentProofRow extends SealedAmendmentProof {
+export interface AmendmentProofRow extends Omit<SealedAmendmentProof, 'logIndex'> {
+  logIndex: number | null;
   batch: BatchRow;
 }
 
@@ -68,6 +72,7 @@ export interface ProofRow {
   leafIndex: number;
   digest: string;
   path: PathStep[];
+  logIndex: number | null;
   batch: BatchRow;
 }
 
@@ -122,8 +127,8 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
         const chunk = amendmentProofs.slice(i, i + 500);
         await execute(
           db,
-          `INSERT INTO notarization_amendment_proofs (amendment_id, batch_id, leaf_index, digest, guarantee_digest, previous_digest, path) VALUES $1`,
-          [chunk.map((p) => [p.amendmentId, insertId, p.leafIndex, p.digest, p.guaranteeDigest, p.previousDigest, JSON.stringify(p.path)])],
+          `INSERT INTO notarization_amendment_proofs (amendment_id, batch_id, leaf_index, digest, guarantee_digest, previous_digest, path, log_index) VALUES $1`,
+          [chunk.map((p) => [p.amendmentId, insertId, p.leafIndex, p.digest, p.guaranteeDigest, p.previousDigest, JSON.stringify(p.path), p.logIndex])],
           t,
           TEXT,
         );
@@ -131,11 +136,11 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
       // In statements of 500 proofs (about 1 MB each), well under MariaDB's packet limit.
       for (let i = 0; i < proofs.length; i += 500) {
         const chunk = proofs.slice(i, i + 500);
-        const values = chunk.map((_, j) => `($${j * 4 + 2}, $1, $${j * 4 + 3}, $${j * 4 + 4}, $${j * 4 + 5})`).join(', ');
+        const values = chunk.map((_, j) => `($${j * 5 + 2}, $1, $${j * 5 + 3}, $${j * 5 + 4}, $${j * 5 + 5}, $${j * 5 + 6})`).join(', ');
         await execute(
           db,
-          `INSERT INTO notarization_proofs (guarantee_id, batch_id, leaf_index, digest, path) VALUES ${values}`,
-          [insertId, ...chunk.flatMap((p) => [p.guaranteeId, p.leafIndex, p.digest, JSON.stringify(p.path)])],
+          `INSERT INTO notarization_proofs (guarantee_id, batch_id, leaf_index, digest, path, log_index) VALUES ${values}`,
+          [insertId, ...chunk.flatMap((p) => [p.guaranteeId, p.leafIndex, p.digest, JSON.stringify(p.path), p.logIndex])],
           t,
           TEXT,
         );
@@ -210,10 +215,18 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
     async amendmentProofsOf(amendmentIds: readonly string[]): Promise<Map<string, AmendmentProofRow>> {
       if (!amendmentIds.length) return new Map();
       const rows = await select<
-        BatchDbRow & { amendment_id: string; leaf_index: number; digest: string; guarantee_digest: string; previous_digest: string | null; path: string }
+        BatchDbRow & {
+          amendment_id: string;
+          leaf_index: number;
+          digest: string;
+          guarantee_digest: string;
+          previous_digest: string | null;
+          path: string;
+          log_index: string | number | null;
+        }
       >(
         db,
-        `SELECT p.amendment_id, p.leaf_index, p.digest, p.guarantee_digest, p.previous_digest, p.path,
+        `SELECT p.amendment_id, p.leaf_index, p.digest, p.guarantee_digest, p.previous_digest, p.path, p.log_index,
           b.id, b.anchor_kind, b.root, b.size, b.state, b.tx_hash, b.receipt, b.anchored_at
         FROM notarization_amendment_proofs p JOIN notarization_batches b ON b.id = p.batch_id
         WHERE p.amendment_id IN ($1)`,
@@ -231,6 +244,7 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
             guaranteeDigest: r.guarantee_digest,
             previousDigest: r.previous_digest,
             path: JSON.parse(r.path) as PathStep[],
+            logIndex: r.log_index === null ? null : Number(r.log_index),
             batch: batchOf(r),
           },
         ]),
@@ -254,14 +268,57 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
 
     /** The proof of a guarantee (the caller read it as its organization's), when it has one. */
     async proofOf(guaranteeId: string): Promise<ProofRow | undefined> {
-      const [r] = await select<BatchDbRow & { guarantee_id: string; leaf_index: number; digest: string; path: string }>(
+      const [r] = await select<BatchDbRow & { guarantee_id: string; leaf_index: number; digest: string; path: string; log_index: string | number | null }>(
         db,
-        `SELECT p.guarantee_id, p.leaf_index, p.digest, p.path, b.id, b.anchor_kind, b.root, b.size, b.state, b.tx_hash, b.receipt, b.anchored_at
+        `SELECT p.guarantee_id, p.leaf_index, p.digest, p.path, p.log_index, b.id, b.anchor_kind, b.root, b.size, b.state, b.tx_hash, b.receipt, b.anchored_at
         FROM notarization_proofs p JOIN notarization_batches b ON b.id = p.batch_id
         WHERE p.guarantee_id = $1`,
         [guaranteeId],
       );
-      return r && { guaranteeId: r.guarantee_id, leafIndex: r.leaf_index, digest: r.digest, path: JSON.parse(r.path) as PathStep[], batch: batchOf(r) };
+      return (
+        r && {
+          guaranteeId: r.guarantee_id,
+          leafIndex: r.leaf_index,
+          digest: r.digest,
+          path: JSON.parse(r.path) as PathStep[],
+          logIndex: r.log_index === null ? null : Number(r.log_index),
+          batch: batchOf(r),
+        }
+      );
+    },
+
+    /**
+     * Up to `limit` sealed leaves not in the transparency log (sealed before it, or by the
+     * previous release's worker during a rolling release), in batch and leaf order: records
+     * before amendments.
+     */
+    async unloggedLeaves(limit: number): Promise<Array<{ kind: 'record' | 'amendment'; id: string; digest: string }>> {
+      const n = Math.trunc(limit);
+      const records = await select<{ id: string; digest: string }>(
+        db,
+        `SELECT guarantee_id AS id, digest FROM notarization_proofs WHERE log_index IS NULL ORDER BY batch_id, leaf_index LIMIT ${n}`,
+        [],
+      );
+      const amendments =
+        records.length < n
+          ? await select<{ id: string; digest: string }>(
+              db,
+              `SELECT amendment_id AS id, digest FROM notarization_amendment_proofs WHERE log_index IS NULL ORDER BY batch_id, leaf_index LIMIT ${n - records.length}`,
+              [],
+            )
+          : [];
+      return [...records.map((r) => ({ kind: 'record' as const, ...r })), ...amendments.map((a) => ({ kind: 'amendment' as const, ...a }))];
+    },
+
+    /** Records where these leaves are in the log, in `t` (each once: a leaf that has its index keeps it). */
+    async setLogIndexes(leaves: ReadonlyArray<{ kind: 'record' | 'amendment'; id: string; index: number }>, t: Transaction): Promise<void> {
+      for (const l of leaves) {
+        const n =
+          l.kind === 'record'
+            ? await execute(db, 'UPDATE notarization_proofs SET log_index = $2 WHERE guarantee_id = $1 AND log_index IS NULL', [l.id, l.index], t)
+            : await execute(db, 'UPDATE notarization_amendment_proofs SET log_index = $2 WHERE amendment_id = $1 AND log_index IS NULL', [l.id, l.index], t);
+        if (n !== 1) throw new Error(`the ${l.kind} ${l.id} was logged meanwhile`);
+      }
     },
   };
 }

@@ -1,11 +1,15 @@
-// The notarization worker's logic. One cycle, run by one process at a time (a database lock):
+// The notarization worker's logic. One cycle, run by one process at a time: the transparency
+// log's sequencer lease (src/log/sequencer.ts, a replicated row), and the database lock that the
+// previous release's workers take (during a rolling release the two kinds of workers exclude
+// each other through it):
 //   1. finish what a previous cycle left: sealed batches are submitted to the anchor (which is
 //      idempotent per batch, so a batch anchored but not recorded is found, not anchored again),
 //      submitted ones are recorded once the anchor says they are final;
 //   2. block, for ever, the waiting records whose doc ended Infected or Error
 //      (`guarantee.notarization_blocked`);
 //   3. batch the waiting records whose docs are all Clean or Signed: digests (canonical.ts),
-//      a Merkle tree, the batch and every proof sealed in one transaction, the root anchored,
+//      a Merkle tree, the batch and every proof sealed in one transaction with the leaves
+//      appended to the transparency log (fenced by the lease's token), the root anchored,
 //      then every record COMPLETE with the txHash, its docs notarizedAt, and
 //      `guarantee.notarized`, in one transaction. Repeated while full batches remain.
 //      The room a batch has left takes amendments, each a link of its guarantee's chain: its
@@ -23,6 +27,8 @@ import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
 import { retryDeadlock } from '../shared/db/sequelize.js';
 import type { Logger } from '../shared/logger.js';
 import type { Outbox } from '../shared/events/outbox.js';
+import { entryBytes } from '../log/entries.js';
+import type { Fence, Sequencer } from '../log/sequencer.js';
 import type { Anchor, BatchToAnchor, Submission } from './anchor.js';
 import { AMENDMENT_CANONICAL_SCHEMA, CANONICAL_SCHEMA, amendmentDigest, guaranteeDigest } from './canonical.js';
 import { buildTree } from './merkle.js';
@@ -70,17 +76,20 @@ export function createNotarizationService(deps: {
   amendments: Pick<AmendmentRepository, 'findByIds'>;
   outbox: Outbox;
   anchor: Anchor;
+  /** The transparency log's sequencer: a cycle runs holding its lease, and appends its leaves fenced by it. */
+  sequencer: Sequencer;
   batchSize: number;
   logger: Logger;
   now?: () => Date;
 }) {
-  const { repo, guarantees, amendments, outbox, anchor, batchSize, logger } = deps;
+  const { repo, guarantees, amendments, outbox, anchor, sequencer, batchSize, logger } = deps;
   const { notary } = guarantees;
   const now = deps.now ?? (() => new Date());
 
   /** Throws unless this process still holds the notarizers' lock (its connection may have been killed). */
   async function stillExclusive(held: () => Promise<boolean>): Promise<void> {
-    if (!(await held())) throw new Error('lost the notarization lock mid-cycle (its database connection was closed): stopping before anchoring anything');
+    if (!(await held()))
+      throw new Error("lost the notarization lock or the log's lease mid-cycle (its database connection was closed, or another process took over): stopping");
   }
 
   /**
@@ -270,7 +279,7 @@ export function createNotarizationService(deps: {
   }
 
   /** Seals and anchors one batch of eligible records and amendments; how many leaves it took. */
-  async function batchOnce(result: CycleResult, held: () => Promise<boolean>): Promise<number> {
+  async function batchOnce(result: CycleResult, held: () => Promise<boolean>, fence: Fence): Promise<number> {
     const ids = await notary.eligible(batchSize);
     const records = ids.length ? await guarantees.findByIds(ids) : [];
     const links = await chainAmendments(batchSize - records.length, result);
@@ -278,19 +287,23 @@ export function createNotarizationService(deps: {
     const digests = [...records.map((g) => guaranteeDigest(toV2(g))), ...links.map((l) => l.digest)];
     const { root, paths } = buildTree(digests);
     await stillExclusive(held);
-    const proofs = records.map((g, i) => ({ guaranteeId: g.id, leafIndex: i, digest: digests[i] as string, path: paths[i] ?? [] }));
-    const amendmentProofs: SealedAmendmentProof[] = links.map((l, j) => ({
-      amendmentId: l.amendment.id,
-      leafIndex: records.length + j,
-      digest: l.digest,
-      guaranteeDigest: l.guaranteeDigest,
-      previousDigest: l.previousDigest,
-      path: paths[records.length + j] ?? [],
-    }));
-    // One transaction: the records and amendments move from waiting to batched and the batch
-    // is written, or (one of them blocked meanwhile) none of it.
+    const entries = digests.map((digest, i) => entryBytes({ kind: i < records.length ? 'record' : 'amendment', digest }));
+    // One transaction: the records and amendments move from waiting to batched, their leaves are
+    // appended to the log (or, the lease lost, nothing is) and the batch is written, or (one of
+    // them blocked meanwhile) none of it.
     const batchId = await repo
       .transaction(async (t) => {
+        const first = await fence.append(entries, t);
+        const proofs = records.map((g, i) => ({ guaranteeId: g.id, leafIndex: i, digest: digests[i] as string, path: paths[i] ?? [], logIndex: first + i }));
+        const amendmentProofs: SealedAmendmentProof[] = links.map((l, j) => ({
+          amendmentId: l.amendment.id,
+          leafIndex: records.length + j,
+          digest: l.digest,
+          guaranteeDigest: l.guaranteeDigest,
+          previousDigest: l.previousDigest,
+          path: paths[records.length + j] ?? [],
+          logIndex: first + records.length + j,
+        }));
         if (
           (await notary.markBatched(
             records.map((g) => g.id),
@@ -328,19 +341,28 @@ export function createNotarizationService(deps: {
      * job says why in Bull Board.
      */
     async cycle(): Promise<CycleResult | undefined> {
-      return repo.exclusive(NOTARY_LOCK, async (held) => {
+      const run = await repo.exclusive(NOTARY_LOCK, (lockHeld) =>
+        sequencer.exclusive((fence) => cycleHolding(async () => (await lockHeld()) && (await fence.held()), fence)),
+      );
+      return run ?? undefined;
+    },
+  };
+
+  async function cycleHolding(held: () => Promise<boolean>, fence: Fence): Promise<CycleResult> {
+    {
+      {
         const result: CycleResult = { blocked: 0, batches: 0, notarized: 0, pending: 0 };
         const stuck = await resume(result, held);
         await healAmendments(result);
         await blockSettled(result);
         if (stuck.length) throw new Error(`notarization waits for ${stuck.length} batch(es): ${stuck.map((e) => e.message).join('; ')}`);
-        for (let n = 0; n < MAX_BATCHES_PER_CYCLE && (await batchOnce(result, held)) === batchSize; n++) {
+        for (let n = 0; n < MAX_BATCHES_PER_CYCLE && (await batchOnce(result, held, fence)) === batchSize; n++) {
           /* full batches while they last */
         }
         return result;
-      });
-    },
-  };
+      }
+    }
+  }
 }
 
 /** What the proof shows of a batch's receipt (the ledger entry; the chain, block, sender and signed transaction). */

@@ -74,6 +74,16 @@ export function createSigningKeys(db: Sequelize, box: SecretBox) {
       return rows.map((r) => JSON.parse(r.public_jwk) as PublicJwk);
     },
 
+    /** Every key with its public key and, once retired, when (and since when it is held compromised). */
+    async states(): Promise<Array<{ kid: string; x: string; retiredAt: Date | null; compromisedSince: Date | null }>> {
+      const rows = await select<{ kid: string; public_jwk: string; retired_at: Date | null; compromised_since: Date | null }>(
+        db,
+        'SELECT kid, public_jwk, retired_at, compromised_since FROM verification_keys ORDER BY created_at, kid',
+        [],
+      );
+      return rows.map((r) => ({ kid: r.kid, x: (JSON.parse(r.public_jwk) as PublicJwk).x, retiredAt: r.retired_at, compromisedSince: r.compromised_since }));
+    },
+
     /** Re-seals generated keys under the first ENCRYPTION_KEY; how many were re-sealed. */
     async reseal(): Promise<number> {
       let n = 0;

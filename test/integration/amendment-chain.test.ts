@@ -3,6 +3,7 @@
 // sealed in the same batches as records; its proof from GET .../amendments/{seq}/proof; a
 // single amendment or the whole history checked by `cli verify`; any amendment changed,
 // removed or moved, found. Against the real database and the embedded ledger.
+import { testSequencer } from '../support/log.js';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -320,6 +321,7 @@ describe('lifecycle: amendments when the notarizer is interrupted', function () 
         amendments: createAmendmentRepository(db),
         outbox: events.outbox,
         anchor,
+        sequencer: testSequencer(db),
         batchSize: 1000,
         logger: createLogger('silent'),
       });

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { testSequencer } from '../support/log.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +43,7 @@ async function evmNotary(opts: { db?: Sequelize; provider?: EvmProvider; chainId
     amendments: createAmendmentRepository(db),
     outbox: h.events.outbox,
     anchor,
+    sequencer: testSequencer(db),
     batchSize: 1000,
     logger: silent,
   });

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { testSequencer } from '../support/log.js';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,7 @@ async function notary(opts: { batchSize?: number; anchor?: Anchor; lockDb?: Sequ
     amendments: createAmendmentRepository(db),
     outbox: events.outbox,
     anchor: opts.anchor ?? createLedgerAnchor(db),
+    sequencer: testSequencer(db),
     batchSize: opts.batchSize ?? 1000,
     logger: createLogger('silent'),
   });

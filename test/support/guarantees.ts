@@ -1,5 +1,6 @@
 // Registered guarantees for the verification tests (API and page): an issuer with its public
 // identity, documents with verdicts, and a notarization cycle over the run's ledger.
+import { testSequencer } from './log.js';
 import { createHash } from 'node:crypto';
 import { expect } from 'chai';
 import { createGuaranteeRepository } from '../../src/guarantees/guarantee.repository.js';
@@ -28,6 +29,7 @@ export async function notarizeAll(): Promise<void> {
     amendments: createAmendmentRepository(db),
     outbox: events.outbox,
     anchor: createLedgerAnchor(db),
+    sequencer: testSequencer(db),
     batchSize: 1000,
     logger: createLogger('silent'),
   });

@@ -38,9 +38,10 @@ export interface Harness {
 let shared: Harness | undefined;
 const extraDbs: Sequelize[] = [];
 
-/** What NODE_ENV=production needs on top of the run's settings (the receipts' key, the public URL). */
+/** What NODE_ENV=production needs on top of the run's settings (the receipts' and the log's keys, the public URL). */
 export const PRODUCTION_EXTRAS = {
   VERIFICATION_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
+  LOG_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
   PUBLIC_BASE_URL: 'https://registry.example.com',
 };
 

@@ -31,6 +31,8 @@ export interface OpsDeps {
   openApi: () => unknown;
   /** Whether the bucket keeps attached documents under Object Lock, as last asked ('unknown' before the store answered). */
   objectLock?: () => string;
+  /** The transparency log's witnesses as they last answered (told, not deciding: the log goes on without them). */
+  logWitnesses?: () => Promise<Array<{ name: string; url: string; up: boolean; size: number | null; lastError: string | null }>>;
 }
 
 export function registerOpsRoutes<S>(router: Router<S>, deps: OpsDeps): void {
@@ -43,10 +45,18 @@ export function registerOpsRoutes<S>(router: Router<S>, deps: OpsDeps): void {
   // Detail that does not decide readiness: a bucket without Object Lock still serves (README "Records").
   const detail = () => (deps.objectLock ? { documents: { objectLock: deps.objectLock() } } : {});
 
+  /** The witnesses' state: 'degraded' while one is down (checkpoints go on, uncosigned by it). */
+  const logDetail = async () => {
+    if (!deps.logWitnesses) return {};
+    const witnesses = await deps.logWitnesses().catch(() => undefined);
+    if (!witnesses) return { log: { status: 'unknown' } };
+    return { log: { status: witnesses.every((w) => w.up) ? 'ok' : 'degraded', witnesses } };
+  };
+
   router.get('/readyz', async (ctx) => {
     try {
       await deps.db.query('SELECT 1', { raw: true });
-      ctx.body = { status: 'ready', database: 'up', ...detail() };
+      ctx.body = { status: 'ready', database: 'up', ...detail(), ...(await logDetail()) };
     } catch {
       ctx.status = 503;
       ctx.body = { status: 'unavailable', database: 'down', ...detail() };

@@ -29,6 +29,7 @@ import { migration as uploadApi } from './0026-upload-api.js';
 import { migration as authorities } from './0027-authorities.js';
 import { migration as amendmentsByEffectiveTime } from './0028-amendments-by-effective-time.js';
 import { migration as authoritySessions } from './0029-authority-sessions.js';
+import { migration as transparencyLog } from './0030-transparency-log.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -68,4 +69,5 @@ export const migrations: Migration[] = [
   authorities,
   amendmentsByEffectiveTime,
   authoritySessions,
+  transparencyLog,
 ];

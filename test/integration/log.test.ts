@@ -1,0 +1,169 @@
+// The transparency log (issue 30) against the real MariaDB and radosgw: notarization leaves
+// appended with their batch, audit heads and key changes appended by the log's ticks, tiles
+// written to the log's bucket and served at /log/tile/..., a signed checkpoint at
+// /log/checkpoint that the tiles' hashes lead to; the sequencer's lease (one holder at a time,
+// an append of a holder whose lease was taken over fenced off).
+import { expect } from 'chai';
+import { openCore, transparencyLog } from '../../src/composition.js';
+import { parseCheckpoint } from '../../src/log/checkpoint.js';
+import { parseEntry } from '../../src/log/entries.js';
+import { createLogRepository, FencedError } from '../../src/log/log.repository.js';
+import { openNote, parseVerifierKey } from '../../src/log/note.js';
+import { createSequencer } from '../../src/log/sequencer.js';
+import { decodeBundle, tileHashes, tilePath } from '../../src/log/tiles.js';
+import { leafHashOf, memoryLevels, TILE_WIDTH, treeHashes, verifyInclusion } from '../../src/log/tree.js';
+import { select } from '../../src/shared/db/sequelize.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { create, notarizeAll, unique } from '../support/guarantees.js';
+import { harness, newOrg } from '../support/harness.js';
+
+const text = new TextDecoder();
+
+async function logOfHarness() {
+  const h = await harness();
+  return transparencyLog(openCore(h.config, createLogger('silent'), { db: h.db }));
+}
+
+/** GET path as bytes. */
+async function getBytes(path: string): Promise<{ status: number; bytes: Uint8Array; headers: Record<string, string> }> {
+  const res = await (
+    await harness()
+  ).http
+    .get(path)
+    .buffer(true)
+    .parse((r, done) => {
+      const chunks: Buffer[] = [];
+      r.on('data', (c: Buffer) => chunks.push(c));
+      r.on('end', () => done(null, Buffer.concat(chunks)));
+    });
+  return { status: res.status, bytes: new Uint8Array(res.body as Buffer), headers: res.headers as Record<string, string> };
+}
+
+/** Every leaf hash of the published tree of `size`, read from the tiles the API serves, each entry checked against its leaf. */
+async function leavesFromTiles(size: number): Promise<{ hashes: Uint8Array[]; entries: string[] }> {
+  const hashes: Uint8Array[] = [];
+  const entries: string[] = [];
+  for (let t = 0; t * TILE_WIDTH < size; t++) {
+    const width = Math.min(TILE_WIDTH, size - t * TILE_WIDTH);
+    const tile = await getBytes(`/log/${tilePath({ level: 0, index: t, width })}`);
+    expect(tile.status, `tile 0/${t} of width ${width}: ${Buffer.from(tile.bytes).toString()}`).to.equal(200);
+    const bundle = await getBytes(`/log/${tilePath({ level: 'entries', index: t, width })}`);
+    expect(bundle.status).to.equal(200);
+    const level0 = tileHashes(tile.bytes);
+    const got = decodeBundle(bundle.bytes);
+    expect(got).to.have.length(width);
+    got.forEach((e, i) => expect(Buffer.from(leafHashOf(e)).equals(Buffer.from(level0[i] as Uint8Array)), `entry ${t * TILE_WIDTH + i}`).to.equal(true));
+    hashes.push(...level0);
+    entries.push(...got.map((e) => text.decode(e)));
+  }
+  return { hashes, entries };
+}
+
+describe('the transparency log', function () {
+  this.timeout(60_000);
+
+  it("appends each notarization leaf with its batch, and the audit heads; publishes tiles and a checkpoint signed by the log's key that they lead to", async () => {
+    const { http } = await harness();
+    const log = await logOfHarness();
+    const org = await newOrg();
+    const created = await create(org, { details: { policyNumber: `LOG-${unique()}` } });
+    await notarizeAll();
+    const [proofRow] = await select<{ log_index: string | number | null; digest: string }>(
+      (await harness()).db,
+      'SELECT log_index, digest FROM notarization_proofs WHERE guarantee_id = $1',
+      [created.id],
+    );
+    expect(proofRow?.log_index, 'the leaf has its place in the log').to.not.equal(null);
+    const index = Number(proofRow?.log_index);
+    await log.service.tick({ force: true });
+
+    const key = await http.get('/log/key');
+    expect(key.status).to.equal(200);
+    const verifier = parseVerifierKey((key.text as string).trim());
+    const res = await http.get('/log/checkpoint');
+    expect(res.status).to.equal(200);
+    expect(res.headers['content-type']).to.match(/^text\/plain/);
+    const opened = openNote(res.text as string, [verifier]);
+    const checkpoint = parseCheckpoint(opened.text);
+    expect(checkpoint.origin).to.equal(verifier.name);
+    expect(checkpoint.size).to.be.greaterThan(index);
+
+    const { hashes, entries } = await leavesFromTiles(checkpoint.size);
+    expect(entries[index]).to.equal(`record ${proofRow?.digest}`);
+    // The organization's audit chain's head is in the log too (its registration is row 1).
+    expect(entries.map((e) => parseEntry(e)).some((e) => e.kind === 'audit' && e.chain === org.orgId && e.seq === 1)).to.equal(true);
+    // The root of the leaves the tiles hold is the checkpoint's.
+    const levels = memoryLevels(hashes);
+    const root = await treeHashes(async (level, from, to) => (levels[level] ?? []).slice(from, to)).root(checkpoint.size);
+    expect(Buffer.from(root).toString('base64')).to.equal(Buffer.from(checkpoint.root).toString('base64'));
+    // And the log's proof of the leaf leads there.
+    const proof = await log.service.proof(index);
+    verifyInclusion(
+      index,
+      checkpoint.size,
+      leafHashOf(new TextEncoder().encode(entries[index] as string)),
+      (proof?.inclusion ?? []).map((h) => Buffer.from(h, 'hex')),
+      checkpoint.root,
+    );
+  });
+
+  it('serves full tiles as immutable, refuses paths that are not canonical tiles, and 404s a tile not written', async () => {
+    const log = await logOfHarness();
+    await log.service.tick({ force: true });
+    const size = parseCheckpoint(openNote((await log.service.checkpoint()) as string, [parseVerifierKey(await log.service.verifierKey())]).text).size;
+    const width = size % TILE_WIDTH || TILE_WIDTH;
+    const last = Math.floor((size - 1) / TILE_WIDTH);
+    const tile = await getBytes(`/log/${tilePath({ level: 0, index: last, width })}`);
+    expect(tile.status).to.equal(200);
+    expect(tile.headers['cache-control']).to.equal('public, max-age=31536000, immutable');
+    expect(tile.headers['content-type']).to.equal('application/octet-stream');
+    for (const bad of [
+      '/log/tile/0/5',
+      '/log/tile/0/x000/005',
+      '/log/tile/64/000',
+      '/log/tile/0/000.p/0',
+      '/log/tile/0/000.p/256',
+      '/log/tile/entries/000.p/07',
+    ]) {
+      expect((await getBytes(bad)).status, bad).to.equal(404);
+    }
+    expect((await getBytes(`/log/${tilePath({ level: 0, index: last + 1000, width: 1 })}`)).status).to.equal(404);
+  });
+
+  it('lets one sequencer hold the lease at a time, and fences off the appends of a holder whose lease another took over', async () => {
+    const { db } = await harness();
+    const repo = createLogRepository(db);
+    const a = createSequencer({ repo, leaseMs: 400, holder: `a-${unique()}` });
+    const b = createSequencer({ repo, leaseMs: 400, holder: `b-${unique()}` });
+    // Both race for it: exactly one runs.
+    let inside = 0;
+    let most = 0;
+    const work = async () => {
+      inside++;
+      most = Math.max(most, inside);
+      await new Promise((r) => setTimeout(r, 100));
+      inside--;
+      return true;
+    };
+    const runs = await Promise.all([a.exclusive(work), b.exclusive(work), a.exclusive(work), b.exclusive(work)]);
+    expect(most).to.equal(1);
+    expect(runs.filter((r) => r === true).length).to.be.greaterThan(0);
+    expect(runs.filter((r) => r === undefined).length, 'the other found it held').to.be.greaterThan(0);
+
+    // a holds it and stalls past its lease; b takes it over; a's append then writes nothing.
+    const sizeBefore = await repo.size();
+    let fenced: unknown;
+    await a.exclusive(async (fence) => {
+      await new Promise((r) => setTimeout(r, 600));
+      const taken = await b.exclusive(async (other) => {
+        expect(other.token).to.be.greaterThan(fence.token);
+        expect(await fence.held(), "a's lease is gone").to.equal(false);
+        fenced = await repo.transaction((t) => fence.append([new TextEncoder().encode(`record ${'ab'.repeat(32)}`)], t)).catch((err: unknown) => err);
+        return true;
+      });
+      expect(taken).to.equal(true);
+    });
+    expect(fenced).to.be.instanceOf(FencedError);
+    expect(await repo.size()).to.equal(sizeBefore);
+  });
+});
