@@ -31,7 +31,7 @@ export async function openLogKey(
       const made = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
       await repo.putSealedKey(origin, box.seal(made, context(origin)));
       // Two processes starting at once: the first one's key stays, both read it.
-      sealed = (await repo.sealedKey(origin)) as Buffer;
+      sealed = await repo.sealedKey(origin);
     }
     key = createPrivateKey({ key: box.open(sealed, context(origin)), format: 'pem' });
   }

@@ -282,7 +282,7 @@ export function createLogService(deps: {
           const error =
             'conflict' in answer
               ? `holds a checkpoint of size ${answer.conflict}, larger than the log's ${c.size}: the log lost entries it had published`
-              : (answer as { error: string }).error;
+              : answer.error;
           await repo.witnessAnswered(w.vkey, now(), { error });
           logger.warn({ witness: w.url, error }, 'a witness did not cosign the log checkpoint');
           return;

@@ -348,20 +348,17 @@ export function createNotarizationService(deps: {
     },
   };
 
+  /** One cycle, holding the lock and the lease (`held` asks after both; `fence` appends the leaves). */
   async function cycleHolding(held: () => Promise<boolean>, fence: Fence): Promise<CycleResult> {
-    {
-      {
-        const result: CycleResult = { blocked: 0, batches: 0, notarized: 0, pending: 0 };
-        const stuck = await resume(result, held);
-        await healAmendments(result);
-        await blockSettled(result);
-        if (stuck.length) throw new Error(`notarization waits for ${stuck.length} batch(es): ${stuck.map((e) => e.message).join('; ')}`);
-        for (let n = 0; n < MAX_BATCHES_PER_CYCLE && (await batchOnce(result, held, fence)) === batchSize; n++) {
-          /* full batches while they last */
-        }
-        return result;
-      }
+    const result: CycleResult = { blocked: 0, batches: 0, notarized: 0, pending: 0 };
+    const stuck = await resume(result, held);
+    await healAmendments(result);
+    await blockSettled(result);
+    if (stuck.length) throw new Error(`notarization waits for ${stuck.length} batch(es): ${stuck.map((e) => e.message).join('; ')}`);
+    for (let n = 0; n < MAX_BATCHES_PER_CYCLE && (await batchOnce(result, held, fence)) === batchSize; n++) {
+      /* full batches while they last */
     }
+    return result;
   }
 }
 

@@ -10,6 +10,7 @@ import { migration } from '../../src/shared/db/migrations/0021-audit-seq-on-orga
 import { migrations } from '../../src/shared/db/migrations/index.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { eventually, harness, newOrg, presign, type TestOrg } from '../support/harness.js';
+import { dropAuditGuards, restoreAuditGuards } from '../support/log.js';
 
 type Item = Record<string, unknown> & { seq: number; hash: string; prevHash: string };
 
@@ -433,6 +434,15 @@ describe('the audit trail', function () {
     expect(ok.stdout).to.equal('audit trail intact\n');
 
     const { db } = await harness();
+    // The database refuses to change or remove an audit row...
+    for (const sql of ["UPDATE audit_log SET target = 'guarantee:forged' WHERE chain = $1 AND seq = 2", 'DELETE FROM audit_log WHERE chain = $1 AND seq = 3']) {
+      const refused = await execute(db, sql, [org.orgId]).catch((err: unknown) => err as Error);
+      expect(refused, sql).to.be.instanceOf(Error);
+      expect((refused as Error).message).to.match(/audit rows are never (changed|deleted)/);
+    }
+    expect(cliAuditVerify().status).to.equal(0);
+    // ...unless its administrator drops the guards: then the chain (and the log, log.test.ts) tells.
+    await dropAuditGuards(db);
     const [row2] = await select<{ target: string }>(db, 'SELECT target FROM audit_log WHERE chain = $1 AND seq = 2', [org.orgId]);
     try {
       await execute(db, "UPDATE audit_log SET target = 'guarantee:forged' WHERE chain = $1 AND seq = 2", [org.orgId]);
@@ -464,6 +474,7 @@ describe('the audit trail', function () {
       expect(cut.stderr).to.include(`FAIL chain ${org.orgId}: row 3: the chain ends at row 2, its head says row 3`);
     } finally {
       await restore();
+      await restoreAuditGuards(db);
     }
     expect(cliAuditVerify().status).to.equal(0);
   });

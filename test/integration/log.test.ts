@@ -36,7 +36,7 @@ async function getBytes(path: string): Promise<{ status: number; bytes: Uint8Arr
       r.on('data', (c: Buffer) => chunks.push(c));
       r.on('end', () => done(null, Buffer.concat(chunks)));
     });
-  return { status: res.status, bytes: new Uint8Array(res.body as Buffer), headers: res.headers as Record<string, string> };
+  return { status: res.status, bytes: new Uint8Array(res.body as Buffer), headers: res.headers };
 }
 
 /** Every leaf hash of the published tree of `size`, read from the tiles the API serves, each entry checked against its leaf. */
@@ -79,11 +79,11 @@ describe('the transparency log', function () {
 
     const key = await http.get('/log/key');
     expect(key.status).to.equal(200);
-    const verifier = parseVerifierKey((key.text as string).trim());
+    const verifier = parseVerifierKey(key.text.trim());
     const res = await http.get('/log/checkpoint');
     expect(res.status).to.equal(200);
     expect(res.headers['content-type']).to.match(/^text\/plain/);
-    const opened = openNote(res.text as string, [verifier]);
+    const opened = openNote(res.text, [verifier]);
     const checkpoint = parseCheckpoint(opened.text);
     expect(checkpoint.origin).to.equal(verifier.name);
     expect(checkpoint.size).to.be.greaterThan(index);
@@ -94,14 +94,14 @@ describe('the transparency log', function () {
     expect(entries.map((e) => parseEntry(e)).some((e) => e.kind === 'audit' && e.chain === org.orgId && e.seq === 1)).to.equal(true);
     // The root of the leaves the tiles hold is the checkpoint's.
     const levels = memoryLevels(hashes);
-    const root = await treeHashes(async (level, from, to) => (levels[level] ?? []).slice(from, to)).root(checkpoint.size);
+    const root = await treeHashes((level, from, to) => Promise.resolve((levels[level] ?? []).slice(from, to))).root(checkpoint.size);
     expect(Buffer.from(root).toString('base64')).to.equal(Buffer.from(checkpoint.root).toString('base64'));
     // And the log's proof of the leaf leads there.
     const proof = await log.service.proof(index);
     verifyInclusion(
       index,
       checkpoint.size,
-      leafHashOf(new TextEncoder().encode(entries[index] as string)),
+      leafHashOf(new TextEncoder().encode(entries[index])),
       (proof?.inclusion ?? []).map((h) => Buffer.from(h, 'hex')),
       checkpoint.root,
     );

@@ -23,6 +23,15 @@ import type { Migration } from './index.js';
 
 const HASH = 'BINARY(32)';
 
+/** The triggers that make audit rows append-only (a database administrator can drop them: the log then catches what they did). */
+export const AUDIT_GUARDS = [
+  `CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log FOR EACH ROW
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit rows are never changed'`,
+  `CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log FOR EACH ROW
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit rows are never deleted'`,
+];
+export const DROP_AUDIT_GUARDS = ['DROP TRIGGER IF EXISTS audit_log_no_delete', 'DROP TRIGGER IF EXISTS audit_log_no_update'];
+
 export const migration: Migration = {
   name: '0030-transparency-log',
   async up({ context: q }) {
@@ -79,14 +88,10 @@ export const migration: Migration = {
     await q('ALTER TABLE notarization_proofs ADD COLUMN log_index BIGINT UNSIGNED NULL, ADD KEY ix_notarization_proofs_log (log_index)');
     await q('ALTER TABLE notarization_amendment_proofs ADD COLUMN log_index BIGINT UNSIGNED NULL, ADD KEY ix_notarization_amendment_proofs_log (log_index)');
     await q('ALTER TABLE verification_keys ADD COLUMN retired_at DATETIME(3) NULL, ADD COLUMN compromised_since DATETIME(3) NULL');
-    await q(`CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log FOR EACH ROW
-      SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit rows are never changed'`);
-    await q(`CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log FOR EACH ROW
-      SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit rows are never deleted'`);
+    for (const sql of AUDIT_GUARDS) await q(sql);
   },
   async down({ context: q }) {
-    await q('DROP TRIGGER IF EXISTS audit_log_no_delete');
-    await q('DROP TRIGGER IF EXISTS audit_log_no_update');
+    for (const sql of DROP_AUDIT_GUARDS) await q(sql);
     await q('ALTER TABLE verification_keys DROP COLUMN compromised_since, DROP COLUMN retired_at');
     await q('ALTER TABLE notarization_amendment_proofs DROP KEY ix_notarization_amendment_proofs_log, DROP COLUMN log_index');
     await q('ALTER TABLE notarization_proofs DROP KEY ix_notarization_proofs_log, DROP COLUMN log_index');
