@@ -18,6 +18,8 @@
 //   trust import <list.xml>...  verifies EU trusted lists against TRUSTED_LIST_SIGNERS and keeps their
 //                          qualified CA and timestamping services for signature checks (trust list, trust remove <territory>)
 //   audit verify           checks every chain of the audit trail; names the first broken row of each
+//   witness serve [--name N] [--dir D] [--port P] --log <log verifier key>...   runs a witness of the
+//                          transparency log as a process of its own (prints its verifier key)
 //   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}
 //                          or {amendment, proof}, or the JSON and the proof's in two; or one file with a whole history,
 //                          {guarantee, proof, amendments, amendmentProofs}, the chain included), then against each anchor when reachable
@@ -27,6 +29,7 @@ import { cliServices, openCore, type Core } from './composition.js';
 import type { OrgService } from './orgs/org.service.js';
 import type { Organization } from './orgs/org.repository.js';
 import { verifyCommand } from './notarization/verify.command.js';
+import { witnessCommand } from './log/witness/witness.command.js';
 import { createAuditRepository } from './audit/audit.repository.js';
 import { migrate } from './shared/db/migrator.js';
 import { AppError, NotFoundError } from './shared/errors.js';
@@ -58,6 +61,7 @@ const USAGE = `usage:
   cli trust remove <territory>
   cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS]
   cli audit verify
+  cli witness serve [--name <key name>] [--dir <state directory>] [--port <port>] --log <log verifier key> [--log ...]
   cli verify <guarantee.json> <proof.json> [--rpc URL] [--from ADDRESS]
   cli verify <amendment.json> <amendment-proof.json> [--rpc URL] [--from ADDRESS]
   cli verify <file with {"guarantee", "proof", "amendments": [...], "amendmentProofs": [...]}> [--rpc URL] [--from ADDRESS]`;
@@ -112,6 +116,8 @@ async function resealSecrets(core: Core): Promise<number> {
 
 export async function runCli(argv: string[]): Promise<number> {
   const [noun, verb, arg] = argv;
+  // A witness is anyone's: it needs none of the registry's settings.
+  if (noun === 'witness') return witnessCommand(argv.slice(1), say, USAGE);
   if (noun === 'verify') {
     // Where the registry is configured, its ledger and its anchor's address are read too.
     const config = configIfAny();

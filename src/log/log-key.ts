@@ -32,6 +32,7 @@ export async function openLogKey(
       await repo.putSealedKey(origin, box.seal(made, context(origin)));
       // Two processes starting at once: the first one's key stays, both read it.
       sealed = await repo.sealedKey(origin);
+      if (!sealed) throw new Error("the log's generated key was not kept");
     }
     key = createPrivateKey({ key: box.open(sealed, context(origin)), format: 'pem' });
   }
