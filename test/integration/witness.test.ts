@@ -177,10 +177,7 @@ describe('the witness', function () {
     const back = await startWitness(dir, [await log.verifierKey()], Number(new URL(w.url).port));
     running.push(back);
     await log.tick({ force: true });
-    const cosignedAgain = openNote((await http.get('/log/checkpoint')).text, [
-      parseVerifierKey(await log.verifierKey()),
-      parseVerifierKey(back.vkey),
-    ]);
+    const cosignedAgain = openNote((await http.get('/log/checkpoint')).text, [parseVerifierKey(await log.verifierKey()), parseVerifierKey(back.vkey)]);
     expect(parseCheckpoint(cosignedAgain.text).size).to.be.at.least(uncosigned.size);
     expect(cosignedAgain.verified.map((s) => s.name)).to.include('witness.test');
     expect((await http.get('/readyz')).body.log.status).to.equal('ok');
