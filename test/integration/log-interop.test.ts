@@ -1,17 +1,32 @@
 // The transparency log's formats against Go's reference implementation (issue 30):
-// golang.org/x/mod/sumdb/note, from Debian's golang-go and golang-golang-x-mod-dev (npm test
-// installs them), built offline. Go opens the checkpoints the registry signs, and the registry
-// opens the notes Go signs with the same key: the same key ids, verifier keys and signatures.
-import { execFileSync } from 'node:child_process';
+// golang.org/x/mod/sumdb/note and sumdb/tlog, from Debian's golang-go and
+// golang-golang-x-mod-dev (npm test installs them), built offline. Go opens the checkpoints the
+// registry signs, and the registry opens the notes Go signs with the same key: the same key ids,
+// verifier keys and signatures. And Go reads the running registry's log over HTTP as a monitor
+// would: the checkpoint with a witness's cosignature, the hash tiles (authenticated against the
+// root), an entry from its bundle, an inclusion and a consistency proof, each the registry's own.
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { expect } from 'chai';
+import { parseConfig } from '../../config/index.js';
+import { openCore, transparencyLog } from '../../src/composition.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { harness } from '../support/harness.js';
+import { startWitness } from '../support/log.js';
 import { formatCheckpoint, parseCheckpoint } from '../../src/log/checkpoint.js';
 import { ed25519FromSeed, ed25519Signer, NoteError, openNote, parseVerifierKey, signNote, verifierKey } from '../../src/log/note.js';
 
 const root = process.cwd();
 const cache = join(root, '.data', 'test', 'gocache');
 const binary = join(root, '.data', 'test', 'go-note');
+const tlogBinary = join(root, '.data', 'test', 'go-tlog');
 
 /** Runs the Go side (built once per run). */
 function goNote(command: 'sign' | 'open', key: string, input: string): string {
@@ -30,11 +45,15 @@ describe("the log's signed notes against Go's golang.org/x/mod/sumdb/note", func
   before(() => {
     mkdirSync(cache, { recursive: true });
     // GOPATH mode over Debian's sources: offline, no module download.
-    execFileSync('go', ['build', '-o', binary, './test/interop/note'], {
-      env: { ...process.env, GO111MODULE: 'off', GOPATH: '/usr/share/gocode', GOPROXY: 'off', GOFLAGS: '', GOCACHE: cache },
-      stdio: ['ignore', 'ignore', 'inherit'],
-      timeout: 100_000,
-    });
+    for (const [out, dir] of [
+      [binary, './test/interop/note'],
+      [tlogBinary, './test/interop/tlog'],
+    ])
+      execFileSync('go', ['build', '-o', out as string, dir as string], {
+        env: { ...process.env, GO111MODULE: 'off', GOPATH: '/usr/share/gocode', GOPROXY: 'off', GOFLAGS: '', GOCACHE: cache },
+        stdio: ['ignore', 'ignore', 'inherit'],
+        timeout: 100_000,
+      });
   });
 
   it('Go opens a checkpoint the registry signs, with the verifier key the registry writes', () => {
@@ -61,5 +80,55 @@ describe("the log's signed notes against Go's golang.org/x/mod/sumdb/note", func
     expect(signNote(text, [ed25519Signer(name, ed25519FromSeed(seed))])).to.equal(fromGo);
     expect(parseCheckpoint(opened.text).size).to.equal(3);
     expect(() => openNote(fromGo.replace('\n3\n', '\n4\n'), [parseVerifierKey(verifierKey(name, ed25519FromSeed(seed)))])).to.throw(NoteError);
+  });
+
+  it("Go's tlog reads the registry's log over HTTP: the cosigned checkpoint, the tiles, an entry, and the registry's inclusion and consistency proofs are Go's", async () => {
+    const h = await harness();
+    const probe = transparencyLog(openCore(h.config, createLogger('silent'), { db: h.db }));
+    const w = await startWitness(mkdtempSync(join(tmpdir(), 'witness-')), [await probe.service.verifierKey()]);
+    const server = createServer(h.app.callback());
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    try {
+      const settings = { LOG_WITNESSES: `${w.url} ${w.vkey}` };
+      const { service: log, sequencer } = transparencyLog(openCore(parseConfig({ ...process.env, ...settings }), createLogger('silent'), { db: h.db }));
+      /** Appends n entries as the notarizer would, then publishes a checkpoint. */
+      const grow = async (n: number) => {
+        await sequencer.exclusive((fence) =>
+          h.db.transaction((t) =>
+            fence.append(
+              Array.from({ length: n }, () => new TextEncoder().encode(`record ${randomBytes(32).toString('hex')}`)),
+              t,
+            ),
+          ),
+        );
+        await log.tick({ force: true });
+        return parseCheckpoint(openNote((await log.checkpoint()) as string, [parseVerifierKey(await log.verifierKey())]).text);
+      };
+      const old = await grow(300);
+      const now = await grow(700);
+      const index = old.size - 5;
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/log`;
+      // Not execFileSync: the registry answering Go runs in this very process.
+      const { stdout: out } = await promisify(execFile)(
+        tlogBinary,
+        ['check', base, await log.verifierKey(), w.vkey, String(index), String(old.size), Buffer.from(old.root).toString('base64')],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+      const said = Object.fromEntries(
+        out
+          .trim()
+          .split('\n')
+          .map((l) => [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)]),
+      );
+      expect(said.cosigners?.split(',').sort()).to.deep.equal([log.origin, 'witness.test'].sort());
+      expect(Number(said.size)).to.equal(now.size);
+      const proof = await log.proof(index);
+      expect(said.inclusion).to.equal(proof?.inclusion.join(','));
+      expect(said.consistency).to.equal((await log.consistency(old.size, now.size)).join(','));
+      expect(said.entry).to.match(/^record [0-9a-f]{64}$/);
+    } finally {
+      server.close();
+      await w.stop();
+    }
   });
 });

@@ -4,12 +4,10 @@
 // watch, another key's signature, a rollback, a bad proof) and catches a fork: two different
 // trees of the same size, each signed with the log's key. While it is down the log goes on, and
 // /readyz and the metric say so; back, it cosigns again from where it was.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { expect } from 'chai';
 import { parseConfig } from '../../config/index.js';
 import { openCore, transparencyLog } from '../../src/composition.js';
@@ -19,45 +17,7 @@ import { leafHashOf, memoryLevels, treeHashes } from '../../src/log/tree.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { appWith, harness, newOrg } from '../support/harness.js';
 import { create, notarizeAll, unique } from '../support/guarantees.js';
-
-interface RunningWitness {
-  url: string;
-  vkey: string;
-  child: ChildProcess;
-  stop(): Promise<void>;
-}
-
-/** Starts `cli witness serve` watching `logs`, in `dir`, on `port` (0: any); resolves once it listens. */
-async function startWitness(dir: string, logs: string[], port = 0): Promise<RunningWitness> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', 'witness', 'serve', '--name', 'witness.test', '--dir', dir, '--port', String(port), ...logs.flatMap((l) => ['--log', l])],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } },
-  );
-  const lines = createInterface({ input: child.stderr as NodeJS.ReadableStream });
-  const url = await new Promise<string>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error('the witness did not start')), 20_000);
-    lines.on('line', (l) => {
-      const m = / at (http:\/\/\S+) /.exec(l);
-      if (m) {
-        clearTimeout(timer);
-        ok(m[1] as string);
-      }
-    });
-    child.once('exit', (code) => fail(new Error(`the witness exited with ${code}`)));
-  });
-  const vkey = await (await fetch(`${url}/key`)).text();
-  return {
-    url,
-    vkey: vkey.trim(),
-    child,
-    stop: () =>
-      new Promise<void>((done) => {
-        child.once('exit', () => done());
-        child.kill('SIGTERM');
-      }),
-  };
-}
+import { startWitness, type RunningWitness } from '../support/log.js';
 
 const post = async (url: string, body: string) => {
   const res = await fetch(`${url}/add-checkpoint`, { method: 'POST', body });
