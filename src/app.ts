@@ -168,7 +168,14 @@ export function createApp(deps: AppDeps): RegistryApp {
   // 405 (with Allow) and 501 are set here and answered by errorHandler like any error.
   app.use(router.allowedMethods());
   const routes = router.stack.flatMap((layer) =>
-    layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${String(layer.path).replace(/:(\w+)/g, '{$1}')}`),
+    layer.methods
+      .filter((m) => m !== 'HEAD')
+      .map(
+        (m) =>
+          `${m.toLowerCase()} ${String(layer.path)
+            .replace(/:(\w+)/g, '{$1}')
+            .replace(/\*(\w+)/g, '{$1}')}`,
+      ),
   );
   return Object.assign(app, { routes });
 }

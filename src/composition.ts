@@ -156,7 +156,7 @@ export function emittingWith(core: Core, events: Events): Emitting {
 export function webServices(core: Core, emitting: Emitting, deps: { queues: OpenQueues; storage: Storage; resolver?: Resolver }) {
   const { config, logger, repos, secrets } = core;
   const { events, files: fileRepo } = emitting;
-  const proofs = createProofService(createNotarizationRepository(core.db), repos.guarantees.notary);
+  const proofs = createProofService(createNotarizationRepository(core.db), repos.guarantees.notary, transparencyLog(core).service);
   const audit = createAuditRepository(core.db);
   const amendments = createAmendmentService({
     repo: createAmendmentRepository(core.db),

@@ -518,6 +518,63 @@ const paths: ZodOpenApiPathsObject = {
       },
     },
   },
+  '/log/checkpoint': {
+    get: {
+      summary: "The transparency log's latest checkpoint, with the witnesses' cosignatures",
+      description:
+        "A C2SP signed note (tlog-checkpoint): the log's origin, its size and its RFC 6962 root hash (base64), signed by the log's key (GET /log/key) and by each witness that cosigned it (tlog-cosignature v1). Whoever keeps one can ask any later one to prove it grew from it.",
+      tags: ['Transparency log'],
+      security: [],
+      responses: {
+        200: { description: 'The note (Cache-Control: no-cache).', content: { 'text/plain': { schema: z.string() } } },
+        404: { description: 'No checkpoint yet.' },
+      },
+    },
+  },
+  '/log/key': {
+    get: {
+      summary: "The log's verifier key: <origin>+<hex key id>+<base64 of 0x01 and the Ed25519 public key>",
+      tags: ['Transparency log'],
+      security: [],
+      responses: { 200: { description: 'One line.', content: { 'text/plain': { schema: z.string() } } } },
+    },
+  },
+  '/log/tile/{path}': {
+    get: {
+      summary: "The log's tiles (tlog-tiles): tile/<L>/<N>[.p/<W>] (hashes) and tile/entries/<N>[.p/<W>] (entries)",
+      description:
+        "<L> the level (0: leaf hashes), <N> the tile's index in groups of three digits, all but the last with an x (x001/234), <W> the width of a partial tile (1-255). A hash tile is its 32-byte hashes; an entries bundle each entry as a big-endian uint16 length and its bytes. Entries are lines: `record <digest>`, `amendment <digest>`, `audit <chain> <seq> <hash>`, `key-added <kid> <x>`, `key-retired <kid> <time> [compromised-since <time>]`. Tiles never change (Cache-Control: public, max-age=31536000, immutable); the same files are in the log's bucket, for any static host.",
+      tags: ['Transparency log'],
+      security: [],
+      requestParams: { path: z.object({ path: z.string().meta({ description: 'What follows /log/tile/, e.g. 0/x001/234.p/7 or entries/005.' }) }) },
+      responses: {
+        200: { description: 'The tile.', content: { 'application/octet-stream': { schema: z.string().meta({ format: 'binary' }) } } },
+        404: { description: 'Not a tile path, or no such tile (yet).' },
+      },
+    },
+  },
+  '/add-checkpoint': {
+    servers: [{ url: 'http://127.0.0.1:7600', description: 'A witness (npm run -s cli -- witness serve): a process of its own, anyone may run one.' }],
+    post: {
+      summary: "A witness's add-checkpoint (tlog-witness v1.0.0): cosigns a checkpoint proven consistent with the last it cosigned",
+      description:
+        'Body: `old <size>` (the size the witness last cosigned for this log, 0 for none), the consistency proof (one base64 hash a line), a blank line, the checkpoint note. The registry sends every checkpoint to the witnesses in LOG_WITNESSES.',
+      tags: ['Transparency log'],
+      security: [],
+      requestBody: { content: { 'text/plain': { schema: z.string() } } },
+      responses: {
+        200: { description: 'The cosignature line(s), to append to the note.', content: { 'text/plain': { schema: z.string() } } },
+        400: { description: 'Malformed, or the old size is larger than the checkpoint.' },
+        403: { description: "Not signed by the log's key." },
+        404: { description: 'A log the witness does not watch.' },
+        409: {
+          description: 'The old size is not the size it holds, or the same size with another root (a fork): its size in the body.',
+          content: { 'text/x.tlog.size': { schema: z.string() } },
+        },
+        422: { description: 'The consistency proof does not verify (a rewrite or a fork).' },
+      },
+    },
+  },
   '/verify': {
     get: {
       summary: 'The verification page (HTML, Italian and English): codes from the URL fragment #policyNumber=...&checkCode=...',
@@ -639,6 +696,10 @@ const OPERATION_IDS: Record<string, string> = {
   'get /api/authority/v1/file-status/{uuid}': 'getAuthorityFileStatus',
   'get /.well-known/jwks.json': 'getReceiptKeys',
   'get /verify': 'getVerifyPage',
+  'get /log/checkpoint': 'getLogCheckpoint',
+  'get /log/key': 'getLogKey',
+  'get /log/tile/{path}': 'getLogTile',
+  'post /add-checkpoint': 'witnessAddCheckpoint',
   'get /authority': 'getAuthorityPages',
   'get /api/v2/guarantees/{id}/verification': 'getGuaranteeVerification',
   'get /api/v2/guarantees/{id}/verification.svg': 'getGuaranteeVerificationQrSvg',
@@ -655,6 +716,8 @@ function withOperationIds(all: ZodOpenApiPathsObject): ZodOpenApiPathsObject {
       path,
       Object.fromEntries(
         Object.entries(item).map(([method, operation]) => {
+          // A path item's servers (the witness's own address) are not an operation.
+          if (method === 'servers') return [method, operation];
           const id = OPERATION_IDS[`${method} ${path}`];
           if (!id || used.has(id))
             throw new Error(`OpenAPI: ${method.toUpperCase()} ${path} has ${id ? `the operationId ${id} of another operation` : 'no operationId'}`);

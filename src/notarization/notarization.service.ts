@@ -33,7 +33,15 @@ import type { Anchor, BatchToAnchor, Submission } from './anchor.js';
 import { AMENDMENT_CANONICAL_SCHEMA, CANONICAL_SCHEMA, amendmentDigest, guaranteeDigest } from './canonical.js';
 import { buildTree } from './merkle.js';
 import type { AmendmentProofRow, BatchRow, NotarizationRepository, SealedAmendmentProof } from './notarization.repository.js';
-import { amendmentProof, notarizationProof, type AmendmentProof, type NotarizationProof, type PendingAmendmentProof, type PendingProof } from './proof.js';
+import {
+  amendmentProof,
+  notarizationProof,
+  type AmendmentProof,
+  type LogInclusion,
+  type NotarizationProof,
+  type PendingAmendmentProof,
+  type PendingProof,
+} from './proof.js';
 
 /** The database lock that makes one notarizer at a time (anchors and ledgers append in order). */
 export const NOTARY_LOCK = 'guarantee_registry_notary';
@@ -383,7 +391,11 @@ function anchoredLeaf(batch: BatchRow & { txHash: string; anchoredAt: Date }) {
 
 const isAnchored = (b: BatchRow): b is BatchRow & { txHash: string; anchoredAt: Date } => b.state === 'anchored' && b.txHash !== null && b.anchoredAt !== null;
 
-function completeAmendmentProof(a: Amendment, row: AmendmentProofRow & { batch: BatchRow & { txHash: string; anchoredAt: Date } }): AmendmentProof {
+function completeAmendmentProof(
+  a: Amendment,
+  row: AmendmentProofRow & { batch: BatchRow & { txHash: string; anchoredAt: Date } },
+  log: LogInclusion | undefined,
+): AmendmentProof {
   return amendmentProof.parse({
     guaranteeId: a.guaranteeId,
     amendmentId: a.id,
@@ -396,23 +408,32 @@ function completeAmendmentProof(a: Amendment, row: AmendmentProofRow & { batch: 
     leafIndex: row.leafIndex,
     path: row.path,
     ...anchoredLeaf(row.batch),
+    ...(log && { log }),
   });
 }
 
-/** Reads proofs for the API (which never anchors anything). */
+/**
+ * Reads proofs for the API (which never anchors anything); with `log`, each carries its leaf's
+ * inclusion in the transparency log's latest checkpoint, once one holds it.
+ */
 export function createProofService(
   repo: Pick<NotarizationRepository, 'proofOf' | 'amendmentProofsOf'>,
   notary: Pick<GuaranteeRepository['notary'], 'amendmentBlock'>,
+  log?: { proof(index: number): Promise<LogInclusion | undefined> },
 ) {
+  const inLog = async (index: number | null): Promise<LogInclusion | undefined> => (index === null || !log ? undefined : log.proof(index));
+
   /** Each amendment's COMPLETE proof, or null while its batch is not anchored (or it has none). */
   async function amendmentProofs(amendments: readonly Amendment[]): Promise<(AmendmentProof | null)[]> {
     const rows = await repo.amendmentProofsOf(amendments.map((a) => a.id));
-    return amendments.map((a) => {
-      const row = rows.get(a.id);
-      return row && isAnchored(row.batch)
-        ? completeAmendmentProof(a, row as AmendmentProofRow & { batch: BatchRow & { txHash: string; anchoredAt: Date } })
-        : null;
-    });
+    return Promise.all(
+      amendments.map(async (a) => {
+        const row = rows.get(a.id);
+        return row && isAnchored(row.batch)
+          ? completeAmendmentProof(a, row as AmendmentProofRow & { batch: BatchRow & { txHash: string; anchoredAt: Date } }, await inLog(row.logIndex))
+          : null;
+      }),
+    );
   }
 
   return {
@@ -441,6 +462,7 @@ export function createProofService(
       if (!row || !isAnchored(row.batch)) {
         return { guaranteeId: record.id, notarizationStatus: 'PENDING', ...(record.notarizationReason !== null && { reason: record.notarizationReason }) };
       }
+      const logged = await inLog(row.logIndex);
       return notarizationProof.parse({
         guaranteeId: record.id,
         notarizationStatus: 'COMPLETE',
@@ -449,6 +471,7 @@ export function createProofService(
         leafIndex: row.leafIndex,
         path: row.path,
         ...anchoredLeaf(row.batch),
+        ...(logged && { log: logged }),
       });
     },
   };

@@ -45,6 +45,24 @@ const anchorSchema = z.object({
     .meta({ description: 'EVM: the signed transaction as sent; it hashes to txHash and carries the root as its data, signed by `from`.' }),
 });
 
+/** Where a leaf is in the registry's transparency log, and the proof that a checkpoint holds it. */
+export const logInclusion = z
+  .object({
+    index: z
+      .number()
+      .int()
+      .nonnegative()
+      .meta({ description: "The leaf's index in the log; its entry is `record <digest>` (an amendment's, `amendment <digest>`)." }),
+    checkpoint: z.string().meta({
+      description:
+        "The log's checkpoint that holds it: a C2SP signed note (origin, size, root hash), signed by the log's key (GET /log/key) and cosigned by the witnesses that had cosigned it when the proof was read.",
+    }),
+    inclusion: z.array(hex64).meta({ description: "RFC 9162 inclusion proof, leaf first: from SHA-256(0x00 || entry) to the checkpoint's root hash." }),
+  })
+  .meta({ id: 'LogInclusion' });
+
+export type LogInclusion = z.infer<typeof logInclusion>;
+
 export const notarizationProof = z
   .object({
     guaranteeId: z.string(),
@@ -58,6 +76,7 @@ export const notarizationProof = z
     path: merklePath,
     root: hex64,
     anchor: anchorSchema,
+    log: logInclusion.optional().meta({ description: "The leaf in the registry's transparency log, once a checkpoint holds it." }),
   })
   .meta({ id: 'NotarizationProof' });
 
@@ -86,6 +105,7 @@ export const amendmentProof = z
     path: merklePath,
     root: hex64,
     anchor: anchorSchema,
+    log: logInclusion.optional().meta({ description: "The leaf in the registry's transparency log, once a checkpoint holds it." }),
   })
   .meta({ id: 'AmendmentProof' });
 

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { expect } from 'chai';
 import { parseConfig } from '../../config/index.js';
 import { openCore, transparencyLog } from '../../src/composition.js';
+import { createLogRepository } from '../../src/log/log.repository.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { harness } from '../support/harness.js';
 import { startWitness } from '../support/log.js';
@@ -86,7 +87,10 @@ describe("the log's signed notes against Go's golang.org/x/mod/sumdb/note", func
     const h = await harness();
     const probe = transparencyLog(openCore(h.config, createLogger('silent'), { db: h.db }));
     const w = await startWitness(mkdtempSync(join(tmpdir(), 'witness-')), [await probe.service.verifierKey()]);
-    const server = createServer(h.app.callback());
+    const handle = h.app.callback();
+    const server = createServer((req, res) => {
+      void handle(req, res);
+    });
     await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
     try {
       const settings = { LOG_WITNESSES: `${w.url} ${w.vkey}` };
@@ -94,7 +98,7 @@ describe("the log's signed notes against Go's golang.org/x/mod/sumdb/note", func
       /** Appends n entries as the notarizer would, then publishes a checkpoint. */
       const grow = async (n: number) => {
         await sequencer.exclusive((fence) =>
-          h.db.transaction((t) =>
+          createLogRepository(h.db).transaction((t) =>
             fence.append(
               Array.from({ length: n }, () => new TextEncoder().encode(`record ${randomBytes(32).toString('hex')}`)),
               t,

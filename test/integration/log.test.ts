@@ -107,6 +107,56 @@ describe('the transparency log', function () {
     );
   });
 
+  it("a guarantee's proof, and its amendment's, carry their leaf's inclusion in a checkpoint signed by the log's key", async () => {
+    const { http } = await harness();
+    const log = await logOfHarness();
+    const org = await newOrg();
+    const created = await create(org, {
+      details: { policyNumber: `LOG-${unique()}`, effectiveAt: '2025-01-01T00:00:00Z', expiresAt: '2030-01-01T00:00:00Z' },
+      economics: { garantedAmount: 1000 },
+    });
+    const amended = await http
+      .post(`/api/v2/guarantees/${created.id as string}/amendments`)
+      .set('X-API-Key', org.key)
+      .send({ type: 'EXTENSION', effectiveAt: '2026-03-01T10:00:00+01:00', expiresAt: '2031-06-30T00:00:00Z', reason: 'appendice n. 1' });
+    expect(amended.status, JSON.stringify(amended.body)).to.be.oneOf([200, 201]);
+    await notarizeAll();
+    await notarizeAll();
+    const before = await http.get(`/api/v2/guarantees/${created.id as string}/proof`).set('X-API-Key', org.key);
+    expect(before.body.notarizationStatus).to.equal('COMPLETE');
+    await log.service.tick({ force: true });
+    const vkey = parseVerifierKey(await log.service.verifierKey());
+    for (const [path, kind] of [
+      [`/api/v2/guarantees/${created.id as string}/proof`, 'record'],
+      [`/api/v2/guarantees/${created.id as string}/amendments/1/proof`, 'amendment'],
+    ] as const) {
+      const res = await http.get(path).set('X-API-Key', org.key);
+      expect(res.status, path).to.equal(200);
+      const proof = res.body as { digest: string; log?: { index: number; checkpoint: string; inclusion: string[] } };
+      expect(proof.log, `${path} carries its log inclusion`).to.not.equal(undefined);
+      const { index, checkpoint, inclusion } = proof.log as NonNullable<typeof proof.log>;
+      const c = parseCheckpoint(openNote(checkpoint, [vkey]).text);
+      const leaf = leafHashOf(new TextEncoder().encode(`${kind} ${proof.digest}`));
+      verifyInclusion(
+        index,
+        c.size,
+        leaf,
+        inclusion.map((h) => Buffer.from(h, 'hex')),
+        c.root,
+      );
+      // Another digest is not in the log there.
+      expect(() =>
+        verifyInclusion(
+          index,
+          c.size,
+          leafHashOf(new TextEncoder().encode(`${kind} ${'0'.repeat(64)}`)),
+          inclusion.map((h) => Buffer.from(h, 'hex')),
+          c.root,
+        ),
+      ).to.throw();
+    }
+  });
+
   it('serves full tiles as immutable, refuses paths that are not canonical tiles, and 404s a tile not written', async () => {
     const log = await logOfHarness();
     await log.service.tick({ force: true });

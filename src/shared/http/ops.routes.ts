@@ -50,6 +50,7 @@ export function registerOpsRoutes<S>(router: Router<S>, deps: OpsDeps): void {
     if (!deps.logWitnesses) return {};
     const witnesses = await deps.logWitnesses().catch(() => undefined);
     if (!witnesses) return { log: { status: 'unknown' } };
+    if (!witnesses.length) return {};
     return { log: { status: witnesses.every((w) => w.up) ? 'ok' : 'degraded', witnesses } };
   };
 
