@@ -536,7 +536,9 @@ const paths: ZodOpenApiPathsObject = {
       summary: "The log's verifier key: <origin>+<hex key id>+<base64 of 0x01 and the Ed25519 public key>",
       tags: ['Transparency log'],
       security: [],
-      responses: { 200: { description: 'One line.', content: { 'text/plain': { schema: z.string() } } } },
+      responses: {
+        200: { description: 'One line.', content: { 'text/plain': { schema: z.string() } } },
+      },
     },
   },
   '/log/tile/{path}': {

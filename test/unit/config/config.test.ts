@@ -13,6 +13,7 @@ const valid = {
   CLAMD_PORT: '3310',
   ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
   VERIFICATION_SIGNING_KEY: PEM,
+  LOG_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string,
   PUBLIC_BASE_URL: 'https://registry.example.com',
 };
 
@@ -54,6 +55,14 @@ describe('configuration', () => {
   it("needs, in production, the receipts' Ed25519 key (PEM, one line with \\n, or a JWK) and the public base URL", () => {
     expect(() => parseConfig({ ...valid, VERIFICATION_SIGNING_KEY: undefined })).to.throw(ConfigError, /VERIFICATION_SIGNING_KEY: is required in production/);
     expect(() => parseConfig({ ...valid, PUBLIC_BASE_URL: undefined })).to.throw(ConfigError, /PUBLIC_BASE_URL: is required in production/);
+    // The transparency log's key too; elsewhere one is made and sealed.
+    expect(() => parseConfig({ ...valid, LOG_SIGNING_KEY: undefined })).to.throw(ConfigError, /LOG_SIGNING_KEY: is required in production/);
+    expect(parseConfig({ ...valid, NODE_ENV: 'development', LOG_SIGNING_KEY: undefined }).LOG_SIGNING_KEY).to.equal(undefined);
+    expect(() => parseConfig({ ...valid, LOG_WITNESSES: 'not-a-url' })).to.throw(ConfigError, /LOG_WITNESSES/);
+    expect(parseConfig({ ...valid, LOG_WITNESSES: 'https://w.example/ a+00000000+AQ==; http://127.0.0.1:7600 b+00000000+AQ==' }).LOG_WITNESSES).to.deep.equal([
+      { url: 'https://w.example', vkey: 'a+00000000+AQ==' },
+      { url: 'http://127.0.0.1:7600', vkey: 'b+00000000+AQ==' },
+    ]);
     expect(
       parseConfig({ ...valid, NODE_ENV: 'development', VERIFICATION_SIGNING_KEY: undefined, PUBLIC_BASE_URL: undefined }).VERIFICATION_SIGNING_KEY,
     ).to.equal(undefined);
