@@ -3,7 +3,18 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { expect } from 'chai';
 import { formatCheckpoint, parseCheckpoint } from '../../../src/log/checkpoint.js';
-import { ed25519FromSeed, ed25519Signer, NoteError, openNote, parseVerifierKey, signNote, verifierKey } from '../../../src/log/note.js';
+import {
+  COSIGNATURE_V1,
+  cosignatureTime,
+  cosigner,
+  ed25519FromSeed,
+  ed25519Signer,
+  NoteError,
+  openNote,
+  parseVerifierKey,
+  signNote,
+  verifierKey,
+} from '../../../src/log/note.js';
 
 // signed-note v1.0.0, "Example": the key and note the specification gives (also accepted by Go's golang.org/x/mod/sumdb/note).
 const SPEC_VKEY = 'example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k';
@@ -96,5 +107,24 @@ describe('checkpoints (C2SP tlog-checkpoint)', () => {
       expect(() => parseCheckpoint(bad), JSON.stringify(bad)).to.throw(NoteError);
     }
     expect(() => formatCheckpoint({ origin: 'o', size: 1, root: Buffer.alloc(31), extensions: [] })).to.throw(NoteError);
+  });
+
+  it("cosigns as tlog-cosignature v1 says: its time, then Ed25519 over the header and the checkpoint; a witness's key is type 0x04", () => {
+    const key = ed25519FromSeed(Buffer.alloc(32, 9));
+    const vkey = verifierKey('witness.example', key, COSIGNATURE_V1);
+    expect(Buffer.from(vkey.split('+')[2] as string, 'base64')[0]).to.equal(4);
+    // Another id than the same key's as a log key: the type is in it.
+    expect(vkey.split('+')[1]).to.not.equal(verifierKey('witness.example', key).split('+')[1]);
+    const text = formatCheckpoint({ origin: 'example.com/log', size: 20852163, root: Buffer.alloc(32, 7), extensions: [] });
+    const note = signNote(text, [cosigner('witness.example', key, () => 1679315147)]);
+    const opened = openNote(note, [parseVerifierKey(vkey)]);
+    expect(cosignatureTime(opened.verified[0]?.bytes as Uint8Array)).to.equal(1679315147);
+    // The time is signed: another one does not verify.
+    const raw = Buffer.from(note.trim().split(' ').pop() as string, 'base64');
+    raw.writeBigUInt64BE(1679315148n, 4);
+    const moved = note.replace(/ \S+\n$/, ` ${raw.toString('base64')}\n`);
+    expect(() => openNote(moved, [parseVerifierKey(vkey)])).to.throw(NoteError, /invalid signature/);
+    // A cosignature is not a log's signature: the log's key of the same bytes does not take it.
+    expect(() => openNote(note, [parseVerifierKey(verifierKey('witness.example', key))])).to.throw(NoteError);
   });
 });
