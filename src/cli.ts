@@ -17,7 +17,11 @@
 //   evm address            prints the EVM anchor's address (fund it with gas)
 //   trust import <list.xml>...  verifies EU trusted lists against TRUSTED_LIST_SIGNERS and keeps their
 //                          qualified CA and timestamping services for signature checks (trust list, trust remove <territory>)
-//   audit verify           checks every chain of the audit trail; names the first broken row of each
+//   audit verify [--log <mirror dir>]   checks every chain of the audit trail; names the first broken row of
+//                          each; with a mirror of the transparency log, also that no chain's end was cut or rewritten
+//   log mirror <base URL> <dir> [--key K] [--witness W]...   copies the transparency log and checks every
+//                          entry; exits 1 naming a rollback, a rewritten entry, a checkpoint a pinned witness did not cosign
+//   log verify <dir> [--witness W]...   checks a mirror offline
 //   witness serve [--name N] [--dir D] [--port P] --log <log verifier key>...   runs a witness of the
 //                          transparency log as a process of its own (prints its verifier key)
 //   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}
@@ -30,6 +34,9 @@ import type { OrgService } from './orgs/org.service.js';
 import type { Organization } from './orgs/org.repository.js';
 import { verifyCommand } from './notarization/verify.command.js';
 import { witnessCommand } from './log/witness/witness.command.js';
+import { logCommand } from './log/log.command.js';
+import { MirrorError, mirrorEntries, verifyMirror } from './log/mirror.js';
+import { parseEntry } from './log/entries.js';
 import { createAuditRepository } from './audit/audit.repository.js';
 import { migrate } from './shared/db/migrator.js';
 import { AppError, NotFoundError } from './shared/errors.js';
@@ -60,7 +67,9 @@ const USAGE = `usage:
   cli trust list
   cli trust remove <territory>
   cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS]
-  cli audit verify
+  cli audit verify [--log <mirror dir>]
+  cli log mirror <base URL, e.g. https://registry.example/log> <dir> [--key <log verifier key>] [--witness <witness verifier key>]...
+  cli log verify <dir> [--witness <witness verifier key>]...
   cli witness serve [--name <key name>] [--dir <state directory>] [--port <port>] --log <log verifier key> [--log ...]
   cli verify <guarantee.json> <proof.json> [--rpc URL] [--from ADDRESS]
   cli verify <amendment.json> <amendment-proof.json> [--rpc URL] [--from ADDRESS]
@@ -118,6 +127,8 @@ export async function runCli(argv: string[]): Promise<number> {
   const [noun, verb, arg] = argv;
   // A witness is anyone's: it needs none of the registry's settings.
   if (noun === 'witness') return witnessCommand(argv.slice(1), say, USAGE);
+  // So is a mirror of the log.
+  if (noun === 'log') return logCommand(argv.slice(1), say, USAGE);
   if (noun === 'verify') {
     // Where the registry is configured, its ledger and its anchor's address are read too.
     const config = configIfAny();
@@ -150,10 +161,23 @@ export async function runCli(argv: string[]): Promise<number> {
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
     return audited(config, 'storage.configure', truncate(`bucket:${config.S3_BUCKET}`, 300), () => configureBucket(config));
   }
-  if (noun === 'audit' && verb === 'verify' && argv.length === 2) {
+  if (noun === 'audit' && verb === 'verify' && (argv.length === 2 || (argv.length === 4 && argv[2] === '--log'))) {
     // Every chain of the audit trail, row by row: exit 0 when all hold, 1 naming the first broken row of each chain that does not.
+    // With --log <mirror dir>: also every head the transparency log recorded, still there unchanged (a cut or rewritten end).
+    const mirror = argv[3];
+    const recorded = mirror ? await recordedAuditHeads(mirror) : undefined;
+    if (recorded instanceof Error) {
+      say(`FAIL ${recorded.message}`);
+      return 1;
+    }
     return withCore(config, async (core) => {
-      const { rows, chains, broken } = await createAuditRepository(core.db).verify();
+      const audit = createAuditRepository(core.db);
+      const { rows, chains, broken } = await audit.verify();
+      if (recorded) {
+        const against = await audit.checkRecordedHeads(recorded);
+        for (const b of against) if (!broken.some((k) => k.chain === b.chain && k.seq <= b.seq)) broken.push(b);
+        say(`checked ${recorded.length} head(s) the transparency log recorded (mirror ${mirror})`);
+      }
       for (const b of broken) say(`FAIL chain ${b.chain}: row ${b.seq}: ${b.problem}`);
       say(`checked ${rows} row(s) in ${chains} chain(s)`);
       process.stdout.write(broken.length ? 'audit trail NOT intact\n' : 'audit trail intact\n');
@@ -309,6 +333,21 @@ async function ensureBucket(storage: Storage): Promise<boolean> {
   } finally {
     storage.client.destroy();
   }
+}
+
+/** The audit heads a mirror of the transparency log holds (checked first), or why it cannot be read. */
+async function recordedAuditHeads(dir: string): Promise<Array<{ chain: string; seq: number; hash: string; index: number }> | Error> {
+  try {
+    await verifyMirror(dir);
+  } catch (err) {
+    return err instanceof MirrorError ? err : new Error(`the mirror ${dir}: ${(err as Error).message}`);
+  }
+  const heads: Array<{ chain: string; seq: number; hash: string; index: number }> = [];
+  for (const { index, line } of mirrorEntries(dir)) {
+    const e = parseEntry(line);
+    if (e.kind === 'audit') heads.push({ chain: e.chain, seq: e.seq, hash: e.hash, index });
+  }
+  return heads;
 }
 
 /** One row of the audit trail's system chain, actor `cli`. */

@@ -210,6 +210,41 @@ export function createAuditRepository(db: Sequelize) {
       return out;
     },
 
+    /**
+     * Checks the chains' ends against heads a transparency log recorded (`cli audit verify
+     * --log`): each recorded head's row must still be there with the same hash. The chain's own
+     * links prove every row before it; the log, held by others, proves its end was not cut or
+     * rewritten. What does not hold, each named.
+     */
+    async checkRecordedHeads(heads: ReadonlyArray<{ chain: string; seq: number; hash: string; index: number }>): Promise<BrokenRow[]> {
+      const found = new Map<string, string>();
+      for (let i = 0; i < heads.length; i += 500) {
+        const chunk = heads.slice(i, i + 500);
+        const rows = await select<{ chain: string; seq: string | number; hash: string }>(
+          db,
+          'SELECT chain, seq, hash FROM audit_log WHERE (chain, seq) IN ($1)',
+          [chunk.map((h) => [h.chain, h.seq])],
+          undefined,
+          { prepared: false },
+        );
+        for (const r of rows) found.set(`${r.chain} ${Number(r.seq)}`, r.hash);
+      }
+      const broken: BrokenRow[] = [];
+      for (const h of heads) {
+        const hash = found.get(`${h.chain} ${h.seq}`);
+        if (hash === h.hash) continue;
+        broken.push({
+          chain: h.chain,
+          seq: h.seq,
+          problem:
+            hash === undefined
+              ? `the transparency log holds row ${h.seq} as the chain's head (entry ${h.index}); the chain no longer has it (its end was cut)`
+              : `its hash is not the one the transparency log holds (entry ${h.index}): the row was rewritten`,
+        });
+      }
+      return broken;
+    },
+
     /** The organization's rows after `since`, oldest first, at most `limit`. */
     async list(orgId: string, since: number, limit: number): Promise<AuditRow[]> {
       const rows = await select<Row>(db, `SELECT ${COLUMNS} FROM audit_log WHERE chain = $1 AND seq > $2 ORDER BY seq LIMIT ${Math.trunc(limit)}`, [
