@@ -19,6 +19,10 @@
 //                          qualified CA and timestamping services for signature checks (trust list, trust remove <territory>)
 //   audit verify [--log <mirror dir>]   checks every chain of the audit trail; names the first broken row of
 //                          each; with a mirror of the transparency log, also that no chain's end was cut or rewritten
+//   receipt verify <receipt> --jwks <URL or file>   checks a verification receipt with the published keys:
+//                          its signature, and that its key was neither retired nor compromised when it says it signed
+//   verification-key retire <kid> [--compromised-since <time>]   the key signs nothing more (configure the next
+//                          one first); a leaked key's receipts from that time on prove nothing; the change goes into the log
 //   log mirror <base URL> <dir> [--key K] [--witness W]...   copies the transparency log and checks every
 //                          entry; exits 1 naming a rollback, a rewritten entry, a checkpoint a pinned witness did not cosign
 //   log verify <dir> [--witness W]...   checks a mirror offline
@@ -27,6 +31,7 @@
 //   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}
 //                          or {amendment, proof}, or the JSON and the proof's in two; or one file with a whole history,
 //                          {guarantee, proof, amendments, amendmentProofs}, the chain included), then against each anchor when reachable
+import { existsSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { getConfig, type Config } from '../config/index.js';
 import { cliServices, openCore, type Core } from './composition.js';
@@ -37,6 +42,8 @@ import { witnessCommand } from './log/witness/witness.command.js';
 import { logCommand } from './log/log.command.js';
 import { MirrorError, mirrorEntries, verifyMirror } from './log/mirror.js';
 import { parseEntry } from './log/entries.js';
+import { checkReceipt, ReceiptError } from './verification/receipt-check.js';
+import type { PublicJwk } from './verification/signing-keys.js';
 import { createAuditRepository } from './audit/audit.repository.js';
 import { migrate } from './shared/db/migrator.js';
 import { AppError, NotFoundError } from './shared/errors.js';
@@ -68,6 +75,8 @@ const USAGE = `usage:
   cli trust remove <territory>
   cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS]
   cli audit verify [--log <mirror dir>]
+  cli receipt verify <receipt, or a file holding it> --jwks <URL or file>
+  cli verification-key retire <kid> [--compromised-since <time>]
   cli log mirror <base URL, e.g. https://registry.example/log> <dir> [--key <log verifier key>] [--witness <witness verifier key>]...
   cli log verify <dir> [--witness <witness verifier key>]...
   cli witness serve [--name <key name>] [--dir <state directory>] [--port <port>] --log <log verifier key> [--log ...]
@@ -129,6 +138,8 @@ export async function runCli(argv: string[]): Promise<number> {
   if (noun === 'witness') return witnessCommand(argv.slice(1), say, USAGE);
   // So is a mirror of the log.
   if (noun === 'log') return logCommand(argv.slice(1), say, USAGE);
+  // And a receipt's check: anyone's, with the registry's published keys.
+  if (noun === 'receipt' && verb === 'verify' && arg && argv[3] === '--jwks' && argv[4] && argv.length === 5) return receiptCommand(arg, argv[4]);
   if (noun === 'verify') {
     // Where the registry is configured, its ledger and its anchor's address are read too.
     const config = configIfAny();
@@ -183,6 +194,25 @@ export async function runCli(argv: string[]): Promise<number> {
       process.stdout.write(broken.length ? 'audit trail NOT intact\n' : 'audit trail intact\n');
       return broken.length ? 1 : 0;
     });
+  }
+  if (noun === 'verification-key' && verb === 'retire' && arg && (argv.length === 3 || (argv.length === 5 && argv[3] === '--compromised-since'))) {
+    const since = argv[4] === undefined ? null : new Date(argv[4]);
+    if (since && (Number.isNaN(since.getTime()) || !/^\d{4}-\d{2}-\d{2}T/.test(argv[4] as string))) {
+      say('--compromised-since takes a time such as 2026-11-01T00:00:00Z');
+      return 2;
+    }
+    return audited(config, 'verification_key.retire', truncate(`verification_key:${arg}`, 300), () =>
+      withCore(config, async (core) => {
+        if (!(await core.repos.signingKeys.retire(arg, new Date(), since))) {
+          say(`no receipt key ${arg} (see /.well-known/jwks.json)`);
+          return 1;
+        }
+        say(
+          `retired receipt key ${arg}${since ? `, its signatures from ${since.toISOString()} on held compromised` : ''}: /.well-known/jwks.json says so, and the transparency log records it at its next checkpoint`,
+        );
+        return 0;
+      }),
+    );
   }
   if (noun === 'secrets' && verb === 'reencrypt' && argv.length === 2) {
     // After putting a new key first in ENCRYPTION_KEY: every secret sealed under an older key
@@ -348,6 +378,24 @@ async function recordedAuditHeads(dir: string): Promise<Array<{ chain: string; s
     if (e.kind === 'audit') heads.push({ chain: e.chain, seq: e.seq, hash: e.hash, index });
   }
   return heads;
+}
+
+/** `receipt verify <receipt (a JWS, or a file holding one)> --jwks <URL or file>`: 0 when it holds, 1 saying why not. */
+async function receiptCommand(receipt: string, jwks: string): Promise<number> {
+  const jws = existsSync(receipt) ? readFileSync(receipt, 'utf8').trim() : receipt.trim();
+  const set = (
+    /^https?:\/\//.test(jwks) ? await (await fetch(jwks, { signal: AbortSignal.timeout(30_000) })).json() : JSON.parse(readFileSync(jwks, 'utf8'))
+  ) as { keys?: PublicJwk[] };
+  try {
+    const { payload, kid } = await checkReceipt(jws, set.keys ?? []);
+    say(`receipt signed by key ${kid} at ${payload.verifiedAt}: ${payload.matches.length} match(es) for policy ${payload.query.policyNumber}`);
+    process.stdout.write(`${JSON.stringify(payload)}\n`);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof ReceiptError)) throw err;
+    say(`FAIL ${err.message}`);
+    return 1;
+  }
 }
 
 /** One row of the audit trail's system chain, actor `cli`. */

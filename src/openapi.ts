@@ -509,6 +509,11 @@ const paths: ZodOpenApiPathsObject = {
                     kid: z.string(),
                     alg: z.literal('EdDSA'),
                     use: z.literal('sig'),
+                    retiredAt: z.string().optional().meta({ description: 'Once retired (cli verification-key retire): since when it signs nothing.' }),
+                    compromisedSince: z
+                      .string()
+                      .optional()
+                      .meta({ description: 'Once known to have leaked: a receipt it signed at or after this time proves nothing.' }),
                   }),
                 ),
               }),

@@ -20,6 +20,10 @@ export interface PublicJwk extends JWK {
   kid: string;
   alg: 'EdDSA';
   use: 'sig';
+  /** Once retired: since when it signs nothing. */
+  retiredAt?: string;
+  /** Once known to have leaked: from when on its signatures prove nothing. */
+  compromisedSince?: string;
 }
 
 async function publicJwkOf(privateKey: KeyObject): Promise<PublicJwk> {
@@ -42,7 +46,7 @@ export function createSigningKeys(db: Sequelize, box: SecretBox) {
   async function generated(): Promise<SigningKey | undefined> {
     const [row] = await select<{ kid: string; private_enc: Buffer }>(
       db,
-      'SELECT kid, private_enc FROM verification_keys WHERE private_enc IS NOT NULL ORDER BY created_at, kid LIMIT 1',
+      'SELECT kid, private_enc FROM verification_keys WHERE private_enc IS NOT NULL AND retired_at IS NULL ORDER BY created_at, kid LIMIT 1',
       [],
     );
     return row && { kid: row.kid, privateKey: createPrivateKey({ key: box.open(row.private_enc, SecretContext.verificationKey(row.kid)), format: 'pem' }) };
@@ -57,6 +61,9 @@ export function createSigningKeys(db: Sequelize, box: SecretBox) {
       if (configured) {
         const jwk = await publicJwkOf(configured);
         await record(jwk, null);
+        const [row] = await select<{ retired_at: Date | null }>(db, 'SELECT retired_at FROM verification_keys WHERE kid = $1', [jwk.kid]);
+        // A retired key signs nothing more: the operator configures the next one first, then retires this one.
+        if (row?.retired_at) throw new Error(`VERIFICATION_SIGNING_KEY (kid ${jwk.kid}) was retired: configure a new key`);
         return { kid: jwk.kid, privateKey: configured };
       }
       const existing = await generated();
@@ -68,10 +75,37 @@ export function createSigningKeys(db: Sequelize, box: SecretBox) {
       return (await generated()) as SigningKey;
     },
 
-    /** Every public key that has signed receipts, oldest first. */
+    /**
+     * Every public key that has signed receipts, oldest first; a retired one says since when
+     * (`retiredAt`) and, if it leaked, since when its signatures prove nothing (`compromisedSince`).
+     */
     async publicKeys(): Promise<PublicJwk[]> {
-      const rows = await select<{ public_jwk: string }>(db, 'SELECT public_jwk FROM verification_keys ORDER BY created_at, kid', []);
-      return rows.map((r) => JSON.parse(r.public_jwk) as PublicJwk);
+      const rows = await select<{ public_jwk: string; retired_at: Date | null; compromised_since: Date | null }>(
+        db,
+        'SELECT public_jwk, retired_at, compromised_since FROM verification_keys ORDER BY created_at, kid',
+        [],
+      );
+      return rows.map((r) => ({
+        ...(JSON.parse(r.public_jwk) as PublicJwk),
+        ...(r.retired_at && { retiredAt: r.retired_at.toISOString() }),
+        ...(r.compromised_since && { compromisedSince: r.compromised_since.toISOString() }),
+      }));
+    },
+
+    /**
+     * Retires key `kid` as of `at` (it signs nothing more) and, when it leaked, marks its
+     * signatures from `compromisedSince` on as worthless. Asking again may add or move the
+     * compromise time; the retirement keeps its first date. False when there is no such key.
+     */
+    async retire(kid: string, at: Date, compromisedSince: Date | null): Promise<boolean> {
+      const [row] = await select<{ kid: string }>(db, 'SELECT kid FROM verification_keys WHERE kid = $1', [kid]);
+      if (!row) return false;
+      await execute(
+        db,
+        'UPDATE verification_keys SET retired_at = COALESCE(retired_at, $2), compromised_since = COALESCE($3, compromised_since) WHERE kid = $1',
+        [kid, at, compromisedSince],
+      );
+      return true;
     },
 
     /** Every key with its public key and, once retired, when (and since when it is held compromised). */

@@ -3,7 +3,15 @@
 // written to the log's bucket and served at /log/tile/..., a signed checkpoint at
 // /log/checkpoint that the tiles' hashes lead to; the sequencer's lease (one holder at a time,
 // an append of a holder whose lease was taken over fenced off).
+import { spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
+import { signReceipt } from '../../src/verification/receipt.js';
+import { createSigningKeys } from '../../src/verification/signing-keys.js';
+import { createSecretBox } from '../../src/shared/secrets.js';
 import { openCore, transparencyLog } from '../../src/composition.js';
 import { parseCheckpoint } from '../../src/log/checkpoint.js';
 import { parseEntry } from '../../src/log/entries.js';
@@ -15,7 +23,7 @@ import { leafHashOf, memoryLevels, TILE_WIDTH, treeHashes, verifyInclusion } fro
 import { select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { create, notarizeAll, unique } from '../support/guarantees.js';
-import { harness, newOrg } from '../support/harness.js';
+import { appWith, harness, newOrg } from '../support/harness.js';
 
 const text = new TextDecoder();
 
@@ -215,5 +223,49 @@ describe('the transparency log', function () {
     });
     expect(fenced).to.be.instanceOf(FencedError);
     expect(await repo.size()).to.equal(sizeBefore);
+  });
+
+  it('cli verification-key retire: the JWKS marks the key, the log records it, and a receipt it signed after its compromise time fails with the reason', async () => {
+    const h = await harness();
+    const keys = createSigningKeys(h.db, createSecretBox(h.config.ENCRYPTION_KEY));
+    const key = await keys.current(generateKeyPairSync('ed25519').privateKey);
+    const receipt = (verifiedAt: string) => signReceipt(key, { verifiedAt, query: { policyNumber: 'P-1' }, matches: [] });
+    const before = receipt('2026-10-01T00:00:00.000Z');
+    const after = receipt('2026-11-02T00:00:00.000Z');
+    const cliRun = (...args: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const dir = mkdtempSync(join(tmpdir(), 'jwks-'));
+    const jwks = async () => {
+      const file = join(dir, `jwks-${unique()}.json`);
+      writeFileSync(file, JSON.stringify((await (await appWith({}, h.db)).get('/.well-known/jwks.json')).body));
+      return file;
+    };
+    const fresh = await jwks();
+    for (const r of [before, after]) expect(cliRun('receipt', 'verify', r, '--jwks', fresh).status).to.equal(0);
+
+    const retired = cliRun('verification-key', 'retire', key.kid, '--compromised-since', '2026-11-01T00:00:00Z');
+    expect(retired.status, retired.stderr).to.equal(0);
+    const set = JSON.parse(readFileSync(await jwks(), 'utf8')) as { keys: Array<Record<string, string>> };
+    const marked = set.keys.find((k) => k.kid === key.kid);
+    expect(marked?.compromisedSince).to.equal('2026-11-01T00:00:00.000Z');
+    expect(marked?.retiredAt).to.be.a('string');
+    const file = await jwks();
+    expect(cliRun('receipt', 'verify', before, '--jwks', file).status, 'signed before the compromise').to.equal(0);
+    const refused = cliRun('receipt', 'verify', after, '--jwks', file);
+    expect(refused.status).to.equal(1);
+    expect(refused.stderr).to.include(`FAIL signed by key ${key.kid}, compromised since 2026-11-01T00:00:00.000Z`);
+    expect(cliRun('verification-key', 'retire', 'no-such-kid').status).to.equal(1);
+    // A retired key signs nothing more.
+    let refusedKey: unknown;
+    await keys.current(key.privateKey).catch((err: unknown) => (refusedKey = err));
+    expect((refusedKey as Error).message).to.match(/was retired/);
+
+    // The log records the change at its next tick.
+    const log = await logOfHarness();
+    await log.service.tick({ force: true });
+    const size = log.service.parse((await log.service.checkpoint()) as string).size;
+    const { entries } = await leavesFromTiles(size);
+    expect(entries).to.include(`key-retired ${key.kid} ${marked?.retiredAt} compromised-since 2026-11-01T00:00:00.000Z`);
+    expect(entries.some((e) => e.startsWith(`key-added ${key.kid} `))).to.equal(true);
   });
 });
