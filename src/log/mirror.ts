@@ -217,7 +217,6 @@ export async function mirrorLog(
   if (rewritten !== undefined) throw new MirrorError(`entry ${rewritten}: the log now serves another entry than the one this mirror holds (a rewrite)`);
   if (previous && !same(await rootOf(leaves.slice(0, previous.size), previous.size), previous.root))
     throw new MirrorError('the entries this mirror holds do not lead to the checkpoint it holds: run cli log verify');
-  const upper = await upperTiles(leaves, c.size, source);
   if (!same(await rootOf(leaves, c.size), c.root)) {
     // The log signed a root its entries do not lead to: find where the served history differs from the held one.
     const served = previous ? await readEntries(c.size, 0, source, held) : undefined;
@@ -228,6 +227,7 @@ export async function mirrorLog(
         : `the entries do not lead to the checkpoint's root: the log signed a tree it does not serve (size ${c.size})`,
     );
   }
+  const upper = await upperTiles(leaves, c.size, source);
   for (const [t, bundle] of bundles)
     writeAtomically(join(dir, tilePath({ level: 'entries', index: t, width: Math.min(TILE_WIDTH, c.size - t * TILE_WIDTH) })), bundle);
   for (const [path, bytes] of upper) if (!previous || !existsSync(join(dir, path))) writeAtomically(join(dir, path), bytes);

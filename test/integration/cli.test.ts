@@ -77,7 +77,9 @@ describe('administration CLI', function () {
     expect(cli('org', 'set', issuer, '--ausa', '0000123456').code).to.equal(1);
   });
 
-  it("binds people to an authority by their fiscal code (SPID's and CIE's TINIT- spelling too), one authority a person, each change in the authority's audit chain", async () => {
+  it("binds people to an authority by their fiscal code (SPID's and CIE's TINIT- spelling too), one authority a person, each change in the authority's audit chain", async function () {
+    // Seventeen CLI processes, each a TypeScript start (some 2 s, more on a loaded machine).
+    this.timeout(180_000);
     const { fiscalCode, harness: h } = await import('../support/harness.js');
     const first = cli('org', 'create', 'Comune A', '--kind', 'authority', '--fiscal-code', fiscalCode()).stdout.trim();
     const second = cli('org', 'create', 'Comune B', '--kind', 'authority', '--fiscal-code', fiscalCode()).stdout.trim();
