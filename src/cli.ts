@@ -30,7 +30,9 @@
 //                          transparency log as a process of its own (prints its verifier key)
 //   verify <file> [<file>] [--rpc URL] [--from ADDRESS] checks a notarization proof offline (one file {guarantee, proof}
 //                          or {amendment, proof}, or the JSON and the proof's in two; or one file with a whole history,
-//                          {guarantee, proof, amendments, amendmentProofs}, the chain included), then against each anchor when reachable
+//                          {guarantee, proof, amendments, amendmentProofs}, the chain included), then against each anchor when reachable;
+//                          [--log-key K] [--witness W]...: each leaf in the transparency log's checkpoint, signed by the log's key
+//                          and cosigned by each pinned witness
 import { existsSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { getConfig, type Config } from '../config/index.js';
@@ -73,7 +75,7 @@ const USAGE = `usage:
   cli trust import <list.xml>...
   cli trust list
   cli trust remove <territory>
-  cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS]
+  cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS] [--log-key <log verifier key>] [--witness <witness verifier key>]...
   cli audit verify [--log <mirror dir>]
   cli receipt verify <receipt, or a file holding it> --jwks <URL or file>
   cli verification-key retire <kid> [--compromised-since <time>]

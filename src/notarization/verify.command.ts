@@ -12,20 +12,41 @@ import { redactText, secretPartsOfUrl } from '../shared/redact.js';
 import { createLedgerAnchor } from './ledger.anchor.js';
 import { AMENDMENT_CANONICAL_SCHEMA } from './canonical.js';
 import { verifyAmendmentProof, verifyChain, verifyProof, type Anchored, type Verification } from './proof.js';
+import { checkLogInclusion, type LogInclusionJson } from '../log/log-checks.js';
+import { parseVerifierKey } from '../log/note.js';
 
-/** Options of `verify` after the files: `--rpc URL`, `--from ADDRESS`. */
-function verifyOptions(args: string[]): { files: string[]; rpc?: string; from?: string } | undefined {
+/** Options of `verify` after the files: `--rpc URL`, `--from ADDRESS`, `--log-key VKEY`, `--witness VKEY` (repeated). */
+function verifyOptions(args: string[]): { files: string[]; rpc?: string; from?: string; logKey?: string; witnesses: string[] } | undefined {
   const files: string[] = [];
-  const opts: { rpc?: string; from?: string } = {};
+  const opts: { rpc?: string; from?: string; logKey?: string } = {};
+  const witnesses: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string;
-    if (a === '--rpc' || a === '--from') {
+    if (a === '--rpc' || a === '--from' || a === '--log-key' || a === '--witness') {
       const value = args[++i];
       if (!value) return undefined;
-      opts[a === '--rpc' ? 'rpc' : 'from'] = value;
+      if (a === '--witness') witnesses.push(value);
+      else opts[a === '--rpc' ? 'rpc' : a === '--from' ? 'from' : 'logKey'] = value;
     } else files.push(a);
   }
-  return files.length >= 1 && files.length <= 2 ? { files, ...opts } : undefined;
+  return files.length >= 1 && files.length <= 2 ? { files, ...opts, witnesses } : undefined;
+}
+
+/** Each notarized leaf the files' proofs name, with its `log` (if any): what the log checks read. */
+function logLeaves(docs: unknown[]): Array<{ kind: 'record' | 'amendment'; digest: string; what: string; log?: LogInclusionJson }> {
+  const out: Array<{ kind: 'record' | 'amendment'; digest: string; what: string; log?: LogInclusionJson }> = [];
+  const add = (proof: unknown, what: string) => {
+    if (!isObject(proof) || typeof proof.digest !== 'string' || proof.notarizationStatus !== 'COMPLETE') return;
+    const kind = proof.canonicalization === AMENDMENT_CANONICAL_SCHEMA ? 'amendment' : 'record';
+    out.push({ kind, digest: proof.digest, what, ...(isObject(proof.log) && { log: proof.log as unknown as LogInclusionJson }) });
+  };
+  const [first, second] = docs;
+  if (docs.length === 2) add(second, 'record');
+  else if (isObject(first)) {
+    add(first.proof, 'amendment' in first ? 'amendment' : 'guarantee');
+    if (Array.isArray(first.amendmentProofs)) first.amendmentProofs.forEach((p, i) => add(p, `amendment ${i + 1}`));
+  }
+  return out;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -83,6 +104,29 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
     process.stdout.write('NOT verified\n');
     return 1;
   }
+  // The transparency log: each leaf in a checkpoint signed by the log's key and cosigned by each pinned witness.
+  let keys;
+  try {
+    keys = { ...(parsed.logKey && { logKey: parseVerifierKey(parsed.logKey) }), witnesses: parsed.witnesses.map((w) => parseVerifierKey(w)) };
+  } catch (err) {
+    say(`a key given: ${(err as Error).message}`);
+    return 2;
+  }
+  let logFailed = false;
+  const docs = parsed.files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as unknown);
+  const leaves = logLeaves(docs);
+  for (const leaf of leaves) {
+    const { checks, cosigners } = checkLogInclusion(leaf, leaf.log, keys);
+    for (const c of checks) line(c.ok, c.name, c.detail);
+    logFailed ||= checks.some((c) => !c.ok);
+    if (cosigners.length) say(`     cosigned by ${cosigners.join(', ')}`);
+  }
+  if (logFailed) {
+    process.stdout.write('NOT verified\n');
+    return 1;
+  }
+  if (leaves.some((l) => l.log) && !keys.logKey)
+    say("the log's checkpoint signature was not checked: pin the log's key with --log-key (GET /log/key), and a witness's with --witness.");
   let unchecked: string | undefined;
   let failed = false;
   for (const anchored of result.anchored) {

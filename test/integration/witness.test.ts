@@ -5,14 +5,15 @@
 // trees of the same size, each signed with the log's key. While it is down the log goes on, and
 // /readyz and the metric say so; back, it cosigns again from where it was.
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parseConfig } from '../../config/index.js';
 import { openCore, transparencyLog } from '../../src/composition.js';
 import { formatCheckpoint, parseCheckpoint } from '../../src/log/checkpoint.js';
-import { ed25519Signer, openNote, parseVerifierKey, signNote, verifierKey, type Signer } from '../../src/log/note.js';
+import { COSIGNATURE_V1, ed25519Signer, openNote, parseVerifierKey, signNote, verifierKey, type Signer } from '../../src/log/note.js';
 import { leafHashOf, memoryLevels, treeHashes } from '../../src/log/tree.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { appWith, harness, newOrg } from '../support/harness.js';
@@ -113,7 +114,7 @@ describe('the witness', function () {
     const http = await appWith(settings, h.db);
 
     const org = await newOrg();
-    await create(org, { details: { policyNumber: `W-${unique()}` } });
+    const created = await create(org, { details: { policyNumber: `W-${unique()}` } });
     await notarizeAll();
     await log.tick({ force: true });
     const note = (await http.get('/log/checkpoint')).text;
@@ -121,6 +122,36 @@ describe('the witness', function () {
     expect(opened.verified.map((s) => s.name).sort()).to.deep.equal([log.origin, 'witness.test'].sort());
     const ready = await http.get('/readyz');
     expect(ready.body.log).to.deep.include({ status: 'ok' });
+
+    // cli verify checks the proof's log inclusion with the pinned keys: the log's and the witness's.
+    const guarantee = (await http.get(`/api/v2/guarantees/${created.id as string}`).set('X-API-Key', org.key)).body as Record<string, unknown>;
+    const proof = (await http.get(`/api/v2/guarantees/${created.id as string}/proof`).set('X-API-Key', org.key)).body as Record<string, unknown> & {
+      log: { inclusion: string[] };
+    };
+    const files = mkdtempSync(join(tmpdir(), 'proof-'));
+    const write = (name: string, p: unknown) => {
+      writeFileSync(join(files, name), JSON.stringify({ guarantee, proof: p }));
+      return join(files, name);
+    };
+    const verify = (file: string, ...keys: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file, ...keys], {
+        encoding: 'utf8',
+        env: { ...process.env, NODE_NO_WARNINGS: '1' },
+      });
+    const pins = ['--log-key', await log.verifierKey(), '--witness', w.vkey];
+    const good = verify(write('good.json', proof), ...pins);
+    expect(good.status, good.stderr).to.equal(0);
+    expect(good.stderr).to.include('ok   the checkpoint is cosigned by the witness witness.test');
+    expect(good.stderr).to.match(/ok {3}the guarantee's leaf is in the log's checkpoint \(entry \d+ of \d+\)/);
+    expect(good.stderr).to.match(/cosigned by witness.test \(at \d{4}-/);
+    const stranger = verifierKey('witness.test', generateKeyPairSync('ed25519').privateKey, COSIGNATURE_V1);
+    const unwitnessed = verify(write('good.json', proof), '--log-key', await log.verifierKey(), '--witness', stranger);
+    expect(unwitnessed.status).to.equal(1);
+    expect(unwitnessed.stderr).to.include('FAIL the checkpoint is cosigned by the witness witness.test');
+    const moved = { ...proof, log: { ...proof.log, inclusion: proof.log.inclusion.map((h, i) => (i === 0 ? 'f'.repeat(64) : h)) } };
+    const bad = verify(write('bad.json', moved), ...pins);
+    expect(bad.status).to.equal(1);
+    expect(bad.stderr).to.include("FAIL the guarantee's leaf is in the log's checkpoint");
 
     await w.stop();
     await create(org, { details: { policyNumber: `W-${unique()}` } });
