@@ -1,31 +1,11 @@
 import { expect } from 'chai';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { appWith, harness, newOrg } from '../support/harness.js';
 import { context } from '../../scripts/services/index.js';
 import { rootSql } from '../../scripts/services/mariadb.js';
 import { createSequelize, execute, script, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 
-// Tests that pause the server or set its globals run only where the test run started MariaDB itself.
-const PID_FILE = '.data/test/mariadb/mysqld.pid';
-const ownServer = existsSync(PID_FILE) && process.env.DATABASE_URL?.includes(':3320/') === true;
-const serverPid = () => Number(readFileSync(PID_FILE, 'utf8').trim());
-
-/**
- * Stops the server and returns once every one of its threads is stopped: the signal is queued
- * at once, but a thread running on the other core goes on until it is interrupted, and could
- * answer a statement sent meanwhile (seen once in CI: the query the test expects to time out
- * was answered).
- */
-async function stopServer(pid: number): Promise<void> {
-  process.kill(pid, 'SIGSTOP');
-  const stopped = () =>
-    readdirSync(`/proc/${pid}/task`).every((t) => {
-      const stat = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2).startsWith('T');
-    });
-  for (const until = Date.now() + 2000; !stopped() && Date.now() < until;) await sleep(1);
-}
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ownServer, serverPid, stopServer } from '../support/mariadb.js';
 
 describe('database time limits', function () {
   this.timeout(30_000);

@@ -23,7 +23,10 @@ import { leafHashOf, memoryLevels, TILE_WIDTH, treeHashes, verifyInclusion } fro
 import { select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { create, notarizeAll, unique } from '../support/guarantees.js';
-import { appWith, harness, newOrg } from '../support/harness.js';
+import { appWith, configWith, eventually, harness, newOrg } from '../support/harness.js';
+import { expectLogIntact } from '../support/log.js';
+import { ownServer, serverPid, stopServer } from '../support/mariadb.js';
+import { startWorkers } from '../../workers/index.js';
 
 const text = new TextDecoder();
 
@@ -268,4 +271,55 @@ describe('the transparency log', function () {
     expect(entries).to.include(`key-retired ${key.kid} ${marked?.retiredAt} compromised-since 2026-11-01T00:00:00.000Z`);
     expect(entries.some((e) => e.startsWith(`key-added ${key.kid} `))).to.equal(true);
   });
+
+  // Only where the run started MariaDB itself (it is paused here).
+  if (ownServer)
+    it('with MariaDB frozen for a while under a running notarization worker, every leaf reaches the log once, with no gap, and a checkpoint covers them', async () => {
+      const h = await harness();
+      const org = await newOrg();
+      const ids: string[] = [];
+      for (let i = 0; i < 10; i++) ids.push((await create(org, { details: { policyNumber: `FRZ-${i}-${unique()}` } })).id as string);
+      const running = await startWorkers(['notarization'], {
+        config: configWith({ NOTARIZATION_INTERVAL_MS: '200', LOG_CHECKPOINT_INTERVAL_MS: '200', LOG_LEASE_MS: '2000', DATABASE_STATEMENT_TIMEOUT_MS: '1000' }),
+        logger: createLogger('silent'),
+        keepSchedulesEveryMs: 500,
+      });
+      try {
+        await new Promise((r) => setTimeout(r, 300));
+        const pid = serverPid();
+        await stopServer(pid);
+        await new Promise((r) => setTimeout(r, 3000));
+        process.kill(pid, 'SIGCONT');
+        for (let i = 0; i < 10; i++) ids.push((await create(org, { details: { policyNumber: `FRZ-after-${i}-${unique()}` } })).id as string);
+        await eventually(
+          'every record notarized',
+          async () => {
+            const rows = await select<{ n: string | number }>(
+              h.db,
+              "SELECT COUNT(*) AS n FROM guarantees WHERE org_id = $1 AND notarization_status = 'COMPLETE'",
+              [org.orgId],
+            );
+            return Number(rows[0]?.n) === ids.length;
+          },
+          40_000,
+        );
+        const { size } = await expectLogIntact(h.db);
+        const leaves = await select<{ n: string | number }>(
+          h.db,
+          'SELECT COUNT(*) AS n FROM notarization_proofs WHERE guarantee_id IN ($1) AND log_index IS NOT NULL',
+          [ids],
+          undefined,
+          { prepared: false },
+        );
+        expect(Number(leaves[0]?.n)).to.equal(ids.length);
+        const log = await logOfHarness();
+        await eventually('a checkpoint of them all', async () => {
+          const note = await log.service.checkpoint();
+          return !!note && log.service.parse(note).size >= size;
+        });
+      } finally {
+        process.kill(serverPid(), 'SIGCONT');
+        await running.close();
+      }
+    });
 });

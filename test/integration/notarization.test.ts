@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { testSequencer } from '../support/log.js';
+import { expectLogIntact, testSequencer } from '../support/log.js';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -230,6 +230,8 @@ describe('notarization with the embedded ledger', function () {
       org.orgId,
     ]);
     expect(Number(notarized[0]?.n)).to.equal(1);
+    // Its leaf went into the transparency log with the seal, once.
+    await expectLogIntact(db);
   });
 
   it('a batch the anchor keeps refusing: the cycle says so (a failed job), still blocks what is to be blocked, seals nothing behind it, and resumes later', async () => {

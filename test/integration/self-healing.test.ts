@@ -35,6 +35,8 @@ import {
 } from '../support/harness.js';
 import { p7mFixtures } from '../support/p7m-fixtures.js';
 import { privateRedis } from '../support/private-redis.js';
+import { expectLogIntact } from '../support/log.js';
+import { openCore, transparencyLog } from '../../src/composition.js';
 import { receiver } from '../support/receiver.js';
 import { freePort, tcpProxy } from '../support/tcp-proxy.js';
 
@@ -398,6 +400,12 @@ describe('self-healing: what Redis loses is rebuilt', function () {
           },
           40_000,
         );
+        // The transparency log went on too (it needs no Redis): every leaf in it once, no gap; and checkpointed.
+        await expectLogIntact(db);
+        await eventually('a checkpoint of the whole log', async () => {
+          const c = await transparencyLog(openCore(config, silent, { db })).service.checkpoint();
+          return !!c && Number(c.split('\n')[1]) === (await expectLogIntact(db)).size;
+        });
       } finally {
         await webhooks?.close();
         await running.close();

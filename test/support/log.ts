@@ -60,3 +60,36 @@ export async function startWitness(dir: string, logs: string[], port = 0): Promi
       }),
   };
 }
+
+/**
+ * The log's invariants after faults: its entries are 0..size-1 with no gap (nothing lost), no
+ * notarization leaf is in it twice (nothing duplicated), and every leaf with a log index is the
+ * entry at that index.
+ */
+export async function expectLogIntact(db: Sequelize): Promise<{ size: number }> {
+  const { expect } = await import('chai');
+  const { select } = await import('../../src/shared/db/sequelize.js');
+  const [head] = await select<{ size: string | number }>(db, 'SELECT size FROM log_sequencer WHERE id = 1', []);
+  const [span] = await select<{ n: string | number; top: string | number | null }>(db, 'SELECT COUNT(*) AS n, MAX(idx) AS top FROM log_entries', []);
+  const size = Number(head?.size);
+  expect(Number(span?.n), 'entries 0..size-1, none missing').to.equal(size);
+  expect(span?.top === null ? -1 : Number(span?.top)).to.equal(size - 1);
+  const [dupes] = await select<{ n: string | number }>(
+    db,
+    "SELECT COUNT(*) AS n FROM (SELECT entry FROM log_entries WHERE entry LIKE 'record %' OR entry LIKE 'amendment %' GROUP BY entry HAVING COUNT(*) > 1) d",
+    [],
+  );
+  expect(Number(dupes?.n), 'no notarization leaf twice').to.equal(0);
+  for (const [table, kind] of [
+    ['notarization_proofs', 'record'],
+    ['notarization_amendment_proofs', 'amendment'],
+  ] as const) {
+    const [wrong] = await select<{ n: string | number }>(
+      db,
+      `SELECT COUNT(*) AS n FROM ${table} p LEFT JOIN log_entries e ON e.idx = p.log_index WHERE p.log_index IS NOT NULL AND (e.entry IS NULL OR e.entry <> CONCAT('${kind} ', p.digest))`,
+      [],
+    );
+    expect(Number(wrong?.n), `every ${kind} leaf is the entry at its index`).to.equal(0);
+  }
+  return { size };
+}
