@@ -3,6 +3,7 @@ import { benchAmendments } from './amendments.js';
 import { benchApi } from './api.js';
 import { benchAuditScript } from './audit-script.js';
 import { benchAuthority } from './authority.js';
+import { benchLog } from './log.js';
 import { benchNotarize } from './notarize.js';
 import { benchP7m } from './p7m.js';
 import { benchP7mCorpus } from './p7m-corpus.js';
@@ -16,6 +17,7 @@ const benches: Record<string, (argv: string[]) => Promise<void>> = {
   api: benchApi,
   'audit-script': benchAuditScript,
   authority: benchAuthority,
+  log: benchLog,
   scan: benchScan,
   p7m: benchP7m,
   'p7m-corpus': benchP7mCorpus,

@@ -158,7 +158,7 @@ export function createApp(deps: AppDeps): RegistryApp {
   registerAuditRoutes(router, audit);
   registerVerificationRoutes(router, { verifications, guarantees, misses, bodyTimeoutMs: config.PUBLIC_BODY_TIMEOUT_MS });
   registerVerifyPage(router);
-  registerLogRoutes(router, { log: log.service, store: log.store, registry: metrics.registry });
+  registerLogRoutes(router, { log: log.service, registry: metrics.registry });
   registerAuthorityRoutes(router, { service: authorities, limit: publicLimit, misses, files });
   registerAuthorityPages(router, { config, logger, sessions, signIn, service: authorities, files, limit: publicLimit, maxUploadBytes: pageUploadBytes });
   registerFileRoutes(router, files);

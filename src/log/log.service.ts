@@ -15,7 +15,7 @@ import { entryBytes, type LogEntry } from './entries.js';
 import type { LogRepository, StoredCheckpoint } from './log.repository.js';
 import { openNote, signNote, type Signer, type Verifier } from './note.js';
 import type { Fence, Sequencer } from './sequencer.js';
-import { encodeBundle, tilePath } from './tiles.js';
+import { encodeBundle, tilePath, type TileRef } from './tiles.js';
 import type { TileStore } from './tile-store.js';
 import { TILE_WIDTH, tileRoot, treeHashes } from './tree.js';
 
@@ -208,7 +208,10 @@ export function createLogService(deps: {
     const latest = await repo.latestCheckpoint();
     const published = latest?.size ?? 0;
     if (latest && size <= published) return undefined;
-    if (!force && latest && now().getTime() - latest.createdAt.getTime() < deps.intervalMs) return undefined;
+    // About every interval: the ticks come at a fixed rate, and a checkpoint is dated when its
+    // publication starts, so that one whose tiles took a while is not skipped at the next tick.
+    const startedAt = now();
+    if (!force && latest && startedAt.getTime() - latest.createdAt.getTime() < deps.intervalMs * 0.9) return undefined;
     for (let at = published; at < size;) {
       const next = at + STEP >= size ? size : Math.floor((at + STEP) / TILE_WIDTH) * TILE_WIDTH;
       await integrate(at, next);
@@ -217,7 +220,7 @@ export function createLogService(deps: {
     const root = await tree.root(size);
     const text = formatCheckpoint({ origin, size, root, extensions: [] });
     const note = signNote(text, [(await keyOnce()).signer]);
-    const c = { size, root, note, createdAt: now() };
+    const c = { size, root, note, createdAt: startedAt };
     await repo.putCheckpoint(c);
     await store.put('checkpoint', utf8(note), 'checkpoint');
     logger.info({ size, root: hex(root) }, 'log checkpoint published');
@@ -337,6 +340,23 @@ export function createLogService(deps: {
         const up = !!s?.lastOkAt && (!s.lastTryAt || s.lastOkAt >= s.lastTryAt);
         return { url: w.url, name: w.verifier.name, up, size: s?.size ?? null, lastError: s?.lastError ?? null };
       });
+    },
+
+    /**
+     * A tile's bytes, from the log's own rows (the same bytes as the object in the log's
+     * bucket): undefined when the log does not hold it whole (yet).
+     */
+    async tile(ref: TileRef): Promise<Uint8Array | undefined> {
+      const start = ref.index * TILE_WIDTH;
+      if (ref.level === 'entries') {
+        const entries = await repo.entries(start, start + ref.width);
+        return entries.length === ref.width ? encodeBundle(entries) : undefined;
+      }
+      const hashes = await repo.hashes(ref.level, start, start + ref.width);
+      if (hashes.length !== ref.width) return undefined;
+      const bytes = new Uint8Array(ref.width * 32);
+      hashes.forEach((h, i) => bytes.set(h, i * 32));
+      return bytes;
     },
 
     /** Reads a published checkpoint back (tests, the CLI). */

@@ -100,6 +100,13 @@ describe('the transparency log', function () {
     expect(checkpoint.size).to.be.greaterThan(index);
 
     const { hashes, entries } = await leavesFromTiles(checkpoint.size);
+    // The log's bucket holds the same bytes, for any static host: the tiles and the checkpoint.
+    const last = Math.floor((checkpoint.size - 1) / TILE_WIDTH);
+    for (const level of [0, 'entries'] as const) {
+      const path = tilePath({ level, index: last, width: checkpoint.size - last * TILE_WIDTH });
+      expect(Buffer.from((await log.store.get(path)) ?? []).equals(Buffer.from((await getBytes(`/log/${path}`)).bytes)), path).to.equal(true);
+    }
+    expect(new TextDecoder().decode(await log.store.get('checkpoint'))).to.equal(res.text);
     expect(entries[index]).to.equal(`record ${proofRow?.digest}`);
     // The organization's audit chain's head is in the log too (its registration is row 1).
     expect(entries.map((e) => parseEntry(e)).some((e) => e.kind === 'audit' && e.chain === org.orgId && e.seq === 1)).to.equal(true);
