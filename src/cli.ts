@@ -45,6 +45,8 @@ import { logCommand } from './log/log.command.js';
 import { MirrorError, mirrorEntries, verifyMirror } from './log/mirror.js';
 import { parseEntry } from './log/entries.js';
 import { checkReceipt, ReceiptError } from './verification/receipt-check.js';
+import { checkLogInclusion } from './log/log-checks.js';
+import { parseVerifierKey } from './log/note.js';
 import type { PublicJwk } from './verification/signing-keys.js';
 import { createAuditRepository } from './audit/audit.repository.js';
 import { migrate } from './shared/db/migrator.js';
@@ -77,7 +79,7 @@ const USAGE = `usage:
   cli trust remove <territory>
   cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS] [--log-key <log verifier key>] [--witness <witness verifier key>]...
   cli audit verify [--log <mirror dir>]
-  cli receipt verify <receipt, or a file holding it> --jwks <URL or file>
+  cli receipt verify <receipt, or a file holding it> --jwks <URL or file> [--log-key <log verifier key>] [--witness <witness verifier key>]...
   cli verification-key retire <kid> [--compromised-since <time>]
   cli log mirror <base URL, e.g. https://registry.example/log> <dir> [--key <log verifier key>] [--witness <witness verifier key>]...
   cli log verify <dir> [--witness <witness verifier key>]...
@@ -141,7 +143,19 @@ export async function runCli(argv: string[]): Promise<number> {
   // So is a mirror of the log.
   if (noun === 'log') return logCommand(argv.slice(1), say, USAGE);
   // And a receipt's check: anyone's, with the registry's published keys.
-  if (noun === 'receipt' && verb === 'verify' && arg && argv[3] === '--jwks' && argv[4] && argv.length === 5) return receiptCommand(arg, argv[4]);
+  if (noun === 'receipt' && verb === 'verify' && arg && argv[3] === '--jwks' && argv[4]) {
+    const pins: { logKey?: string; witnesses: string[] } = { witnesses: [] };
+    for (let i = 5; i < argv.length; i += 2) {
+      const value = argv[i + 1];
+      if (!value || (argv[i] !== '--log-key' && argv[i] !== '--witness')) {
+        say(USAGE);
+        return 2;
+      }
+      if (argv[i] === '--witness') pins.witnesses.push(value);
+      else pins.logKey = value;
+    }
+    return receiptCommand(arg, argv[4], pins);
+  }
   if (noun === 'verify') {
     // Where the registry is configured, its ledger and its anchor's address are read too.
     const config = configIfAny();
@@ -383,7 +397,7 @@ async function recordedAuditHeads(dir: string): Promise<Array<{ chain: string; s
 }
 
 /** `receipt verify <receipt (a JWS, or a file holding one)> --jwks <URL or file>`: 0 when it holds, 1 saying why not. */
-async function receiptCommand(receipt: string, jwks: string): Promise<number> {
+async function receiptCommand(receipt: string, jwks: string, pins: { logKey?: string; witnesses: string[] }): Promise<number> {
   const jws = existsSync(receipt) ? readFileSync(receipt, 'utf8').trim() : receipt.trim();
   const set = (
     /^https?:\/\//.test(jwks) ? await (await fetch(jwks, { signal: AbortSignal.timeout(30_000) })).json() : JSON.parse(readFileSync(jwks, 'utf8'))
@@ -391,6 +405,17 @@ async function receiptCommand(receipt: string, jwks: string): Promise<number> {
   try {
     const { payload, kid } = await checkReceipt(jws, set.keys ?? []);
     say(`receipt signed by key ${kid} at ${payload.verifiedAt}: ${payload.matches.length} match(es) for policy ${payload.query.policyNumber}`);
+    // Each match's record in the transparency log, with the pinned keys.
+    const keys = { ...(pins.logKey && { logKey: parseVerifierKey(pins.logKey) }), witnesses: pins.witnesses.map((w) => parseVerifierKey(w)) };
+    let failed = false;
+    for (const m of payload.matches) {
+      if (!m.digest || m.notarizationStatus !== 'COMPLETE') continue;
+      const { checks, cosigners } = checkLogInclusion({ kind: 'record', digest: m.digest, what: `guarantee ${m.guaranteeId}` }, m.log, keys);
+      for (const c of checks) say(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}${c.detail && !c.ok ? ` (${c.detail})` : ''}`);
+      if (cosigners.length) say(`     cosigned by ${cosigners.join(', ')}`);
+      failed ||= checks.some((c) => !c.ok);
+    }
+    if (failed) return 1;
     process.stdout.write(`${JSON.stringify(payload)}\n`);
     return 0;
   } catch (err) {

@@ -23,7 +23,16 @@ export interface ReceiptPayload {
   verifiedAt: string;
   query: { policyNumber: string; cig?: string; garantedAmount?: number };
   /** `status` and `lastSeq`: the guarantee's state when verified (what it covered, after how many amendments). */
-  matches: Array<{ guaranteeId: string; digest: string | null; notarizationStatus: string | null; txHash: string | null; status: string; lastSeq: number }>;
+  matches: Array<{
+    guaranteeId: string;
+    digest: string | null;
+    notarizationStatus: string | null;
+    txHash: string | null;
+    status: string;
+    lastSeq: number;
+    /** The record's leaf in the transparency log: its index, the checkpoint (cosigned) holding it, the inclusion proof. */
+    log?: { index: number; checkpoint: string; inclusion: string[] };
+  }>;
 }
 
 const headers = new WeakMap<SigningKey, string>();

@@ -104,7 +104,7 @@ export const verificationResult = z
     matches: z.array(verificationMatch),
     receipt: z.string().meta({
       description:
-        'Compact JWS (EdDSA, Ed25519) over {verifiedAt, query, matches: [{guaranteeId, digest, notarizationStatus, txHash, status, lastSeq}]} (status and lastSeq: the state at verifiedAt); keys at /.well-known/jwks.json.',
+        "Compact JWS (EdDSA, Ed25519) over {verifiedAt, query, matches: [{guaranteeId, digest, notarizationStatus, txHash, status, lastSeq, log?}]} (status and lastSeq: the state at verifiedAt; log: the record's leaf in the transparency log, {index, checkpoint, inclusion}, once a checkpoint holds it); keys at /.well-known/jwks.json.",
     }),
   })
   .meta({ id: 'VerificationResult' });

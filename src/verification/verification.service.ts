@@ -269,6 +269,8 @@ export function createVerificationService(deps: {
           txHash: m.guarantee.txHash,
           status: m.state.status,
           lastSeq: m.state.lastSeq,
+          // Where the record's leaf is in the transparency log, and the checkpoint (cosigned) that holds it.
+          ...(m.proof?.log && { log: m.proof.log }),
         })),
       };
       await record({ records: hits.map((h) => h.record), at: verifiedAt });

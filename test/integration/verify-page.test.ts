@@ -10,7 +10,11 @@ import { execute, select } from '../../src/shared/db/sequelize.js';
 import { launch, screenshot, serve, watchedPage, type Served, type WatchedPage } from '../support/browser.js';
 import { checksum, notarizeAll, registered, unique } from '../support/guarantees.js';
 import supertest from 'supertest';
-import { harness, issueFile, newAuthority } from '../support/harness.js';
+import { configWith, harness, issueFile, newAuthority } from '../support/harness.js';
+import { openCore, transparencyLog } from '../../src/composition.js';
+import { createLogRepository } from '../../src/log/log.repository.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { startWitness } from '../support/log.js';
 
 const PDF = `%PDF-1.4\n% polizza fideiussoria ${unique()}\n%%EOF\n`;
 
@@ -163,6 +167,53 @@ describe('the verification page in Chromium', function () {
     expect(await attr(page, '[data-not-checked]', 'data-not-checked')).to.equal('ledger');
     expect(await text(page, '[data-not-checked]')).to.include('tenuto dal registro stesso');
     await screenshot(page, 'verify-private-documents');
+  });
+
+  it("checks the guarantee in the transparency log: the inclusion and the log key's signature recomputed here, the cosigning witness named, and what that proves said; a lying inclusion proof fails", async () => {
+    const g = await registered({ pdfContent: PDF, policyNumber: `LOG/${unique()}`, amount: 5000 });
+    await notarizeAll();
+    const h = await harness();
+    // The log as the page's server names it (its origin follows PUBLIC_BASE_URL): the key it publishes at /log/key.
+    const settings = { PUBLIC_BASE_URL: app.origin };
+    const probe = transparencyLog(openCore(configWith(settings), createLogger('silent'), { db: h.db }));
+    const w = await startWitness(mkdtempSync(join(tmpdir(), 'witness-')), [await probe.service.verifierKey()]);
+    try {
+      const { service: log, sequencer } = transparencyLog(
+        openCore(configWith({ ...settings, LOG_WITNESSES: `${w.url} ${w.vkey}` }), createLogger('silent'), { db: h.db }),
+      );
+      // One entry more, so that the record's leaf has its sibling in the tree (the lie below is told there).
+      await sequencer.exclusive((fence) =>
+        createLogRepository(h.db).transaction((t) => fence.append([new TextEncoder().encode(`record ${'c'.repeat(64)}`)], t)),
+      );
+      await log.tick({ force: true });
+      const page = await open(await qrUrl(g.org, g.id));
+      expect(await resultOf(page)).to.equal('found');
+      await page.waitForSelector('[data-log-check="inclusion"]', { timeout: 10_000 });
+      expect(await attr(page, '[data-log-check="inclusion"]', 'data-passed'), await text(page, '[data-log]')).to.equal('true');
+      expect(await attr(page, '[data-log-check="signature"]', 'data-passed'), await text(page, '[data-log]')).to.equal('true');
+      expect(await text(page, '[data-log-cosigner]')).to.equal('witness.test');
+      expect(await text(page, '[data-log-proves]')).to.include('non può dimostrare che il registro sia onesto');
+      expect(await text(page, '[data-not-checked]')).to.satisfy((t: string) => t.includes('--rpc') || t.includes('registro interno'));
+      await page.evaluate("document.querySelector('[data-log]').scrollIntoView()");
+      await screenshot(page, 'verify-log');
+
+      // The registry serves a proof whose sibling hash lies: the inclusion fails here.
+      const [row] = await select<{ log_index: string | number }>(h.db, 'SELECT log_index FROM notarization_proofs WHERE guarantee_id = $1', [g.id]);
+      const sibling = Number(row?.log_index) ^ 1;
+      const [kept] = await select<{ leaf_hash: Buffer }>(h.db, 'SELECT leaf_hash FROM log_entries WHERE idx = $1', [sibling]);
+      expect(kept, 'the sibling leaf').to.not.equal(undefined);
+      await execute(h.db, 'UPDATE log_entries SET leaf_hash = $2 WHERE idx = $1', [sibling, Buffer.alloc(32, 7)]);
+      try {
+        const lied = await open(await qrUrl(g.org, g.id));
+        expect(await resultOf(lied)).to.equal('found');
+        await lied.waitForSelector('[data-log-check="inclusion"]', { timeout: 10_000 });
+        expect(await attr(lied, '[data-log-check="inclusion"]', 'data-passed')).to.equal('false');
+      } finally {
+        await execute(h.db, 'UPDATE log_entries SET leaf_hash = $2 WHERE idx = $1', [sibling, kept?.leaf_hash]);
+      }
+    } finally {
+      await w.stop();
+    }
   });
 
   it('a wrong code shows one neutral message; changing the fragment verifies again', async () => {

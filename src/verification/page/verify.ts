@@ -10,6 +10,7 @@ import type { AmendmentProof, NotarizationProof } from '../../notarization/proof
 import { toStateView } from '../../guarantees/amendment.serializer.js';
 import { stateAfter, type Amendment as FoldedAmendment, type AmendmentType } from '../../guarantees/amendments.js';
 import { sha256Hex } from '../../shared/sha256.js';
+import { checkLogInBrowser, type LogProofJson } from '../../log/page-checks.js';
 
 type Lang = 'it' | 'en';
 
@@ -91,10 +92,21 @@ const TEXT = {
     digestWithheld:
       "L'impronta non si può ricalcolare qui: comprende documenti riservati che la verifica pubblica non mostra. Sono controllati il percorso di Merkle e l'ancoraggio dell'impronta indicata.",
     anchorNotChecked: {
-      evm: "Che cosa non si controlla qui: questo browser verifica che la prova sia coerente con sé stessa (la transazione firmata ha l'impronta indicata, contiene la radice ed è firmata dall'indirizzo indicato), ma non interroga la blockchain: non controlla che la transazione sia davvero nella catena né che l'indirizzo sia quello del registro. Per farlo, cerchi la transazione su un nodo o un explorer della catena indicata e confronti il mittente con l'indirizzo che il registro pubblica.",
+      evm: "Che cosa non si controlla qui: questo browser verifica che la prova sia coerente con sé stessa (la transazione firmata ha l'impronta indicata, contiene la radice ed è firmata dall'indirizzo indicato), ma non interroga la blockchain: non controlla che la transazione sia davvero nella catena né che l'indirizzo sia quello del registro. Per farlo, cerchi la transazione su un nodo o un explorer della catena indicata e confronti il mittente con l'indirizzo che il registro pubblica. Una pagina servita dal registro non può vedere la catena: lo fa «npm run -s cli -- verify <file> --rpc <URL di un nodo>», che interroga il nodo che lei sceglie.",
       ledger:
         'Che cosa non si controlla qui: il registro interno è tenuto dal registro stesso; questo browser verifica che la prova sia coerente con la voce indicata, non che la voce sia quella che il registro ha scritto allora.',
     },
+    logTitle: 'Registro di trasparenza',
+    logChecking: 'Controllo nel registro di trasparenza…',
+    logInclusion: (n: number, size: number) =>
+      `La garanzia è la voce ${n} del registro di trasparenza, nel checkpoint di ${size} voci (prova di inclusione ricalcolata in questo browser)`,
+    logSignature: 'Il checkpoint è firmato con la chiave del registro pubblicata in /log/key',
+    logSignatureNotChecked: 'La firma del checkpoint non si può controllare in questo browser.',
+    logCosigners: 'Cofirmato dai testimoni (nomi riportati nel checkpoint; le cofirme non sono verificate qui):',
+    logNoWitness: 'Nessun testimone ha ancora cofirmato questo checkpoint.',
+    logHonest:
+      'Che cosa prova: che la garanzia è nel registro di trasparenza che il registro pubblica. Una pagina servita dal registro non può dimostrare che il registro sia onesto: lo dimostra un testimone indipendente di cui lei conosce la chiave: «npm run -s cli -- verify <file> --witness <chiave del testimone>» verifica la sua cofirma, e un registro che mostrasse storie diverse a lei e al testimone verrebbe scoperto.',
+    logFailed: 'Il registro di trasparenza non si è potuto controllare.',
     issuedBy: 'certificato emesso da',
     timestamped: 'marca temporale del',
     qualified: 'certificato dichiarato qualificato',
@@ -273,10 +285,21 @@ const TEXT = {
     digestWithheld:
       'The fingerprint cannot be recomputed here: it covers private documents the public verification does not show. The Merkle path and the anchor of the stated fingerprint are checked.',
     anchorNotChecked: {
-      evm: "What is not checked here: this browser checks that the proof is consistent with itself (the signed transaction hashes to the stated id, carries the root and is signed by the stated address), but it does not query the blockchain: it does not check that the transaction is really on the chain, nor that the address is the registry's. To do so, look the transaction up on a node or an explorer of the stated chain and compare the sender with the address the registry publishes.",
+      evm: "What is not checked here: this browser checks that the proof is consistent with itself (the signed transaction hashes to the stated id, carries the root and is signed by the stated address), but it does not query the blockchain: it does not check that the transaction is really on the chain, nor that the address is the registry's. To do so, look the transaction up on a node or an explorer of the stated chain and compare the sender with the address the registry publishes. A page served by the registry cannot see the chain: “npm run -s cli -- verify <file> --rpc <a node's URL>” does, asking the node you choose.",
       ledger:
         'What is not checked here: the internal ledger is kept by the registry itself; this browser checks that the proof agrees with the stated entry, not that the entry is the one the registry wrote at the time.',
     },
+    logTitle: 'Transparency log',
+    logChecking: 'Checking the transparency log…',
+    logInclusion: (n: number, size: number) =>
+      `The guarantee is entry ${n} of the transparency log, in the checkpoint of ${size} entries (inclusion proof recomputed in this browser)`,
+    logSignature: 'The checkpoint is signed by the key the registry publishes at /log/key',
+    logSignatureNotChecked: "The checkpoint's signature cannot be checked in this browser.",
+    logCosigners: 'Cosigned by the witnesses (names the checkpoint carries; their cosignatures are not verified here):',
+    logNoWitness: 'No witness has cosigned this checkpoint yet.',
+    logHonest:
+      "What this proves: that the guarantee is in the transparency log the registry publishes. A page served by the registry cannot prove the registry honest: an independent witness whose key you know does: “npm run -s cli -- verify <file> --witness <the witness's key>” checks its cosignature, and a registry showing you and the witness different histories would be caught.",
+    logFailed: 'The transparency log could not be checked.',
     issuedBy: 'certificate issued by',
     timestamped: 'timestamped on',
     qualified: 'certificate declared qualified',
@@ -574,7 +597,56 @@ function notarizationBlock(m: Match): HTMLElement {
       a.blockNumber !== undefined && row(s.block, String(a.blockNumber)),
       a.from !== undefined && row(s.sender, h('code', { class: 'hash' }, a.from)),
     ),
+    logBlock('record', m.proof as unknown as { digest: string; log?: LogProofJson }),
   );
+}
+
+/** The log's verifier key, asked once of this origin (GET /log/key). */
+let logKey: Promise<string | undefined> | undefined;
+const publishedLogKey = () =>
+  (logKey ??= fetch('/log/key').then(
+    async (r) => (r.ok ? (await r.text()).trim() : undefined),
+    () => undefined,
+  ));
+
+/** The proof's transparency log, checked here once the page is shown: inclusion, signature, cosigners' names, and what it proves. */
+function logBlock(kind: 'record' | 'amendment', proof: { digest: string; log?: LogProofJson }): HTMLElement | false {
+  const s = t();
+  const log = proof.log;
+  if (!log) return false;
+  const box = h('div', { class: 'log', 'data-log': '' }, h('h5', {}, s.logTitle), h('p', { class: 'muted', role: 'status' }, s.logChecking));
+  void (async () => {
+    try {
+      const r = await checkLogInBrowser({ kind, digest: proof.digest }, log, await publishedLogKey());
+      const item = (id: string, ok: boolean, label: string, detail?: string) =>
+        h(
+          'li',
+          { class: ok ? 'check ok' : 'check bad', 'data-log-check': id, 'data-passed': String(ok) },
+          h('span', { class: 'mark', 'aria-hidden': 'true' }, ok ? '✓' : '✗'),
+          // The label and its verdict in one box: a long label wraps as text, the mark beside it.
+          h('span', { class: 'label' }, label, h('span', { class: 'verdict' }, ` — ${ok ? s.passed : s.failedCheck}`)),
+          !ok && detail !== undefined && h('small', { class: 'detail' }, detail),
+        );
+      const parts: Child[] = [
+        h('h5', {}, s.logTitle),
+        h(
+          'ul',
+          { class: 'checks' },
+          item('inclusion', r.inclusion.ok, s.logInclusion(log.index, r.size), r.inclusion.detail),
+          r.signature && item('signature', r.signature.ok, s.logSignature, r.signature.detail),
+        ),
+        !r.signature && h('p', { class: 'muted small' }, s.logSignatureNotChecked),
+        r.cosigners.length
+          ? h('p', { class: 'small' }, `${s.logCosigners} `, ...r.cosigners.map((c) => h('code', { 'data-log-cosigner': c }, c)))
+          : h('p', { class: 'muted small', 'data-log-cosigner-none': '' }, s.logNoWitness),
+        h('p', { class: 'muted small', 'data-log-proves': '' }, s.logHonest),
+      ];
+      box.replaceChildren(...parts.filter((p): p is Node | string => !!p));
+    } catch (err) {
+      box.replaceChildren(h('h5', {}, s.logTitle), h('p', { class: 'banner bad', 'data-log-failed': '' }, `${s.logFailed} ${(err as Error).message}`));
+    }
+  })();
+  return box;
 }
 
 /** The status's colour: still covering (good), claimed (wait), covering no more (bad). */
