@@ -1,6 +1,7 @@
 // The verification page (GET /verify) in a real browser, opened as a clerk would: from the QR
 // code's URL, with a wrong code, with the file received (the registered one and another), with a
 // proof whose ledger entry was tampered with, on a phone, by keyboard, in English, printed.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -196,6 +197,20 @@ describe('the verification page in Chromium', function () {
       expect(await text(page, '[data-not-checked]')).to.satisfy((t: string) => t.includes('--rpc') || t.includes('registro interno'));
       await page.evaluate("document.querySelector('[data-log]').scrollIntoView()");
       await screenshot(page, 'verify-log');
+
+      // The receipt carries the same inclusion; cli receipt verify checks it with the pinned keys.
+      const jws = await text(page, '[data-receipt]');
+      const payload = JSON.parse(Buffer.from(jws.split('.')[1] as string, 'base64url').toString('utf8')) as { matches: Array<{ log?: unknown }> };
+      expect(payload.matches[0]?.log, 'the receipt names the log inclusion').to.not.equal(undefined);
+      const jwks = join(files, 'jwks.json');
+      writeFileSync(jwks, await (await fetch(`${app.origin}/.well-known/jwks.json`)).text());
+      const checked = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', 'src/cli.ts', 'receipt', 'verify', jws, '--jwks', jwks, '--log-key', await probe.service.verifierKey(), '--witness', w.vkey],
+        { encoding: 'utf8', env: { ...process.env, NODE_NO_WARNINGS: '1' } },
+      );
+      expect(checked.status, checked.stderr).to.equal(0);
+      expect(checked.stderr).to.include('ok   the checkpoint is cosigned by the witness witness.test');
 
       // The registry serves a proof whose sibling hash lies: the inclusion fails here.
       const [row] = await select<{ log_index: string | number }>(h.db, 'SELECT log_index FROM notarization_proofs WHERE guarantee_id = $1', [g.id]);
