@@ -17,7 +17,7 @@
 //   evm address            prints the EVM anchor's address (fund it with gas)
 //   trust import <list.xml>...  verifies EU trusted lists against TRUSTED_LIST_SIGNERS and keeps their
 //                          qualified CA and timestamping services for signature checks (trust list, trust remove <territory>)
-//   audit verify [--log <mirror dir>]   checks every chain of the audit trail; names the first broken row of
+//   audit verify [--log <mirror dir> [--witness W]...]   checks every chain of the audit trail; names the first broken row of
 //                          each; with a mirror of the transparency log, also that no chain's end was cut or rewritten
 //   receipt verify <receipt> --jwks <URL or file>   checks a verification receipt with the published keys:
 //                          its signature, and that its key was neither retired nor compromised when it says it signed
@@ -42,7 +42,7 @@ import type { Organization } from './orgs/org.repository.js';
 import { verifyCommand } from './notarization/verify.command.js';
 import { witnessCommand } from './log/witness/witness.command.js';
 import { logCommand } from './log/log.command.js';
-import { MirrorError, mirrorEntries, verifyMirror } from './log/mirror.js';
+import { MirrorError, mirrorEntries, verifyMirror, witnessKey } from './log/mirror.js';
 import { parseEntry } from './log/entries.js';
 import { checkReceipt, ReceiptError } from './verification/receipt-check.js';
 import { checkLogInclusion } from './log/log-checks.js';
@@ -78,7 +78,7 @@ const USAGE = `usage:
   cli trust list
   cli trust remove <territory>
   cli verify <file with {"guarantee": ..., "proof": ...}> [--rpc URL] [--from ADDRESS] [--log-key <log verifier key>] [--witness <witness verifier key>]...
-  cli audit verify [--log <mirror dir>]
+  cli audit verify [--log <mirror dir> [--witness <witness verifier key>]...]
   cli receipt verify <receipt, or a file holding it> --jwks <URL or file> [--log-key <log verifier key>] [--witness <witness verifier key>]...
   cli verification-key retire <kid> [--compromised-since <time>]
   cli log mirror <base URL, e.g. https://registry.example/log> <dir> [--key <log verifier key>] [--witness <witness verifier key>]...
@@ -188,11 +188,17 @@ export async function runCli(argv: string[]): Promise<number> {
     say(applied.length ? `applied ${applied.join(', ')}` : 'database schema up to date');
     return audited(config, 'storage.configure', truncate(`bucket:${config.S3_BUCKET}`, 300), () => configureBucket(config));
   }
-  if (noun === 'audit' && verb === 'verify' && (argv.length === 2 || (argv.length === 4 && argv[2] === '--log'))) {
+  if (
+    noun === 'audit' &&
+    verb === 'verify' &&
+    (argv.length === 2 || (argv[2] === '--log' && argv.length >= 4 && argv.length % 2 === 0 && argv.slice(4).every((a, i) => i % 2 === 1 || a === '--witness')))
+  ) {
     // Every chain of the audit trail, row by row: exit 0 when all hold, 1 naming the first broken row of each chain that does not.
-    // With --log <mirror dir>: also every head the transparency log recorded, still there unchanged (a cut or rewritten end).
+    // With --log <mirror dir> [--witness <key>]...: also every head the transparency log recorded, still there unchanged (a
+    // cut or rewritten end), the mirror's checkpoint cosigned by each pinned witness (an operator's own rewritten log is not).
     const mirror = argv[3];
-    const recorded = mirror ? await recordedAuditHeads(mirror) : undefined;
+    const witnesses = argv.slice(4).filter((_, i) => i % 2 === 1);
+    const recorded = mirror ? await recordedAuditHeads(mirror, witnesses) : undefined;
     if (recorded instanceof Error) {
       say(`FAIL ${recorded.message}`);
       return 1;
@@ -382,9 +388,9 @@ async function ensureBucket(storage: Storage): Promise<boolean> {
 }
 
 /** The audit heads a mirror of the transparency log holds (checked first), or why it cannot be read. */
-async function recordedAuditHeads(dir: string): Promise<Array<{ chain: string; seq: number; hash: string; index: number }> | Error> {
+async function recordedAuditHeads(dir: string, witnesses: string[]): Promise<Array<{ chain: string; seq: number; hash: string; index: number }> | Error> {
   try {
-    await verifyMirror(dir);
+    await verifyMirror(dir, { witnesses });
   } catch (err) {
     return err instanceof MirrorError ? err : new Error(`the mirror ${dir}: ${(err as Error).message}`);
   }
@@ -406,7 +412,7 @@ async function receiptCommand(receipt: string, jwks: string, pins: { logKey?: st
     const { payload, kid } = await checkReceipt(jws, set.keys ?? []);
     say(`receipt signed by key ${kid} at ${payload.verifiedAt}: ${payload.matches.length} match(es) for policy ${payload.query.policyNumber}`);
     // Each match's record in the transparency log, with the pinned keys.
-    const keys = { ...(pins.logKey && { logKey: parseVerifierKey(pins.logKey) }), witnesses: pins.witnesses.map((w) => parseVerifierKey(w)) };
+    const keys = { ...(pins.logKey && { logKey: parseVerifierKey(pins.logKey) }), witnesses: pins.witnesses.map((w) => witnessKey(w)) };
     let failed = false;
     for (const m of payload.matches) {
       if (!m.digest || m.notarizationStatus !== 'COMPLETE') continue;

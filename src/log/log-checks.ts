@@ -37,6 +37,16 @@ export function checkLogInclusion(
       check('log-present', `the ${leaf.what}'s proof carries its inclusion in the transparency log`, false, 'no log in the proof');
     return { checks, cosigners: [] };
   }
+  const shaped =
+    typeof log === 'object' &&
+    Number.isSafeInteger(log.index) &&
+    typeof log.checkpoint === 'string' &&
+    Array.isArray(log.inclusion) &&
+    log.inclusion.every((h) => typeof h === 'string' && /^[0-9a-f]{64}$/.test(h));
+  if (!shaped) {
+    check('log-present', `the ${leaf.what}'s proof carries a well-formed log inclusion`, false, 'log is not {index, checkpoint, inclusion: [hex hashes]}');
+    return { checks, cosigners: [] };
+  }
   let text: string;
   let cosigners: string[] = [];
   try {

@@ -36,8 +36,8 @@ export async function logCommand(args: string[], say: (line: string) => void, us
       return 0;
     }
   } catch (err) {
-    if (!(err instanceof MirrorError)) throw err;
-    say(`FAIL ${err.message}`);
+    // Whatever a hostile log serves ends here as a refusal, not a stack trace.
+    say(`FAIL ${err instanceof MirrorError ? err.message : `the log could not be read: ${(err as Error).message}`}`);
     return 1;
   }
   say(usage);

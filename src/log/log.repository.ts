@@ -143,6 +143,23 @@ export function createLogRepository(db: Sequelize) {
       return r && { size: Number(r.size), root: new Uint8Array(r.root), note: r.note, createdAt: r.created_at };
     },
 
+    /**
+     * Of the newest `recent` checkpoints larger than `above`, the newest with at least
+     * `cosigners` cosignatures; or, when none has that many, the newest of them.
+     */
+    async bestCheckpoint(above: number, cosigners: number, recent = 100): Promise<StoredCheckpoint | undefined> {
+      const [r] = await select<{ size: string | number; root: Buffer; note: string; created_at: Date; n: string | number }>(
+        db,
+        `SELECT c.size, c.root, c.note, c.created_at, COUNT(s.witness) AS n
+        FROM (SELECT size, root, note, created_at FROM log_checkpoints WHERE size > $1 ORDER BY size DESC LIMIT ${Math.trunc(recent)}) c
+        LEFT JOIN log_cosignatures s ON s.size = c.size
+        GROUP BY c.size, c.root, c.note, c.created_at
+        ORDER BY COUNT(s.witness) >= $2 DESC, c.size DESC LIMIT 1`,
+        [above, cosigners],
+      );
+      return r && { size: Number(r.size), root: new Uint8Array(r.root), note: r.note, createdAt: r.created_at };
+    },
+
     /** The checkpoint of `size`, if one was published. */
     async checkpoint(size: number): Promise<StoredCheckpoint | undefined> {
       const [r] = await select<{ size: string | number; root: Buffer; note: string; created_at: Date }>(

@@ -189,11 +189,26 @@ export function createLogService(deps: {
         const bytes = new Uint8Array(width * 32);
         hashes.forEach((h, i) => bytes.set(h, i * 32));
         await store.put(tilePath({ level, index: t, width }), bytes, 'immutable');
-        if (level === 0) await store.put(tilePath({ level: 'entries', index: t, width }), encodeBundle(await repo.entries(start, start + width)), 'immutable');
+        if (level === 0) {
+          const entries = await repo.entries(start, start + width);
+          if (entries.length !== width) throw new Error(`the log misses entries from ${start}`);
+          await store.put(tilePath({ level: 'entries', index: t, width }), encodeBundle(entries), 'immutable');
+        }
         if (width === TILE_WIDTH) filled.push({ index: t, hash: tileRoot(hashes) });
       });
       await repo.putHashes(level + 1, filled);
     }
+  }
+
+  /**
+   * Writes `c`, with its cosignatures, as the bucket's `checkpoint`, unless the bucket already
+   * holds a larger one (another process published further meanwhile): the object never goes back.
+   */
+  async function putCheckpointObject(c: StoredCheckpoint): Promise<void> {
+    const held = await store.get('checkpoint');
+    const size = held ? Number(new TextDecoder().decode(held).split('\n')[1]) : -1;
+    if (size > c.size) return;
+    await store.put('checkpoint', utf8(await cosigned(c)), 'checkpoint');
   }
 
   /** The note of `c` with every cosignature kept for it. */
@@ -222,7 +237,7 @@ export function createLogService(deps: {
     const note = signNote(text, [(await keyOnce()).signer]);
     const c = { size, root, note, createdAt: startedAt };
     await repo.putCheckpoint(c);
-    await store.put('checkpoint', utf8(note), 'checkpoint');
+    await putCheckpointObject(c);
     logger.info({ size, root: hex(root) }, 'log checkpoint published');
     return size;
   }
@@ -241,14 +256,16 @@ export function createLogService(deps: {
     if (res.status === 409 && /^(0|[1-9][0-9]{0,15})\n$/.test(text)) return { conflict: Number(text.trim()) };
     if (res.status !== 200) return { error: `answered ${res.status}: ${text.trim().slice(0, 200)}` };
     try {
-      const opened = openNote(`${parseCheckpointText(c.note)}\n${text}`, [w.verifier]);
-      return {
-        lines: text
-          .split('\n')
-          .filter((l) => opened.verified.some((s) => l.startsWith(`\u2014 ${s.name} `)))
-          .map((l) => `${l}\n`)
-          .join(''),
-      };
+      // Only a line its key verifies is kept, each checked on its own.
+      const kept = text.split('\n').filter((l) => {
+        try {
+          return l !== '' && openNote(`${parseCheckpointText(c.note)}\n${l}\n`, [w.verifier]).verified.length === 1;
+        } catch {
+          return false;
+        }
+      });
+      if (!kept.length) throw new Error('no line of its answer verifies with its key');
+      return { lines: `${kept[0] as string}\n` };
     } catch (err) {
       return { error: `its cosignature does not verify with its key: ${(err as Error).message}` };
     }
@@ -284,7 +301,9 @@ export function createLogService(deps: {
           }
           const error =
             'conflict' in answer
-              ? `holds a checkpoint of size ${answer.conflict}, larger than the log's ${c.size}: the log lost entries it had published`
+              ? answer.conflict > c.size
+                ? `holds a checkpoint of size ${answer.conflict}, larger than the log's ${c.size}: the log lost entries it had published`
+                : `refuses the checkpoint of size ${c.size}, of which it holds another (a fork, or this log's state restored from an older copy)`
               : answer.error;
           await repo.witnessAnswered(w.vkey, now(), { error });
           logger.warn({ witness: w.url, error }, 'a witness did not cosign the log checkpoint');
@@ -292,7 +311,7 @@ export function createLogService(deps: {
         }
       }),
     );
-    if (added) await store.put('checkpoint', utf8(await cosigned(c)), 'checkpoint');
+    if (added) await putCheckpointObject(c);
   }
 
   return {
@@ -321,7 +340,10 @@ export function createLogService(deps: {
 
     /** The inclusion of entry `index` in the latest checkpoint, or undefined while no checkpoint holds it. */
     async proof(index: number): Promise<LogProof | undefined> {
-      const c = await repo.latestCheckpoint();
+      // The newest checkpoint every configured witness has cosigned (among the recent ones holding
+      // the leaf), so that a proof or a receipt is not handed a checkpoint between its
+      // publication and its cosignatures; the newest one while a witness is down.
+      const c = witnesses.length ? await repo.bestCheckpoint(index, witnesses.length) : await repo.latestCheckpoint();
       if (!c || index >= c.size) return undefined;
       const inclusion = await tree.inclusion(index, c.size);
       return { index, checkpoint: await cosigned(c), inclusion: inclusion.map(hex) };

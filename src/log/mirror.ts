@@ -20,7 +20,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { dirname, join } from 'node:path';
 import { parseCheckpoint, type Checkpoint } from './checkpoint.js';
 import type { NoteError } from './note.js';
-import { openNote, parseVerifierKey, type Verifier } from './note.js';
+import { COSIGNATURE_V1, openNote, parseVerifierKey, type Verifier } from './note.js';
 import { decodeBundle, tileHashes, tilePath } from './tiles.js';
 import { leafHashOf, memoryLevels, TILE_WIDTH, treeHashes } from './tree.js';
 
@@ -60,6 +60,13 @@ function writeAtomically(file: string, bytes: Uint8Array | string): void {
   renameSync(`${file}.tmp`, file);
 }
 
+/** A witness's verifier key: a cosignature key (type 0x04), never a log's (a log's own signature must not pass for a witness's). */
+export function witnessKey(vkey: string): Verifier {
+  const v = parseVerifierKey(vkey);
+  if (v.type !== COSIGNATURE_V1) throw new MirrorError(`${v.name}: not a witness's key (a cosignature key, type 0x04)`);
+  return v;
+}
+
 /** Opens a checkpoint note with the log's key and requires each pinned witness's cosignature. */
 export function openCheckpoint(note: string, logKey: Verifier, witnesses: readonly Verifier[]): Checkpoint {
   let opened;
@@ -73,6 +80,7 @@ export function openCheckpoint(note: string, logKey: Verifier, witnesses: readon
     if (!opened.verified.some((s) => s.name === w.name && s.id === w.id))
       throw new MirrorError(`the checkpoint is not cosigned by the witness ${w.name}: it may be a view of the log shown to this mirror alone`);
   const c = parseCheckpoint(opened.text);
+  if (c.size > 2 ** 32) throw new MirrorError(`the checkpoint claims ${c.size} entries: more than a mirror takes`);
   if (c.origin !== logKey.name) throw new MirrorError(`the checkpoint is of ${c.origin}, not of ${logKey.name}`);
   return c;
 }
@@ -199,7 +207,7 @@ export async function mirrorLog(
   let witnesses: Verifier[];
   try {
     logKey = parseVerifierKey(vkey);
-    witnesses = (opts.witnesses ?? []).map((w) => parseVerifierKey(w));
+    witnesses = (opts.witnesses ?? []).map((w) => witnessKey(w));
   } catch (err) {
     throw new MirrorError(`a key: ${(err as NoteError).message}`);
   }

@@ -14,6 +14,7 @@ import { AMENDMENT_CANONICAL_SCHEMA } from './canonical.js';
 import { verifyAmendmentProof, verifyChain, verifyProof, type Anchored, type Verification } from './proof.js';
 import { checkLogInclusion, type LogInclusionJson } from '../log/log-checks.js';
 import { parseVerifierKey } from '../log/note.js';
+import { witnessKey } from '../log/mirror.js';
 
 /** Options of `verify` after the files: `--rpc URL`, `--from ADDRESS`, `--log-key VKEY`, `--witness VKEY` (repeated). */
 function verifyOptions(args: string[]): { files: string[]; rpc?: string; from?: string; logKey?: string; witnesses: string[] } | undefined {
@@ -107,7 +108,7 @@ export async function verifyCommand(args: string[], say: (message: string) => vo
   // The transparency log: each leaf in a checkpoint signed by the log's key and cosigned by each pinned witness.
   let keys;
   try {
-    keys = { ...(parsed.logKey && { logKey: parseVerifierKey(parsed.logKey) }), witnesses: parsed.witnesses.map((w) => parseVerifierKey(w)) };
+    keys = { ...(parsed.logKey && { logKey: parseVerifierKey(parsed.logKey) }), witnesses: parsed.witnesses.map((w) => witnessKey(w)) };
   } catch (err) {
     say(`a key given: ${(err as Error).message}`);
     return 2;

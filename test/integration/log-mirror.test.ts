@@ -133,6 +133,10 @@ describe('mirrors of the transparency log', function () {
     const second = await cli('mirror', base, dir, '--witness', witness.vkey);
     expect(second.code, second.stderr).to.equal(0);
     expect(Number(second.stdout.trim())).to.equal(size + 300);
+    // A log's key passed as a witness's is refused: the log's own signature must not pass for a cosignature.
+    const logAsWitness = await cli('mirror', base, dir, '--witness', await log.verifierKey());
+    expect(logAsWitness.code).to.equal(1);
+    expect(logAsWitness.stderr).to.include("not a witness's key");
     const checked = await cli('verify', dir, '--witness', witness.vkey);
     expect(checked.code, checked.stderr).to.equal(0);
     expect(checked.stdout.trim()).to.equal(String(size + 300));

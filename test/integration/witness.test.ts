@@ -162,6 +162,11 @@ describe('the witness', function () {
     expect(down.status, 'the log goes on: ready all the same').to.equal(200);
     expect(down.body.log.status).to.equal('degraded');
     expect(down.body.log.witnesses[0]).to.deep.include({ name: 'witness.test', up: false });
+    // Meanwhile a proof carries the newest checkpoint the witness did cosign, not the uncosigned one.
+    const held = (await http.get(`/api/v2/guarantees/${created.id as string}/proof`).set('X-API-Key', org.key)).body as { log: { checkpoint: string } };
+    const heldOpened = openNote(held.log.checkpoint, [parseVerifierKey(await log.verifierKey()), parseVerifierKey(w.vkey)]);
+    expect(heldOpened.verified.map((s) => s.name)).to.include('witness.test');
+    expect(parseCheckpoint(heldOpened.text).size).to.be.below(uncosigned.size);
     const metrics = (await http.get('/metrics')).text;
     expect(metrics).to.match(/registry_log_witness_up\{witness="witness.test"\} 0/);
 
