@@ -9,7 +9,6 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,11 +16,10 @@ import { tmpdir } from 'node:os';
 import { expect } from 'chai';
 import { parseConfig } from '../../config/index.js';
 import { openCore, transparencyLog } from '../../src/composition.js';
-import { createLogRepository } from '../../src/log/log.repository.js';
 import { parseEntry } from '../../src/log/entries.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { harness } from '../support/harness.js';
-import { startWitness } from '../support/log.js';
+import { appendRecords, startWitness } from '../support/log.js';
 import { formatCheckpoint, parseCheckpoint } from '../../src/log/checkpoint.js';
 import { ed25519FromSeed, ed25519Signer, NoteError, openNote, parseVerifierKey, signNote, verifierKey } from '../../src/log/note.js';
 
@@ -98,14 +96,7 @@ describe("the log's signed notes against Go's golang.org/x/mod/sumdb/note", func
       const { service: log, sequencer } = transparencyLog(openCore(parseConfig({ ...process.env, ...settings }), createLogger('silent'), { db: h.db }));
       /** Appends n entries as the notarizer would, then publishes a checkpoint. */
       const grow = async (n: number) => {
-        await sequencer.exclusive((fence) =>
-          createLogRepository(h.db).transaction((t) =>
-            fence.append(
-              Array.from({ length: n }, () => new TextEncoder().encode(`record ${randomBytes(32).toString('hex')}`)),
-              t,
-            ),
-          ),
-        );
+        await appendRecords(h.db, sequencer, n);
         await log.tick({ force: true });
         return parseCheckpoint(openNote((await log.checkpoint()) as string, [parseVerifierKey(await log.verifierKey())]).text);
       };

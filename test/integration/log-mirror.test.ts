@@ -10,7 +10,6 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { parseConfig } from '../../config/index.js';
 import { openCore, transparencyLog } from '../../src/composition.js';
@@ -24,7 +23,7 @@ import { leafHashOf, memoryLevels, TILE_WIDTH, treeHashes } from '../../src/log/
 import { createLogger } from '../../src/shared/logger.js';
 import { createSecretBox } from '../../src/shared/secrets.js';
 import { harness } from '../support/harness.js';
-import { dropAuditGuards, restoreAuditGuards, startWitness, type RunningWitness } from '../support/log.js';
+import { appendRecords, dropAuditGuards, restoreAuditGuards, startWitness, type RunningWitness } from '../support/log.js';
 import { create, unique } from '../support/guarantees.js';
 import { newOrg } from '../support/harness.js';
 import { auditHash } from '../../src/audit/audit-chain.js';
@@ -113,14 +112,7 @@ describe('mirrors of the transparency log', function () {
       openCore(parseConfig({ ...process.env, LOG_WITNESSES: `${witness.url} ${witness.vkey}` }), createLogger('silent'), { db: h.db }),
     );
     const grow = async (n: number) => {
-      await sequencer.exclusive((fence) =>
-        createLogRepository(h.db).transaction((t) =>
-          fence.append(
-            Array.from({ length: n }, () => new TextEncoder().encode(`record ${randomBytes(32).toString('hex')}`)),
-            t,
-          ),
-        ),
-      );
+      await appendRecords(h.db, sequencer, n);
       await log.tick({ force: true });
     };
     await grow(600);

@@ -93,3 +93,17 @@ export async function expectLogIntact(db: Sequelize): Promise<{ size: number }> 
   }
   return { size };
 }
+
+/** Appends `n` random record entries as the notarizer would (fenced, in one transaction) through `sequencer`, over `db`. */
+export async function appendRecords(db: Sequelize, sequencer: Sequencer, n: number): Promise<void> {
+  const { randomBytes } = await import('node:crypto');
+  const { createLogRepository } = await import('../../src/log/log.repository.js');
+  await sequencer.exclusive((fence) =>
+    createLogRepository(db).transaction((t) =>
+      fence.append(
+        Array.from({ length: n }, () => new TextEncoder().encode(`record ${randomBytes(32).toString('hex')}`)),
+        t,
+      ),
+    ),
+  );
+}

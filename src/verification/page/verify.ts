@@ -550,16 +550,20 @@ function termsBlock(g: Guarantee): HTMLElement {
   );
 }
 
-function checkItem(c: Check, labels: Partial<Record<CheckId, string>> = {}): HTMLElement {
+/** One check's line: its mark, then its label and verdict in one box (a long label wraps as text beside the mark). */
+function checkLine(attrs: Record<string, string>, ok: boolean, label: string, detail?: string): HTMLElement {
   const s = t();
   return h(
     'li',
-    { class: c.ok ? 'check ok' : 'check bad', 'data-check': c.id, 'data-passed': String(c.ok) },
-    h('span', { class: 'mark', 'aria-hidden': 'true' }, c.ok ? '✓' : '✗'),
-    h('span', {}, labels[c.id] ?? s.checks[c.id]),
-    h('span', { class: 'verdict' }, ` — ${c.ok ? s.passed : s.failedCheck}`),
-    !c.ok && c.detail !== undefined && h('small', { class: 'detail' }, c.detail),
+    { class: ok ? 'check ok' : 'check bad', ...attrs, 'data-passed': String(ok) },
+    h('span', { class: 'mark', 'aria-hidden': 'true' }, ok ? '✓' : '✗'),
+    h('span', { class: 'label' }, label, h('span', { class: 'verdict' }, ` — ${ok ? s.passed : s.failedCheck}`)),
+    !ok && detail !== undefined && h('small', { class: 'detail' }, detail),
   );
+}
+
+function checkItem(c: Check, labels: Partial<Record<CheckId, string>> = {}): HTMLElement {
+  return checkLine({ 'data-check': c.id }, c.ok, labels[c.id] ?? t().checks[c.id], c.detail);
 }
 
 /** The checks of `cli verify`, on the answer as received; a malformed proof is a failed check, not an exception. */
@@ -618,15 +622,7 @@ function logBlock(kind: 'record' | 'amendment', proof: { digest: string; log?: L
   void (async () => {
     try {
       const r = await checkLogInBrowser({ kind, digest: proof.digest }, log, await publishedLogKey());
-      const item = (id: string, ok: boolean, label: string, detail?: string) =>
-        h(
-          'li',
-          { class: ok ? 'check ok' : 'check bad', 'data-log-check': id, 'data-passed': String(ok) },
-          h('span', { class: 'mark', 'aria-hidden': 'true' }, ok ? '✓' : '✗'),
-          // The label and its verdict in one box: a long label wraps as text, the mark beside it.
-          h('span', { class: 'label' }, label, h('span', { class: 'verdict' }, ` — ${ok ? s.passed : s.failedCheck}`)),
-          !ok && detail !== undefined && h('small', { class: 'detail' }, detail),
-        );
+      const item = (id: string, ok: boolean, label: string, detail?: string) => checkLine({ 'data-log-check': id }, ok, label, detail);
       const parts: Child[] = [
         h('h5', {}, s.logTitle),
         h(
