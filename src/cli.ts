@@ -416,7 +416,12 @@ async function receiptCommand(receipt: string, jwks: string, pins: { logKey?: st
     let failed = false;
     for (const m of payload.matches) {
       if (!m.digest || m.notarizationStatus !== 'COMPLETE') continue;
-      const { checks, cosigners } = checkLogInclusion({ kind: 'record', digest: m.digest, what: `guarantee ${m.guaranteeId}` }, m.log, keys);
+      const { checks, cosigners } = checkLogInclusion(
+        { kind: 'record', digest: m.digest, what: `guarantee ${m.guaranteeId}` },
+        m.log,
+        keys,
+        new Date(payload.verifiedAt),
+      );
       for (const c of checks) say(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}${c.detail && !c.ok ? ` (${c.detail})` : ''}`);
       if (cosigners.length) say(`     cosigned by ${cosigners.join(', ')}`);
       failed ||= checks.some((c) => !c.ok);

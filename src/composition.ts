@@ -153,7 +153,16 @@ export function emittingWith(core: Core, events: Events): Emitting {
 }
 
 /** The API's services. */
-export function webServices(core: Core, emitting: Emitting, deps: { queues: OpenQueues; storage: Storage; resolver?: Resolver }) {
+export function webServices(
+  core: Core,
+  emitting: Emitting,
+  deps: {
+    queues: OpenQueues;
+    storage: Storage;
+    resolver?: Resolver;
+    /** Tests: how often the receipt key's retirement is looked for. */ receiptKeyRecheckMs?: number;
+  },
+) {
   const { config, logger, repos, secrets } = core;
   const { events, files: fileRepo } = emitting;
   const proofs = createProofService(createNotarizationRepository(core.db), repos.guarantees.notary, transparencyLog(core).service);
@@ -175,6 +184,7 @@ export function webServices(core: Core, emitting: Emitting, deps: { queues: Open
     keys: repos.signingKeys,
     configuredKey: config.VERIFICATION_SIGNING_KEY,
     publicBaseUrl: config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`,
+    ...(deps.receiptKeyRecheckMs !== undefined && { keyRecheckMs: deps.receiptKeyRecheckMs }),
   });
   return {
     audit,

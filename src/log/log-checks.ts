@@ -8,7 +8,7 @@ import { cosignatureTime, openNote, type Verifier } from './note.js';
 import { leafHashOf, verifyInclusion } from './tree.js';
 
 export interface LogCheck {
-  id: 'log-present' | 'log-checkpoint' | 'log-inclusion' | 'log-witness';
+  id: 'log-present' | 'log-checkpoint' | 'log-inclusion' | 'log-witness' | 'log-dated';
   name: string;
   ok: boolean;
   detail?: string;
@@ -20,14 +20,21 @@ export interface LogInclusionJson {
   inclusion: string[];
 }
 
+/** How far a witness's clock may run ahead of the registry's before a cosignature counts as later than a time the registry signed. */
+export const CLOCK_SKEW_MS = 10 * 60_000;
+
 /**
  * The checks of one leaf's `log` (kind and digest: what its entry is) with the pinned keys.
  * `logKey` undefined: the checkpoint's signature by the log cannot be checked (said, not failed).
+ * `signedAt` (a receipt's verifiedAt): the checkpoint a receipt carries was cosigned before it was
+ * made, so a pinned witness's cosignature dated later (beyond the clocks' skew) shows the receipt
+ * back-dated: what a stolen receipt key's thief would do to slip under its compromise time.
  */
 export function checkLogInclusion(
   leaf: { kind: 'record' | 'amendment'; digest: string; what: string },
   log: LogInclusionJson | undefined,
   keys: { logKey?: Verifier; witnesses: readonly Verifier[] },
+  signedAt?: Date,
 ): { checks: LogCheck[]; cosigners: string[] } {
   const checks: LogCheck[] = [];
   const check = (id: LogCheck['id'], name: string, ok: boolean, detail?: string) =>
@@ -59,7 +66,16 @@ export function checkLogInclusion(
     for (const w of keys.witnesses) {
       const sig = opened.verified.find((s) => s.name === w.name && s.id === w.id);
       check('log-witness', `the checkpoint is cosigned by the witness ${w.name}`, !!sig, 'no cosignature by it');
-      if (sig) cosigners.push(`${w.name} (at ${new Date(cosignatureTime(sig.bytes) * 1000).toISOString()})`);
+      if (!sig) continue;
+      const at = new Date(cosignatureTime(sig.bytes) * 1000);
+      cosigners.push(`${w.name} (at ${at.toISOString()})`);
+      if (signedAt)
+        check(
+          'log-dated',
+          `the witness ${w.name} cosigned the checkpoint before the receipt says it was signed`,
+          at.getTime() <= signedAt.getTime() + CLOCK_SKEW_MS,
+          `cosigned at ${at.toISOString()}, after ${signedAt.toISOString()}: the receipt is back-dated`,
+        );
     }
   } catch (err) {
     // No pinned key signed it (or one that did is forged): read it unverified for the inclusion, and say so.

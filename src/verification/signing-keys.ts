@@ -32,6 +32,11 @@ async function publicJwkOf(privateKey: KeyObject): Promise<PublicJwk> {
   return { ...base, kid: await calculateJwkThumbprint(base, 'sha256'), alg: 'EdDSA', use: 'sig' };
 }
 
+/** The configured receipt key was retired (`cli verification-key retire`): it signs nothing more. */
+export class RetiredKeyError extends Error {
+  override readonly name = 'RetiredKeyError';
+}
+
 export function createSigningKeys(db: Sequelize, box: SecretBox) {
   async function record(jwk: PublicJwk, sealed: Buffer | null): Promise<void> {
     await execute(db, 'INSERT IGNORE INTO verification_keys (kid, public_jwk, private_enc, created_at) VALUES ($1, $2, $3, $4)', [
@@ -63,7 +68,7 @@ export function createSigningKeys(db: Sequelize, box: SecretBox) {
         await record(jwk, null);
         const [row] = await select<{ retired_at: Date | null }>(db, 'SELECT retired_at FROM verification_keys WHERE kid = $1', [jwk.kid]);
         // A retired key signs nothing more: the operator configures the next one first, then retires this one.
-        if (row?.retired_at) throw new Error(`VERIFICATION_SIGNING_KEY (kid ${jwk.kid}) was retired: configure a new key`);
+        if (row?.retired_at) throw new RetiredKeyError(`VERIFICATION_SIGNING_KEY (kid ${jwk.kid}) was retired: configure a new key`);
         return { kid: jwk.kid, privateKey: configured };
       }
       const existing = await generated();

@@ -15,12 +15,12 @@ import type { GuaranteeRecord } from '../guarantees/guarantee.types.js';
 import { guaranteeDigest } from '../notarization/canonical.js';
 import type { ProofService } from '../notarization/notarization.service.js';
 import { createBatcher } from '../shared/batch.js';
-import { NotFoundError } from '../shared/errors.js';
+import { NotFoundError, UnavailableError } from '../shared/errors.js';
 import type { Outbox } from '../shared/events/outbox.js';
 import type { FileRepository } from '../files/file.repository.js';
 import { createCheckCodeJudge, type CheckCodeJudge } from './check-code.js';
 import { signReceipt, type ReceiptPayload } from './receipt.js';
-import type { PublicJwk, SigningKey, SigningKeys } from './signing-keys.js';
+import { RetiredKeyError, type PublicJwk, type SigningKey, type SigningKeys } from './signing-keys.js';
 import type { VerificationRepository } from './verification.repository.js';
 import type { IssuerVerificationView, VerificationMatch, VerificationRequest, VerificationResult } from './verification.schemas.js';
 
@@ -139,19 +139,30 @@ export function createVerificationService(deps: {
   /** VERIFICATION_SIGNING_KEY; without it, the generated development key signs. */
   configuredKey: KeyObject | undefined;
   publicBaseUrl: string;
+  /** How often the signing key's state is read again (a retirement seen within it). */
+  keyRecheckMs?: number;
   now?: () => Date;
 }) {
   const { guarantees, amendments, files, proofs, repo, outbox, publicBaseUrl } = deps;
   const judge = createCheckCodeJudge();
   const now = deps.now ?? (() => new Date());
-  // Resolved once, on first use (its public key is then recorded for the JWKS); again after a failure.
-  let key: Promise<SigningKey> | undefined;
+  // Resolved on first use (its public key is then recorded for the JWKS), and again every
+  // keyRecheckMs and after a failure: a key retired while this process runs (cli
+  // verification-key retire) stops signing within that time. The development key is then
+  // replaced by a new one; a configured one refuses (503) until the next is configured.
+  const keyRecheckMs = deps.keyRecheckMs ?? 30_000;
+  let key: { at: number; value: Promise<SigningKey> } | undefined;
   const signingKey = (): Promise<SigningKey> => {
-    key ??= deps.keys.current(deps.configuredKey).catch((err: unknown) => {
-      key = undefined;
-      throw err;
-    });
-    return key;
+    if (!key || Date.now() - key.at >= keyRecheckMs) {
+      const value = deps.keys.current(deps.configuredKey).catch((err: unknown) => {
+        if (key?.value === value) key = undefined;
+        if (err instanceof RetiredKeyError)
+          throw new UnavailableError("The registry's receipt signing key was retired; its operator must configure the next one.", err);
+        throw err;
+      });
+      key = { at: Date.now(), value };
+    }
+    return key.value;
   };
 
   // The verifications that arrive while the previous ones are written share the next transaction
@@ -273,9 +284,11 @@ export function createVerificationService(deps: {
           ...(m.proof?.log && { log: m.proof.log }),
         })),
       };
+      // The key first: a verification whose receipt could not be signed is not counted.
+      const signer = await signingKey();
       await record({ records: hits.map((h) => h.record), at: verifiedAt });
       // Signed once recorded (src/verification/receipt.ts: in this thread, the cheapest on the whole).
-      const receipt = signReceipt(await signingKey(), payload);
+      const receipt = signReceipt(signer, payload);
       return { verifiedAt: payload.verifiedAt, matches, receipt };
     },
 

@@ -429,6 +429,25 @@ describe('public verification (contracting authorities)', function () {
     for (const k of after.keys) expect(k).to.include({ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' }).and.not.have.property('d');
     await compactVerify(res.body.receipt as string, createLocalJWKSet(after));
   });
+
+  it('stops signing with a key retired while it runs: the configured one answers 503 (nothing counted) until the next is configured', async () => {
+    const { policyNumber, checkCode, id } = await registered();
+    const pem = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
+    const running = await appWith({ VERIFY_RATE_PER_MINUTE: '0', VERIFICATION_SIGNING_KEY: pem.replace(/\n/g, '\\n') }, undefined, { receiptKeyRecheckMs: 0 });
+    const first = await verify({ policyNumber, checkCode }, running);
+    expect(first.status).to.equal(200);
+    const kid = decodeProtectedHeader(first.body.receipt as string).kid as string;
+    const counted = async () =>
+      Number(
+        (await select<{ n: number }>((await harness()).db, 'SELECT verifications AS n FROM verification_counts WHERE guarantee_id = $1', [id]))[0]?.n ?? 0,
+      );
+    const before = await counted();
+    await execute((await harness()).db, 'UPDATE verification_keys SET retired_at = NOW(3) WHERE kid = $1', [kid]);
+    const refused = await running.post('/api/public/v1/verifications').set('Accept', 'application/problem+json').send({ policyNumber, checkCode });
+    expect(refused.status).to.equal(503);
+    expect(JSON.parse(refused.text).detail).to.include('receipt signing key was retired');
+    expect(await counted(), 'the refused verification is not counted').to.equal(before);
+  });
 });
 
 describe("public verification: guarantee.verified reaches the issuer's webhooks", function () {

@@ -66,6 +66,7 @@ export function appOver(o: {
   objectLock?: () => string;
   /** Counts the public limits in Redis, as server.ts does (else per app, in memory). */
   redis?: RedisConnection;
+  receiptKeyRecheckMs?: number;
 }): RegistryApp {
   const logger = o.logger ?? createLogger('silent');
   const core = openCore(o.config, logger, { db: o.db });
@@ -74,6 +75,7 @@ export function appOver(o: {
     queues: o.queues,
     storage: o.storage ?? createStorage(o.config),
     ...(o.resolver && { resolver: o.resolver }),
+    ...(o.receiptKeyRecheckMs !== undefined && { receiptKeyRecheckMs: o.receiptKeyRecheckMs }),
   });
   return createApp({
     config: o.config,
@@ -126,7 +128,7 @@ export async function harness(): Promise<Harness> {
 export async function appWith(
   overrides: Record<string, string>,
   db?: Sequelize,
-  opts: { resolver?: Resolver; objectLock?: () => string } = {},
+  opts: { resolver?: Resolver; objectLock?: () => string; receiptKeyRecheckMs?: number } = {},
 ): Promise<ReturnType<typeof supertest>> {
   const base = await harness();
   const config = configWith(overrides);
@@ -140,6 +142,7 @@ export async function appWith(
       ...(events && { events }),
       ...(opts.resolver && { resolver: opts.resolver }),
       ...(opts.objectLock && { objectLock: opts.objectLock }),
+      ...(opts.receiptKeyRecheckMs !== undefined && { receiptKeyRecheckMs: opts.receiptKeyRecheckMs }),
     }).callback(),
   );
 }
