@@ -387,7 +387,7 @@ export interface TransparencyLog {
  * The transparency log of a process (one per core: its notarizer and its log ticks share the
  * sequencer, taking turns), publishing to the log's bucket.
  */
-export function transparencyLog(core: Core): TransparencyLog {
+export function transparencyLog(core: Core, opts: { store?: TileStore } = {}): TransparencyLog {
   const known = logs.get(core);
   if (known) return known;
   const { config, logger, db, repos, secrets } = core;
@@ -395,7 +395,7 @@ export function transparencyLog(core: Core): TransparencyLog {
   const sequencer = createSequencer({ repo, leaseMs: config.LOG_LEASE_MS });
   const notarization = createNotarizationRepository(db);
   const audit = createAuditRepository(db);
-  const store = createTileStore(config);
+  const store = opts.store ?? createTileStore(config);
   const service = createLogService({
     repo,
     sequencer,

@@ -2,9 +2,9 @@
 //   - the notarization leaves the notarizer's seal did not append itself (those sealed before
 //     this release, or by a worker of the previous one during a rolling release);
 //   - each audit chain's head whenever it moved, and each receipt-key change;
-// then publishes: the new tiles (level 0 and the entries, the levels above as tiles fill) to the
-// log's bucket, the hashes above level 0 to log_hashes, and a checkpoint signed by the log's key,
-// at most every LOG_CHECKPOINT_INTERVAL_MS. Each new checkpoint goes to the witnesses with its
+// then, the lease given back, publishes: the new tiles (level 0 and the entries, the levels above
+// as tiles fill) to the log's bucket, the hashes above level 0 to log_hashes, and a checkpoint
+// signed by the log's key, at most every LOG_CHECKPOINT_INTERVAL_MS. Each new checkpoint goes to the witnesses with its
 // consistency proof from the size each last cosigned; their cosignatures are kept and published.
 // A witness that is down or refuses is recorded (readyz, the metric) and retried at the next
 // checkpoint: the log goes on without it.
@@ -115,6 +115,8 @@ export function createLogService(deps: {
   async function sequence(fence: Fence): Promise<number> {
     let appended = 0;
     for (;;) {
+      // A backlog (the leaves of a release before the log) is appended 1,000 at a time, the lease renewed before each.
+      if (appended && !(await fence.held())) return appended;
       const leaves = await sources.unloggedLeaves(1000);
       if (!leaves.length) break;
       await repo.transaction(async (t) => {
@@ -320,16 +322,19 @@ export function createLogService(deps: {
     verifierKey: async () => (await keyOnce()).verifierKey,
     tree,
 
-    /** One round: appends what waits, publishes a checkpoint when due, then asks the witnesses to cosign it. */
+    /**
+     * One round: appends what waits (holding the sequencer's lease), then, the lease given back,
+     * publishes a checkpoint when due and asks the witnesses to cosign it. Publishing appends
+     * nothing and writes only what any publisher would write the same (tiles, the hashes of full
+     * tiles, a checkpoint of a size the log has), so the notarizer's cycles need not wait for it:
+     * a long one (a backlog) does not hold the leaves of new batches back.
+     */
     async tick(opts: { force?: boolean } = {}): Promise<TickResult | undefined> {
-      const result = await sequencer.exclusive(async (fence) => {
-        const appended = await sequence(fence);
-        if (!(await fence.held())) return { appended };
-        const published = await publish(opts.force ?? false);
-        return { appended, ...(published !== undefined && { published }) };
-      });
-      if (result) await witness();
-      return result;
+      const appended = await sequencer.exclusive((fence) => sequence(fence));
+      if (appended === undefined) return undefined;
+      const published = await publish(opts.force ?? false);
+      await witness();
+      return { appended, ...(published !== undefined && { published }) };
     },
 
     /** The latest checkpoint with its cosignatures, or undefined before the first. */

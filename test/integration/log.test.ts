@@ -18,13 +18,14 @@ import { parseEntry } from '../../src/log/entries.js';
 import { createLogRepository, FencedError } from '../../src/log/log.repository.js';
 import { openNote, parseVerifierKey } from '../../src/log/note.js';
 import { createSequencer } from '../../src/log/sequencer.js';
+import { createTileStore, type TileStore } from '../../src/log/tile-store.js';
 import { decodeBundle, tileHashes, tilePath } from '../../src/log/tiles.js';
 import { leafHashOf, memoryLevels, TILE_WIDTH, treeHashes, verifyInclusion } from '../../src/log/tree.js';
 import { select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { create, notarizeAll, unique } from '../support/guarantees.js';
 import { appWith, configWith, eventually, harness, newOrg } from '../support/harness.js';
-import { expectLogIntact } from '../support/log.js';
+import { appendRecords, expectLogIntact } from '../support/log.js';
 import { ownServer, serverPid, stopServer } from '../support/mariadb.js';
 import { startWorkers } from '../../workers/index.js';
 
@@ -233,6 +234,39 @@ describe('the transparency log', function () {
     });
     expect(fenced).to.be.instanceOf(FencedError);
     expect(await repo.size()).to.equal(sizeBefore);
+  });
+
+  it("publishes with the sequencer's lease given back: a notarization cycle appends while a checkpoint's tiles are being written", async () => {
+    const h = await harness();
+    const real = createTileStore(h.config);
+    let writing!: () => void;
+    const written = new Promise<void>((r) => (writing = r));
+    let letGo!: () => void;
+    const gate = new Promise<void>((r) => (letGo = r));
+    // The real store, each write held at the gate until the test lets it go.
+    const held: TileStore = {
+      ...real,
+      put: async (path, bytes, kind) => {
+        writing();
+        await gate;
+        return real.put(path, bytes, kind);
+      },
+    };
+    const { service, sequencer } = transparencyLog(openCore(h.config, createLogger('silent'), { db: h.db }), { store: held });
+    await appendRecords(h.db, sequencer, 3);
+    const ticking = service.tick({ force: true });
+    try {
+      await written;
+      const during = await Promise.race([
+        sequencer.exclusive(() => Promise.resolve('appended')),
+        new Promise((r) => setTimeout(() => r('waited for the publication'), 2000)),
+      ]);
+      expect(during).to.equal('appended');
+    } finally {
+      letGo();
+    }
+    const result = await ticking;
+    expect(result?.published).to.equal(await createLogRepository(h.db).size());
   });
 
   it('cli verification-key retire: the JWKS marks the key, the log records it, and a receipt it signed after its compromise time fails with the reason', async () => {
