@@ -41,12 +41,43 @@ export interface MirrorResult {
 
 const same = (a: Uint8Array | undefined, b: Uint8Array | undefined) => !!a && !!b && Buffer.from(a).equals(Buffer.from(b));
 
+/**
+ * The most a path may hold: a hash tile 256 hashes, an entries bundle 256 entries of at most
+ * 65,535 bytes each with their 2-byte lengths, a checkpoint or a key a few lines. A log that
+ * answers more is refused before it is read whole (a hostile log cannot fill the mirror's memory).
+ */
+export function largestBody(path: string): number {
+  if (path.startsWith('tile/entries/')) return TILE_WIDTH * (2 + 0xffff);
+  if (path.startsWith('tile/')) return TILE_WIDTH * 32;
+  return 64 * 1024;
+}
+
 function httpFetch(base: string, timeoutMs: number): Fetch {
   return async (path) => {
-    const res = await fetch(`${base}/${path}`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' });
-    if (res.status === 404) return undefined;
-    if (!res.ok) throw new MirrorError(`GET ${base}/${path}: ${res.status}`);
-    return new Uint8Array(await res.arrayBuffer());
+    const url = `${base}/${path}`;
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' });
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new MirrorError(`GET ${url}: ${res.status}`);
+    }
+    const limit = largestBody(path);
+    const tooLarge = () => new MirrorError(`GET ${url}: the answer is larger than the ${limit} bytes such a file can hold`);
+    if (Number(res.headers.get('content-length') ?? 0) > limit) {
+      await res.body?.cancel();
+      throw tooLarge();
+    }
+    const chunks: Uint8Array[] = [];
+    let length = 0;
+    for await (const chunk of res.body ?? []) {
+      length += (chunk as Uint8Array).length;
+      if (length > limit) throw tooLarge();
+      chunks.push(chunk as Uint8Array);
+    }
+    return new Uint8Array(Buffer.concat(chunks, length));
   };
 }
 

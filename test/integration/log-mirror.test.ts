@@ -176,6 +176,45 @@ describe('mirrors of the transparency log', function () {
     expect(broken.stderr).to.match(/FAIL entry \d+: its hash is not the one in tile 0\/0/);
   });
 
+  it('refuses an answer larger than the file it asks for can be, before reading it whole: with its length said, or streamed without one', async () => {
+    const { signer, verifierKey } = await openLogKey(
+      (await harness()).config,
+      createLogRepository((await harness()).db),
+      createSecretBox((await harness()).config.ENCRYPTION_KEY),
+    );
+    const entries = Array.from({ length: 3 }, (_, i) => new TextEncoder().encode(`record ${String(i).repeat(64)}`));
+    // A checkpoint of 100 KiB, its length said.
+    forged.files.clear();
+    for (const [k, v] of await servedLog(entries, signer, verifierKey)) forged.files.set(k, v);
+    forged.files.set('checkpoint', new Uint8Array(100 * 1024).fill(0x61));
+    const big = await cli('mirror', `${forged.url}/log`, mkdtempSync(join(tmpdir(), 'mirror-')));
+    expect(big.code).to.equal(1);
+    expect(big.stderr).to.include('/log/checkpoint: the answer is larger than the 65536 bytes such a file can hold');
+    // A hash tile streamed on and on, with no length.
+    const endless = await listen((req, res) => {
+      const path = (req.url ?? '').replace(/^\/log\//, '');
+      if (path.startsWith('tile/0/')) {
+        res.writeHead(200, { 'Transfer-Encoding': 'chunked' });
+        const more = () => (res.write(Buffer.alloc(4096)) ? setImmediate(more) : res.once('drain', more));
+        res.on('close', () => res.removeAllListeners('drain'));
+        more();
+        return;
+      }
+      const body = forged.files.get(path);
+      res.writeHead(body ? 200 : 404);
+      res.end(body ?? '');
+    });
+    forged.files.set('checkpoint', (await servedLog(entries, signer, verifierKey)).get('checkpoint') as Uint8Array);
+    try {
+      const streamed = await cli('mirror', `${endless.url}/log`, mkdtempSync(join(tmpdir(), 'mirror-')));
+      expect(streamed.code).to.equal(1);
+      expect(streamed.stderr).to.include('/log/tile/0/000.p/3: the answer is larger than the 8192 bytes such a file can hold');
+    } finally {
+      endless.server.closeAllConnections();
+      endless.server.close();
+    }
+  });
+
   it("audit verify --log catches a chain's end rewritten or cut, which the chain alone cannot", async () => {
     const h = await harness();
     const { service: log } = transparencyLog(openCore(h.config, createLogger('silent'), { db: h.db }));

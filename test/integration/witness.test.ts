@@ -103,6 +103,27 @@ describe('the witness', function () {
     expect((await post(again.url, await honest.request(0, 10))).text).to.equal('300\n');
   });
 
+  it('runs one witness at a time over a directory (two could cosign two forks), and starts again at once after one was killed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'witness-'));
+    const logKey = verifierKey('log.test', generateKeyPairSync('ed25519').privateKey);
+    const first = await startWitness(dir, [logKey]);
+    const second = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'witness', 'serve', '--dir', dir, '--port', '0', '--log', logKey], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_NO_WARNINGS: '1' },
+      timeout: 30_000,
+    });
+    expect(second.status, second.stderr).to.equal(1);
+    expect(second.stderr).to.include(`another witness runs over ${dir}`);
+    // Killed, it leaves nothing behind that stops the next.
+    await new Promise<void>((done) => {
+      first.child.once('exit', () => done());
+      first.child.kill('SIGKILL');
+    });
+    const again = await startWitness(dir, [logKey]);
+    expect(again.vkey).to.equal(first.vkey);
+    await again.stop();
+  });
+
   it("the registry's log is cosigned by a running witness; while it is down checkpoints go on and /readyz and the metric say so; back, it cosigns from where it was", async () => {
     const h = await harness();
     const probe = transparencyLog(openCore(h.config, createLogger('silent'), { db: h.db }));

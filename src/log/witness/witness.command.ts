@@ -46,7 +46,7 @@ export async function witnessCommand(args: string[], say: (line: string) => void
     return 2;
   }
   const logs = vkeys.map((v) => parseVerifierKey(v));
-  const store = openWitnessStore(dir);
+  const store = await openWitnessStore(dir);
   const key = keyIn(dir);
   const vkey = verifierKey(name, key, COSIGNATURE_V1);
   const server = createWitnessServer(createWitness({ signer: cosigner(name, key), logs, store }), vkey);

@@ -1,8 +1,13 @@
 // The witness's own small database: one JSON file (state.json in its directory) with each
 // watched log's last cosigned size and root, replaced atomically (written aside, flushed to
-// disk, renamed over) before the witness answers. One process at a time: a lock file holds the
-// running witness's pid, and a second one refuses to start.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+// disk, renamed over) before the witness answers. One process at a time over a directory: two
+// would each hold the state in memory and could cosign two forks of one size. The lock is a
+// Linux abstract socket named after the directory's real path: binding it is atomic, and the
+// kernel lets it go when its process ends however it ends (a lock file left by a killed witness,
+// removed by the next, could be removed by two at once). Elsewhere, a pid file taken with O_EXCL.
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 
 export interface HeldCheckpoint {
@@ -16,26 +21,36 @@ export interface WitnessStore {
   close(): void;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+/** Holds the directory's lock until `release`; throws when another witness holds it. */
+async function lockDirectory(dir: string): Promise<() => void> {
+  const taken = () => new Error(`another witness runs over ${dir}`);
+  if (process.platform === 'linux') {
+    const name = `\0guarantee-registry-witness:${createHash('sha256').update(realpathSync(dir)).digest('hex').slice(0, 40)}`;
+    const server: Server = createServer((socket) => socket.destroy());
+    await new Promise<void>((ok, fail) => {
+      server.once('error', (err: NodeJS.ErrnoException) => fail(err.code === 'EADDRINUSE' ? taken() : err));
+      server.listen(name, ok);
+    });
+    server.unref();
+    return () => server.close();
   }
-}
-
-export function openWitnessStore(dir: string): WitnessStore {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const lock = join(dir, 'witness.lock');
-  if (existsSync(lock)) {
-    const pid = Number(readFileSync(lock, 'utf8'));
-    if (pid && pid !== process.pid && alive(pid)) throw new Error(`another witness (pid ${pid}) runs over ${dir}`);
-    rmSync(lock, { force: true });
+  let fd: number;
+  try {
+    fd = openSync(lock, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new Error(`${lock} exists: another witness runs over ${dir}, or one ended without removing it`, { cause: err });
+    throw err;
   }
-  const fd = openSync(lock, 'wx', 0o600);
   writeSync(fd, String(process.pid));
   closeSync(fd);
+  return () => rmSync(lock, { force: true });
+}
+
+export async function openWitnessStore(dir: string): Promise<WitnessStore> {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const release = await lockDirectory(dir);
   const file = join(dir, 'state.json');
   const state = new Map<string, { size: number; root: string }>(
     existsSync(file) ? Object.entries(JSON.parse(readFileSync(file, 'utf8')) as Record<string, { size: number; root: string }>) : [],
@@ -67,7 +82,7 @@ export function openWitnessStore(dir: string): WitnessStore {
       return Promise.resolve();
     },
     close() {
-      rmSync(lock, { force: true });
+      release();
     },
   };
 }
