@@ -9,16 +9,15 @@
 // medians (1 when recording reads the same whatever the history; it grew with N when every
 // amendment folded all those before it). Then, `reads` times each, in turn: GET .../amendments
 // (the new one's first page; the long one's first page, a page near its end and a page of
-// 500) and GET .../state of each. Appends the figures, dated, to bench/README.md.
+// 500) and GET .../state of each. Appends the figures, dated, to bench/results/amendments.md.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import mysql from 'mysql2/promise';
 import { Agent, request } from 'undici';
 import { v7 as uuidv7 } from 'uuid';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { down, up } from '../scripts/services/index.js';
-import { log, median, newKey, ownDatabase, procfileFlags, startServer } from './support.js';
+import { log, median, newKey, ownDatabase, procfileFlags, startServer, appendResult } from './support.js';
 
 interface Options {
   count: number;
@@ -177,8 +176,8 @@ export async function benchAmendments(argv: string[]): Promise<void> {
     app.kill('SIGTERM');
     await exited;
   }
-  appendFileSync(
-    'bench/README.md',
+  appendResult(
+    'amendments',
     `\n### amendments, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, one client over one connection, a guarantee of ${opts.count.toLocaleString('en')} amendments and a new one of ${opts.sample}, medians.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
   );
   log('done');

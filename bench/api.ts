@@ -4,10 +4,9 @@
 // profile's MariaDB (a 2 GB buffer pool: the data fits), then measures with autocannon, in one
 // run, the application and a raw baseline (bench/raw-server.ts: node:http + mysql2, the same
 // statements): create v2, get by id, list page 1, list page 50,000. Prints one line per figure
-// and appends them, dated, to bench/README.md. The seed is kept between runs (--fresh redoes it).
+// and appends them, dated, to bench/results/api.md. The seed is kept between runs (--fresh redoes it).
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cpus, loadavg } from 'node:os';
 import autocannon from 'autocannon';
@@ -17,7 +16,7 @@ import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
 import { databaseName, rootSql } from '../scripts/services/mariadb.js';
 import { migrate } from '../src/shared/db/migrator.js';
-import { cpuSeconds, figureOf, idleCpuSeconds, log, median, newKey, procfileFlags, processCpuSeconds, startServer, watchRss, type Figure } from './support.js';
+import { cpuSeconds, figureOf, idleCpuSeconds, log, median, newKey, procfileFlags, processCpuSeconds, startServer, watchRss, type Figure, appendResult } from './support.js';
 import { createLogger } from '../src/shared/logger.js';
 
 export const BIG = 1_000_000;
@@ -32,7 +31,7 @@ interface Options {
   rounds: number;
   /** Figures whose name starts with one of these (`--only get`): all when empty. */
   only: string[];
-  /** false (`--no-append`): print the figures without appending them to bench/README.md. */
+  /** false (`--no-append`): print the figures without appending them to bench/results/api.md. */
   append: boolean;
   /** Another build of the app to measure in the same rounds (`--also DIR`: DIR/dist, compiled there). */
   also?: string;
@@ -330,8 +329,8 @@ export async function benchApi(argv: string[]): Promise<void> {
   process.stdout.write(`${load}\n`);
   lines.push(load);
   if (opts.append)
-    appendFileSync(
-      'bench/README.md',
+    appendResult(
+    'api',
       `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per server and figure in ${opts.rounds} alternating rounds after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
     );
   // The seed stays on disk under .data/bench for the next run; the server does not stay up.

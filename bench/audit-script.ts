@@ -8,7 +8,6 @@
 // work for it plus a round trip; under the load of `npm run bench -- api` every statement
 // after the place runs under the organization's row lock, which bounds one organization's
 // registrations: this is the upper bound of what the audit row can take from them.
-import { appendFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import mysql from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
@@ -22,7 +21,7 @@ import { registryPlaceStatements } from '../src/orgs/org.repository.js';
 import { migrate } from '../src/shared/db/migrator.js';
 import { toPositional, type Statement } from '../src/shared/db/sequelize.js';
 import { createLogger } from '../src/shared/logger.js';
-import { log, median } from './support.js';
+import { log, median, appendResult } from './support.js';
 
 export async function benchAuditScript(argv: string[]): Promise<void> {
   let count = 400;
@@ -93,8 +92,8 @@ export async function benchAuditScript(argv: string[]): Promise<void> {
       `the audit row          ${(withRow - without).toFixed(0).padStart(5)} µs, ${(((withRow - without) / without) * 100).toFixed(0)}% of a script without it`,
     ];
     for (const line of lines) process.stdout.write(`${line}\n`);
-    appendFileSync(
-      'bench/README.md',
+    appendResult(
+    'audit-script',
       `\n### audit-script, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${count} scripts a round, ${rounds} rounds of each, one connection, medians.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
     );
     log('done');

@@ -12,9 +12,8 @@
 //    database (each with its BENEFICIARY_LINKED amendment and its fold, as the service writes
 //    them): GET /api/authority/v1/guarantees page 1 and its last page, `reads` times each in
 //    turn over one connection; p50, p99 and the ratio deep/first.
-// Appends the figures, dated, to bench/README.md.
+// Appends the figures, dated, to bench/results/authority.md.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { cpus } from 'node:os';
 import mysql from 'mysql2/promise';
@@ -22,7 +21,7 @@ import { Agent, request } from 'undici';
 import { v7 as uuidv7 } from 'uuid';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { down, up } from '../scripts/services/index.js';
-import { log, median, newKey, ownDatabase, procfileFlags, startServer } from './support.js';
+import { log, median, newKey, ownDatabase, procfileFlags, startServer, appendResult } from './support.js';
 
 interface Options {
   demands: number;
@@ -237,8 +236,8 @@ export async function benchAuthority(argv: string[]): Promise<void> {
     receiver.close();
     await db.end();
   }
-  appendFileSync(
-    'bench/README.md',
+  appendResult(
+    'authority',
     `\n### authority, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}; one API process and one webhooks worker (compiled, the Procfile's flags).\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
   );
   log('done');

@@ -1,4 +1,4 @@
-// `npm run bench -- <name> [options]`: the benchmarks, run by hand; figures go to bench/README.md.
+// `npm run bench -- <name> [options]`: the benchmarks, run by hand; figures go to bench/results/.
 import { benchAmendments } from './amendments.js';
 import { benchApi } from './api.js';
 import { benchAuditScript } from './audit-script.js';

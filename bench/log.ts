@@ -14,9 +14,9 @@
 //    the database, then published by the log's own code), then `cli log mirror` of it from the
 //    API into an empty directory, every entry hashed and checked, and `cli log verify` of the
 //    copy: seconds each.
-// Appends the figures, dated, to bench/README.md.
+// Appends the figures, dated, to bench/results/log.md.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -29,7 +29,7 @@ import { createLogRepository } from '../src/log/log.repository.js';
 import { tilePath } from '../src/log/tiles.js';
 import { leafHashOf, TILE_WIDTH } from '../src/log/tree.js';
 import { createLogger } from '../src/shared/logger.js';
-import { log, ownDatabase, procfileFlags, startServer } from './support.js';
+import { log, ownDatabase, procfileFlags, startServer, appendResult } from './support.js';
 
 interface Options {
   seconds: number;
@@ -206,8 +206,8 @@ export async function benchLog(argv: string[]): Promise<void> {
     );
 
     const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
-    appendFileSync(
-      'bench/README.md',
+    appendResult(
+    'log',
       `\n### The transparency log, ${when} (${cpus().length} cores, node ${process.version})\n\n` +
         `\`npm run bench -- log --seconds ${opts.seconds} --rate ${opts.rate} --batch ${opts.batch} --mirror ${opts.mirror} --connections ${opts.connections}\`\n\n` +
         `| figure | value |\n|---|---|\n` +

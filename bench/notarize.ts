@@ -11,7 +11,6 @@
 //   one Merkle tree over them with every record's path.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import mysql from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
@@ -24,7 +23,7 @@ import { guaranteeDigest } from '../src/notarization/canonical.js';
 import { buildTree } from '../src/notarization/merkle.js';
 import { migrate } from '../src/shared/db/migrator.js';
 import { createLogger } from '../src/shared/logger.js';
-import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer } from './support.js';
+import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer, appendResult } from './support.js';
 
 function syntheticRecord(i: number): GuaranteeRecord {
   const at = new Date(Date.UTC(2026, 0, 1) + i * 1000);
@@ -202,8 +201,8 @@ export async function benchNotarize(argv: string[]): Promise<void> {
     web.kill('SIGTERM');
     await db.end();
   }
-  appendFileSync(
-    'bench/README.md',
+  appendResult(
+    'notarize',
     `\n### notarize, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
   );
   if (started.length) await down('bench', started);

@@ -7,9 +7,10 @@
 // (the signatures only: no chain, no validity dates, no timestamps, no counter-signatures, as
 // OpenSSL does not look at them), DER first, then PEM/S/MIME. Prints the four counts and every
 // file where the two disagree, with our reason or OpenSSL's error; appends them to
-// bench/README.md. Files are read, never kept.
+// bench/results/p7m-corpus.md. Files are read, never kept.
+import { appendResult } from './support.js';
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { isPdf } from '../src/files/p7m/pades.js';
 import { verifyP7m, type SignatureVerdict } from '../src/files/p7m/p7m.verifier.js';
@@ -196,8 +197,8 @@ export async function benchP7mCorpus(argv: string[]): Promise<void> {
       : []),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
-  appendFileSync(
-    'bench/README.md',
+  appendResult(
+    'p7m-corpus',
     `\n### p7m-corpus, ${new Date().toISOString()}\n\n${argv.join(', ')}; OpenSSL ${spawnSync('openssl', ['version'], { encoding: 'utf8' }).stdout.trim()}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
   );
 }

@@ -8,10 +8,10 @@
 // raw baseline hashes its two ByteRange ranges) and for a CAdES-LTA-shaped envelope: the 1 MB
 // .p7m with a 3 MB CRL in its crls and in a revocation-values attribute and an archive
 // timestamp of 300,000 nodes (the raw baseline ignores all of it, as it may).
-// Appends the figures, dated, to bench/README.md.
+// Appends the figures, dated, to bench/results/p7m.md.
 import { execFileSync } from 'node:child_process';
 import { createHash, createPublicKey, randomBytes, verify } from 'node:crypto';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import forge from 'node-forge';
@@ -21,7 +21,7 @@ import { walkTlv } from '../src/files/p7m/p7m.asn1.js';
 import { pdfSignatures } from '../src/files/p7m/pades.js';
 import { OIDS, attribute, bulk, encode, parse, sequence, signedData, signerInfo, tagged } from '../test/support/cms-rewrite.js';
 import { plainPdf, signPdf } from '../test/support/pdf-signing.js';
-import { log } from './support.js';
+import { log, appendResult } from './support.js';
 
 interface Options {
   seconds: number;
@@ -188,8 +188,8 @@ export async function benchP7m(argv: string[]): Promise<void> {
         `long-term envelope (${longTerm.length} bytes: the 1 MB envelope, a 3 MB CRL twice, an archive timestamp): verifier ${per(figures.lta).toFixed(0)}/s | raw hash + verify (as above) ${base.toFixed(0)}/s | verifier/raw ${(figures.lta / figures.raw).toFixed(2)}`,
       ];
       for (const l of lines) process.stdout.write(`${l}\n`);
-      appendFileSync(
-        'bench/README.md',
+      appendResult(
+    'p7m',
         `\n### p7m, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.rounds} alternating rounds of ${opts.seconds} s.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
       );
     } finally {

@@ -14,7 +14,7 @@
 // - latency: one upload at a time, upload finished → terminal status, p50 and p99, with
 //   radosgw's events pushed to the web process, and with the polling watch alone.
 // - memory: the worker's peak RSS after the 1 MB files and after a file of MAX_UPLOAD_BYTES.
-// Prints the figures and appends them, dated, to bench/README.md.
+// Prints the figures and appends them, dated, to bench/results/scan.md.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { appendFileSync } from 'node:fs';
@@ -31,7 +31,7 @@ import { configureUploadEvents } from '../src/files/storage-events.setup.js';
 import { migrate } from '../src/shared/db/migrator.js';
 import { createLogger } from '../src/shared/logger.js';
 import { createStorage } from '../src/shared/storage.js';
-import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer, watchRss } from './support.js';
+import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer, watchRss, appendResult } from './support.js';
 
 const MB = 1024 * 1024;
 const TERMINAL = new Set(['Clean', 'Infected', 'Error', 'Signed']);
@@ -279,8 +279,8 @@ export async function benchScan(argv: string[]): Promise<void> {
     storage.client.destroy();
     await pool.end();
   }
-  appendFileSync(
-    'bench/README.md',
+  appendResult(
+    'scan',
     `\n### scan, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, SCAN_CONCURRENCY 2, clamd ${config.CLAMD_PORT ? 'over TCP' : 'over its socket'}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
   );
   if (started.length) await down('bench', started);

@@ -4,16 +4,15 @@
 // the client (this process), on the bench profile's radosgw: N objects of M MB, two requests
 // at a time, for PUT, HEAD, GET of that version (drained), ListObjectVersions (the scan's prune
 // of other versions) and DeleteObject of a version. It explains the scan bench's gap to raw
-// (see bench/README.md): the raw baseline makes one GET a file; the pipeline a HEAD, a GET and
+// (see docs/benchmarks.md): the raw baseline makes one GET a file; the pipeline a HEAD, a GET and
 // a list.
-import { appendFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { parseConfig } from '../config/index.js';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { down, up } from '../scripts/services/index.js';
 import { createStorage } from '../src/shared/storage.js';
-import { cpuSeconds, processCpuSeconds } from './support.js';
+import { cpuSeconds, processCpuSeconds, appendResult } from './support.js';
 
 export async function benchStore(argv: string[]): Promise<void> {
   let mb = 1;
@@ -60,8 +59,8 @@ export async function benchStore(argv: string[]): Promise<void> {
   } finally {
     storage.client.destroy();
   }
-  appendFileSync(
-    'bench/README.md',
+  appendResult(
+    'store',
     `\n### store, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${count} objects of ${mb} MB, two requests at a time.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
   );
   if (started.length) await down('bench', started);

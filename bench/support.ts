@@ -1,7 +1,7 @@
 // What the benchmarks share: logging, compiled processes started as the Procfile starts them,
 // their peak memory, API keys made straight in the database, and autocannon rounds' figures.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
@@ -15,6 +15,12 @@ import { createLogger } from '../src/shared/logger.js';
 export const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 
 /** The node flags of a Procfile process, so that the bench runs the API as production does. */
+/** Appends a run's figures (dated Markdown) to its log, bench/results/<bench>.md; docs/benchmarks.md quotes the latest. */
+export function appendResult(bench: string, text: string): void {
+  mkdirSync('bench/results', { recursive: true });
+  appendFileSync(`bench/results/${bench}.md`, text);
+}
+
 export function procfileFlags(kind: 'web' | 'worker'): string[] {
   const line =
     readFileSync('Procfile', 'utf8')

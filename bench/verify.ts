@@ -11,9 +11,8 @@
 // With --webhook, the organization has a webhook endpoint for the run, so that each verification
 // also writes its guarantee.verified event and delivery and queues it in Redis (no worker runs:
 // the deliveries' cost is the worker's, elsewhere). Without it, the organization has none.
-// Appends the figures, dated, to bench/README.md.
+// Appends the figures, dated, to bench/results/verify.md.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import autocannon from 'autocannon';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
@@ -23,7 +22,7 @@ import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
 import { databaseName } from '../scripts/services/mariadb.js';
 import { BIG, BIG_ORG_NAME, prepareDatabase, sampleIds } from './api.js';
-import { cpuSeconds, figureOf, idleCpuSeconds, log, median, newKey, procfileFlags, processCpuSeconds, startServer } from './support.js';
+import { cpuSeconds, figureOf, idleCpuSeconds, log, median, newKey, procfileFlags, processCpuSeconds, startServer, appendResult } from './support.js';
 
 interface Options {
   duration: number;
@@ -259,8 +258,8 @@ export async function benchVerify(argv: string[]): Promise<void> {
     app.kill('SIGTERM');
     await exited;
   }
-  appendFileSync(
-    'bench/README.md',
+  appendResult(
+    'verify',
     `\n### verify, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per figure in ${opts.rounds} alternating rounds; ${BIG.toLocaleString('en')} guarantees in ${BIG_ORG_NAME}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
   );
   if (started.length) await down('bench', started);

@@ -14,7 +14,7 @@
 //   by default; 0: none), which measures the delivery path at a load that does not depend on
 //   how fast creates are.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { cpus } from 'node:os';
 import { Queue } from 'bullmq';
@@ -28,7 +28,7 @@ import { down, up } from '../scripts/services/index.js';
 import { migrate } from '../src/shared/db/migrator.js';
 import { firstAttemptsKey } from '../src/webhooks/webhook.jobs.js';
 import { createLogger } from '../src/shared/logger.js';
-import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer } from './support.js';
+import { cpuDelta, cpuSeconds, log, newKey, procfileFlags, startServer, appendResult } from './support.js';
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -310,8 +310,8 @@ export async function benchWebhooks(argv: string[]): Promise<void> {
     receiver.close();
     await db.end();
   }
-  appendFileSync(
-    'bench/README.md',
+  appendResult(
+    'webhooks',
     `\n### webhooks, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
   );
   if (started.length) await down('bench', started);

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject } from 'zod-openapi';
 import { FILE_STATUSES } from './files/file.repository.js';
+import { EVENT_TYPES } from './shared/events/outbox.js';
 import { amendmentProof, notarizationProof, pendingAmendmentProof, pendingProof } from './notarization/proof.js';
 import { auditPage, auditQuery } from './audit/audit.schemas.js';
 import { authorityGuaranteeView, authorityList, authorityListQuery, createAuthorityAct, takeCharge } from './authorities/authority.schemas.js';
@@ -156,7 +157,7 @@ const paths: ZodOpenApiPathsObject = {
   },
   '/api/v2/files/{uuid}': {
     get: {
-      summary: 'Everything known about an uploaded file (beyond the seed)',
+      summary: 'Everything known about an uploaded file',
       description:
         "Status and why it is Error; size and SHA-256 of the bytes scanned and kept; the threat found; the antivirus engine and database that judged it; and, for public v2 documents, the signature verdict (.p7m, .tsd, .m7m, signed PDF) with each signer's checks (digest, signature, timestamp, certificate validity at signing time, chain to SIGNATURE_TRUST_STORE or an imported EU trusted list, qualified or not) and counter-signers. Revocation (OCSP/CRL) is not checked.",
       tags: ['Uploads'],
@@ -174,7 +175,7 @@ const paths: ZodOpenApiPathsObject = {
   '/api/v2/guarantees/{id}': { get: getOperation(2) },
   '/api/v2/guarantees/{id}/proof': {
     get: {
-      summary: "The record's notarization proof (beyond the seed)",
+      summary: "The record's notarization proof",
       description:
         "Once the record is COMPLETE: its digest (SHA-256 of the RFC 8785 JSON of a documented projection of the v2 record), the Merkle path from the digest to its batch's root, the root, and the anchor that holds the root (kind, txHash, anchored time; for the embedded ledger, the entry itself). Check it offline with `cli verify`, or by hand as the README explains. Before that: notarizationStatus PENDING, with the reason when the record will never be notarized (a doc ended Infected or Error).",
       tags: ['Guarantees'],
@@ -248,7 +249,7 @@ const paths: ZodOpenApiPathsObject = {
   },
   '/api/v2/audit': {
     get: {
-      summary: "The organization's audit trail (beyond the seed)",
+      summary: "The organization's audit trail",
       description:
         "Every change the organization made through the API, one row each, written in the same transaction as the change, oldest first by seq (1, 2, 3... without gaps), hash-chained: each row's hash covers its fields and the previous row's hash (README \"Audit\"). Page with since = the previous answer's next.",
       tags: ['Audit'],
@@ -284,7 +285,7 @@ const paths: ZodOpenApiPathsObject = {
     post: {
       summary: 'Register a webhook',
       description:
-        'Events (guarantee.created, guarantee.amended, guarantee.amendment_notarized, guarantee.expired, guarantee.claim_overdue, file.status.changed, guarantee.notarized, guarantee.notarization_blocked, guarantee.verified) are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization.',
+        'Events (' + EVENT_TYPES.join(', ') + ') are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization. Each event\'s data: docs/api.md, "Webhooks".',
       tags: ['Webhooks'],
       requestBody: { required: true, content: { 'application/json': { schema: registerWebhook } } },
       responses: {
@@ -300,7 +301,7 @@ const paths: ZodOpenApiPathsObject = {
   },
   '/api/v1/webhooks/{id}': {
     get: {
-      summary: 'One webhook (beyond the seed)',
+      summary: 'One webhook',
       tags: ['Webhooks'],
       requestParams: { path: webhookIdParam },
       responses: {
@@ -310,7 +311,7 @@ const paths: ZodOpenApiPathsObject = {
       },
     },
     delete: {
-      summary: 'Delete a webhook (beyond the seed)',
+      summary: 'Delete a webhook',
       description: 'Its pending deliveries and its attempts go with it.',
       tags: ['Webhooks'],
       requestParams: { path: webhookIdParam },
@@ -319,7 +320,7 @@ const paths: ZodOpenApiPathsObject = {
   },
   '/api/v1/webhooks/{id}/rotate-secret': {
     post: {
-      summary: "Rotate a webhook's secret (beyond the seed)",
+      summary: "Rotate a webhook's secret",
       description:
         'A new secret signs from now on; the previous one also signs (a second signature in webhook-signature) until previousSecretValidUntil (WEBHOOK_SECRET_GRACE_SECONDS, a day by default).',
       tags: ['Webhooks'],
@@ -333,7 +334,7 @@ const paths: ZodOpenApiPathsObject = {
   },
   '/api/v1/webhooks/{id}/enable': {
     post: {
-      summary: 'Re-enable a disabled webhook (beyond the seed)',
+      summary: 'Re-enable a disabled webhook',
       description: 'Deliveries missed while disabled are kept as failed: replay them with `since`.',
       tags: ['Webhooks'],
       requestParams: { path: webhookIdParam },
@@ -346,7 +347,7 @@ const paths: ZodOpenApiPathsObject = {
   },
   '/api/v1/webhooks/{id}/attempts': {
     get: {
-      summary: 'Delivery attempts to a webhook, newest first (beyond the seed)',
+      summary: 'Delivery attempts to a webhook, newest first',
       tags: ['Webhooks'],
       requestParams: { path: webhookIdParam, query: attemptsQuery },
       responses: {
@@ -359,7 +360,7 @@ const paths: ZodOpenApiPathsObject = {
   },
   '/api/v1/webhooks/{id}/replay': {
     post: {
-      summary: 'Replay an event, or every failed delivery since a time (beyond the seed)',
+      summary: 'Replay an event, or every failed delivery since a time',
       description: 'The deliveries are queued again with the same webhook-id (receivers can deduplicate on it).',
       tags: ['Webhooks'],
       requestParams: { path: webhookIdParam },

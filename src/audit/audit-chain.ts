@@ -1,4 +1,4 @@
-// The audit trail's rows and their hash chain (CONTRACT "Records: ... audit", README "Audit").
+// The audit trail's rows and their hash chain (docs/api.md "Audit").
 // Each organization's changes are one chain, the changes no organization owns (the CLI's,
 // Bull Board's) another, 'system': row n's hash covers its fields and row n - 1's hash, so a row
 // changed, removed or moved breaks every hash after it. The same hash is computed in SQL (a

@@ -1,4 +1,4 @@
-// The audit trail on the wire (CONTRACT "Records: ... audit"): GET /api/v2/audit's query and answer.
+// The audit trail on the wire (docs/api.md "Audit"): GET /api/v2/audit's query and answer.
 import { z } from 'zod';
 import { asInteger, positiveInt } from '../shared/validation.js';
 

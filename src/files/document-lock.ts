@@ -1,4 +1,4 @@
-// Documents kept for the legal keeping period (CONTRACT "Records", issue 17): every document
+// Documents kept for the legal keeping period (docs/operations.md "Records", issue 17): every document
 // version attached to a guarantee or an amendment, once judged fit (Clean or Signed), is put
 // under S3 Object Lock in COMPLIANCE mode until DOCUMENT_RETENTION_YEARS after it was attached
 // or judged, whichever is later. In COMPLIANCE mode no one, the bucket's owner and this

@@ -1,4 +1,4 @@
-// Endpoints 6, 7 and 8 of the seed (upload URLs, file status) and the extended file view.
+// The specified endpoints 6, 7 and 8 (upload URLs, file status) and the extended file view.
 // Thin: parse, call the service, answer.
 import type { Router } from '@koa/router';
 import { actorOf, orgIdOf, type AuthState } from '../orgs/auth.middleware.js';
@@ -18,7 +18,7 @@ export function registerFileRoutes(router: Router<AuthState>, service: FileServi
     ctx.body = await service.issueUploadUrl(orgIdOf(ctx.state), { ...input, api: 2 }, actorOf(ctx.state));
   });
 
-  // Endpoint 8. The body is a JSON string ("Clean"); the seed's 400 is a missing file key.
+  // Endpoint 8. The body is a JSON string ("Clean"); the specified 400 is a missing file key.
   router.get('/api/v2/file-status', () => {
     throw new ValidationError('The file key or UUID is missing: GET /api/v2/file-status/{uuid}.', [{ pointer: '#/path/uuid', detail: 'is missing' }]);
   });
@@ -28,7 +28,7 @@ export function registerFileRoutes(router: Router<AuthState>, service: FileServi
     ctx.body = JSON.stringify(status);
   });
 
-  // Beyond the seed: everything known about a file, for humans (status, checksum, threat, signature).
+  // everything known about a file, for humans (status, checksum, threat, signature).
   router.get('/api/v2/files/:uuid', async (ctx) => {
     ctx.body = await service.view(orgIdOf(ctx.state), ctx.params.uuid ?? '');
   });

@@ -1,4 +1,4 @@
-// The amendments endpoints (CONTRACT "Lifecycle"): record one, list them a page at a time, and
+// The amendments endpoints (docs/api.md "A guarantee's life"): record one, list them a page at a time, and
 // the state they fold to. Thin: parse, call the service, answer.
 import type { Router } from '@koa/router';
 import { readJsonObject } from '../shared/http/body.js';

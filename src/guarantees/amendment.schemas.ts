@@ -1,4 +1,4 @@
-// Request and response schemas of the amendments endpoints (CONTRACT "Lifecycle"). One object
+// Request and response schemas of the amendments endpoints (docs/api.md "A guarantee's life"). One object
 // per type, each with its own fields only: a field of another type is a 400, as is a missing
 // or malformed one. What depends on the guarantee's state (a later expiry, a lower amount, an
 // open claim) is the service's, a 409.

@@ -1,4 +1,4 @@
-// A guarantee's life after its registration (CONTRACT "Lifecycle: amendments, releases,
+// A guarantee's life after its registration (docs/api.md "A guarantee's life": amendments, releases,
 // claims"): the amendments, what each may do given the state before it, and the state folded
 // from them. Pure: the service reads and writes, this decides.
 import type { NewDoc } from './guarantee.types.js';
@@ -158,7 +158,7 @@ const cents = (n: number) => Math.round(n * 100);
 
 /**
  * Whether `a`, an issuer's amendment, would reduce the cover of the authority that took charge
- * of the guarantee: then it waits for the authority's consent (CONTRACT "Consent"). A
+ * of the guarantee: then it waits for the authority's consent (docs/authorities.md "Consent"). A
  * guarantee no authority took charge of keeps the issuer's word alone.
  */
 export function needsConsent(f: Folded, a: Pick<NewAmendment, 'type' | 'garantedAmount'>, by: Pick<Recorded, 'actor'>): boolean {

@@ -1,4 +1,4 @@
-// Endpoints 1–5 of the seed, plus GET /api/v2/guarantees/{ID}. Thin: parse, call the
+// The specified endpoints 1–5, plus GET /api/v2/guarantees/{ID}. Thin: parse, call the
 // service, answer.
 import type { Router } from '@koa/router';
 import { readJsonObject } from '../shared/http/body.js';

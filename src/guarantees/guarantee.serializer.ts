@@ -1,6 +1,6 @@
 // The v1 and v2 wire shapes of one record set. Nullable fields without a value are null;
-// fields the seed does not mark nullable are left out when they have no value. Objects are
-// built by assignment, in the seed's field order: this runs for every row of every list.
+// fields the specified API does not mark nullable are left out when they have no value. Objects are
+// built by assignment, in the specified field order: this runs for every row of every list.
 import type { GuaranteeV1, GuaranteeV2 } from './guarantee.schemas.js';
 import type { DocRecord, GuaranteeRecord } from './guarantee.types.js';
 
@@ -51,7 +51,7 @@ function serialize(g: GuaranteeRecord, v2: boolean): GuaranteeV2 {
     id: g.id,
     orgId: g.orgId,
   };
-  // v2 says why a record stays PENDING for ever (CONTRACT "Notarization").
+  // v2 says why a record stays PENDING for ever (docs/api.md "Notarization and proofs").
   if (v2 && g.notarizationReason !== null) out.notarizationReason = g.notarizationReason;
   return out;
 }

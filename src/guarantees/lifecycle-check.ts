@@ -1,4 +1,4 @@
-// The lifecycle check (CONTRACT "Lifecycle"): a periodic job (LIFECYCLE_CHECK_EVERY_MS, daily
+// The lifecycle check (docs/api.md "A guarantee's life"): a periodic job (LIFECYCLE_CHECK_EVERY_MS, daily
 // by default) tells what a guarantee's state showed, as recorded at each instant, since the
 // check first ran: `guarantee.expired` once when its cover lapsed (the state turned EXPIRED:
 // its expiry passed without automatic renewal, no claim open, not released or cancelled; or

@@ -14,7 +14,7 @@
 //      `guarantee.notarized`, in one transaction. Repeated while full batches remain.
 //      The room a batch has left takes amendments, each a link of its guarantee's chain: its
 //      digest covers its canonical form, its guarantee's sealed digest and the previous
-//      amendment's digest (CONTRACT "Lifecycle"). An amendment follows its guarantee (it
+//      amendment's digest (docs/api.md "A guarantee's life"). An amendment follows its guarantee (it
 //      waits until the guarantee is sealed) and the one before it (in the same batch or an
 //      earlier one); one whose doc ended Infected or Error, or whose guarantee is blocked,
 //      is blocked for ever, the first keeping its digest as the next one's link.

@@ -1,5 +1,5 @@
 // The public verification's request and answer, and the issuer's view of its guarantee's
-// verification (CONTRACT.md "Public verification (beneficiaries)").
+// verification (docs/authorities.md).
 import { z } from 'zod';
 import { amendmentView, stateView } from '../guarantees/amendment.schemas.js';
 import { guaranteeV2 } from '../guarantees/guarantee.schemas.js';

@@ -1,4 +1,4 @@
-// Endpoints 9 and 10 of the seed (list and register webhooks) and, beyond the seed, one
+// The specified endpoints 9 and 10 (list and register webhooks) and, beyond them, one
 // endpoint's view, removal, secret rotation, re-enabling, delivery attempts and replays.
 import type { Router } from '@koa/router';
 import { actorOf, orgIdOf, type AuthState } from '../orgs/auth.middleware.js';

@@ -1,5 +1,5 @@
 // Request and response schemas of the webhook endpoints (seed 9 and 10, and the management
-// endpoints beyond the seed).
+// the other endpoints).
 import { z } from 'zod';
 import { dateTime, pagingQuery } from '../shared/validation.js';
 

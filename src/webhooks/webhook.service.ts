@@ -16,7 +16,7 @@ import type { WebhookView } from './webhook.schemas.js';
 import type { AuditRepository } from '../audit/audit.repository.js';
 import type { ApiActor } from '../orgs/auth.middleware.js';
 
-/** At most this many webhook endpoints per organization (CONTRACT.md). */
+/** At most this many webhook endpoints per organization (docs/api.md). */
 export const MAX_WEBHOOKS_PER_ORG = 20;
 
 export interface WebhookSettings {

@@ -1,4 +1,4 @@
-// Amendments notarized in a chain (CONTRACT "Lifecycle", issue 16 part 3): each amendment's
+// Amendments notarized in a chain (docs/api.md "A guarantee's life", issue 16 part 3): each amendment's
 // digest covers its canonical form, its guarantee's digest and the previous amendment's digest,
 // sealed in the same batches as records; its proof from GET .../amendments/{seq}/proof; a
 // single amendment or the whole history checked by `cli verify`; any amendment changed,

@@ -1,4 +1,4 @@
-// A guarantee's life through the API (CONTRACT "Lifecycle"): amendments recorded with a dense
+// A guarantee's life through the API (docs/api.md "A guarantee's life"): amendments recorded with a dense
 // seq, each rule's 409 changing nothing, 400s, other organizations' 404s, races, the state,
 // and the guarantee.amended event in the outbox; the amendments a page at a time, and the fold
 // kept with them (guarantee_folds: what recording one reads, however long the history, healed

@@ -1,4 +1,4 @@
-// Documents kept for the legal keeping period (issue 17 part 1, CONTRACT "Records"): every
+// Documents kept for the legal keeping period (issue 17 part 1, docs/operations.md "Records"): every
 // document version attached to a guarantee or an amendment, once judged fit, is kept by the
 // store under S3 Object Lock (COMPLIANCE) until DOCUMENT_RETENTION_YEARS after it was attached
 // or judged, whichever is later; the store itself then refuses to delete it, to this service's

@@ -80,7 +80,7 @@ describe('operations endpoints', () => {
       .sort();
     // Served, and not API operations: the document itself, the docs page and its assets, the
     // verification page's script and styles, and the store's upload events (an internal hook
-    // authenticated by its path), and the seed's 400 for a file-status without a key.
+    // authenticated by its path), and the specified 400 for a file-status without a key.
     const undocumented = [
       /^get \/openapi\.json$/,
       /^get \/docs(\/|$)/,

@@ -1,4 +1,4 @@
-// Public verification (CONTRACT.md "Public verification (beneficiaries)"), through the API
+// Public verification (docs/authorities.md), through the API
 // against the real MariaDB: matches and what they carry, the signed receipt and the JWKS,
 // one answer for every kind of miss, malformed requests, the per-address limit, the issuer's
 // view with its QR codes, counts and events.

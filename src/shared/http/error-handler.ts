@@ -58,7 +58,7 @@ export function wantsProblem(ctx: Context): boolean {
   return (ctx.get('Accept') || '').toLowerCase().includes(PROBLEM_JSON);
 }
 
-/** Answers `status` with the seed's empty body, or a problem document when the client asks. */
+/** Answers `status` with an empty body (the API as specified), or a problem document when the client asks. */
 export function respondError(ctx: Context, err: AppError): void {
   if (err instanceof RateLimitedError) ctx.set('Retry-After', String(err.retryAfterSeconds));
   if (err.status === 503) ctx.set('Retry-After', '5');

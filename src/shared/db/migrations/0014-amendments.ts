@@ -1,5 +1,5 @@
 // Amendments (issue 16), owned by guarantees: what happens to a guarantee after its
-// registration, as an append-only chain per guarantee (CONTRACT "Lifecycle"). The registration
+// registration, as an append-only chain per guarantee (docs/api.md "A guarantee's life"). The registration
 // row never changes; the current state is folded from its amendments.
 // - seq: 1, 2, 3... per guarantee, dense (the writer holds the guarantee's row lock; the
 //   unique key is the backstop).

@@ -1,4 +1,4 @@
-// Amendments notarized in a chain (issue 16, CONTRACT "Lifecycle"): each amendment's digest
+// Amendments notarized in a chain (issue 16, docs/api.md "A guarantee's life"): each amendment's digest
 // covers its canonical form, its guarantee's digest and the previous amendment's digest, and
 // joins the same batches as records.
 // - guarantee_amendments gets where it stands (notary_state: waiting → batched → done, or

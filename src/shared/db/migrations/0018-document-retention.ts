@@ -1,4 +1,4 @@
-// Documents kept for the legal keeping period (issue 17, CONTRACT "Records"): each document
+// Documents kept for the legal keeping period (issue 17, docs/operations.md "Records"): each document
 // version attached to a guarantee or an amendment is put under S3 Object Lock (COMPLIANCE)
 // until DOCUMENT_RETENTION_YEARS after it was attached or judged, whichever is later.
 // - files.attached_at: when the file was last named by a guarantee or an amendment, written

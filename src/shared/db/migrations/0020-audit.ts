@@ -1,4 +1,4 @@
-// The audit trail (issue 17, CONTRACT "Records: ... audit"): one append-only, hash-chained row
+// The audit trail (issue 17, docs/api.md "Audit"): one append-only, hash-chained row
 // per change made through the API, the CLI or Bull Board (src/audit/audit-chain.ts).
 // - audit_log: the rows, by chain (an organization's id, or 'system') and seq (1, 2, 3... per
 //   chain, dense); never updated, never deleted by the service.
