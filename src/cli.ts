@@ -1,11 +1,12 @@
 // Administration CLI (`npm run -s cli -- ...` in development, `node dist/src/cli.js ...` in
 // production). What a script needs goes alone on stdout, one value a line; messages go to stderr.
 //
-//   org create <name> [--vat V] [--register R]   prints the new organization's id; V and R are
-//                          its public identifiers, shown to whoever verifies its guarantees
+//   org create <name> [--vat V [--allow-shared-vat]] [--register R]   prints the new organization's id; V and R are
+//                          its public identifiers, shown to whoever verifies its guarantees; a VAT number another
+//                          organization has is refused, naming it, unless --allow-shared-vat (a group of companies shares one)
 //   org create <name> --kind authority --fiscal-code F [--ausa A] [--ipa I]   a contracting
 //                          authority: its keys reach only the authorities' API
-//   org set <orgId> [--name N] [--vat V] [--register R] [--ausa A] [--ipa I]   changes them (the operator only: no API route does)
+//   org set <orgId> [--name N] [--vat V [--allow-shared-vat]] [--register R] [--ausa A] [--ipa I]   changes them (the operator only: no API route does)
 //   authority add-user <orgId> <fiscal code>   binds a person (the fiscal code their identity
 //                          provider vouches for, SPID or CIE) to the authority: they may sign in to /authority
 //   authority remove-user <orgId> <fiscal code>, authority users <orgId>
@@ -37,7 +38,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { getConfig, type Config } from '../config/index.js';
 import { cliServices, openCore, type Core } from './composition.js';
-import type { OrgService } from './orgs/org.service.js';
+import { namedOrg, type OrgService, type OrgWithVat } from './orgs/org.service.js';
 import type { Organization } from './orgs/org.repository.js';
 import { verifyCommand } from './notarization/verify.command.js';
 import { witnessCommand } from './log/witness/witness.command.js';
@@ -61,9 +62,10 @@ import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import { logBucketOf } from './log/tile-store.js';
 
 const USAGE = `usage:
-  cli org create <name> [--vat <VAT number>] [--register <register entry>]
+  cli org create <name> [--vat <VAT number> [--allow-shared-vat]] [--register <register entry>]
   cli org create <name> --kind authority --fiscal-code <11 digits> [--ausa <codice AUSA>] [--ipa <IPA code>]
-  cli org set <orgId> [--name <name>] [--vat <VAT number>] [--register <register entry>] [--ausa <codice AUSA>] [--ipa <IPA code>]
+  cli org set <orgId> [--name <name>] [--vat <VAT number> [--allow-shared-vat]] [--register <register entry>] [--ausa <codice AUSA>] [--ipa <IPA code>]
+                             (--allow-shared-vat: another organization has the VAT number too, a group of companies)
   cli org show <orgId>       (its kind on standard output, its identity on standard error)
   cli authority add-user <orgId> <fiscal code>
   cli authority remove-user <orgId> <fiscal code>
@@ -88,11 +90,15 @@ const USAGE = `usage:
   cli verify <amendment.json> <amendment-proof.json> [--rpc URL] [--from ADDRESS]
   cli verify <file with {"guarantee", "proof", "amendments": [...], "amendmentProofs": [...]}> [--rpc URL] [--from ADDRESS]`;
 
-/** The options of `org create` and `org set`, each with a value. */
+/** The options of `org create` and `org set`, each with a value; and their one flag without, a VAT number that another organization has too. */
 const CREATE_OPTIONS = ['--vat', '--register', '--kind', '--fiscal-code', '--ausa', '--ipa'];
 const SET_OPTIONS = ['--vat', '--register', '--name', '--ausa', '--ipa'];
+const SHARED_VAT = '--allow-shared-vat';
 
-const say = (message: string) => process.stderr.write(`${message}\n`);
+const toStderr = (message: string) => void process.stderr.write(`${message}\n`);
+/** Where the commands' messages go: stderr, or a caller's sink while runCli runs for it (npm start keeps them for its log). */
+let sink: (message: string) => void = toStderr;
+const say = (message: string) => sink(message);
 
 /** An error the operator may read (a refused input, an unknown id): said, exit code 1; any other is thrown. */
 function exitOnExposed(err: unknown): number {
@@ -136,7 +142,17 @@ async function resealSecrets(core: Core): Promise<number> {
   return resealed + keys + receiptKeys;
 }
 
-export async function runCli(argv: string[]): Promise<number> {
+export async function runCli(argv: string[], opts: { say?: (message: string) => void } = {}): Promise<number> {
+  if (!opts.say) return command(argv);
+  sink = opts.say;
+  try {
+    return await command(argv);
+  } finally {
+    sink = toStderr;
+  }
+}
+
+async function command(argv: string[]): Promise<number> {
   const [noun, verb, arg] = argv;
   // A witness is anyone's: it needs none of the registry's settings.
   if (noun === 'witness') return witnessCommand(argv.slice(1), say, USAGE);
@@ -283,11 +299,17 @@ export async function runCli(argv: string[]): Promise<number> {
       return 0;
     }).catch(exitOnExposed);
   }
-  // Options after the positional arguments, each with a value.
+  // Options after the positional arguments, each with a value (but --allow-shared-vat).
   const options = new Map<string, string>();
   const allowed = verb === 'create' ? CREATE_OPTIONS : SET_OPTIONS;
+  let allowSharedVat = false;
   for (let i = 3; i < argv.length; i += 2) {
     const [flag, value] = [argv[i] ?? '', argv[i + 1]];
+    if (flag === SHARED_VAT && !allowSharedVat && noun === 'org' && (verb === 'create' || verb === 'set')) {
+      allowSharedVat = true;
+      i--;
+      continue;
+    }
     if (!allowed.includes(flag) || value === undefined || options.has(flag) || noun !== 'org') {
       say(USAGE);
       return 2;
@@ -302,8 +324,12 @@ export async function runCli(argv: string[]): Promise<number> {
   return withOrganizations(config, async (orgs) => {
     const given = (flag: string, as: string) => (options.has(flag) ? { [as]: options.get(flag) as string } : {});
     const described = (o: Organization) =>
-      `${o.kind === 'authority' ? 'authority' : 'organization'} "${o.name}"${o.vatNumber ? `, VAT ${o.vatNumber}` : ''}${o.register ? `, ${o.register}` : ''}` +
-      `${o.fiscalCode ? `, fiscal code ${o.fiscalCode}` : ''}${o.ausa ? `, AUSA ${o.ausa}` : ''}${o.ipa ? `, IPA ${o.ipa}` : ''}`;
+      `${o.kind === 'authority' ? 'authority' : 'organization'} "${o.name}"${o.vatNumber ? `, VAT ${o.vatNumber}${o.vatShared ? ' (shared)' : ''}` : ''}` +
+      `${o.register ? `, ${o.register}` : ''}${o.fiscalCode ? `, fiscal code ${o.fiscalCode}` : ''}${o.ausa ? `, AUSA ${o.ausa}` : ''}${o.ipa ? `, IPA ${o.ipa}` : ''}`;
+    // Whoever else has the VAT number (--allow-shared-vat, or the organization's own given again).
+    const sharing = (o: OrgWithVat) => {
+      if (o.vatSharedWith.length) say(`its VAT number ${o.vatNumber} is shared with organization ${o.vatSharedWith.map(namedOrg).join(', ')}`);
+    };
     if (noun === 'org' && verb === 'create') {
       const org = await orgs.createOrganization(
         arg,
@@ -314,18 +340,28 @@ export async function runCli(argv: string[]): Promise<number> {
           ...given('--fiscal-code', 'fiscalCode'),
           ...given('--ausa', 'ausa'),
           ...given('--ipa', 'ipa'),
+          ...(allowSharedVat && { allowSharedVat }),
         },
         CLI,
       );
       say(`created ${described(org)}`);
+      sharing(org);
       process.stdout.write(`${org.id}\n`);
     } else if (noun === 'org' && verb === 'set') {
       const org = await orgs.setPublicIdentity(
         arg,
-        { ...given('--name', 'name'), ...given('--vat', 'vat'), ...given('--register', 'register'), ...given('--ausa', 'ausa'), ...given('--ipa', 'ipa') },
+        {
+          ...given('--name', 'name'),
+          ...given('--vat', 'vat'),
+          ...given('--register', 'register'),
+          ...given('--ausa', 'ausa'),
+          ...given('--ipa', 'ipa'),
+          ...(allowSharedVat && { allowSharedVat }),
+        },
         CLI,
       );
       say(`organization ${org.id} is now ${described(org)}`);
+      sharing(org);
     } else if (noun === 'org' && verb === 'show') {
       const org = await orgs.find(arg);
       if (!org) throw new NotFoundError(`No organization ${arg}.`);

@@ -212,9 +212,8 @@ export const s3: LocalService = {
   async stop(ctx) {
     const p = paths(ctx);
     // Reverse order of start: the gateway, then the OSD, then the monitor.
-    await stopDaemon('radosgw', p.pid('rgw'));
-    await stopDaemon('ceph-osd', p.pid('osd'));
-    await stopDaemon('ceph-mon', p.pid('mon'));
+    const pids = [await stopDaemon('radosgw', p.pid('rgw')), await stopDaemon('ceph-osd', p.pid('osd')), await stopDaemon('ceph-mon', p.pid('mon'))];
+    return pids.filter((pid) => pid !== undefined);
   },
   env: storageSettings,
 };

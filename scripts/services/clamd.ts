@@ -61,7 +61,8 @@ export const clamd: LocalService = {
     await waitFor('clamd', () => this.isUp(ctx), 120_000, join(dir, 'clamd.log'));
   },
   async stop(ctx) {
-    await stopDaemon('clamd', join(dirOf(ctx), 'daemon.pid'));
+    const pid = await stopDaemon('clamd', join(dirOf(ctx), 'daemon.pid'));
+    return pid === undefined ? [] : [pid];
   },
   env(ctx) {
     return { CLAMD_HOST: '127.0.0.1', CLAMD_PORT: String(ctx.ports.clamd) };

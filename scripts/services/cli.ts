@@ -3,8 +3,10 @@
 // need on these servers, the profile's own settings (ENCRYPTION_KEY, the admin password...)
 // included: enough to run the Procfile's compiled processes by hand (`eval "$(npm run -s
 // services -- up)"`, then `node dist/src/server.js`, `node dist/workers/index.js`).
+// `down` says on stderr, one line a service, what it stopped (its pid) or that it was not running.
 import { localAppEnv } from '../local-env.js';
 import { ALL, PROFILES, down, status, up, type Profile, type ServiceName } from './index.js';
+import { log } from './process.js';
 
 function parse(argv: string[]): { command: string; profile: Profile; only?: ServiceName[] } {
   const [command = 'status', ...rest] = argv;
@@ -33,7 +35,10 @@ try {
     const { env } = await up(profile, only);
     for (const [k, v] of Object.entries({ ...localAppEnv(profile), ...env })) process.stdout.write(`export ${k}='${v}'\n`);
   } else if (command === 'down') {
-    await down(profile, only);
+    // One line a service, on stderr: what it stopped, or that it was not running.
+    for (const { name, pids } of await down(profile, only)) {
+      log(pids.length ? `stopped ${name} (pid${pids.length > 1 ? 's' : ''} ${pids.join(', ')})` : `${name} was not running`);
+    }
   } else {
     for (const [name, state] of Object.entries(await status(profile))) process.stdout.write(`${name}\t${state}\n`);
   }

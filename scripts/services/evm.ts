@@ -55,7 +55,8 @@ export const evm: LocalService = {
     await waitFor('evm', () => this.isUp(ctx), 30_000, join(dir, 'hardhat.log'));
   },
   async stop(ctx) {
-    await stopDaemon('evm', join(dirOf(ctx), 'daemon.pid'));
+    const pid = await stopDaemon('evm', join(dirOf(ctx), 'daemon.pid'));
+    return pid === undefined ? [] : [pid];
   },
   env(ctx) {
     return { EVM_RPC_URL: `http://127.0.0.1:${ctx.ports.evm}`, EVM_CHAIN_ID: '31337' };

@@ -20,8 +20,13 @@ export type ServiceName = LocalService['name'];
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * Where a profile's servers keep their data, pid files included: .data/<profile>, or
+ * $SERVICES_DATA_DIR/<profile> (a test's throwaway directory: a `down` there stops nothing of
+ * .data's servers). The ports are the profile's all the same.
+ */
 export function context(profile: Profile): ServiceContext {
-  return { profile, root, dataDir: join(root, '.data', profile), ports: PORTS[profile] };
+  return { profile, root, dataDir: join(process.env.SERVICES_DATA_DIR || join(root, '.data'), profile), ports: PORTS[profile] };
 }
 
 /**
@@ -78,10 +83,15 @@ export async function up(profile: Profile, only?: readonly ServiceName[], all: r
   return { env: Object.assign({}, ...services.map((s) => s.env(ctx))) as Record<string, string>, started };
 }
 
-export async function down(profile: Profile, only?: readonly ServiceName[], all: readonly LocalService[] = ALL): Promise<void> {
+/** Stops the profile's servers (those in `only`): each one's name and the pids of the daemons it stopped (none: it was not running). */
+export async function down(
+  profile: Profile,
+  only?: readonly ServiceName[],
+  all: readonly LocalService[] = ALL,
+): Promise<Array<{ name: ServiceName; pids: number[] }>> {
   const ctx = context(profile);
   // Not filtered by the environment: `down` stops what this project started, whatever points elsewhere now.
-  await Promise.all(all.filter((s) => !only || only.includes(s.name)).map((s) => s.stop(ctx)));
+  return Promise.all(all.filter((s) => !only || only.includes(s.name)).map(async (s) => ({ name: s.name, pids: await s.stop(ctx) })));
 }
 
 export async function status(profile: Profile): Promise<Record<ServiceName, 'up' | 'down' | 'external'>> {

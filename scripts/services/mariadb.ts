@@ -79,7 +79,8 @@ export const mariadb: LocalService = {
     );
   },
   async stop(ctx) {
-    await stopDaemon('mariadb', join(paths(ctx).dir, 'daemon.pid'), 30_000);
+    const pid = await stopDaemon('mariadb', join(paths(ctx).dir, 'daemon.pid'), 30_000);
+    return pid === undefined ? [] : [pid];
   },
   env(ctx) {
     return { DATABASE_URL: `mysql://${USER}:${PASSWORD}@127.0.0.1:${ctx.ports.mariadb}/${databaseName(ctx)}` };

@@ -56,7 +56,8 @@ export const oidc: LocalService = {
     await waitFor('oidc', () => this.isUp(ctx), 30_000, join(dir, 'provider.log'));
   },
   async stop(ctx) {
-    await stopDaemon('oidc', join(dirOf(ctx), 'daemon.pid'));
+    const pid = await stopDaemon('oidc', join(dirOf(ctx), 'daemon.pid'));
+    return pid === undefined ? [] : [pid];
   },
   env(ctx) {
     return { OIDC_ISSUER: issuerOf(ctx), OIDC_CLIENT_ID: LOCAL_CLIENT_ID, OIDC_CLIENT_SECRET: clientSecret(ctx) };

@@ -48,11 +48,12 @@ export function startDaemon(command: string, args: string[], opts: { logFile: st
   return child.pid;
 }
 
-export async function stopDaemon(name: string, pidFile: string, graceMs = 15_000): Promise<void> {
+/** Stops the daemon of `pidFile`: its pid, or undefined when it was not running. */
+export async function stopDaemon(name: string, pidFile: string, graceMs = 15_000): Promise<number | undefined> {
   const pid = readPid(pidFile);
   if (pid === undefined) {
     rmSync(pidFile, { force: true });
-    return;
+    return undefined;
   }
   process.kill(pid, 'SIGTERM');
   const deadline = Date.now() + graceMs;
@@ -63,6 +64,7 @@ export async function stopDaemon(name: string, pidFile: string, graceMs = 15_000
     while (isAlive(pid)) await sleep(50);
   }
   rmSync(pidFile, { force: true });
+  return pid;
 }
 
 export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, logFile?: string): Promise<void> {

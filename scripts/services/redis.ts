@@ -43,7 +43,8 @@ export const redis: LocalService = {
     await waitFor('redis', () => this.isUp(ctx), 20_000, join(dir, 'redis.log'));
   },
   async stop(ctx) {
-    await stopDaemon('redis', join(dirOf(ctx), 'daemon.pid'));
+    const pid = await stopDaemon('redis', join(dirOf(ctx), 'daemon.pid'));
+    return pid === undefined ? [] : [pid];
   },
   env(ctx) {
     return { REDIS_URL: `redis://127.0.0.1:${ctx.ports.redis}/0` };

@@ -23,7 +23,7 @@ export const PORTS: Record<Profile, Ports> = {
 
 export interface ServiceContext {
   profile: Profile;
-  /** `.data/<profile>` */
+  /** `.data/<profile>` (or `$SERVICES_DATA_DIR/<profile>`) */
   dataDir: string;
   ports: Ports;
   /** The project's root folder. */
@@ -52,7 +52,8 @@ export interface LocalService {
   install(): number | undefined;
   isUp(ctx: ServiceContext): Promise<boolean>;
   start(ctx: ServiceContext): Promise<void>;
-  stop(ctx: ServiceContext): Promise<void>;
+  /** Stops what runs: the pids of the daemons it stopped (none: it was not running). */
+  stop(ctx: ServiceContext): Promise<number[]>;
   /** The configuration the application needs to reach this local server. */
   env(ctx: ServiceContext): Record<string, string>;
 }

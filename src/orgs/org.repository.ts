@@ -1,7 +1,7 @@
 // Organizations and API keys in the database. Returns plain objects.
 import { v7 as uuidv7 } from 'uuid';
 import { AUDIT_SQL } from '../audit/audit.sql.js';
-import { execute, select, write, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
+import { ER_DUP_ENTRY, execute, mysqlErrno, select, write, type Sequelize, type Statement, type Transaction } from '../shared/db/sequelize.js';
 
 /** An issuer registers guarantees; an authority (a contracting authority, stazione appaltante) is their beneficiary. */
 export type OrgKind = 'issuer' | 'authority';
@@ -11,6 +11,8 @@ export interface Organization {
   name: string;
   kind: OrgKind;
   vatNumber: string | null;
+  /** The VAT number was given as shared with other organizations (a group of companies: `--allow-shared-vat`). */
+  vatShared: boolean;
   register: string | null;
   /** An authority's: its fiscal code (11 digits), codice AUSA and IPA code. */
   fiscalCode: string | null;
@@ -36,6 +38,7 @@ interface OrganizationRow {
   name: string;
   kind: OrgKind;
   vat_number: string | null;
+  vat_shared: number;
   register_entry: string | null;
   fiscal_code: string | null;
   ausa_code: string | null;
@@ -48,6 +51,7 @@ const toOrganization = (r: OrganizationRow): Organization => ({
   name: r.name,
   kind: r.kind,
   vatNumber: r.vat_number,
+  vatShared: Boolean(r.vat_shared),
   register: r.register_entry,
   fiscalCode: r.fiscal_code,
   ausa: r.ausa_code,
@@ -59,6 +63,8 @@ const toOrganization = (r: OrganizationRow): Organization => ({
 export interface OrgIdentity {
   kind?: OrgKind;
   vatNumber?: string;
+  /** vatNumber is shared with other organizations (the unique key on VAT numbers held as one's own lets it by). */
+  vatShared?: boolean;
   register?: string;
   fiscalCode?: string;
   ausa?: string;
@@ -139,6 +145,24 @@ export interface IssuerRow {
   org_register: string | null;
 }
 
+/** An organization that has a VAT number, as a refusal names it. */
+export interface VatHolder {
+  id: string;
+  name: string;
+}
+
+const ORGANIZATION_COLUMNS = 'id, name, kind, vat_number, vat_shared, register_entry, fiscal_code, ausa_code, ipa_code, created_at';
+
+/** The unique key of the VAT numbers held as one's own, not shared (migration 0031): its violation is a race lost to another organization. */
+const VAT_HELD_KEY = 'uq_organizations_vat_held';
+
+/** Whether `err` is a violation of the unique key on VAT numbers held as one's own. */
+export function isVatHeldConflict(err: unknown): boolean {
+  if (mysqlErrno(err) !== ER_DUP_ENTRY) return false;
+  const e = err as { message?: string; parent?: { message?: string }; original?: { message?: string } };
+  return [e.message, e.parent?.message, e.original?.message].some((m) => m?.includes(VAT_HELD_KEY));
+}
+
 export function createOrgRepository(db: Sequelize) {
   return {
     /**
@@ -190,13 +214,22 @@ export function createOrgRepository(db: Sequelize) {
       return (await select(db, 'SELECT id FROM organizations WHERE id = $1 FOR UPDATE', [orgId], t)).length === 1;
     },
 
-    /** `also`: more of the same change, in its transaction (its audit row). */
-    async createOrganization(name: string, identity: OrgIdentity = {}, also?: (t: Transaction, org: Organization) => Promise<unknown>): Promise<Organization> {
+    /**
+     * `before`: what the change checks first, in its transaction (that no other organization has
+     * its VAT number); `also`: more of the same change, in its transaction (its audit row).
+     */
+    async createOrganization(
+      name: string,
+      identity: OrgIdentity = {},
+      also?: (t: Transaction, org: Organization) => Promise<unknown>,
+      before?: (t: Transaction) => Promise<unknown>,
+    ): Promise<Organization> {
       const org: Organization = {
         id: uuidv7(),
         name,
         kind: identity.kind ?? 'issuer',
         vatNumber: identity.vatNumber ?? null,
+        vatShared: identity.vatNumber !== undefined && identity.vatShared === true,
         register: identity.register ?? null,
         fiscalCode: identity.fiscalCode ?? null,
         ausa: identity.ausa ?? null,
@@ -204,11 +237,12 @@ export function createOrgRepository(db: Sequelize) {
         createdAt: new Date(),
       };
       await db.transaction(async (t) => {
+        await before?.(t);
         await execute(
           db,
-          `INSERT INTO organizations (id, name, kind, vat_number, register_entry, fiscal_code, ausa_code, ipa_code, guarantee_count, created_at)
-          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)`,
-          [org.id, org.name, org.kind, org.vatNumber, org.register, org.fiscalCode, org.ausa, org.ipa, org.createdAt],
+          `INSERT INTO organizations (id, name, kind, vat_number, vat_shared, register_entry, fiscal_code, ausa_code, ipa_code, guarantee_count, created_at)
+          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10)`,
+          [org.id, org.name, org.kind, org.vatNumber, org.vatShared, org.register, org.fiscalCode, org.ausa, org.ipa, org.createdAt],
           t,
         );
         await also?.(t, org);
@@ -217,47 +251,62 @@ export function createOrgRepository(db: Sequelize) {
     },
 
     async findOrganization(id: string): Promise<Organization | undefined> {
-      const [row] = await select<OrganizationRow>(
-        db,
-        'SELECT id, name, kind, vat_number, register_entry, fiscal_code, ausa_code, ipa_code, created_at FROM organizations WHERE id = $1',
-        [id],
-      );
+      const [row] = await select<OrganizationRow>(db, `SELECT ${ORGANIZATION_COLUMNS} FROM organizations WHERE id = $1`, [id]);
       return row && toOrganization(row);
+    },
+
+    /** The organizations but `exceptId` that have this VAT number (shared or not), oldest first. */
+    async vatHolders(vatNumber: string, exceptId: string | null, t?: Transaction): Promise<VatHolder[]> {
+      return select<VatHolder>(
+        db,
+        "SELECT id, name FROM organizations WHERE vat_number = $1 AND id <> COALESCE($2, '') ORDER BY created_at, id",
+        [vatNumber, exceptId],
+        t,
+      );
     },
 
     /** The authority with this fiscal code, if there is one. */
     async findAuthorityByFiscalCode(fiscalCode: string): Promise<Organization | undefined> {
-      const [row] = await select<OrganizationRow>(
-        db,
-        `SELECT id, name, kind, vat_number, register_entry, fiscal_code, ausa_code, ipa_code, created_at FROM organizations WHERE fiscal_code = $1 AND kind = 'authority'`,
-        [fiscalCode],
-      );
+      const [row] = await select<OrganizationRow>(db, `SELECT ${ORGANIZATION_COLUMNS} FROM organizations WHERE fiscal_code = $1 AND kind = 'authority'`, [
+        fiscalCode,
+      ]);
       return row && toOrganization(row);
     },
 
-    /** Changes the given fields of an organization's public identity; false when there is no such organization. */
+    /**
+     * Changes the given fields of an organization's public identity; false when there is no such
+     * organization. A VAT number other than its current one is shared when `vatShared` says so
+     * (and not otherwise); its current one given again stays as it was, shared when `vatShared`.
+     * `before`: what the change checks first, given the organization as it is (its row locked
+     * until the change ends); `also`: more of the same change, in its transaction (its audit row).
+     */
     async setIdentity(
       id: string,
-      changes: { name?: string; vatNumber?: string; register?: string; ausa?: string; ipa?: string },
+      changes: { name?: string; vatNumber?: string; vatShared?: boolean; register?: string; ausa?: string; ipa?: string },
       also?: (t: Transaction) => Promise<unknown>,
+      before?: (t: Transaction, current: Organization) => Promise<unknown>,
     ): Promise<boolean> {
-      const sets: string[] = [];
-      const values: unknown[] = [id];
-      for (const [column, value] of [
-        ['name', changes.name],
-        ['vat_number', changes.vatNumber],
-        ['register_entry', changes.register],
-        ['ausa_code', changes.ausa],
-        ['ipa_code', changes.ipa],
-      ] as const) {
-        if (value === undefined) continue;
-        values.push(value);
-        sets.push(`${column} = $${values.length}`);
-      }
-      // affectedRows counts matched rows here only when something changed: ask existence apart.
       return db.transaction(async (t) => {
-        const [exists] = await select(db, 'SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [id], t);
-        if (!exists) return false;
+        const [row] = await select<OrganizationRow>(db, `SELECT ${ORGANIZATION_COLUMNS} FROM organizations WHERE id = $1 FOR UPDATE`, [id], t);
+        if (!row) return false;
+        const current = toOrganization(row);
+        await before?.(t, current);
+        const vatShared =
+          changes.vatNumber === undefined ? undefined : changes.vatNumber !== current.vatNumber ? changes.vatShared === true : changes.vatShared || undefined;
+        const sets: string[] = [];
+        const values: unknown[] = [id];
+        for (const [column, value] of [
+          ['name', changes.name],
+          ['vat_number', changes.vatNumber],
+          ['vat_shared', vatShared],
+          ['register_entry', changes.register],
+          ['ausa_code', changes.ausa],
+          ['ipa_code', changes.ipa],
+        ] as const) {
+          if (value === undefined) continue;
+          values.push(value);
+          sets.push(`${column} = $${values.length}`);
+        }
         if (sets.length) await execute(db, `UPDATE organizations SET ${sets.join(', ')} WHERE id = $1`, values, t);
         await also?.(t);
         return true;

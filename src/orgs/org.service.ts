@@ -3,7 +3,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../shared/errors.
 import { ER_DUP_ENTRY, mysqlErrno } from '../shared/db/sequelize.js';
 import { apiKeyMatches, apiKeyPrefix, generateApiKey } from './api-key.js';
 import { normalizeAusa, normalizeFiscalCode, normalizeIpa, normalizeRegister, normalizeVat } from './org-identity.js';
-import type { Organization, OrgKind, OrgRepository, StoredApiKey } from './org.repository.js';
+import { isVatHeldConflict, type Organization, type OrgKind, type OrgRepository, type StoredApiKey, type VatHolder } from './org.repository.js';
 import type { AuditRepository } from '../audit/audit.repository.js';
 import type { Transaction } from '../shared/db/sequelize.js';
 
@@ -24,6 +24,8 @@ export interface Principal {
 export interface NewOrgIdentity {
   kind?: OrgKind;
   vat?: string | undefined;
+  /** Another organization may have the same VAT number (a group of companies shares one; `--allow-shared-vat`). */
+  allowSharedVat?: boolean | undefined;
   register?: string | undefined;
   /** An authority's: required for one, refused for an issuer (whose identity is its VAT number). */
   fiscalCode?: string | undefined;
@@ -43,6 +45,21 @@ export interface OrgServiceOptions {
 /** How long a prefix that matched no key is answered as unknown without asking the database. */
 export const UNKNOWN_TTL_MS = 60_000;
 
+/** An organization as changed, and the other organizations that have its VAT number too (none when it has it alone). */
+export type OrgWithVat = Organization & { vatSharedWith: VatHolder[] };
+
+/** How a refusal or a message names an organization. */
+export const namedOrg = (o: VatHolder) => `${o.id} ("${o.name}")`;
+
+/** The refusal of a VAT number other organizations have (when not given as shared). */
+function vatConflict(vat: string, holders: VatHolder[]): ConflictError {
+  const [one, has] = holders.length === 1 ? ['Organization', 'has'] : ['Organizations', 'have'];
+  return new ConflictError(
+    `${one} ${holders.map(namedOrg).join(', ')} already ${has} the VAT number ${vat}: nothing was changed. ` +
+      'Give --allow-shared-vat if they share it (a group of companies may have one VAT number).',
+  );
+}
+
 function orgName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed || trimmed.length > 255) throw new ValidationError('An organization name has 1 to 255 characters.');
@@ -58,6 +75,23 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
   const maxEntries = opts.cacheMaxEntries ?? 10_000;
   const now = opts.now ?? Date.now;
   const cache = new Map<string, { key: StoredApiKey; until: number }>();
+
+  /**
+   * The other organizations that have `vat` (but `orgId`), read in the change's transaction `t`;
+   * refused unless `shared`. Two changes racing to hold the same VAT number as their own meet on
+   * the unique key (migration 0031), whose violation `refusedOnRace` turns into this refusal.
+   */
+  async function vetVat(vat: string, orgId: string | null, shared: boolean, t: Transaction): Promise<VatHolder[]> {
+    const holders = await repo.vatHolders(vat, orgId, t);
+    if (holders.length && !shared) throw vatConflict(vat, holders);
+    return holders;
+  }
+  /** A lost race to hold `vat` as one's own (another organization committed it meanwhile): the refusal naming it. */
+  async function refusedOnRace(err: unknown, vat: string | undefined, orgId: string | null): Promise<never> {
+    if (vat === undefined || !isVatHeldConflict(err)) throw err;
+    const holders = await repo.vatHolders(vat, orgId);
+    throw holders.length ? vatConflict(vat, holders) : err;
+  }
   // Prefixes that matched no key: asked again only after UNKNOWN_TTL_MS. A client hammering with
   // a wrong or deleted key costs no database read per request. (Prefixes are random: one unknown
   // now is not about to be created.)
@@ -78,30 +112,38 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
     /**
      * Creates an organization, with the public identifiers the operator records for it (VAT
      * number, register entry); an authority with its fiscal code (required, one organization
-     * per code: a 409 for a second), codice AUSA and IPA code.
+     * per code: a 409 for a second), codice AUSA and IPA code. A VAT number another organization
+     * has is refused (a 409 naming it) unless `allowSharedVat`.
      */
-    async createOrganization(name: string, identity: NewOrgIdentity = {}, by?: Actor): Promise<Organization> {
+    async createOrganization(name: string, identity: NewOrgIdentity = {}, by?: Actor): Promise<OrgWithVat> {
       const kind = identity.kind ?? 'issuer';
       if (kind === 'authority' && identity.fiscalCode === undefined)
         throw new ValidationError('An authority needs its fiscal code (--fiscal-code, 11 digits).');
       if (kind === 'issuer' && (identity.fiscalCode !== undefined || identity.ausa !== undefined || identity.ipa !== undefined)) {
         throw new ValidationError("--fiscal-code, --ausa and --ipa are an authority's (--kind authority); an issuer is named by its VAT number.");
       }
+      if (identity.allowSharedVat && identity.vat === undefined) throw new ValidationError('--allow-shared-vat goes with --vat.');
       const fiscalCode = identity.fiscalCode === undefined ? undefined : normalizeFiscalCode(identity.fiscalCode);
+      const vat = identity.vat === undefined ? undefined : normalizeVat(identity.vat);
+      const shared = identity.allowSharedVat === true;
+      let vatSharedWith: VatHolder[] = [];
       try {
-        return await repo.createOrganization(
+        const org = await repo.createOrganization(
           orgName(name),
           {
             kind,
-            ...(identity.vat !== undefined && { vatNumber: normalizeVat(identity.vat) }),
+            ...(vat !== undefined && { vatNumber: vat, vatShared: shared }),
             ...(identity.register !== undefined && { register: normalizeRegister(identity.register) }),
             ...(fiscalCode !== undefined && { fiscalCode }),
             ...(identity.ausa !== undefined && { ausa: normalizeAusa(identity.ausa) }),
             ...(identity.ipa !== undefined && { ipa: normalizeIpa(identity.ipa) }),
           },
           by && ((t, org) => audited(t, by, org.id, 'organization.create', `organization:${org.id}`)),
+          vat === undefined ? undefined : async (t) => (vatSharedWith = await vetVat(vat, null, shared, t)),
         );
+        return { ...org, vatSharedWith };
       } catch (err) {
+        if (isVatHeldConflict(err)) return refusedOnRace(err, vat, null);
         if (mysqlErrno(err) === ER_DUP_ENTRY)
           throw new ConflictError(`Another organization has the fiscal code ${fiscalCode}: an authority is one organization.`);
         throw err;
@@ -113,32 +155,49 @@ export function createOrgService(repo: OrgRepository, opts: OrgServiceOptions = 
       return repo.findOrganization(orgId);
     },
 
-    /** Changes an organization's public identity (the operator's CLI only: no API route reaches it). */
+    /**
+     * Changes an organization's public identity (the operator's CLI only: no API route reaches
+     * it). A VAT number another organization has is refused (a 409 naming it) unless
+     * `allowSharedVat`; the organization's own VAT number given again is no change.
+     */
     async setPublicIdentity(
       orgId: string,
-      changes: { name?: string; vat?: string; register?: string; ausa?: string; ipa?: string },
+      changes: { name?: string; vat?: string; register?: string; ausa?: string; ipa?: string; allowSharedVat?: boolean },
       by?: Actor,
-    ): Promise<Organization> {
-      if (Object.values(changes).every((v) => v === undefined)) {
+    ): Promise<OrgWithVat> {
+      const { allowSharedVat, ...fields } = changes;
+      if (allowSharedVat && changes.vat === undefined) throw new ValidationError('--allow-shared-vat goes with --vat.');
+      if (Object.values(fields).every((v) => v === undefined)) {
         throw new ValidationError('Nothing to change: give --name, --vat, --register, --ausa or --ipa.');
       }
+      const vat = changes.vat === undefined ? undefined : normalizeVat(changes.vat);
+      const shared = allowSharedVat === true;
+      let vatSharedWith: VatHolder[] = [];
       if ((changes.ausa !== undefined || changes.ipa !== undefined) && (await repo.findOrganization(orgId))?.kind === 'issuer') {
         throw new ValidationError("--ausa and --ipa are an authority's; this organization is an issuer.");
       }
-      const found = await repo.setIdentity(
-        orgId,
-        {
-          ...(changes.name !== undefined && { name: orgName(changes.name) }),
-          ...(changes.vat !== undefined && { vatNumber: normalizeVat(changes.vat) }),
-          ...(changes.register !== undefined && { register: normalizeRegister(changes.register) }),
-          ...(changes.ausa !== undefined && { ausa: normalizeAusa(changes.ausa) }),
-          ...(changes.ipa !== undefined && { ipa: normalizeIpa(changes.ipa) }),
-        },
-        by && ((t) => audited(t, by, orgId, 'organization.set_identity', `organization:${orgId}`)),
-      );
+      const found = await repo
+        .setIdentity(
+          orgId,
+          {
+            ...(changes.name !== undefined && { name: orgName(changes.name) }),
+            ...(vat !== undefined && { vatNumber: vat, vatShared: shared }),
+            ...(changes.register !== undefined && { register: normalizeRegister(changes.register) }),
+            ...(changes.ausa !== undefined && { ausa: normalizeAusa(changes.ausa) }),
+            ...(changes.ipa !== undefined && { ipa: normalizeIpa(changes.ipa) }),
+          },
+          by && ((t) => audited(t, by, orgId, 'organization.set_identity', `organization:${orgId}`)),
+          vat === undefined
+            ? undefined
+            : async (t, current) => {
+                // Its own VAT number again is no change: whoever else has it is said, not refused.
+                vatSharedWith = current.vatNumber === vat ? await repo.vatHolders(vat, orgId, t) : await vetVat(vat, orgId, shared, t);
+              },
+        )
+        .catch((err: unknown) => refusedOnRace(err, vat, orgId));
       const org = found ? await repo.findOrganization(orgId) : undefined;
       if (!org) throw new NotFoundError(`No organization ${orgId}.`);
-      return org;
+      return { ...org, vatSharedWith };
     },
 
     /** Creates a key for an organization; the returned key is shown once and never stored. */

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { harness } from '../support/harness.js';
+import { fiscalCode, harness, newOrg } from '../support/harness.js';
 
 /** Runs the CLI as a user would, with the run's configuration; stdout and stderr kept apart. */
 function cli(...args: string[]) {
@@ -183,7 +183,10 @@ describe('administration CLI', function () {
   it("records an organization's public identifiers (VAT number, register entry) at creation and changes them later; refuses a mistyped partita IVA", async () => {
     const { select } = await import('../../src/shared/db/sequelize.js');
     const { db } = await harness();
-    const created = cli('org', 'create', 'Fideiussioni Lombarde S.p.A.', '--vat', 'IT 00743110157', '--register', 'Albo IVASS n. 1.00123');
+    // A VAT number of its own (one another organization of the run has is refused).
+    const digits = fiscalCode();
+    const vat = `IT${digits}`;
+    const created = cli('org', 'create', 'Fideiussioni Lombarde S.p.A.', '--vat', `IT ${digits}`, '--register', 'Albo IVASS n. 1.00123');
     expect(created.code, created.stderr).to.equal(0);
     expect(created.stdout).to.match(/^[0-9a-f-]{36}\n$/);
     const orgId = created.stdout.trim();
@@ -195,18 +198,138 @@ describe('administration CLI', function () {
           [orgId],
         )
       )[0];
-    expect(await row()).to.deep.equal({ name: 'Fideiussioni Lombarde S.p.A.', vat_number: 'IT00743110157', register_entry: 'Albo IVASS n. 1.00123' });
+    expect(await row()).to.deep.equal({ name: 'Fideiussioni Lombarde S.p.A.', vat_number: vat, register_entry: 'Albo IVASS n. 1.00123' });
     const set = cli('org', 'set', orgId, '--register', 'Albo IVASS n. 1.00999');
     expect(set.code, set.stderr).to.equal(0);
     expect(set.stdout).to.equal('');
-    expect(await row()).to.include({ vat_number: 'IT00743110157', register_entry: 'Albo IVASS n. 1.00999' });
-    const mistyped = cli('org', 'set', orgId, '--vat', 'IT00743110158');
+    expect(await row()).to.include({ vat_number: vat, register_entry: 'Albo IVASS n. 1.00999' });
+    const mistyped = cli('org', 'set', orgId, '--vat', `IT${digits.slice(0, 10)}${(Number(digits[10]) + 1) % 10}`);
     expect(mistyped.code).to.equal(1);
     expect(mistyped.stderr).to.include('partita IVA');
-    expect((await row())?.vat_number).to.equal('IT00743110157');
+    expect((await row())?.vat_number).to.equal(vat);
     expect(cli('org', 'set', orgId).code).to.equal(1);
     expect(cli('org', 'set', '00000000-0000-7000-8000-000000000000', '--vat', 'IT00743110157').code).to.equal(1);
     expect(cli('org', 'create', 'X', '--color', 'red').code).to.equal(2);
+  });
+
+  it('org create refuses a VAT number another organization has, naming it, changing nothing; --allow-shared-vat lets it through, saying with whom', async function () {
+    this.timeout(180_000);
+    const { select } = await import('../../src/shared/db/sequelize.js');
+    const { db } = await harness();
+    const digits = fiscalCode();
+    const vat = `IT${digits}`;
+    const holders = async () =>
+      (
+        await select<{ id: string; vat_shared: number }>(db, 'SELECT id, vat_shared FROM organizations WHERE vat_number = $1 ORDER BY created_at, id', [vat])
+      ).map((r) => [r.id, Number(r.vat_shared)]);
+    const first = cli('org', 'create', 'Gruppo Fideiussioni S.p.A.', '--vat', vat);
+    expect(first.code, first.stderr).to.equal(0);
+    const firstId = first.stdout.trim();
+    // The same number written otherwise (lower case, spaces) is the same VAT number.
+    const refused = cli('org', 'create', 'Gruppo Fideiussioni Sud S.r.l.', '--vat', `it ${digits.slice(0, 5)} ${digits.slice(5)}`);
+    expect(refused).to.deep.include({ code: 1, stdout: '' });
+    expect(refused.stderr).to.include(`Organization ${firstId} ("Gruppo Fideiussioni S.p.A.") already has the VAT number ${vat}: nothing was changed.`);
+    expect(refused.stderr).to.include('--allow-shared-vat');
+    expect(await holders()).to.deep.equal([[firstId, 0]]);
+    expect(await select(db, 'SELECT id FROM organizations WHERE name = $1', ['Gruppo Fideiussioni Sud S.r.l.'])).to.deep.equal([]);
+    // A group of companies shares one: said, and with whom.
+    const shared = cli('org', 'create', 'Gruppo Fideiussioni Sud S.r.l.', '--vat', vat, '--allow-shared-vat');
+    expect(shared.code, shared.stderr).to.equal(0);
+    const sharedId = shared.stdout.trim();
+    expect(shared.stdout).to.match(/^[0-9a-f-]{36}\n$/);
+    expect(shared.stderr).to.include(`created organization "Gruppo Fideiussioni Sud S.r.l.", VAT ${vat} (shared)`);
+    expect(shared.stderr).to.include(`its VAT number ${vat} is shared with organization ${firstId} ("Gruppo Fideiussioni S.p.A.")`);
+    expect(await holders()).to.deep.equal([
+      [firstId, 0],
+      [sharedId, 1],
+    ]);
+    // A third without the flag: refused, naming both.
+    const third = cli('org', 'create', 'Gruppo Fideiussioni Nord S.r.l.', '--vat', vat);
+    expect(third.code).to.equal(1);
+    expect(third.stderr).to.include(
+      `Organizations ${firstId} ("Gruppo Fideiussioni S.p.A."), ${sharedId} ("Gruppo Fideiussioni Sud S.r.l.") already have the VAT number ${vat}`,
+    );
+    expect(cli('org', 'create', 'Senza partita IVA', '--allow-shared-vat').stderr).to.include('--allow-shared-vat goes with --vat');
+    expect(cli('org', 'create', 'X', '--vat', vat, '--allow-shared-vat', '--allow-shared-vat').code).to.equal(2);
+  });
+
+  it("org set refuses a VAT number another organization has, naming it, changing nothing; --allow-shared-vat lets it through; an organization's own VAT number again is no conflict", async function () {
+    this.timeout(180_000);
+    const { select } = await import('../../src/shared/db/sequelize.js');
+    const { db } = await harness();
+    const digits = fiscalCode();
+    const vat = `IT${digits}`;
+    const own = `IT${fiscalCode()}`;
+    const a = cli('org', 'create', 'Cauzioni Alfa S.p.A.', '--vat', vat).stdout.trim();
+    const b = cli('org', 'create', 'Cauzioni Beta S.p.A.', '--vat', own).stdout.trim();
+    const row = async (id: string) =>
+      (await select<{ vat_number: string; vat_shared: number }>(db, 'SELECT vat_number, vat_shared FROM organizations WHERE id = $1', [id])).map((r) => [
+        r.vat_number,
+        Number(r.vat_shared),
+      ])[0];
+    const changes = async (id: string) =>
+      (await select(db, "SELECT seq FROM audit_log WHERE chain = $1 AND action = 'organization.set_identity'", [id])).length;
+
+    const refused = cli('org', 'set', b, '--vat', `IT ${digits}`, '--name', 'Cauzioni Beta Due S.p.A.');
+    expect(refused).to.deep.include({ code: 1, stdout: '' });
+    expect(refused.stderr).to.include(`Organization ${a} ("Cauzioni Alfa S.p.A.") already has the VAT number ${vat}: nothing was changed.`);
+    expect(await row(b)).to.deep.equal([own, 0]);
+    expect(await select(db, 'SELECT name FROM organizations WHERE id = $1', [b])).to.deep.equal([{ name: 'Cauzioni Beta S.p.A.' }]);
+    expect(await changes(b)).to.equal(0);
+
+    // Its own VAT number again (written otherwise): no conflict, nothing said of sharing.
+    const again = cli('org', 'set', a, '--vat', `it${digits}`);
+    expect(again.code, again.stderr).to.equal(0);
+    expect(again.stderr).to.include(`organization ${a} is now organization "Cauzioni Alfa S.p.A.", VAT ${vat}`);
+    expect(again.stderr).to.not.include('shared');
+    expect(await row(a)).to.deep.equal([vat, 0]);
+
+    const shared = cli('org', 'set', b, '--vat', vat, '--allow-shared-vat');
+    expect(shared.code, shared.stderr).to.equal(0);
+    expect(shared.stderr).to.include(`organization ${b} is now organization "Cauzioni Beta S.p.A.", VAT ${vat} (shared)`);
+    expect(shared.stderr).to.include(`its VAT number ${vat} is shared with organization ${a} ("Cauzioni Alfa S.p.A.")`);
+    expect(await row(b)).to.deep.equal([vat, 1]);
+    expect(await changes(b)).to.equal(1);
+    // Each its own again: still no conflict, and the sharing said.
+    const aAgain = cli('org', 'set', a, '--vat', vat);
+    expect(aAgain.code, aAgain.stderr).to.equal(0);
+    expect(aAgain.stderr).to.include(`its VAT number ${vat} is shared with organization ${b} ("Cauzioni Beta S.p.A.")`);
+    expect(await row(a)).to.deep.equal([vat, 0]);
+    expect(cli('org', 'set', b, '--vat', vat).code).to.equal(0);
+    expect(await row(b)).to.deep.equal([vat, 1]);
+    // Moved to a number nobody else has: its own, no longer shared.
+    expect(cli('org', 'set', b, '--vat', own).code).to.equal(0);
+    expect(await row(b)).to.deep.equal([own, 0]);
+    expect(cli('org', 'set', a, '--allow-shared-vat').stderr).to.include('--allow-shared-vat goes with --vat');
+  });
+
+  it('two organizations racing for one VAT number as their own: the second, which read no holder, is refused by the unique key, naming the first', async () => {
+    const { createOrgRepository } = await import('../../src/orgs/org.repository.js');
+    const { ConflictError } = await import('../../src/shared/errors.js');
+    const { select } = await import('../../src/shared/db/sequelize.js');
+    const { db, orgs } = await harness();
+    const vat = `IT${fiscalCode()}`;
+    // The first inserted, not yet committed: the second's check does not see it.
+    let inserted!: () => void;
+    let release!: () => void;
+    const insertedNow = new Promise<void>((r) => (inserted = r));
+    const released = new Promise<void>((r) => (release = r));
+    const first = createOrgRepository(db).createOrganization('Primo Garante S.p.A.', { vatNumber: vat }, async () => {
+      inserted();
+      await released;
+    });
+    await insertedNow;
+    const second = orgs.createOrganization('Secondo Garante S.p.A.', { vat }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    release();
+    const firstOrg = await first;
+    const err = await second;
+    expect(err).to.be.instanceOf(ConflictError);
+    expect((err as Error).message).to.include(`Organization ${firstOrg.id} ("Primo Garante S.p.A.") already has the VAT number ${vat}`);
+    expect(await select(db, 'SELECT name FROM organizations WHERE vat_number = $1', [vat])).to.deep.equal([{ name: 'Primo Garante S.p.A.' }]);
   });
 
   it('fails clearly on an unknown organization, a bad command or a bad configuration', () => {
@@ -233,5 +356,36 @@ describe('migrations', () => {
     const { createLogger } = await import('../../src/shared/logger.js');
     const results = await Promise.all([migrate(config.DATABASE_URL, createLogger('silent')), migrate(config.DATABASE_URL, createLogger('silent'))]);
     expect(results).to.deep.equal([[], []]);
+  });
+
+  it('0031 marks the VAT numbers several organizations already had as shared (each keeps its own), and goes down and up again', async () => {
+    const { db } = await harness();
+    const { migration } = await import('../../src/shared/db/migrations/0031-vat-held-once.js');
+    const { select } = await import('../../src/shared/db/sequelize.js');
+    const q = (sql: string) => db.query(sql, { raw: true });
+    const vat = `IT${fiscalCode()}`;
+    const single = `IT${fiscalCode()}`;
+    const a = await newOrg();
+    const b = await newOrg();
+    const c = await newOrg();
+    await migration.down({ context: q });
+    try {
+      // As the previous release let them: one VAT number on two organizations, without a word.
+      await db.query('UPDATE organizations SET vat_number = ? WHERE id IN (?, ?)', { replacements: [vat, a.orgId, b.orgId] });
+      await db.query('UPDATE organizations SET vat_number = ? WHERE id = ?', { replacements: [single, c.orgId] });
+    } finally {
+      await migration.up({ context: q });
+    }
+    const rows = await select<{ id: string; vat_number: string; vat_shared: number }>(
+      db,
+      'SELECT id, vat_number, vat_shared FROM organizations WHERE id IN ($1) ORDER BY vat_number = $2 DESC, id',
+      [[a.orgId, b.orgId, c.orgId], vat],
+      undefined,
+      { prepared: false },
+    );
+    expect(rows.map((r) => [r.id, r.vat_number, Number(r.vat_shared)])).to.deep.equal([
+      ...[a.orgId, b.orgId].sort().map((id) => [id, vat, 1]),
+      [c.orgId, single, 0],
+    ]);
   });
 });

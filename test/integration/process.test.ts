@@ -2,6 +2,9 @@ import { expect } from 'chai';
 import { spawn, spawnSync } from 'node:child_process';
 import { request, type IncomingMessage } from 'node:http';
 import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { newOrg } from '../support/harness.js';
 
 describe('the API process', function () {
@@ -77,6 +80,37 @@ describe('npm run services', function () {
     );
     expect(env).to.include.keys('ENCRYPTION_KEY', 'DATABASE_URL', 'REDIS_URL', 'S3_BUCKET', 'CLAMD_PORT', 'ADMIN_USER', 'ADMIN_PASSWORD');
     expect(() => parseConfig({ PATH: process.env.PATH, ...env })).to.not.throw();
+  });
+
+  it('down says what it stopped, one line a service (its pid), and which were not running; on stderr, stdout empty', async () => {
+    // A throwaway SERVICES_DATA_DIR: no pid file there is one of the run's servers, none of which is stopped.
+    const dir = mkdtempSync(join(tmpdir(), 'services-down-'));
+    const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', SERVICES_DATA_DIR: dir };
+    const services = (...args: string[]) =>
+      spawnSync(process.execPath, ['scripts/run.mjs', 'services', ...args, '--profile', 'bench'], { encoding: 'utf8', env });
+    // First, that the directory is the one used: nothing runs there (a script that ignored it would see .data's servers).
+    const before = services('status');
+    expect(before.status, before.stderr).to.equal(0);
+    expect(before.stdout).to.match(/^redis\tdown$/m);
+    expect(before.stdout).to.not.match(/\t(up|external)$/m);
+    // A daemon as `up` leaves one: its pid in the service's pid file.
+    const daemon = spawn('sleep', ['300'], { stdio: 'ignore' });
+    const exited = once(daemon, 'exit');
+    mkdirSync(join(dir, 'bench', 'redis'), { recursive: true });
+    writeFileSync(join(dir, 'bench', 'redis', 'daemon.pid'), String(daemon.pid));
+    try {
+      const res = services('down', '--only', 'redis,clamd');
+      expect(res.status, res.stderr).to.equal(0);
+      expect(res.stdout).to.equal('');
+      expect(res.stderr).to.include(`[services] stopped redis (pid ${daemon.pid})\n`);
+      expect(res.stderr).to.include('[services] clamd was not running\n');
+      const [, signal] = (await exited) as [number | null, string | null];
+      expect(signal).to.equal('SIGTERM');
+      expect(existsSync(join(dir, 'bench', 'redis', 'daemon.pid'))).to.equal(false);
+    } finally {
+      daemon.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('up is idempotent: with the test servers running, a second up starts nothing and gives the same addresses', async () => {

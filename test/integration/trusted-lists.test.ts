@@ -49,6 +49,12 @@ describe('EU trusted lists: cli trust import, and signature checks that use them
     await (await harness()).db.query('DELETE FROM trusted_lists');
   });
 
+  it('trust list with no list kept says so on stderr, and how to import one; nothing on stdout, exit 0', () => {
+    const run = cli({}, 'trust', 'list');
+    expect(run).to.deep.include({ code: 0, stdout: '' });
+    expect(run.stderr).to.include('no trusted list kept: import one with `npm run -s cli -- trust import <TSL-IT.xml>`');
+  });
+
   it('imports a list signed by a configured operator, keeping its qualified CA and timestamping services; lists what it keeps', async () => {
     expect(cli({}, 'trust', 'import', listFile())).to.deep.include({ code: 1, stdout: '' });
     expect(cli({}, 'trust', 'import', listFile()).stderr).to.include('TRUSTED_LIST_SIGNERS is not set');

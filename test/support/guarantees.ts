@@ -80,7 +80,8 @@ export async function registered(
 ) {
   const { orgs, db } = await harness();
   const org = opts.org ?? (await newOrg(`Assicurazioni ${unique()} S.p.A.`));
-  if (!opts.org) await orgs.setPublicIdentity(org.orgId, { vat: 'IT00743110157', register: 'IVASS 1.00012' });
+  // One VAT number for every such issuer: a group of companies, as far as the registry knows.
+  if (!opts.org) await orgs.setPublicIdentity(org.orgId, { vat: 'IT00743110157', allowSharedVat: true, register: 'IVASS 1.00012' });
   // Both shown by the public verification: the PDF uploaded through v1 (no flag), the .p7m as public.
   const pdf = await issueFile(org.orgId, { status: 'Clean', checksum: checksum(opts.pdfContent ?? `pdf-${unique()}`), fileName: 'polizza.pdf', public: 'v1' });
   const p7m = await issueFile(org.orgId, {

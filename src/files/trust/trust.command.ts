@@ -4,6 +4,7 @@
 //                                keeps its qualified CA and timestamping services, replacing the
 //                                territory's older list; prints "<territory> <sequence>" per list kept
 //   trust list                   prints the kept lists: territory, sequence, issued, next update, services
+//                                (none: says so on stderr, and how to import one)
 //   trust remove <territory>     forgets a territory's list
 //
 // Lists are read offline: fetching them (AgID publishes Italy's at
@@ -42,7 +43,14 @@ export async function trustCommand(
   }
   return withRepo(async (repo) => {
     if (verb === 'list') {
-      for (const l of await repo.lists()) {
+      const lists = await repo.lists();
+      // Nothing on stdout (a script reads an empty list), but a person is told why and what to do.
+      if (lists.length === 0) {
+        say(
+          "no trusted list kept: import one with `npm run -s cli -- trust import <TSL-IT.xml>` (AgID publishes Italy's at https://eidas.agid.gov.it/TL/TSL-IT.xml; TRUSTED_LIST_SIGNERS names the certificates that may sign it)",
+        );
+      }
+      for (const l of lists) {
         const next = l.nextUpdate ? l.nextUpdate.toISOString() : '-';
         process.stdout.write(`${l.territory} ${l.sequenceNumber} ${l.issuedAt.toISOString()} ${next} ${l.services}\n`);
       }

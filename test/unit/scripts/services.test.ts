@@ -13,7 +13,7 @@ function fake(name: LocalService['name'], events: string[], fails = false): Loca
     },
     stop() {
       events.push(`stop ${name}`);
-      return Promise.resolve();
+      return Promise.resolve([]);
     },
     env: () => ({ [`FAKE_${name.toUpperCase()}_URL`]: `fake://${name}` }),
   };

@@ -30,6 +30,7 @@ import { migration as authorities } from './0027-authorities.js';
 import { migration as amendmentsByEffectiveTime } from './0028-amendments-by-effective-time.js';
 import { migration as authoritySessions } from './0029-authority-sessions.js';
 import { migration as transparencyLog } from './0030-transparency-log.js';
+import { migration as vatHeldOnce } from './0031-vat-held-once.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -70,4 +71,5 @@ export const migrations: Migration[] = [
   amendmentsByEffectiveTime,
   authoritySessions,
   transparencyLog,
+  vatHeldOnce,
 ];
