@@ -3,30 +3,77 @@
 // exist, prints the key, then serves the API and runs the workers in this process.
 // Ctrl-C stops the API and workers; the local servers keep running for a fast restart
 // (`npm run services -- down` stops them).
+//
+// What it prints: a line per local server it starts, one for the migrations, one for the
+// bucket, then its banner. The log lines of the API and the workers (every request's among
+// them, warnings and errors too) are appended to .data/dev/api.log, as is what `cli migrate`
+// reports, unless LOG_LEVEL is set: then they go to the terminal, as the Procfile's processes'
+// do. The banner says which.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { applyEnv, localAppEnv } from './local-env.js';
 import { LOCAL_PASSWORD } from './oidc/users.js';
 import { DEV_CHAIN_KEY } from './services/evm.js';
 import { context, up } from './services/index.js';
+
+// The AWS SDK's Node-version warning is turned off by scripts/run.mjs, which runs this.
+
+const say = (line: string) => process.stderr.write(`[start] ${line}\n`);
+const dataDir = context('dev').dataDir;
+/** Where the logs go: the file, unless LOG_LEVEL asks for them (then the terminal). */
+const logFile = process.env.LOG_LEVEL ? undefined : join(dataDir, 'api.log');
+/** A path as the user can type it from the checkout (where npm runs this). */
+function shown(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel.startsWith('..') || isAbsolute(rel) ? path : rel;
+}
 
 const { env } = await up('dev');
 applyEnv(env, localAppEnv('dev'));
 
 const { getConfig } = await import('../config/index.js');
 const { runCli, withCore, withOrganizations } = await import('../src/cli.js');
+const { pendingMigrations } = await import('../src/shared/db/migrator.js');
+const { migrations } = await import('../src/shared/db/migrations/index.js');
 const { createLogger } = await import('../src/shared/logger.js');
 const { startServer } = await import('../src/server.js');
 const { startWorkers } = await import('../workers/index.js');
 
 const config = getConfig();
-const logger = createLogger(config.LOG_LEVEL);
-// Migrations and the bucket's CORS rule, as the release phase applies them.
-if ((await runCli(['migrate'])) !== 0) process.exit(1);
+const logger = createLogger(config.LOG_LEVEL, undefined, { file: logFile });
+
+/**
+ * Migrations and the bucket's versioning, CORS rule and upload events, as the release phase
+ * applies them (`cli migrate`). With the logs in the file, what it reports goes there too (one
+ * log line a line it says, kept by runCli's sink), and the terminal gets a line for the database
+ * and one for the bucket; when it fails, its report is shown.
+ */
+async function releasePhase(): Promise<void> {
+  if (!logFile) {
+    if ((await runCli(['migrate'])) !== 0) process.exit(1);
+    return;
+  }
+  const pending = await pendingMigrations(config.DATABASE_URL);
+  const lines: string[] = [];
+  const outcome = await runCli(['migrate'], { say: (line) => lines.push(line) }).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+  for (const line of lines) logger.info({ release: 'cli migrate' }, line);
+  if (outcome !== 0) {
+    process.stderr.write(`${lines.join('\n')}\n`);
+    if (outcome instanceof Error) throw outcome;
+    process.exit(1);
+  }
+  const latest = migrations.at(-1)?.name ?? 'none';
+  say(
+    pending.length
+      ? `database: ${pending.length} migration${pending.length === 1 ? '' : 's'} applied, up to ${latest}`
+      : `database: up to date (${migrations.length} migrations, up to ${latest})`,
+  );
+  say(`bucket ${config.S3_BUCKET} and the log's: configured (\`cli migrate\`'s report is in ${shown(logFile)})`);
+}
 
 /** The development key is kept in .data/dev/api-key so that every `npm start` prints a working one. */
 async function developmentKey(): Promise<string> {
-  const file = join(context('dev').dataDir, 'api-key');
+  const file = join(dataDir, 'api-key');
   // The CLI's own organizations service (what `cli org create` and `cli key create` use).
   return withOrganizations(config, async (orgs) => {
     if (existsSync(file)) {
@@ -50,17 +97,22 @@ async function developmentAnchorKey(): Promise<void> {
   });
 }
 
+await releasePhase();
 const key = await developmentKey();
 await developmentAnchorKey();
-const server = await startServer();
+const server = await startServer({ logFile });
 const workers = await startWorkers(undefined, { logger });
 const base = `http://localhost:${server.port}`;
+const logs = logFile
+  ? `${shown(logFile)}   (tail -f ${shown(logFile)}; LOG_LEVEL=info npm start shows them here instead)`
+  : `this terminal (LOG_LEVEL=${config.LOG_LEVEL}; without LOG_LEVEL they go to ${shown(join(dataDir, 'api.log'))})`;
 process.stdout.write(`
 Guarantee Registry is running (development).
-  API          ${base}/api/v1/guarantees
+  API          ${base}/api/v2/guarantees
   Docs         ${base}/docs   (OpenAPI: ${base}/openapi.json)
-  Authorities  ${base}/authority   (local sign-in: mario.rossi / ${LOCAL_PASSWORD}, once bound: README, "The authority's people")
+  Authorities  ${base}/authority   (local sign-in: mario.rossi / ${LOCAL_PASSWORD}, once bound: docs/authorities.md)
   API key      ${key}
+  Logs         ${logs}
 
   curl -H 'X-API-Key: ${key}' ${base}/api/v2/guarantees
 
@@ -69,6 +121,13 @@ Ctrl-C stops the API and workers; \`npm run services -- down\` stops the local s
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
-    void Promise.allSettled([server.close(), workers.close()]).then(() => process.exit(0));
+    say('stopping the API and workers');
+    // Both finish what is under way; each closes its own connections, then says nothing more.
+    void Promise.allSettled([server.close(), workers.close()]).then((results) => {
+      const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      for (const f of failed) say(`could not stop cleanly: ${(f.reason as Error).stack ?? String(f.reason)}`);
+      say(failed.length ? 'stopped, not cleanly' : 'stopped');
+      process.exit(failed.length ? 1 : 0);
+    });
   });
 }

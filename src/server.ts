@@ -13,16 +13,21 @@ import { watchObjectLock } from './files/document-lock.js';
 
 const SHUTDOWN_GRACE_MS = 25_000;
 
-export async function startServer(): Promise<{ port: number; close: () => Promise<void> }> {
+export interface ServerOptions {
+  /** A file the log lines are appended to instead of stdout (`npm start`'s .data/dev/api.log). */
+  logFile?: string;
+}
+
+export async function startServer(opts: ServerOptions = {}): Promise<{ port: number; close: () => Promise<void> }> {
   const config = getConfig();
   // Buffered: the request log's write per line was a fifth of a get's CPU (src/shared/logger.ts).
-  const logger = createLogger(config.LOG_LEVEL, undefined, { buffered: true });
+  const logger = createLogger(config.LOG_LEVEL, undefined, { buffered: true, file: opts.logFile });
   // The composition root builds the pools, secrets, repositories, events and services (src/composition.ts).
   const core = openCore(config, logger);
   const metrics = createMetrics();
   // Redis serves uploads (enqueueing checks), store events, Bull Board and the public limits; guarantees never need it.
   const redis = producerConnection(config.REDIS_URL, config.REDIS_CLUSTER);
-  watchRedisHealth(redis, metrics.registry, logger);
+  const stopWatchingRedis = watchRedisHealth(redis, metrics.registry, logger);
   const queues = openQueues(redis, config.QUEUE_PREFIX, logger);
   // Events committed here (guarantee.created) are relayed to the delivery queue by this
   // process, on a connection of the relay's own (never queued behind requests).
@@ -68,6 +73,8 @@ export async function startServer(): Promise<{ port: number; close: () => Promis
       objectLock.stop();
       await events.relay.stop();
       await queues.close();
+      // Closed on purpose: no outage to report (it would come after "shut down").
+      stopWatchingRedis();
       redis.disconnect();
       await core.close();
       logger.info('shut down');

@@ -30,11 +30,14 @@ export const LOG_FLUSH_INTERVAL_MS = 100;
  * `buffered` (the API process's request log): lines go out together once `LOG_BUFFER_BYTES`
  * are pending, or `LOG_FLUSH_INTERVAL_MS` after they were logged, whichever comes first (one
  * write for some 15 request lines under load, where one write per line cost the request path
- * about a fifth of its CPU on a loaded machine: bench/README.md, "Get by id"). Its price: a
+ * about a fifth of its CPU on a loaded machine: docs/benchmarks.md, "Get by id"). Its price: a
  * process killed by SIGKILL loses up to its last 100 ms (4 KiB) of lines. Workers do not
  * buffer: a worker killed mid-job must not take the lines of the jobs it finished with it.
+ *
+ * `file`: the lines are appended to this file (made with its folder when missing) instead of
+ * stdout: `npm start` keeps the API's and the workers' lines in .data/dev/api.log.
  */
-export function createLogger(level: string, destination?: pino.DestinationStream, opts: { buffered?: boolean } = {}): Logger {
+export function createLogger(level: string, destination?: pino.DestinationStream, opts: { buffered?: boolean; file?: string } = {}): Logger {
   return pino(
     {
       level,
@@ -44,8 +47,9 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     },
     destination ??
       pino.destination({
-        dest: 1,
+        dest: opts.file ?? 1,
         sync: false,
+        ...(opts.file !== undefined && { append: true, mkdir: true }),
         ...(opts.buffered && { minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_INTERVAL_MS }),
       }),
   );

@@ -33,12 +33,16 @@ export function producerConnection(url: string, cluster = false): RedisConnectio
 
 /**
  * Redis health as a metric (`redis_up`, 1 or 0) and a log line on each change: the API keeps
- * serving without Redis (CONTRACT "Availability"), so this is what tells an operator.
+ * serving without Redis (docs/operations.md "What heals itself"), so this is what tells an operator. Returns
+ * the watch's stop, called before the connection is closed on purpose: a shutdown is no
+ * outage (its "connection closed" would otherwise be logged after the process said it shut down).
  */
-export function watchRedisHealth(connection: RedisConnection, registry: Registry, logger: Logger): void {
+export function watchRedisHealth(connection: RedisConnection, registry: Registry, logger: Logger): () => void {
   const up = new Gauge({ name: 'redis_up', help: 'Whether this process is connected to Redis (1) or not (0)', registers: [registry] });
   let last: number | undefined;
+  let stopped = false;
   const set = (value: 0 | 1, why: string) => {
+    if (stopped) return;
     up.set(value);
     if (value !== last)
       (value ? logger.info.bind(logger) : logger.warn.bind(logger))({ redis: value ? 'up' : 'down', why }, value ? 'redis reachable' : 'redis unreachable');
@@ -52,6 +56,10 @@ export function watchRedisHealth(connection: RedisConnection, registry: Registry
   connection.on('error', (err: Error) => set(0, err.message));
   connection.on('end', () => set(0, 'connection ended'));
   connection.on('close', () => set(0, 'connection closed'));
+  // The listeners stay (an error with none would be printed by ioredis), saying nothing more.
+  return () => {
+    stopped = true;
+  };
 }
 
 /**

@@ -50,4 +50,28 @@ describe('Redis health as a metric', () => {
       connection.disconnect();
     }
   });
+
+  it('says nothing once stopped: a connection closed on purpose (a shutdown) is no outage, where an unexpected close is one', async () => {
+    const { config } = await harness();
+    const watched = async (stopFirst: boolean) => {
+      const lines: Array<{ msg: string }> = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(JSON.parse(chunk.toString()) as { msg: string });
+          done();
+        },
+      });
+      const connection = producerConnection(config.REDIS_URL);
+      const stop = watchRedisHealth(connection, new Registry(), createLogger('info', sink));
+      await eventually('a line saying Redis is reachable', () => lines.some((l) => l.msg === 'redis reachable'), 5000);
+      if (stopFirst) stop();
+      connection.disconnect();
+      await eventually('the connection to end', () => connection.status === 'end', 5000);
+      // The close events come after disconnect() returned.
+      await new Promise((r) => setTimeout(r, 100));
+      return lines.map((l) => l.msg);
+    };
+    expect(await watched(false)).to.deep.equal(['redis reachable', 'redis unreachable']);
+    expect(await watched(true)).to.deep.equal(['redis reachable']);
+  });
 });
