@@ -16,7 +16,20 @@ import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
 import { databaseName, rootSql } from '../scripts/services/mariadb.js';
 import { migrate } from '../src/shared/db/migrator.js';
-import { cpuSeconds, figureOf, idleCpuSeconds, log, median, newKey, procfileFlags, processCpuSeconds, startServer, watchRss, type Figure, appendResult } from './support.js';
+import {
+  cpuSeconds,
+  figureOf,
+  idleCpuSeconds,
+  log,
+  median,
+  newKey,
+  procfileFlags,
+  processCpuSeconds,
+  startServer,
+  watchRss,
+  type Figure,
+  appendResult,
+} from './support.js';
 import { createLogger } from '../src/shared/logger.js';
 
 export const BIG = 1_000_000;
@@ -330,7 +343,7 @@ export async function benchApi(argv: string[]): Promise<void> {
   lines.push(load);
   if (opts.append)
     appendResult(
-    'api',
+      'api',
       `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per server and figure in ${opts.rounds} alternating rounds after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
     );
   // The seed stays on disk under .data/bench for the next run; the server does not stay up.

@@ -93,7 +93,7 @@ export async function benchAuditScript(argv: string[]): Promise<void> {
     ];
     for (const line of lines) process.stdout.write(`${line}\n`);
     appendResult(
-    'audit-script',
+      'audit-script',
       `\n### audit-script, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${count} scripts a round, ${rounds} rounds of each, one connection, medians.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
     );
     log('done');

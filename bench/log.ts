@@ -207,7 +207,7 @@ export async function benchLog(argv: string[]): Promise<void> {
 
     const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
     appendResult(
-    'log',
+      'log',
       `\n### The transparency log, ${when} (${cpus().length} cores, node ${process.version})\n\n` +
         `\`npm run bench -- log --seconds ${opts.seconds} --rate ${opts.rate} --batch ${opts.batch} --mirror ${opts.mirror} --connections ${opts.connections}\`\n\n` +
         `| figure | value |\n|---|---|\n` +

@@ -189,7 +189,7 @@ export async function benchP7m(argv: string[]): Promise<void> {
       ];
       for (const l of lines) process.stdout.write(`${l}\n`);
       appendResult(
-    'p7m',
+        'p7m',
         `\n### p7m, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.rounds} alternating rounds of ${opts.seconds} s.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
       );
     } finally {

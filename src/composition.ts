@@ -255,7 +255,7 @@ export const workerServices = {
     });
   },
   /**
-   * The retention job (README "Records"): uploads never attached, Infected bytes, and the
+   * The retention job (docs/operations.md "Records"): uploads never attached, Infected bytes, and the
    * webhooks' log, each deleted once older than its setting. What it returns is the job's result in Bull Board.
    */
   retention(core: Core, storage: Storage) {

@@ -177,7 +177,7 @@ const paths: ZodOpenApiPathsObject = {
     get: {
       summary: "The record's notarization proof",
       description:
-        "Once the record is COMPLETE: its digest (SHA-256 of the RFC 8785 JSON of a documented projection of the v2 record), the Merkle path from the digest to its batch's root, the root, and the anchor that holds the root (kind, txHash, anchored time; for the embedded ledger, the entry itself). Check it offline with `cli verify`, or by hand as the README explains. Before that: notarizationStatus PENDING, with the reason when the record will never be notarized (a doc ended Infected or Error).",
+        "Once the record is COMPLETE: its digest (SHA-256 of the RFC 8785 JSON of a documented projection of the v2 record), the Merkle path from the digest to its batch's root, the root, and the anchor that holds the root (kind, txHash, anchored time; for the embedded ledger, the entry itself). Check it offline with `cli verify`, or by hand as docs/api.md, Notarization and proofs, explains. Before that: notarizationStatus PENDING, with the reason when the record will never be notarized (a doc ended Infected or Error).",
       tags: ['Guarantees'],
       requestParams: { path: idParam },
       responses: {
@@ -232,7 +232,7 @@ const paths: ZodOpenApiPathsObject = {
     get: {
       summary: "An amendment's notarization proof, one link of the guarantee's chain",
       description:
-        "Once the amendment is COMPLETE: its digest (SHA-256 of the RFC 8785 JSON of a documented projection of the amendment, which includes guaranteeDigest, the guarantee's own notarization digest, and previousDigest, the digest of amendment seq - 1, null for seq 1), the Merkle path to its batch's root, the root and the anchor, as for a record. An amendment, or a whole chain, is checked offline with `cli verify` (README \"An amendment's proof\"). Before that: PENDING, with the reason when it will never be notarized (a doc ended Infected or Error, or the guarantee's notarization is blocked) and then, when known, the digest that the next amendment links to.",
+        "Once the amendment is COMPLETE: its digest (SHA-256 of the RFC 8785 JSON of a documented projection of the amendment, which includes guaranteeDigest, the guarantee's own notarization digest, and previousDigest, the digest of amendment seq - 1, null for seq 1), the Merkle path to its batch's root, the root and the anchor, as for a record. An amendment, or a whole chain, is checked offline with `cli verify` (docs/api.md \"An amendment's proof: the chain\"). Before that: PENDING, with the reason when it will never be notarized (a doc ended Infected or Error, or the guarantee's notarization is blocked) and then, when known, the digest that the next amendment links to.",
       tags: ['Guarantees'],
       requestParams: {
         path: z.object({
@@ -251,7 +251,7 @@ const paths: ZodOpenApiPathsObject = {
     get: {
       summary: "The organization's audit trail",
       description:
-        "Every change the organization made through the API, one row each, written in the same transaction as the change, oldest first by seq (1, 2, 3... without gaps), hash-chained: each row's hash covers its fields and the previous row's hash (README \"Audit\"). Page with since = the previous answer's next.",
+        "Every change the organization made through the API, one row each, written in the same transaction as the change, oldest first by seq (1, 2, 3... without gaps), hash-chained: each row's hash covers its fields and the previous row's hash (docs/api.md \"Audit\"). Page with since = the previous answer's next.",
       tags: ['Audit'],
       requestParams: { query: auditQuery },
       responses: {
@@ -285,7 +285,9 @@ const paths: ZodOpenApiPathsObject = {
     post: {
       summary: 'Register a webhook',
       description:
-        'Events (' + EVENT_TYPES.join(', ') + ') are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization. Each event\'s data: docs/api.md, "Webhooks".',
+        'Events (' +
+        EVENT_TYPES.join(', ') +
+        ') are POSTed to the endpoint as `{type, timestamp, data}`, signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature with the returned `whsec_` secret): verify with any Standard Webhooks library. A 2xx within 15 s is a delivery; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (Retry-After honoured on 429/503); 410 disables the endpoint, as does failing for 5 days. Redirects are not followed. The same endpoint (after URL normalization) registered again returns the same webhookId and secret. At most 20 per organization. Each event\'s data: docs/api.md, "Webhooks".',
       tags: ['Webhooks'],
       requestBody: { required: true, content: { 'application/json': { schema: registerWebhook } } },
       responses: {
@@ -649,7 +651,7 @@ const paths: ZodOpenApiPathsObject = {
     get: {
       summary: 'Readiness: the database answers',
       description:
-        'Also tells, without deciding readiness, whether the bucket keeps attached documents under S3 Object Lock: `documents.objectLock` is `enabled`, `absent` (documents are then not protected against deletion, README "Records") or `unknown` (the store has not answered yet).',
+        'Also tells, without deciding readiness, whether the bucket keeps attached documents under S3 Object Lock: `documents.objectLock` is `enabled`, `absent` (documents are then not protected against deletion, docs/operations.md "Records") or `unknown` (the store has not answered yet).',
       tags: ['Operations'],
       security: [],
       responses: { 200: empty('Ready.'), 503: empty('The database does not answer.') },

@@ -78,7 +78,7 @@ export function auditScriptStatements(
     bind.length + 1,
   );
   // Two statements under the organization's row lock, which the script took first: each one
-  // lengthens the time the organization's registrations wait for it (bench/README.md, "The
+  // lengthens the time the organization's registrations wait for it (docs/benchmarks.md, "The
   // audit row on the create path"; an INSERT reading the previous row itself costs more, MariaDB
   // copying the table it inserts into). The INSERT runs only with a seq this script took.
   return [

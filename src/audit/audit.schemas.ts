@@ -31,7 +31,7 @@ export const auditItem = z
     requestId: z.string().nullable(),
     outcome: z.string(),
     prevHash: z.string().meta({ description: "The previous row's hash (64 zeros for the first)." }),
-    hash: z.string().meta({ description: 'SHA-256 of this row and prevHash (README "Audit"): a chain that cli audit verify checks.' }),
+    hash: z.string().meta({ description: 'SHA-256 of this row and prevHash (docs/api.md "Audit"): a chain that cli audit verify checks.' }),
   })
   .meta({ id: 'AuditItem' });
 

@@ -124,7 +124,10 @@ export function createDocumentLock(deps: {
       await lookBack();
       if ((await storage.objectLock()) !== 'enabled') {
         if (!saidAbsent)
-          logger.warn({ bucket: storage.bucket }, 'the bucket has no Object Lock: attached documents are not protected against deletion (README "Records")');
+          logger.warn(
+            { bucket: storage.bucket },
+            'the bucket has no Object Lock: attached documents are not protected against deletion (docs/operations.md "Records")',
+          );
         saidAbsent = true;
         return { objectLock: false, locked: 0, failed: 0 };
       }
@@ -184,7 +187,10 @@ export function watchObjectLock(storage: Pick<Storage, 'objectLock' | 'bucket'>,
     });
     if (next !== state) {
       if (next === 'absent')
-        logger.warn({ bucket: storage.bucket }, 'the bucket has no Object Lock: attached documents are not protected against deletion (README "Records")');
+        logger.warn(
+          { bucket: storage.bucket },
+          'the bucket has no Object Lock: attached documents are not protected against deletion (docs/operations.md "Records")',
+        );
       else if (next === 'enabled') logger.info({ bucket: storage.bucket }, 'the bucket has Object Lock: attached documents are kept in COMPLIANCE mode');
     }
     state = next;

@@ -1,4 +1,4 @@
-// What the files keep, and for how long (README "Records", retention table), enforced by the
+// What the files keep, and for how long (docs/operations.md "Records", retention table), enforced by the
 // maintenance worker's retention job:
 // - an upload never attached to a guarantee or an amendment is deleted UNATTACHED_UPLOAD_DAYS
 //   after its URL was issued: first its row (still unattached) in a short transaction that

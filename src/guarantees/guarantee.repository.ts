@@ -108,7 +108,7 @@ const insertValues = (id: string, createdAt: string, beneficiary: string) =>
  * epoch ms in `ms`), the values derived from it here (`at`, `iso`, `id`), the record, its docs,
  * its event, COMMIT, in one round trip. The organization's lock is then held only while
  * MariaDB runs these statements: never across a round trip, nor a turn of a busy event loop
- * (four of each under the lock before, which halved the creates' throughput: bench/README.md).
+ * (four of each under the lock before, which halved the creates' throughput: docs/benchmarks.md).
  */
 export const REGISTRATION = {
   ms: '@reg_ms',

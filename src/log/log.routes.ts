@@ -2,7 +2,7 @@
 // checkpoint with its cosignatures), /log/key (the log's verifier key), /log/tile/<L>/<N>[.p/<W>]
 // and /log/tile/entries/<N>[.p/<W>]. The tiles are read from the log's rows, the same bytes as
 // the objects in the log's bucket (which any static host or CDN can serve as well): an indexed
-// range of at most 256 rows answers faster than the store (bench/README.md). Tiles never
+// range of at most 256 rows answers faster than the store (docs/benchmarks.md). Tiles never
 // change: full ones are kept in memory here once read.
 import type { Router } from '@koa/router';
 import { Gauge, type Registry } from 'prom-client';

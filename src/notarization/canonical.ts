@@ -1,6 +1,6 @@
 // The canonical form of a guarantee: what its notarization digest commits to, computed from the
 // record's v2 wire shape so that any client holding the JSON of GET /api/v2/guarantees/{ID}
-// can recompute it (README "Notarization"). The projection keeps every field the client
+// can recompute it (docs/api.md "Notarization and proofs"). The projection keeps every field the client
 // registered plus id, orgId, createdAt and the docs' checksums; it leaves out what
 // notarization itself sets (txHash, notarizationStatus, docs[].notarizedAt).
 //

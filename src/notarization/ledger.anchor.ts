@@ -3,7 +3,7 @@
 //   entryHash = SHA-256(RFC 8785 JSON of {schema, seq, prevHash, root, size, recordedAt})
 // with prevHash of the first entry 64 zeros. Changing any past entry changes every hash after
 // it. What it cannot prove: anything against whoever controls the database, who can rewrite
-// the whole chain (README "Notarization"). An EVM chain is the anchor for that.
+// the whole chain (docs/api.md "Notarization and proofs"). An EVM chain is the anchor for that.
 import { ER_DUP_ENTRY, mysqlErrno, select, execute, type Sequelize } from '../shared/db/sequelize.js';
 import type { Anchor, BatchToAnchor, FinalReceipt, Submission } from './anchor.js';
 import { LEDGER_SCHEMA, ledgerEntryHash, type LedgerEntry } from './ledger-entry.js';

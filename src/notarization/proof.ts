@@ -69,7 +69,7 @@ export const notarizationProof = z
     notarizationStatus: z.literal('COMPLETE'),
     canonicalization: z
       .literal(CANONICAL_SCHEMA)
-      .meta({ description: 'The projection and serialization the digest is computed over (README "Notarization").' }),
+      .meta({ description: 'The projection and serialization the digest is computed over (docs/api.md "Notarization and proofs").' }),
     digest: hex64.meta({ description: "SHA-256 of the record's canonical form." }),
     leafIndex,
     batchSize,
@@ -96,7 +96,7 @@ export const amendmentProof = z
     notarizationStatus: z.literal('COMPLETE'),
     canonicalization: z
       .literal(AMENDMENT_CANONICAL_SCHEMA)
-      .meta({ description: 'The projection and serialization the digest is computed over (README "An amendment\'s proof").' }),
+      .meta({ description: 'The projection and serialization the digest is computed over (docs/api.md "An amendment\'s proof: the chain").' }),
     digest: hex64.meta({ description: "SHA-256 of the amendment's canonical form, which includes guaranteeDigest and previousDigest." }),
     guaranteeDigest: hex64.meta({ description: "The guarantee's notarization digest (its proof's digest): the chain's start." }),
     previousDigest: hex64.nullable().meta({ description: "The digest of amendment seq - 1 (null for seq 1): the chain's link." }),

@@ -2,7 +2,7 @@
 // has its job (the sweeper); queue again webhook deliveries whose job Redis lost (the
 // reconciler); emit the guarantees' expiries and overdue claims (the lifecycle check); put
 // attached documents under Object Lock (the document lock); delete what is kept no longer (the
-// retention job: README "Records"). Fixed scheduler ids, so that several worker processes share one schedule; kept
+// retention job: docs/operations.md "Records"). Fixed scheduler ids, so that several worker processes share one schedule; kept
 // by keepSchedules, so that a Redis that forgot them gets them back.
 import type { Queue } from 'bullmq';
 import type { IdempotencyStore } from './idempotency.js';

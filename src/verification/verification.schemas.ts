@@ -83,7 +83,7 @@ export const verificationMatch = z
       )
       .meta({
         description:
-          'The guarantee\'s latest amendments (at most 100), oldest first, each with its proof: a chain from the record (README "An amendment\'s proof").',
+          'The guarantee\'s latest amendments (at most 100), oldest first, each with its proof: a chain from the record (docs/api.md "An amendment\'s proof: the chain").',
       }),
     earlierAmendments: z.number().int().meta({
       description: "How many amendments come before those listed (not listed: the first listed one's proof links to them by its previousDigest).",

@@ -170,7 +170,7 @@ export function createVerificationService(deps: {
   // sent in one round trip (a script). Under load the transactions start at least 6 ms apart, so
   // that more verifications share each one's fixed cost (parsing, commit): about 19 a
   // transaction instead of 14 in the bench, and 0.75 of get-by-id against 0.69 when each started
-  // as soon as the previous one ended (8 rounds each, bench/README.md).
+  // as soon as the previous one ended (8 rounds each, docs/benchmarks.md).
   const record = createBatcher(
     async (items: Array<{ records: GuaranteeRecord[]; at: Date }>) => {
       const counts = new Map<string, number>();

@@ -1,4 +1,4 @@
-// The webhooks' log kept WEBHOOK_LOG_DAYS (README "Records", retention table): events whose
+// The webhooks' log kept WEBHOOK_LOG_DAYS (docs/operations.md "Records", retention table): events whose
 // deliveries are all over (succeeded or failed) and their deliveries, and attempts, once older
 // than that, are deleted by the maintenance worker's retention job. An event still pending
 // somewhere (a replay asked late) stays until it is over.

@@ -5,7 +5,7 @@
 // schedule), a delivery whose endpoint had its share in flight, one the reconciler queues
 // again. A job per delivery cost a webhooks worker three Redis round trips and a job to parse
 // and store on every delivery, most of its CPU in a burst: with creates twice as fast it fell
-// behind them (bench/README.md, "first attempts").
+// behind them (docs/benchmarks.md, "first attempts").
 //
 // Job ids are fresh; BullMQ's deduplication on the delivery (and its replay count) keeps one
 // job per delivery while it is waiting, delayed or running, so the reconciler may queue a

@@ -14,7 +14,12 @@ import { configWith, FAST_PIPELINE, harness, newOrg } from '../support/harness.j
 import { freePort } from '../support/tcp-proxy.js';
 
 const run = promisify(execFile);
-const DOCS = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  ...readdirSync('docs')
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
 const slug = (heading: string) =>
@@ -67,7 +72,8 @@ describe('the documentation', function () {
     const { http } = await harness();
     const doc = JSON.stringify((await http.get('/openapi.json')).body);
     expect(doc).not.to.match(/seed|CONTRACT/);
-    for (const type of ['guarantee.beneficiary_linked', 'guarantee.demanded', 'guarantee.amendment_pending', 'guarantee.amendment_answered']) expect(doc).to.include(type);
+    for (const type of ['guarantee.beneficiary_linked', 'guarantee.demanded', 'guarantee.amendment_pending', 'guarantee.amendment_answered'])
+      expect(doc).to.include(type);
   });
 
   describe("the README's quick start, as written", () => {

@@ -42,7 +42,7 @@ export function registerOpsRoutes<S>(router: Router<S>, deps: OpsDeps): void {
     ctx.body = { status: 'ok' };
   });
 
-  // Detail that does not decide readiness: a bucket without Object Lock still serves (README "Records").
+  // Detail that does not decide readiness: a bucket without Object Lock still serves (docs/operations.md "Records").
   const detail = () => (deps.objectLock ? { documents: { objectLock: deps.objectLock() } } : {});
 
   /** The witnesses' state: 'degraded' while one is down (checkpoints go on, uncosigned by it). */

@@ -1,4 +1,4 @@
-// Retention enforced (issue 17, README "Records"): uploads never attached are deleted after
+// Retention enforced (issue 17, docs/operations.md "Records"): uploads never attached are deleted after
 // UNATTACHED_UPLOAD_DAYS, Infected objects after INFECTED_RETENTION_DAYS (their verdict row
 // stays, files.purged_at says when the bytes went).
 // - files.purged_at: when an Infected file's bytes were deleted.

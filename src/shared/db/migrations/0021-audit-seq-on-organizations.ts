@@ -2,7 +2,7 @@
 // the create path's cost). A registration already holds that row's lock for its registry place:
 // the same UPDATE now also takes the chain's next seq, and the audit row reads the previous
 // row's hash by primary key, so the chain costs a registration two statements under the lock
-// instead of four (bench/README.md, "The audit row on the create path").
+// instead of four (docs/benchmarks.md, "The audit row on the create path").
 // - organizations.audit_seq: the organization's chain's last seq (0: no row yet).
 // - The organizations' heads are copied from audit_heads, where they stay for the previous
 //   release (this one reads only the system chain's head there).
