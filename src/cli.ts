@@ -450,8 +450,26 @@ async function receiptCommand(receipt: string, jwks: string, pins: { logKey?: st
     // Each match's record in the transparency log, with the pinned keys.
     const keys = { ...(pins.logKey && { logKey: parseVerifierKey(pins.logKey) }), witnesses: pins.witnesses.map((w) => witnessKey(w)) };
     let failed = false;
+    // A key held compromised from some time proves a receipt dated before it only when the log
+    // binds the date: every match's leaf in a checkpoint a pinned witness cosigned before then.
+    const compromised = (set.keys ?? []).find((k) => k.kid === kid)?.compromisedSince;
+    if (compromised && !pins.witnesses.length) {
+      say(`FAIL signed by key ${kid}, held compromised since ${compromised}: its date is bound only by the transparency log (give --log-key and --witness)`);
+      return 1;
+    }
+    if (compromised && !payload.matches.length) {
+      say(`FAIL signed by key ${kid}, held compromised since ${compromised}, and naming no guarantee the log could bind its date to`);
+      return 1;
+    }
     for (const m of payload.matches) {
-      if (!m.digest || m.notarizationStatus !== 'COMPLETE') continue;
+      if (!m.digest || m.notarizationStatus !== 'COMPLETE') {
+        // From a compromised key, a match the log does not bind lets the receipt be dated freely by whoever holds it.
+        if (compromised) {
+          say(`FAIL guarantee ${m.guaranteeId}: not notarized when the receipt was made, so the log does not bind the receipt's date`);
+          failed = true;
+        }
+        continue;
+      }
       const { checks, cosigners } = checkLogInclusion(
         { kind: 'record', digest: m.digest, what: `guarantee ${m.guaranteeId}` },
         m.log,

@@ -74,7 +74,7 @@ export function checkLogInclusion(
           'log-dated',
           `the witness ${w.name} cosigned the checkpoint before the receipt says it was signed`,
           at.getTime() <= signedAt.getTime() + CLOCK_SKEW_MS,
-          `cosigned at ${at.toISOString()}, after ${signedAt.toISOString()}: the receipt is back-dated`,
+          `cosigned at ${at.toISOString()}, ${Math.round((at.getTime() - signedAt.getTime()) / 60_000)} min after the ${signedAt.toISOString()} the receipt says: back-dated, or a clock off by more than ${CLOCK_SKEW_MS / 60_000} min`,
         );
     }
   } catch (err) {

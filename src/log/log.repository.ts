@@ -26,6 +26,11 @@ export interface WitnessState {
 
 const BINARY = { prepared: false } as const;
 
+/** The leases of log_sequencer's rows: the sequencer's (appends, fenced), and the publisher's (migration 0032). */
+export const SEQUENCER = 1;
+export const PUBLISHER = 2;
+export type Lease = typeof SEQUENCER | typeof PUBLISHER;
+
 export function createLogRepository(db: Sequelize) {
   return {
     transaction<T>(work: (t: Transaction) => Promise<T>): Promise<T> {
@@ -37,32 +42,32 @@ export function createLogRepository(db: Sequelize) {
      * undefined when another holds it. Each taking bumps the token, so that an append of an
      * earlier holder, carrying the old one, changes nothing.
      */
-    async acquire(holder: string, ms: number): Promise<number | undefined> {
+    async acquire(holder: string, ms: number, lease: Lease = SEQUENCER): Promise<number | undefined> {
       const taken = await execute(
         db,
         `UPDATE log_sequencer SET holder = $1, token = token + 1, renewals = 0, expires_at = NOW(3) + INTERVAL $2 MICROSECOND
-        WHERE id = 1 AND expires_at < NOW(3)`,
-        [holder, ms * 1000],
+        WHERE id = $3 AND expires_at < NOW(3)`,
+        [holder, ms * 1000, lease],
       );
       if (taken !== 1) return undefined;
-      const [row] = await select<{ token: string | number }>(db, 'SELECT token FROM log_sequencer WHERE id = 1 AND holder = $1', [holder]);
+      const [row] = await select<{ token: string | number }>(db, 'SELECT token FROM log_sequencer WHERE id = $2 AND holder = $1', [holder, lease]);
       return row === undefined ? undefined : Number(row.token);
     },
 
     /** Extends the lease of `token` by `ms`; false when it is no longer held (taken over, or run out). */
-    async renew(token: number, ms: number): Promise<boolean> {
+    async renew(token: number, ms: number, lease: Lease = SEQUENCER): Promise<boolean> {
       const n = await execute(
         db,
         `UPDATE log_sequencer SET renewals = renewals + 1, expires_at = NOW(3) + INTERVAL $2 MICROSECOND
-        WHERE id = 1 AND token = $1 AND expires_at >= NOW(3)`,
-        [token, ms * 1000],
+        WHERE id = $3 AND token = $1 AND expires_at >= NOW(3)`,
+        [token, ms * 1000, lease],
       );
       return n === 1;
     },
 
     /** Gives the lease of `token` up at once (the next taker need not wait for it to run out). */
-    async release(token: number): Promise<void> {
-      await execute(db, `UPDATE log_sequencer SET expires_at = '1970-01-02 00:00:00' WHERE id = 1 AND token = $1`, [token]);
+    async release(token: number, lease: Lease = SEQUENCER): Promise<void> {
+      await execute(db, `UPDATE log_sequencer SET expires_at = '1970-01-02 00:00:00' WHERE id = $2 AND token = $1`, [token, lease]);
     },
 
     /** The log's size as committed. */
@@ -210,7 +215,7 @@ export function createLogRepository(db: Sequelize) {
         await execute(
           db,
           `INSERT INTO log_witnesses (vkey, size, last_ok_at, last_try_at, last_error) VALUES ($1, $2, $3, $3, NULL)
-          ON DUPLICATE KEY UPDATE size = VALUES(size), last_ok_at = VALUES(last_ok_at), last_try_at = VALUES(last_try_at), last_error = NULL`,
+          ON DUPLICATE KEY UPDATE size = GREATEST(COALESCE(size, 0), VALUES(size)), last_ok_at = VALUES(last_ok_at), last_try_at = VALUES(last_try_at), last_error = NULL`,
           [vkey, outcome.size, at],
         );
       else

@@ -220,7 +220,7 @@ export function createLogService(deps: {
   }
 
   /** Publishes a checkpoint of the log as it is now, if it grew and the interval passed; its size. */
-  async function publish(force: boolean): Promise<number | undefined> {
+  async function publish(force: boolean, held: () => Promise<boolean>): Promise<number | undefined> {
     const size = await repo.size();
     const latest = await repo.latestCheckpoint();
     const published = latest?.size ?? 0;
@@ -230,6 +230,8 @@ export function createLogService(deps: {
     const startedAt = now();
     if (!force && latest && startedAt.getTime() - latest.createdAt.getTime() < deps.intervalMs * 0.9) return undefined;
     for (let at = published; at < size;) {
+      // A backlog is integrated a step at a time, the publisher's lease renewed before each.
+      if (at > published && !(await held())) return undefined;
       const next = at + STEP >= size ? size : Math.floor((at + STEP) / TILE_WIDTH) * TILE_WIDTH;
       await integrate(at, next);
       at = next;
@@ -301,6 +303,8 @@ export function createLogService(deps: {
             old = answer.conflict;
             continue;
           }
+          // A larger size the witness holds may be this log's own newer checkpoint (published since this one was read).
+          if ('conflict' in answer && answer.conflict > c.size && ((await repo.latestCheckpoint())?.size ?? 0) >= answer.conflict) return;
           const error =
             'conflict' in answer
               ? answer.conflict > c.size
@@ -323,17 +327,20 @@ export function createLogService(deps: {
     tree,
 
     /**
-     * One round: appends what waits (holding the sequencer's lease), then, the lease given back,
-     * publishes a checkpoint when due and asks the witnesses to cosign it. Publishing appends
-     * nothing and writes only what any publisher would write the same (tiles, the hashes of full
-     * tiles, a checkpoint of a size the log has), so the notarizer's cycles need not wait for it:
-     * a long one (a backlog) does not hold the leaves of new batches back.
+     * One round: appends what waits (holding the sequencer's lease), then, that lease given back
+     * and the publisher's taken, publishes a checkpoint when due and asks the witnesses to cosign
+     * it. Publishing appends nothing, so the notarizer's cycles need not wait for it: a long one
+     * (a backlog) does not hold the leaves of new batches back.
      */
     async tick(opts: { force?: boolean } = {}): Promise<TickResult | undefined> {
       const appended = await sequencer.exclusive((fence) => sequence(fence));
       if (appended === undefined) return undefined;
-      const published = await publish(opts.force ?? false);
-      await witness();
+      // Under the publisher's lease: one process publishes at a time (another publishing now: its turn).
+      const published = await sequencer.publishing(async (held) => {
+        const size = await publish(opts.force ?? false, held);
+        if (await held()) await witness();
+        return size;
+      });
       return { appended, ...(published !== undefined && { published }) };
     },
 

@@ -16,7 +16,7 @@
 //      cannot match. The first differing entry is then looked for and named;
 //   5. writes the tiles, then the checkpoint (renamed into place last).
 // `verify` runs 3-4 over the directory alone, offline.
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseCheckpoint, type Checkpoint } from './checkpoint.js';
 import type { NoteError } from './note.js';
@@ -41,13 +41,16 @@ export interface MirrorResult {
 
 const same = (a: Uint8Array | undefined, b: Uint8Array | undefined) => !!a && !!b && Buffer.from(a).equals(Buffer.from(b));
 
+/** The longest entry the registry writes (log_entries.entry is VARBINARY(1024); its lines are about 150 bytes). */
+export const MAX_ENTRY = 1024;
+
 /**
  * The most a path may hold: a hash tile 256 hashes, an entries bundle 256 entries of at most
  * 65,535 bytes each with their 2-byte lengths, a checkpoint or a key a few lines. A log that
  * answers more is refused before it is read whole (a hostile log cannot fill the mirror's memory).
  */
 export function largestBody(path: string): number {
-  if (path.startsWith('tile/entries/')) return TILE_WIDTH * (2 + 0xffff);
+  if (path.startsWith('tile/entries/')) return TILE_WIDTH * (2 + MAX_ENTRY);
   if (path.startsWith('tile/')) return TILE_WIDTH * 32;
   return 64 * 1024;
 }
@@ -111,7 +114,7 @@ export function openCheckpoint(note: string, logKey: Verifier, witnesses: readon
     if (!opened.verified.some((s) => s.name === w.name && s.id === w.id))
       throw new MirrorError(`the checkpoint is not cosigned by the witness ${w.name}: it may be a view of the log shown to this mirror alone`);
   const c = parseCheckpoint(opened.text);
-  if (c.size > 2 ** 32) throw new MirrorError(`the checkpoint claims ${c.size} entries: more than a mirror takes`);
+  if (c.size >= 2 ** 32) throw new MirrorError(`the checkpoint claims ${c.size} entries: more than a mirror takes`);
   if (c.origin !== logKey.name) throw new MirrorError(`the checkpoint is of ${c.origin}, not of ${logKey.name}`);
   return c;
 }
@@ -128,18 +131,20 @@ async function inParallel<T>(items: readonly T[], work: (item: T) => Promise<voi
 /**
  * The entries of the tree of `size`, tile by tile: those of tiles below `fromTile` from `held`
  * (the mirror's own copy), the others from `source`; each tile's entries checked against the
- * hash tile `source` serves. Returns every leaf hash, the bundles fetched (to write), and where
- * held and served entries differ.
+ * hash tile `source` serves. Each bundle fetched is handed to `stage` (written aside, never
+ * all held in memory). Returns every leaf hash, how many bundles were fetched, and where held
+ * and served entries differ.
  */
 async function readEntries(
   size: number,
   fromTile: number,
   source: Fetch,
   held: Fetch | undefined,
-): Promise<{ leaves: Uint8Array[]; bundles: Map<number, Uint8Array>; rewritten?: number }> {
+  stage: (t: number, bundle: Uint8Array) => void = () => undefined,
+): Promise<{ leaves: Uint8Array[]; fetched: number; rewritten?: number }> {
   const tiles = Math.ceil(size / TILE_WIDTH);
   const leaves: Uint8Array[] = new Array<Uint8Array>(size);
-  const bundles = new Map<number, Uint8Array>();
+  let fetched = 0;
   let rewritten: number | undefined;
   const note = (i: number) => {
     if (rewritten === undefined || i < rewritten) rewritten = i;
@@ -157,12 +162,15 @@ async function readEntries(
     } catch (err) {
       throw new MirrorError(`entries bundle ${t}: ${(err as Error).message}`);
     }
+    const long = entries.findIndex((e) => e.length > MAX_ENTRY);
+    if (long >= 0) throw new MirrorError(`entry ${t * TILE_WIDTH + long}: ${entries[long]?.length} bytes, longer than any entry the log writes (${MAX_ENTRY})`);
     if (entries.length !== width)
       throw new MirrorError(`entries bundle ${t} holds ${entries.length} entries, not ${width}: entry ${t * TILE_WIDTH + Math.min(entries.length, width)}`);
     const hashes = entries.map((e) => leafHashOf(e));
     hashes.forEach((h, i) => (leaves[t * TILE_WIDTH + i] = h));
     if (fromSource) {
-      bundles.set(t, bundle);
+      stage(t, bundle);
+      fetched++;
       // The entries the mirror held of this tile (a partial one it had) must be the same.
       const mine = held && (await heldPrefix(held, t));
       if (mine)
@@ -178,7 +186,7 @@ async function readEntries(
       if (!same(h, served[i])) throw new MirrorError(`entry ${t * TILE_WIDTH + i}: its hash is not the one in tile 0/${t}`);
     });
   });
-  return { leaves, bundles, ...(rewritten !== undefined && { rewritten }) };
+  return { leaves, fetched, ...(rewritten !== undefined && { rewritten }) };
 }
 
 /** The entries of tile `t` the mirror holds (a full bundle, or its widest partial one), if any. */
@@ -252,7 +260,24 @@ export async function mirrorLog(
   if (previous && c.size < previous.size)
     throw new MirrorError(`the log's checkpoint is of size ${c.size}, smaller than the ${previous.size} this mirror holds: a rollback`);
   const fromTile = previous ? Math.floor(previous.size / TILE_WIDTH) : 0;
-  const { leaves, bundles, rewritten } = await readEntries(c.size, fromTile, source, previous ? held : undefined);
+  // The bundles fetched are written aside (.incoming) as they come, and moved into place once everything checked.
+  const incoming = join(dir, '.incoming');
+  rmSync(incoming, { recursive: true, force: true });
+  const staged: string[] = [];
+  const stage = (t: number, bundle: Uint8Array) => {
+    const path = tilePath({ level: 'entries', index: t, width: Math.min(TILE_WIDTH, c.size - t * TILE_WIDTH) });
+    writeAtomically(join(incoming, path), bundle);
+    staged.push(path);
+  };
+  let read: Awaited<ReturnType<typeof readEntries>>;
+  try {
+    read = await readEntries(c.size, fromTile, source, previous ? held : undefined, stage);
+  } catch (err) {
+    rmSync(incoming, { recursive: true, force: true });
+    throw err;
+  }
+  const { leaves, fetched, rewritten } = read;
+  const checked = () => rmSync(incoming, { recursive: true, force: true });
   if (rewritten !== undefined) throw new MirrorError(`entry ${rewritten}: the log now serves another entry than the one this mirror holds (a rewrite)`);
   if (previous && !same(await rootOf(leaves.slice(0, previous.size), previous.size), previous.root))
     throw new MirrorError('the entries this mirror holds do not lead to the checkpoint it holds: run cli log verify');
@@ -267,12 +292,15 @@ export async function mirrorLog(
     );
   }
   const upper = await upperTiles(leaves, c.size, source);
-  for (const [t, bundle] of bundles)
-    writeAtomically(join(dir, tilePath({ level: 'entries', index: t, width: Math.min(TILE_WIDTH, c.size - t * TILE_WIDTH) })), bundle);
+  for (const path of staged) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    renameSync(join(incoming, path), join(dir, path));
+  }
+  checked();
   for (const [path, bytes] of upper) if (!previous || !existsSync(join(dir, path))) writeAtomically(join(dir, path), bytes);
   if (!pinned) writeAtomically(keyFile, `${vkey}\n`);
   writeAtomically(join(dir, 'checkpoint'), note);
-  return { size: c.size, previous: previous?.size ?? 0, fetched: bundles.size };
+  return { size: c.size, previous: previous?.size ?? 0, fetched };
 }
 
 /** Checks a mirror's directory offline: every entry against its tiles, the tiles against each other, the root against the checkpoint. */

@@ -7,10 +7,14 @@
 //
 // In one process the notarization cycle and the log's ticks take turns (a queue), so that the
 // lease is never taken twice by the same holder.
+//
+// Publishing (tiles, the checkpoint, the witnesses) appends nothing: it holds a lease of its own,
+// the table's second row, so that one process at a time publishes (the bucket's checkpoint object
+// is read then written, and witnesses answer one submission at a time) while appends go on.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Transaction } from '../shared/db/sequelize.js';
-import type { LogRepository } from './log.repository.js';
+import { PUBLISHER, type LogRepository } from './log.repository.js';
 import { leafHashOf } from './tree.js';
 
 /** What the holder of the lease does with it. */
@@ -25,6 +29,11 @@ export interface Fence {
 export interface Sequencer {
   /** Runs `work` holding the lease, or returns undefined at once when another process holds it. */
   exclusive<T>(work: (fence: Fence) => Promise<T>): Promise<T | undefined>;
+  /**
+   * Runs `work` holding the publisher's lease (another row: the appends go on meanwhile), or
+   * returns undefined at once when another process publishes; `held` renews it.
+   */
+  publishing<T>(work: (held: () => Promise<boolean>) => Promise<T>): Promise<T | undefined>;
   holder: string;
 }
 
@@ -57,6 +66,15 @@ export function createSequencer(deps: { repo: LogRepository; leaseMs: number; ho
 
   return {
     holder,
+    async publishing<T>(work: (held: () => Promise<boolean>) => Promise<T>): Promise<T | undefined> {
+      const token = await repo.acquire(holder, leaseMs, PUBLISHER);
+      if (token === undefined) return undefined;
+      try {
+        return await work(() => repo.renew(token, leaseMs, PUBLISHER));
+      } finally {
+        await repo.release(token, PUBLISHER).catch(() => undefined);
+      }
+    },
     exclusive<T>(work: (fence: Fence) => Promise<T>): Promise<T | undefined> {
       const run = queue.then(() => once(work));
       queue = run.catch(() => undefined);

@@ -2,11 +2,13 @@
 // registry's published keys (GET /.well-known/jwks.json): `cli receipt verify <receipt> --jwks
 // <URL or file>`. The signature must verify with the key its header names, and that key must
 // not have been retired before the receipt says it was signed, nor compromised by then: a key
-// known to have leaked proves nothing from its compromise time on. (Such a key's thief can also
-// date a receipt before that time. The transparency log bounds that: a receipt's matches carry
+// known to have leaked proves nothing from its compromise time on. Such a key's thief can also
+// date a receipt before that time. The transparency log bounds how far: a receipt's matches carry
 // their inclusion in a checkpoint a witness cosigned before the receipt was made, so `cli receipt
-// verify --witness` refuses a receipt dated before that cosignature (src/log/log-checks.ts), and
-// a back-dated one can only speak of records the log already held at the date it claims.)
+// verify --witness` refuses a receipt dated before that cosignature (src/log/log-checks.ts); a
+// thief can date one no earlier than the cosignatures of a checkpoint they hold (the log's
+// checkpoints are public). So a receipt from a key held compromised is accepted only so bound
+// (src/cli.ts, receiptCommand).
 import { compactVerify, importJWK } from 'jose';
 import { RECEIPT_TYPE, type ReceiptPayload } from './receipt.js';
 import type { PublicJwk } from './signing-keys.js';

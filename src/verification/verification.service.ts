@@ -150,16 +150,25 @@ export function createVerificationService(deps: {
   // keyRecheckMs and after a failure: a key retired while this process runs (cli
   // verification-key retire) stops signing within that time. The development key is then
   // replaced by a new one; a configured one refuses (503) until the next is configured.
+  // A check that fails otherwise (the database away a moment) keeps the key it had.
   const keyRecheckMs = deps.keyRecheckMs ?? 30_000;
   let key: { at: number; value: Promise<SigningKey> } | undefined;
+  let lastGood: SigningKey | undefined;
   const signingKey = (): Promise<SigningKey> => {
     if (!key || Date.now() - key.at >= keyRecheckMs) {
-      const value = deps.keys.current(deps.configuredKey).catch((err: unknown) => {
-        if (key?.value === value) key = undefined;
-        if (err instanceof RetiredKeyError)
-          throw new UnavailableError("The registry's receipt signing key was retired; its operator must configure the next one.", err);
-        throw err;
-      });
+      const value: Promise<SigningKey> = deps.keys.current(deps.configuredKey).then(
+        (k) => (lastGood = k),
+        (err: unknown) => {
+          // A retirement is remembered for keyRecheckMs, as a key is (each verification need not ask again).
+          if (err instanceof RetiredKeyError) {
+            lastGood = undefined;
+            throw new UnavailableError("The registry's receipt signing key was retired; its operator must configure the next one.", err);
+          }
+          if (key?.value === value) key = undefined;
+          if (lastGood) return lastGood;
+          throw err;
+        },
+      );
       key = { at: Date.now(), value };
     }
     return key.value;
@@ -294,7 +303,10 @@ export function createVerificationService(deps: {
 
     /** Every public key that has signed receipts, the current one included. */
     async publicKeys(): Promise<PublicJwk[]> {
-      await signingKey();
+      // The current key is recorded first; a retired one signs nothing, but the set still says it is retired.
+      await signingKey().catch((err: unknown) => {
+        if (!(err instanceof UnavailableError)) throw err;
+      });
       return deps.keys.publicKeys();
     },
 

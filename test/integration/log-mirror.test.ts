@@ -95,7 +95,7 @@ describe('mirrors of the transparency log', function () {
       files,
       ...(await listen((req, res) => {
         const body = files.get((req.url ?? '').replace(/^\/log\//, ''));
-        res.writeHead(body ? 200 : 404);
+        res.writeHead(body ? 200 : 404, body ? { 'Content-Length': body.length } : {});
         res.end(body ?? '');
       })),
     };
@@ -190,6 +190,14 @@ describe('mirrors of the transparency log', function () {
     const big = await cli('mirror', `${forged.url}/log`, mkdtempSync(join(tmpdir(), 'mirror-')));
     expect(big.code).to.equal(1);
     expect(big.stderr).to.include('/log/checkpoint: the answer is larger than the 65536 bytes such a file can hold');
+    // An entry longer than any the log writes (its bundle within the size a bundle may have).
+    forged.files.clear();
+    for (const [k, v] of await servedLog([...entries, new TextEncoder().encode(`record ${'f'.repeat(2000)}`)], signer, verifierKey)) forged.files.set(k, v);
+    const long = await cli('mirror', `${forged.url}/log`, mkdtempSync(join(tmpdir(), 'mirror-')));
+    expect(long.code).to.equal(1);
+    expect(long.stderr).to.include('entry 3: 2007 bytes, longer than any entry the log writes (1024)');
+    forged.files.clear();
+    for (const [k, v] of await servedLog(entries, signer, verifierKey)) forged.files.set(k, v);
     // A hash tile streamed on and on, with no length.
     const endless = await listen((req, res) => {
       const path = (req.url ?? '').replace(/^\/log\//, '');

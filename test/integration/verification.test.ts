@@ -447,6 +447,9 @@ describe('public verification (contracting authorities)', function () {
     expect(refused.status).to.equal(503);
     expect(JSON.parse(refused.text).detail).to.include('receipt signing key was retired');
     expect(await counted(), 'the refused verification is not counted').to.equal(before);
+    // The key set still answers, and says the key is retired (what verifiers of its receipts need most).
+    const set = await jwks(running);
+    expect(set.keys.find((k) => k.kid === kid)).to.have.property('retiredAt');
   });
 });
 

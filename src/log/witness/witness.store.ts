@@ -2,11 +2,14 @@
 // watched log's last cosigned size and root, replaced atomically (written aside, flushed to
 // disk, renamed over) before the witness answers. One process at a time over a directory: two
 // would each hold the state in memory and could cosign two forks of one size. The lock is a
-// Linux abstract socket named after the directory's real path: binding it is atomic, and the
-// kernel lets it go when its process ends however it ends (a lock file left by a killed witness,
-// removed by the next, could be removed by two at once). Elsewhere, a pid file taken with O_EXCL.
+// Linux abstract socket named after the directory (its device and inode): binding it is atomic,
+// and the kernel lets it go when its process ends however it ends (a lock file left by a killed
+// witness, removed by the next, could be removed by two at once). An abstract socket is seen
+// within one host's network namespace: run one witness per directory on one host (two
+// containers sharing a volume, or an NFS directory, do not see each other's). Elsewhere than
+// Linux, a pid file taken with O_EXCL.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 
@@ -25,7 +28,9 @@ export interface WitnessStore {
 async function lockDirectory(dir: string): Promise<() => void> {
   const taken = () => new Error(`another witness runs over ${dir}`);
   if (process.platform === 'linux') {
-    const name = `\0guarantee-registry-witness:${createHash('sha256').update(realpathSync(dir)).digest('hex').slice(0, 40)}`;
+    // Named after the directory itself (its device and inode), however it is reached (a symlink, a bind mount).
+    const { dev, ino } = statSync(dir, { bigint: true });
+    const name = `\0guarantee-registry-witness:${createHash('sha256').update(`${dev}:${ino}`).digest('hex').slice(0, 40)}`;
     const server: Server = createServer((socket) => socket.destroy());
     await new Promise<void>((ok, fail) => {
       server.once('error', (err: NodeJS.ErrnoException) => fail(err.code === 'EADDRINUSE' ? taken() : err));

@@ -49,7 +49,9 @@ describe('the log checks of a proof or a receipt', () => {
     expect(dated(cosignedAt - CLOCK_SKEW_MS + 1000)?.ok, 'a witness clock a little ahead').to.equal(true);
     const back = dated(cosignedAt - CLOCK_SKEW_MS - 1000);
     expect(back?.ok).to.equal(false);
-    expect(back?.detail).to.equal('cosigned at 2026-11-20T12:00:00.000Z, after 2026-11-20T11:49:59.000Z: the receipt is back-dated');
+    expect(back?.detail).to.equal(
+      'cosigned at 2026-11-20T12:00:00.000Z, 10 min after the 2026-11-20T11:49:59.000Z the receipt says: back-dated, or a clock off by more than 10 min',
+    );
     // A proof (no receipt time) has no such check.
     expect(checkLogInclusion(leaf, log, keys).checks.some((c) => c.id === 'log-dated')).to.equal(false);
   });

@@ -31,6 +31,7 @@ import { migration as amendmentsByEffectiveTime } from './0028-amendments-by-eff
 import { migration as authoritySessions } from './0029-authority-sessions.js';
 import { migration as transparencyLog } from './0030-transparency-log.js';
 import { migration as vatHeldOnce } from './0031-vat-held-once.js';
+import { migration as logPublisher } from './0032-log-publisher.js';
 
 export type Query = (sql: string) => Promise<unknown>;
 
@@ -72,4 +73,5 @@ export const migrations: Migration[] = [
   authoritySessions,
   transparencyLog,
   vatHeldOnce,
+  logPublisher,
 ];
