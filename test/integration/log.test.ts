@@ -269,6 +269,32 @@ describe('the transparency log', function () {
     expect(result?.published).to.equal(await createLogRepository(h.db).size());
   });
 
+  it("publishes from one process at a time (the publisher lease): another process's tick appends, and leaves the publication to the one publishing", async () => {
+    const h = await harness();
+    const a = transparencyLog(openCore(h.config, createLogger('silent'), { db: h.db }));
+    const b = transparencyLog(openCore(h.config, createLogger('silent'), { db: h.db }));
+    await appendRecords(h.db, a.sequencer, 2);
+    let letGo!: () => void;
+    const gate = new Promise<void>((r) => (letGo = r));
+    let taken!: () => void;
+    const publishing = new Promise<void>((r) => (taken = r));
+    const holding = a.sequencer.publishing(async () => {
+      taken();
+      await gate;
+    });
+    await publishing;
+    try {
+      const during = await b.service.tick({ force: true });
+      expect(during, 'b appended (it held the sequencer)').to.not.equal(undefined);
+      expect(during?.published, 'b did not publish while a did').to.equal(undefined);
+    } finally {
+      letGo();
+      await holding;
+    }
+    const after = await b.service.tick({ force: true });
+    expect(after?.published).to.equal(await createLogRepository(h.db).size());
+  });
+
   it('cli verification-key retire: the JWKS marks the key, the log records it, and a receipt it signed after its compromise time fails with the reason', async () => {
     const h = await harness();
     const keys = createSigningKeys(h.db, createSecretBox(h.config.ENCRYPTION_KEY));
