@@ -1,5 +1,5 @@
 // `npm run lint` (`tsx scripts/table-owners.ts [dir]`): every table is named in SQL only by its owner, the domain folder whose
-// repositories keep it (README, "Who writes which table"). Other domains call the owner's
+// repositories keep it (docs/design.md, "Who writes which table"). Other domains call the owner's
 // functions, or build their reads with SQL fragments the owner exports (files' join from a
 // document key, organizations' issuer columns), so that the table's name is written only in the
 // owner's folder. There is no allow-list: no place needs one. Migrations are the schema's, not a domain's.

@@ -62,7 +62,7 @@ import { createAddressPolicy, dnsResolver, type Resolver } from './webhooks/ssrf
 import { createWebhookRepository } from './webhooks/webhook.repository.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
 
-/** One repository per owner of tables (README, "Who writes which table"), over the core's pool. */
+/** One repository per owner of tables (docs/design.md, "Who writes which table"), over the core's pool. */
 function repositoriesOver(db: Sequelize, secrets: SecretBox) {
   return {
     orgs: createOrgRepository(db),

@@ -29,7 +29,7 @@ export const clamd: LocalService = {
         if (!existsSync(join(db, f))) symlinkSync(join(OFFICIAL_DB, f), join(db, f));
       }
     }
-    // Never Clean unless fully scanned (README "Operations: clamd"). The limits are above the
+    // Never Clean unless fully scanned (docs/operations.md, "What an operator must configure"). The limits are above the
     // largest allowed upload (50 MiB by default), and anything over them is reported as
     // Heuristics.Limits.Exceeded instead of passing unscanned as clean. MaxFileSize equals
     // MaxScanSize: a single archive entry larger than MaxFileSize is otherwise scanned up to

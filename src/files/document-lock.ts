@@ -13,10 +13,10 @@
 //   LOCK_RETRY's backoff): the sweep reads the documents due, by keyset, and one that failed is
 //   behind the others until its time, so that documents the store keeps refusing never stand
 //   in the way of newer ones, however many.
-// - Versions judged Infected or Error are not kept: Infected bytes are deleted (README's
+// - Versions judged Infected or Error are not kept: Infected bytes are deleted (docs/operations.md's
 //   retention table), and a file in Error is kept once judged after all.
 // - On a bucket without Object Lock (created without it, or a store that has none) nothing is
-//   locked: the sweep says so once, the web process at boot and in /readyz, and the README says
+//   locked: the sweep says so once, the web process at boot and in /readyz, and docs/operations.md says
 //   what is then not guaranteed.
 import { S3ServiceException } from '@aws-sdk/client-s3';
 import type { Logger } from '../shared/logger.js';

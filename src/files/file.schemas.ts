@@ -1,4 +1,4 @@
-// Request and response schemas of the presigned-URL endpoints (seed 6 and 7).
+// Request and response schemas of the presigned-URL endpoints (v1 and v2).
 import { z } from 'zod';
 import { text } from '../shared/validation.js';
 import { FILE_STATUSES } from './file.repository.js';

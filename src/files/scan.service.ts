@@ -67,7 +67,7 @@ export function createScanService(deps: {
   /**
    * Deletes every version of a judged file's key but its document: replays of the form. An
    * Infected file's judged bytes are kept in quarantine (never read again, never served) until
-   * the retention job deletes them, INFECTED_RETENTION_DAYS after the verdict (README
+   * the retention job deletes them, INFECTED_RETENTION_DAYS after the verdict (docs/operations.md
    * "Records"). (A file judged before versions were pinned keeps its document under its own
    * stored key: nothing at the upload key is kept.)
    */

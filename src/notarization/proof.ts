@@ -1,7 +1,7 @@
 // A record's notarization proof as served by GET /api/v2/guarantees/{ID}/proof, and its
 // verification, offline: from the guarantee's JSON to its digest, from the digest up the
 // Merkle path to the root, and from the root to the anchor's record of it. The CLI's `verify`
-// and the tests use this; a third party can redo every step from the README.
+// and the tests use this; a third party can redo every step from docs/api.md ("Notarization and proofs").
 import { z } from 'zod';
 import { amendmentView } from '../guarantees/amendment.schemas.js';
 import { guaranteeV2, type GuaranteeV2 } from '../guarantees/guarantee.schemas.js';

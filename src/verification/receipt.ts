@@ -1,7 +1,7 @@
 // The receipt of a public verification: a compact JWS (EdDSA over Ed25519, RFC 8037) by the
 // registry, which a contracting authority files as proof of its diligence. It says what was
 // asked (never the checkCode) and what answered: each match's record digest and notarization.
-// Anyone checks it with a JOSE library against GET /.well-known/jwks.json (README); the tests
+// Anyone checks it with a JOSE library against GET /.well-known/jwks.json (docs/api.md, "Checking a receipt"); the tests
 // check every receipt with `jose`.
 //
 // It is signed here with node:crypto, in the calling thread. jose signs only through WebCrypto,

@@ -13,7 +13,7 @@ export function registerWebhookRoutes(router: Router<AuthState>, service: Webhoo
     ctx.body = await service.list(orgIdOf(ctx.state));
   });
 
-  // The seed's 400 has a body here, unlike elsewhere: {success: false, error}.
+  // The registration's 400 has a body here, unlike elsewhere: {success: false, error}.
   router.post('/api/v1/webhooks', async (ctx) => {
     try {
       const { endpoint } = parseOrThrow(registerWebhook, await readJsonObject(ctx), 'webhook registration');

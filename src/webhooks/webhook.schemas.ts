@@ -1,4 +1,4 @@
-// Request and response schemas of the webhook endpoints (seed 9 and 10, and the management
+// Request and response schemas of the webhook endpoints (register and list, and the management
 // the other endpoints).
 import { z } from 'zod';
 import { dateTime, pagingQuery } from '../shared/validation.js';

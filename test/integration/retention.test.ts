@@ -1,4 +1,4 @@
-// Retention enforced by the maintenance worker (issue 17 part 2, README "Records"): an upload
+// Retention enforced by the maintenance worker (issue 17 part 2, docs/operations.md "Records"): an upload
 // never attached is deleted after UNATTACHED_UPLOAD_DAYS (its versions, then its row; one
 // attached, or younger, stays; a guarantee racing the deletion gets a 400, never deleted
 // bytes), an Infected file's quarantined bytes after INFECTED_RETENTION_DAYS (its verdict row

@@ -3,7 +3,7 @@
 // Files are uploaded and guarantees registered through both webs; one worker is killed with
 // SIGKILL in the middle of a scan. Every file is scanned once and judged, every event is
 // delivered (at least once: duplicates are counted and printed), every record notarized once,
-// and the killed worker's scan is taken over within the time the README gives.
+// and the killed worker's scan is taken over within the time docs/operations.md gives.
 import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { select } from '../../src/shared/db/sequelize.js';

@@ -1,5 +1,5 @@
 // Mounted first: turns every error into a response. By default the body is empty, as the
-// seed says; a client that accepts application/problem+json gets an RFC 9457 document.
+// API as specified says; a client that accepts application/problem+json gets an RFC 9457 document.
 // Database and queue faults are a 503, never a hang; anything unexpected is a 500 whose
 // details stay in the log.
 import type { Context, Middleware } from 'koa';

@@ -39,7 +39,7 @@ const record: GuaranteeV2 = {
 };
 
 describe('the canonical form of a guarantee', () => {
-  it("is the RFC 8785 JSON of the documented projection (the README's example, byte for byte)", () => {
+  it("is the RFC 8785 JSON of the documented projection (docs/api.md's example, byte for byte)", () => {
     expect(canonicalForm(record)).to.equal(
       '{"createdAt":"2026-11-23T02:31:07.243Z","details":{"actType":"BAIL_ACT","batchCode":null,"checkCode":null,"cig":"CIG1",' +
         '"effectiveAt":"2025-03-01T00:00:00.000Z","emittedAt":null,"expiresAt":null,"isFixedExpiry":false,"policyNumber":"P-1",' +
@@ -211,7 +211,7 @@ describe('the canonical form of an amendment', () => {
   };
   const links = { guaranteeDigest: 'aa'.repeat(32), previousDigest: 'bb'.repeat(32) };
 
-  it('is the RFC 8785 JSON of the projection the README documents, with its two links, byte for byte', () => {
+  it('is the RFC 8785 JSON of the projection docs/api.md documents, with its two links, byte for byte', () => {
     expect(amendmentCanonicalForm(amendment, links)).to.equal(
       '{"claimedAmount":null,"createdAt":"2027-03-01T09:00:01.000Z","docs":[' +
         '{"checksum":null,"key":"b.pdf","originalFileName":"appendice.pdf","type":"OTHER"},' +

@@ -8,7 +8,7 @@
 //   yet, or not a document).
 // - An index on (retained_until, attached_at): the documents still to lock are read off it.
 // Columns with no default work and an index added in place: the previous release runs
-// unchanged (what it attaches during a release is found by the sweep's look back, README).
+// unchanged (what it attaches during a release is found by the sweep's look back, docs/operations.md "Records").
 import type { Migration, Query } from './index.js';
 
 /** Files per statement of the backfill: each statement locks its batch's rows only, briefly. */

@@ -13,7 +13,7 @@
 // registration's script run again). The other way round, once this release has appended to an
 // organization's chain, a change the previous release records on it collides with the primary
 // key and fails whole (a 500; nothing is lost or forked, and its client's retry lands on this
-// release once the old processes are gone). README, "Audit".
+// release once the old processes are gone). docs/api.md, "Audit".
 import type { Migration } from './index.js';
 
 export const migration: Migration = {
