@@ -37,7 +37,10 @@ export async function logCommand(args: string[], say: (line: string) => void, us
     }
   } catch (err) {
     // Whatever a hostile log serves ends here as a refusal, not a stack trace.
-    say(`FAIL ${err instanceof MirrorError ? err.message : `the log could not be read: ${(err as Error).message}`}`);
+    // fetch's own message ("fetch failed") says nothing: its cause does (refused, reset, timed out).
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const why = `${(err as Error).message}${cause ? ` (${cause.code ?? cause.message ?? String(cause)})` : ''}`;
+    say(`FAIL ${err instanceof MirrorError ? err.message : `the log could not be read: ${why}`}`);
     return 1;
   }
   say(usage);

@@ -55,10 +55,23 @@ export function largestBody(path: string): number {
   return 64 * 1024;
 }
 
+/** A GET's connection failing (a keep-alive connection the server closed as it was reused, a reset): tried again, twice at most. */
+async function get(url: string, timeoutMs: number): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' });
+    } catch (err) {
+      const code = (err as { cause?: { code?: string } }).cause?.code;
+      if (attempt >= 3 || !code || !['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE', 'UND_ERR_CLOSED'].includes(code)) throw err;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+}
+
 function httpFetch(base: string, timeoutMs: number): Fetch {
   return async (path) => {
     const url = `${base}/${path}`;
-    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), redirect: 'follow' });
+    const res = await get(url, timeoutMs);
     if (res.status === 404) {
       await res.body?.cancel();
       return undefined;

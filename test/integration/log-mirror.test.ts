@@ -223,6 +223,40 @@ describe('mirrors of the transparency log', function () {
     }
   });
 
+  it('asks again when a connection is closed under a request (a keep-alive connection the server let go as it was reused), and copies the log', async () => {
+    const { signer, verifierKey } = await openLogKey(
+      (await harness()).config,
+      createLogRepository((await harness()).db),
+      createSecretBox((await harness()).config.ENCRYPTION_KEY),
+    );
+    const files = await servedLog(
+      Array.from({ length: 300 }, (_, i) => new TextEncoder().encode(`record ${String(i % 10).repeat(64)}`)),
+      signer,
+      verifierKey,
+    );
+    const closed = new Set<string>();
+    const flaky = await listen((req, res) => {
+      const path = (req.url ?? '').replace(/^\/log\//, '');
+      // The first request for each file finds its connection closed.
+      if (!closed.has(path)) {
+        closed.add(path);
+        req.socket.destroy();
+        return;
+      }
+      const body = files.get(path);
+      res.writeHead(body ? 200 : 404, body ? { 'Content-Length': body.length } : {});
+      res.end(body ?? '');
+    });
+    try {
+      const copied = await cli('mirror', `${flaky.url}/log`, mkdtempSync(join(tmpdir(), 'mirror-')));
+      expect(copied.code, copied.stderr).to.equal(0);
+      expect(copied.stdout.trim()).to.equal('300');
+    } finally {
+      flaky.server.closeAllConnections();
+      flaky.server.close();
+    }
+  });
+
   it("audit verify --log catches a chain's end rewritten or cut, which the chain alone cannot", async () => {
     const h = await harness();
     const { service: log } = transparencyLog(openCore(h.config, createLogger('silent'), { db: h.db }));
