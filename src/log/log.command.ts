@@ -39,7 +39,7 @@ export async function logCommand(args: string[], say: (line: string) => void, us
     // Whatever a hostile log serves ends here as a refusal, not a stack trace.
     // fetch's own message ("fetch failed") says nothing: its cause does (refused, reset, timed out).
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    const why = `${(err as Error).message}${cause ? ` (${cause.code ?? cause.message ?? String(cause)})` : ''}`;
+    const why = `${(err as Error).message}${cause ? ` (${cause.code ?? cause.message ?? 'no reason given'})` : ''}`;
     say(`FAIL ${err instanceof MirrorError ? err.message : `the log could not be read: ${why}`}`);
     return 1;
   }
