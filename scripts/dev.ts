@@ -16,9 +16,13 @@ import { LOCAL_PASSWORD } from './oidc/users.js';
 import { DEV_CHAIN_KEY } from './services/evm.js';
 import { context, up } from './services/index.js';
 
-// The AWS SDK's Node-version warning is turned off by scripts/run.mjs, which runs this.
-
 const say = (line: string) => process.stderr.write(`[start] ${line}\n`);
+
+// On Node 20 the AWS SDK's Node-version warning is turned off by scripts/run.mjs, which runs
+// this; one line says what it would have: production runs on Node 24 LTS.
+if (Number(process.versions.node.split('.')[0]) < 22) {
+  say(`Node ${process.version}: supported for development until January 2027; production runs on Node 24 LTS (README, "Runtimes")`);
+}
 const dataDir = context('dev').dataDir;
 /** Where the logs go: the file, unless LOG_LEVEL asks for them (then the terminal). */
 const logFile = process.env.LOG_LEVEL ? undefined : join(dataDir, 'api.log');

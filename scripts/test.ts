@@ -1,14 +1,33 @@
 // `npm test` on a fresh clone: starts the test profile's local servers (MariaDB, Redis,
-// clamd, radosgw) on their own ports, gives the run a fresh database, type-checks, lints,
-// checks for import cycles, runs the whole mocha suite against the real servers, and stops
-// the servers this run started, whatever happens. Extra arguments go to mocha.
+// clamd, radosgw) on their own ports, type-checks, lints, checks for import cycles, runs the
+// whole mocha suite against the real servers, and stops the servers this run started, whatever
+// happens. `--node current` (the default) runs the suite on the machine's Node, `--node 24` on
+// the pinned Node 24 LTS production runs on (.node-version; installed under .data/runtimes/ when
+// missing); given both (as .ci/run does), the suite runs on each in turn against the same
+// servers, each run with a database, queues and a log bucket of its own. Other arguments go to mocha.
 import { spawnSync } from 'node:child_process';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { createStorage } from '../src/shared/storage.js';
 import { applyEnv, localAppEnv } from './local-env.js';
 import { databaseName, rootSql } from './services/mariadb.js';
 import { context, down, startedByThisProcess, up } from './services/index.js';
 import { ensurePackages } from './services/process.js';
+import { envFor, runtimeNamed, type Runtime } from './services/runtime.js';
 
-const mochaArgs = process.argv.slice(2);
+/** `--node X` arguments (the runtimes, in order) apart from mocha's. */
+function parseArgs(argv: string[]): { runtimes: string[]; mochaArgs: string[] } {
+  const runtimes: string[] = [];
+  const mochaArgs: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--node' && argv[i + 1]) runtimes.push(argv[++i] as string);
+    else if (arg.startsWith('--node=')) runtimes.push(arg.slice('--node='.length));
+    else mochaArgs.push(arg);
+  }
+  return { runtimes: runtimes.length ? runtimes : ['current'], mochaArgs };
+}
+
+const { runtimes: runtimeNames, mochaArgs } = parseArgs(process.argv.slice(2));
 let stopping = false;
 
 /** Stops what this run started, also when it is interrupted while the servers start. */
@@ -26,11 +45,50 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-function step(name: string, command: string, args: string[]): boolean {
+function step(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = process.env): boolean {
   process.stderr.write(`[test] ${name}\n`);
-  const res = spawnSync(command, args, { stdio: 'inherit', env: process.env });
+  const res = spawnSync(command, args, { stdio: 'inherit', env });
   if (res.status !== 0) process.stderr.write(`[test] ${name} failed\n`);
   return res.status === 0;
+}
+
+/**
+ * What one run of the suite starts from, on servers another run may have used: an empty
+ * database, queues and a run id of its own, and (on the local store) a transparency-log
+ * bucket of its own, since the log publishes its checkpoint there and a later run's log starts
+ * again from nothing. An external DATABASE_URL is the user's: it is migrated, never dropped.
+ */
+async function freshRun(localDatabase: boolean, localStore: boolean): Promise<void> {
+  const id = `${Date.now()}`;
+  Object.assign(process.env, { RUN_ID: id, QUEUE_PREFIX: `test-${id}` });
+  if (localDatabase) {
+    const db = databaseName(context('test'));
+    await rootSql(context('test'), `DROP DATABASE IF EXISTS ${db}; CREATE DATABASE ${db} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;`);
+  }
+  if (localStore) {
+    const bucket = `${process.env.S3_BUCKET}-log-${id}`;
+    const e = process.env;
+    const { client } = createStorage({
+      S3_ENDPOINT: e.S3_ENDPOINT,
+      S3_REGION: e.S3_REGION ?? 'us-east-1',
+      S3_BUCKET: bucket,
+      AWS_ACCESS_KEY_ID: e.AWS_ACCESS_KEY_ID,
+      AWS_SECRET_ACCESS_KEY: e.AWS_SECRET_ACCESS_KEY,
+    });
+    try {
+      await client.send(new CreateBucketCommand({ Bucket: bucket }));
+    } finally {
+      client.destroy();
+    }
+    process.env.LOG_S3_BUCKET = bucket;
+  }
+}
+
+/** The whole suite on one runtime; its processes (mocha, and whatever it starts with `node`) run on it. */
+function mocha(runtime: Runtime): boolean {
+  // The suite checks it runs where it was asked to (test/unit/runtime.test.ts).
+  const env = { ...envFor(runtime), REGISTRY_TEST_NODE: runtime.version };
+  return step(`mocha on Node ${runtime.version}`, 'node_modules/.bin/mocha', mochaArgs, env);
 }
 
 let ok = false;
@@ -40,26 +98,31 @@ try {
   ensurePackages(['zip', 'chromium'], ['zip', 'chromium'], [], 'zip and chromium (for tests)');
   // Go's reference implementation of the transparency log's formats (golang.org/x/mod/sumdb), built offline.
   ensurePackages(['go', '/usr/share/gocode/src/golang.org/x/mod/sumdb/note/note.go'], ['golang-go', 'golang-golang-x-mod-dev'], [], 'Go and x/mod (for tests)');
+  // Each runtime asked for, installed first (a pinned Node missing fails before any server starts).
+  const runtimes = [...new Map(runtimeNames.map(runtimeNamed).map((r) => [r.version, r])).values()];
   const result = await up('test');
   applyEnv(result.env, localAppEnv('test'), {
     LOG_LEVEL: 'silent',
-    RUN_ID: String(Date.now()),
-    QUEUE_PREFIX: `test-${Date.now()}`,
     // Webhook retries in fractions of a second (the producer sets a job's attempts from it).
     WEBHOOK_RETRY_SCHEDULE: '0.2,0.3,0.4',
   });
-  // A run never depends on what an earlier run left: the local test database starts empty.
-  // (An external DATABASE_URL is the user's: it is migrated, never dropped.)
-  if (result.env.DATABASE_URL) {
-    const db = databaseName(context('test'));
-    await rootSql(context('test'), `DROP DATABASE IF EXISTS ${db}; CREATE DATABASE ${db} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;`);
-  }
   const bin = (name: string) => `node_modules/.bin/${name}`;
   ok =
     step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']) &&
     step('type-check the verification page (DOM)', bin('tsc'), ['-p', 'src/verification/page/tsconfig.json']) &&
-    step('lint (eslint) and import cycles (dpdm)', 'npm', ['run', '-s', 'lint']) &&
-    step('mocha', bin('mocha'), mochaArgs);
+    step('lint (eslint) and import cycles (dpdm)', 'npm', ['run', '-s', 'lint']);
+  // Every runtime's run, even after one failed: CI says which of them fail.
+  const failed: string[] = [];
+  for (const runtime of ok ? runtimes : []) {
+    // A run never depends on what an earlier run (this one's other runtime included) left.
+    await freshRun(Boolean(result.env.DATABASE_URL), Boolean(result.env.S3_BUCKET));
+    if (!mocha(runtime)) failed.push(runtime.version);
+  }
+  if (runtimes.length > 1)
+    process.stderr.write(
+      `[test] ${failed.length ? `failed on Node ${failed.join(', ')}` : `passed on Node ${runtimes.map((r) => r.version).join(' and ')}`}\n`,
+    );
+  ok &&= failed.length === 0;
 } catch (err) {
   process.stderr.write(`[test] ${(err as Error).stack ?? String(err)}\n`);
 } finally {

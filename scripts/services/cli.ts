@@ -4,9 +4,13 @@
 // included: enough to run the Procfile's compiled processes by hand (`eval "$(npm run -s
 // services -- up)"`, then `node dist/src/server.js`, `node dist/workers/index.js`).
 // `down` says on stderr, one line a service, what it stopped (its pid) or that it was not running.
+// `node 24` installs, when missing, the pinned Node 24 (.node-version) the tests and benchmarks
+// also run on, and prints the directory holding its `node`: `PATH="$(npm run -s services -- node
+// 24):$PATH" npm start` runs the project on it.
 import { localAppEnv } from '../local-env.js';
 import { ALL, PROFILES, down, status, up, type Profile, type ServiceName } from './index.js';
 import { log } from './process.js';
+import { runtimeNamed } from './runtime.js';
 
 function parse(argv: string[]): { command: string; profile: Profile; only?: ServiceName[] } {
   const [command = 'status', ...rest] = argv;
@@ -30,6 +34,12 @@ function parse(argv: string[]): { command: string; profile: Profile; only?: Serv
 }
 
 try {
+  const [first, second, ...more] = process.argv.slice(2);
+  if (first === 'node') {
+    if (!second || more.length) throw new Error('node takes one argument: the major version (24) or current');
+    process.stdout.write(`${runtimeNamed(second).binDir}\n`);
+    process.exit(0);
+  }
   const { command, profile, only } = parse(process.argv.slice(2));
   if (command === 'up') {
     const { env } = await up(profile, only);
@@ -44,6 +54,6 @@ try {
   }
 } catch (err) {
   process.stderr.write(`[services] ${(err as Error).message}\n`);
-  process.stderr.write('usage: npm run services -- up|down|status [--profile dev|test|bench] [--only mariadb,redis,clamd,s3]\n');
+  process.stderr.write('usage: npm run services -- up|down|status [--profile dev|test|bench] [--only mariadb,redis,clamd,s3] | node 24\n');
   process.exitCode = 1;
 }
