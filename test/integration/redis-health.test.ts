@@ -11,6 +11,18 @@ async function redisUp(registry: Registry): Promise<number | undefined> {
   return metric?.values[0]?.value;
 }
 
+/** A logger's destination, and the lines written to it, parsed as they come. */
+function logSink(): { lines: Array<{ msg: string }>; sink: Writable } {
+  const lines: Array<{ msg: string }> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(JSON.parse(chunk.toString()) as { msg: string });
+      done();
+    },
+  });
+  return { lines, sink };
+}
+
 describe('Redis health as a metric', () => {
   it('redis_up is 1 when the connection is ready and 0 when Redis cannot be reached', async () => {
     const { config } = await harness();
@@ -32,13 +44,7 @@ describe('Redis health as a metric', () => {
 
   it('logs no outage while the first connection is still being made, and one line once it is ready', async () => {
     const { config } = await harness();
-    const lines: Array<{ msg: string }> = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(JSON.parse(chunk.toString()) as { msg: string });
-        done();
-      },
-    });
+    const { lines, sink } = logSink();
     const connection = producerConnection(config.REDIS_URL);
     try {
       expect(connection.status).to.not.equal('ready');
@@ -54,13 +60,7 @@ describe('Redis health as a metric', () => {
   it('says nothing once stopped: a connection closed on purpose (a shutdown) is no outage, where an unexpected close is one', async () => {
     const { config } = await harness();
     const watched = async (stopFirst: boolean) => {
-      const lines: Array<{ msg: string }> = [];
-      const sink = new Writable({
-        write(chunk: Buffer, _enc, done) {
-          lines.push(JSON.parse(chunk.toString()) as { msg: string });
-          done();
-        },
-      });
+      const { lines, sink } = logSink();
       const connection = producerConnection(config.REDIS_URL);
       const stop = watchRedisHealth(connection, new Registry(), createLogger('info', sink));
       await eventually('a line saying Redis is reachable', () => lines.some((l) => l.msg === 'redis reachable'), 5000);

@@ -131,6 +131,18 @@ async function removeBucket(config: Config, bucket: string): Promise<void> {
   }
 }
 
+/** Waits for the start's banner; the lines it said before, checked: 25 at most, no warning among them. */
+async function linesBeforeBanner(start: Start): Promise<string[]> {
+  await start.banner();
+  const before = start.lines.slice(0, start.index(BANNER)).map((l) => l.text);
+  expect(before.length, start.output).to.be.at.most(25);
+  expect(
+    before.filter((l) => /NodeVersionSupportWarning|AWS SDK|Warning:/.test(l)),
+    start.output,
+  ).to.deep.equal([]);
+  return before;
+}
+
 describe('npm start', function () {
   // Each start compiles the server and workers through tsx first: some 10 s, more on a loaded machine.
   this.timeout(240_000);
@@ -185,14 +197,7 @@ describe('npm start', function () {
   it('says a line a stage before its banner (one for all the migrations, no AWS SDK warning), logs to the file the banner names, whose URLs match its example; Ctrl-C stops it cleanly', async () => {
     const start = new Start(env);
     starts.push(start);
-    await start.banner();
-
-    const before = start.lines.slice(0, start.index(BANNER)).map((l) => l.text);
-    expect(before.length, start.output).to.be.at.most(25);
-    expect(
-      before.filter((l) => /NodeVersionSupportWarning|AWS SDK|Warning:/.test(l)),
-      start.output,
-    ).to.deep.equal([]);
+    const before = await linesBeforeBanner(start);
     expect(
       before.filter((l) => l.startsWith('[services]')),
       'servers of its own',
@@ -244,14 +249,7 @@ describe('npm start', function () {
     const key = existsSync(join(dataDir, 'dev', 'api-key')) ? readFileSync(join(dataDir, 'dev', 'api-key'), 'utf8').trim() : undefined;
     const start = new Start({ ...env, LOG_LEVEL: 'info' });
     starts.push(start);
-    await start.banner();
-
-    const before = start.lines.slice(0, start.index(BANNER)).map((l) => l.text);
-    expect(before.length, start.output).to.be.at.most(25);
-    expect(
-      before.filter((l) => /NodeVersionSupportWarning|AWS SDK|Warning:/.test(l)),
-      start.output,
-    ).to.deep.equal([]);
+    const before = await linesBeforeBanner(start);
     // Nothing to migrate: no migration named.
     expect(
       before.filter((l) => MIGRATION_NAME.test(l)),
