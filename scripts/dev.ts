@@ -126,8 +126,10 @@ Ctrl-C stops the API and workers; \`npm run services -- down\` stops the local s
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     say('stopping the API and workers');
-    // Both finish what is under way; each closes its own connections, then says nothing more.
-    void Promise.allSettled([server.close(), workers.close()]).then((results) => {
+    // Both finish what is under way and close their own connections: the workers first (a
+    // checkpoint they are publishing still logs), then the API, whose "shut down" is the log's
+    // last line; the API answers until then.
+    void (async () => [...(await Promise.allSettled([workers.close()])), ...(await Promise.allSettled([server.close()]))])().then((results) => {
       const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
       for (const f of failed) say(`could not stop cleanly: ${(f.reason as Error).stack ?? String(f.reason)}`);
       say(failed.length ? 'stopped, not cleanly' : 'stopped');
