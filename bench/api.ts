@@ -1,11 +1,14 @@
-// `npm run bench -- api [--fresh] [--duration S] [--rounds N] [--connections N] [--only NAME]... [--no-append] [--no-build] [--also DIR]`
+// `npm run bench -- api [--fresh] [--duration S] [--rounds N] [--connections N] [--only NAME]... [--no-append] [--no-build] [--also DIR] [--node current,24]`
 //
 // Seeds 1,000,000 guarantees in one organization (and a few small organizations) in the bench
 // profile's MariaDB (a 2 GB buffer pool: the data fits), then measures with autocannon, in one
 // run, the application and a raw baseline (bench/raw-server.ts: node:http + mysql2, the same
-// statements): create v2, get by id, list page 1, list page 50,000. Prints one line per figure
-// and appends them, dated, to bench/results/api.md. The seed is kept between runs (--fresh redoes it).
-import { spawnSync } from 'node:child_process';
+// statements): create v2, get by id, list page 1, list page 50,000. Both run on each runtime
+// --node names (by default the machine's Node and the Node 24 LTS production runs on, side by
+// side in the same rounds). Prints one line per figure and runtime and appends them, dated, to
+// bench/results/api.md. The seed is kept between runs (--fresh redoes it).
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cpus, loadavg } from 'node:os';
@@ -14,6 +17,7 @@ import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
+import { runtimeNamed, type Runtime } from '../scripts/services/runtime.js';
 import { databaseName, rootSql } from '../scripts/services/mariadb.js';
 import { migrate } from '../src/shared/db/migrator.js';
 import {
@@ -50,10 +54,12 @@ interface Options {
   also?: string;
   /** false (`--no-build`): measure dist/ as it is. */
   build: boolean;
+  /** The runtimes the app and the baseline run on (`--node current,24`): `current` is the machine's Node. */
+  runtimes: string[];
 }
 
 function options(argv: string[]): Options {
-  const o: Options = { fresh: false, duration: 12, connections: 64, rounds: 4, only: [], append: true, build: true };
+  const o: Options = { fresh: false, duration: 12, connections: 64, rounds: 4, only: [], append: true, build: true, runtimes: ['current', '24'] };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--fresh') o.fresh = true;
     else if (argv[i] === '--duration') o.duration = Number(argv[++i]);
@@ -63,6 +69,7 @@ function options(argv: string[]): Options {
     else if (argv[i] === '--no-append') o.append = false;
     else if (argv[i] === '--also') o.also = String(argv[++i]);
     else if (argv[i] === '--no-build') o.build = false;
+    else if (argv[i] === '--node') o.runtimes = String(argv[++i]).split(',');
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return o;
@@ -166,11 +173,12 @@ function cpuNow(pid: number): Record<string, number> {
   };
 }
 
-/** A server under test: its name in the lines, its origin and its process. */
+/** A server under test: its name in the lines, its origin, its process, and the raw baseline its rounds are paired with (its index; none for a baseline). */
 interface Server {
   name: string;
   url: string;
   pid: number;
+  baseline?: number;
 }
 
 /**
@@ -210,12 +218,14 @@ async function measureAll(
     }
   }
   const rate = (r: autocannon.Result) => r.requests.total / r.duration;
-  const raw = results.at(-1) ?? [];
-  return results.map((rs, j) => ({
-    figure: figureOf(rs),
-    pairs: rs.map((r, i) => rate(r) / rate(raw[i] as autocannon.Result)),
-    spent: spent[j] as Spent,
-  }));
+  return results.map((rs, j) => {
+    const raw = results[servers[j]?.baseline ?? j] ?? [];
+    return {
+      figure: figureOf(rs),
+      pairs: rs.map((r, i) => rate(r) / rate(raw[i] as autocannon.Result)),
+      spent: spent[j] as Spent,
+    };
+  });
 }
 
 /** CPU µs per request, one server's rounds: `app 215, mariadb 158, bench 73, idle 72`. */
@@ -284,49 +294,70 @@ export async function benchApi(argv: string[]): Promise<void> {
   // BENCH_NODE_FLAGS: more flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
   const webFlags = [...procfileFlags('web'), ...(process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean)];
   log(`API started as the Procfile's web process: node ${[...webFlags, 'dist/src/server.js'].join(' ')}`);
-  const app = await startServer('app', 'dist/src/server.js', appEnv, 3901, webFlags);
-  // --also DIR: another build of the app (DIR/dist, compiled there beforehand), measured in the same rounds.
-  const also = opts.also === undefined ? undefined : await startServer('also', `${opts.also}/dist/src/server.js`, appEnv, 3903, webFlags);
-  const raw = await startServer('raw', 'dist/bench/raw-server.js', appEnv, 3902);
-  const peakRss = watchRss(app.pid as number);
-  const rawPeakRss = watchRss(raw.pid as number);
-  const servers: Server[] = [
-    { name: 'app', url: 'http://127.0.0.1:3901', pid: app.pid as number },
-    ...(also ? [{ name: 'also', url: 'http://127.0.0.1:3903', pid: also.pid as number }] : []),
-    { name: 'raw', url: 'http://127.0.0.1:3902', pid: raw.pid as number },
-  ];
+  // Each runtime's app and raw baseline, measured in the same alternating rounds: apps first, then baselines.
+  const runtimes = [...new Map(opts.runtimes.map(runtimeNamed).map((r) => [r.version, r])).values()];
+  const tag = (r: Runtime) => (runtimes.length > 1 ? `${r.version.split('.')[0]} ` : '');
+  const procs: ChildProcess[] = [];
+  const servers: Server[] = [];
+  const rss: Array<{ name: string; peak: () => number }> = [];
+  const launch = async (name: string, script: string, port: number, flags: string[], runtime: Runtime, baseline?: number) => {
+    const p = await startServer(name, script, appEnv, port, flags, join(runtime.binDir, 'node'));
+    procs.push(p);
+    servers.push({ name, url: `http://127.0.0.1:${port}`, pid: p.pid as number, ...(baseline !== undefined && { baseline }) });
+    rss.push({ name, peak: watchRss(p.pid as number) });
+  };
+  const apps = runtimes.length + (opts.also === undefined ? 0 : 1);
+  for (const [i, r] of runtimes.entries()) await launch(`${tag(r)}app`, 'dist/src/server.js', 3901 + 10 * i, webFlags, r, apps + i);
+  // --also DIR: another build of the app (DIR/dist, compiled there beforehand), measured in the same rounds, on the first runtime.
+  if (opts.also !== undefined) await launch('also', `${opts.also}/dist/src/server.js`, 3903, webFlags, runtimes[0] as Runtime, apps);
+  for (const [i, r] of runtimes.entries()) await launch(`${tag(r)}raw`, 'dist/bench/raw-server.js', 3902 + 10 * i, [], r);
+  log(`on ${runtimes.map((r) => `Node ${r.version}`).join(' and ')}`);
   const lines: string[] = [];
-  if (also) lines.push(`also: the app built in ${opts.also}`);
+  if (opts.also !== undefined) lines.push(`also: the app built in ${opts.also}`);
   try {
     for (const s of scenarios(ids).filter((x) => !opts.only.length || opts.only.some((o) => x.name.startsWith(o)))) {
       const measured = await measureAll(servers, key, s, opts);
-      const r = (measured.at(-1) as (typeof measured)[number]).figure;
       const fig = (f: Figure) => `${f.reqs.toFixed(0).padStart(6)} req/s p50 ${f.p50} ms p99 ${f.p99} ms`;
       const errs = measured.map((m) => m.figure.non2xx + m.figure.errors).reduce((x, y) => x + y, 0)
         ? ` | non-2xx/errors ${measured.map((m, j) => `${servers[j]?.name} ${m.figure.non2xx}/${m.figure.errors}`).join(' ')}`
         : '';
-      const apps = measured.slice(0, -1);
-      const line =
-        apps.map((m, j) => `${(j === 0 ? s.name : '').padEnd(16)} ${servers[j]?.name} ${fig(m.figure)} | `).join('') +
-        `raw ${fig(r)} | ${apps.map((m, j) => `${servers[j]?.name}/raw ${(m.figure.reqs / r.reqs).toFixed(2)}`).join(', ')}${errs}`;
+      // One line an app: it, its runtime's baseline, their ratio.
+      const appLines = measured.flatMap((m, j) => {
+        const server = servers[j] as Server;
+        if (server.baseline === undefined) return [];
+        const raw = measured[server.baseline]?.figure as Figure;
+        return [
+          `${(j === 0 ? s.name : '').padEnd(16)} ${server.name} ${fig(m.figure)} | ${servers[server.baseline]?.name} ${fig(raw)} | app/raw ${(m.figure.reqs / raw.reqs).toFixed(2)}`,
+        ];
+      });
+      // Side by side: each later runtime's app against the first's, req/s and p50.
+      const first = measured[0]?.figure as Figure;
+      const across = runtimes.slice(1).map((r, i) => {
+        const f = measured[i + 1]?.figure as Figure;
+        return `${''.padEnd(16)} ${tag(r)}/${tag(runtimes[0] as Runtime)}app: req/s ${(f.reqs / first.reqs).toFixed(2)}, p50 ${(f.p50 / first.p50).toFixed(2)}`;
+      });
       const detail = [
-        ...apps.map((m, j) => `   round pairs ${servers[j]?.name}/raw: median ${median(m.pairs).toFixed(2)} (${m.pairs.map((x) => x.toFixed(2)).join(' ')})`),
+        ...measured.flatMap((m, j) =>
+          servers[j]?.baseline === undefined
+            ? []
+            : [`   round pairs ${servers[j]?.name}/raw: median ${median(m.pairs).toFixed(2)} (${m.pairs.map((x) => x.toFixed(2)).join(' ')})`],
+        ),
         `   CPU µs per request: ${measured.map((m, j) => perRequest(servers[j]?.name ?? '', m.spent)).join(' | ')}`,
       ];
-      for (const l of [line, ...detail]) process.stdout.write(`${l}\n`);
-      lines.push(line, ...detail);
+      const shown = [...appLines.map((l, i) => (i === appLines.length - 1 ? `${l}${errs}` : l)), ...across];
+      for (const l of [...shown, ...detail]) process.stdout.write(`${l}\n`);
+      lines.push(...shown, ...detail);
     }
-    const rss = `api peak RSS ${(peakRss() / 1024 / 1024).toFixed(0)} MB (raw baseline ${(rawPeakRss() / 1024 / 1024).toFixed(0)} MB)`;
-    process.stdout.write(`${rss}\n`);
-    lines.push(rss);
+    const peaks = `peak RSS: ${rss.map((r) => `${r.name} ${(r.peak() / 1024 / 1024).toFixed(0)} MB`).join(', ')}`;
+    process.stdout.write(`${peaks}\n`);
+    lines.push(peaks);
   } finally {
     // Stopped before the database they use (and a profiled API writes its profile on the way
     // out), once the requests autocannon left in flight at its last round's end are answered
     // (the raw server closes its pool under them otherwise: "Pool is closed.").
     await sleep(1000);
-    const all = [app, raw, ...(also ? [also] : [])];
-    const exited = all.map((p) => new Promise((resolve) => p.once('exit', resolve)));
-    for (const p of all) p.kill('SIGTERM');
+    const exited = procs.map((p) => new Promise((resolve) => p.once('exit', resolve)));
+    for (const p of procs) p.kill('SIGTERM');
     await Promise.all(exited);
   }
   const [page1, page50k] = [lines.find((l) => l.startsWith('list page 1 ')), lines.find((l) => l.startsWith('list page 50000'))];
@@ -344,7 +375,7 @@ export async function benchApi(argv: string[]): Promise<void> {
   if (opts.append)
     appendResult(
       'api',
-      `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}, ${opts.connections} connections, ${opts.duration} s per server and figure in ${opts.rounds} alternating rounds after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
+      `\n### api, ${new Date().toISOString()}\n\n${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${runtimes.map((r) => r.version).join(' and ')} (the app and its baseline on each), ${opts.connections} connections, ${opts.duration} s per server and figure in ${opts.rounds} alternating rounds after a 2 s warm-up; ${BIG.toLocaleString('en')} guarantees in the measured organization.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
     );
   // The seed stays on disk under .data/bench for the next run; the server does not stay up.
   if (started.length) await down('bench', started);

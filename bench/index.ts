@@ -1,4 +1,10 @@
-// `npm run bench -- <name> [options]`: the benchmarks, run by hand; figures go to bench/results/.
+// `npm run bench -- <name> [options] [--node 24]`: the benchmarks, run by hand; figures go to
+// bench/results/, each run saying the Node it ran on. `--node 24` runs a bench (its own process
+// and the servers it starts) on the pinned Node 24 LTS production runs on; the api bench takes
+// `--node current,24` itself, and measures both side by side by default.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { envFor, runtimeNamed } from '../scripts/services/runtime.js';
 import { benchAmendments } from './amendments.js';
 import { benchApi } from './api.js';
 import { benchAuditScript } from './audit-script.js';
@@ -32,6 +38,17 @@ const bench = name === undefined ? undefined : benches[name];
 if (!bench) {
   process.stderr.write(`usage: npm run bench -- <${Object.keys(benches).join('|')}> [options]\n`);
   process.exit(2);
+}
+const at = argv.indexOf('--node');
+if (name !== 'api' && at >= 0) {
+  // The same command again, on that runtime (unless this is it already).
+  const runtime = runtimeNamed(String(argv[at + 1]));
+  const rest = argv.filter((_, i) => i !== at && i !== at + 1);
+  if (runtime.version !== process.version) {
+    const res = spawnSync(join(runtime.binDir, 'node'), ['scripts/run.mjs', 'bench', name as string, ...rest], { stdio: 'inherit', env: envFor(runtime) });
+    process.exit(res.status ?? 1);
+  }
+  argv.splice(at, 2);
 }
 try {
   await bench(argv);

@@ -199,6 +199,6 @@ export async function benchP7mCorpus(argv: string[]): Promise<void> {
   process.stdout.write(`${lines.join('\n')}\n`);
   appendResult(
     'p7m-corpus',
-    `\n### p7m-corpus, ${new Date().toISOString()}\n\n${argv.join(', ')}; OpenSSL ${spawnSync('openssl', ['version'], { encoding: 'utf8' }).stdout.trim()}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
+    `\n### p7m-corpus, ${new Date().toISOString()}\n\nNode ${process.version}, ${argv.join(', ')}; OpenSSL ${spawnSync('openssl', ['version'], { encoding: 'utf8' }).stdout.trim()}.\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`,
   );
 }

@@ -32,9 +32,16 @@ export function procfileFlags(kind: 'web' | 'worker'): string[] {
     .filter((a) => a.startsWith('--'));
 }
 
-/** Starts compiled code (dist/), as production runs it. */
-export function startServer(name: string, script: string, env: NodeJS.ProcessEnv, port: number, flags: string[] = []): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...flags, script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+/** Starts compiled code (dist/), as production runs it: on this process's Node, or on the `node` given (another runtime's). */
+export function startServer(
+  name: string,
+  script: string,
+  env: NodeJS.ProcessEnv,
+  port: number,
+  flags: string[] = [],
+  node = process.execPath,
+): Promise<ChildProcess> {
+  const child = spawn(node, [...flags, script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   return (async () => {
     for (let i = 0; i < 200; i++) {
       const ok = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees/x`).then(
