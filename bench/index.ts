@@ -42,7 +42,8 @@ if (!bench) {
 const at = argv.indexOf('--node');
 if (name !== 'api' && at >= 0) {
   // The same command again, on that runtime (unless this is it already).
-  const runtime = runtimeNamed(String(argv[at + 1]));
+  if (!argv[at + 1]) throw new Error('--node needs a runtime: current, 24 or production');
+  const runtime = runtimeNamed(argv[at + 1] as string);
   const rest = argv.filter((_, i) => i !== at && i !== at + 1);
   if (runtime.version !== process.version) {
     const res = spawnSync(join(runtime.binDir, 'node'), ['scripts/run.mjs', 'bench', name as string, ...rest], { stdio: 'inherit', env: envFor(runtime) });

