@@ -1,5 +1,6 @@
 // One Sequelize instance per process, on mysql2, in UTC. Repositories receive it as an argument.
-import { ConnectionAcquireTimeoutError, Sequelize, type Transaction } from 'sequelize';
+import { parse as parseQuery } from 'node:querystring';
+import { ConnectionAcquireTimeoutError, Sequelize, type Options, type Transaction } from 'sequelize';
 
 export { Sequelize };
 export type { Transaction };
@@ -35,8 +36,48 @@ const optionsOf = new WeakMap<Sequelize, DatabaseOptions>();
 export type ScriptLane = 'serial' | 'registrations';
 const scriptPools = new WeakMap<Sequelize, Map<ScriptLane, Sequelize>>();
 
+/** A database URL's dialect, database, credentials, host, port and query (host, driver options), as Sequelize reads them. */
+type UrlOptions = Pick<Options, 'dialect' | 'database' | 'username' | 'password' | 'host' | 'port'> & { query: Record<string, string | string[] | undefined> };
+
+/**
+ * What Sequelize reads from a database URL given to its constructor, read here with the WHATWG
+ * URL parser: Sequelize reads it with url.parse(), which is deprecated (DEP0169; a warning on
+ * Node 20 under --pending-deprecation). Only a URL both parsers read alike is read here (already
+ * in WHATWG's canonical form, of plain characters, its host a name url.parse() takes as it is or
+ * a bracketed IPv6 address); for any other, undefined: Sequelize reads it itself, as before
+ * (test/unit/shared/database-url.test.ts holds URLs of each kind with what Sequelize made of them).
+ */
+export function databaseUrlOptions(url: string): UrlOptions | undefined {
+  if (!/^(mysql|mariadb):\/\/[\w.~%!$&()*+,;=:@/?[\]-]*$/.test(url) || !URL.canParse(url)) return undefined;
+  const u = new URL(url);
+  if (u.href !== url) return undefined;
+  const name = u.hostname.toLowerCase();
+  const ipv6 = /^\[[0-9a-f:.]+\]$/.test(name);
+  // url.parse() passes a name through IDNA (ToASCII): only names that leaves as they are (no xn-- label).
+  if (!ipv6 && (name.length > 255 || !/^[\w-]{0,63}(\.[\w-]{0,63})*$/.test(name) || /(^|\.)xn--/.test(name))) return undefined;
+  const query = parseQuery(u.search.slice(1));
+  const queryHost = query.host;
+  if (Array.isArray(queryHost)) return undefined;
+  const options: UrlOptions = { dialect: u.protocol.slice(0, -1) as 'mysql' | 'mariadb', host: queryHost || (ipv6 ? name.slice(1, -1) : name), query };
+  // Empty parts are no parts: Sequelize takes each from its options when the URL's is empty.
+  const database = u.pathname.replace(/^\//, '');
+  if (database) options.database = database;
+  if (u.port) options.port = Number(u.port); // Sequelize kept the digits as a string, which mysql2 reads as this number
+  // url.parse() gives the user information percent-decoded as a whole, which Sequelize splits at its first colon.
+  let auth: string;
+  try {
+    auth = decodeURIComponent(u.password ? `${u.username}:${u.password}` : u.username);
+  } catch {
+    return undefined;
+  }
+  const [username, ...password] = auth.split(':');
+  if (username) options.username = username;
+  if (password.join(':')) options.password = password.join(':');
+  return options;
+}
+
 export function createSequelize(opts: DatabaseOptions): Sequelize {
-  const db = new Sequelize(opts.url, {
+  const options: Options = {
     dialect: 'mysql',
     logging: false,
     timezone: '+00:00',
@@ -63,7 +104,16 @@ export function createSequelize(opts: DatabaseOptions): Sequelize {
       multipleStatements: opts.multipleStatements === true,
     },
     define: { timestamps: false, underscored: true, freezeTableName: true },
-  });
+  };
+  const fromUrl = databaseUrlOptions(opts.url);
+  let db: Sequelize;
+  if (fromUrl) {
+    // As Sequelize does with a URL: its parts over the options, its query over the driver's options.
+    const { query, ...parts } = fromUrl;
+    db = new Sequelize({ ...options, ...parts, dialectOptions: { ...options.dialectOptions, ...query } });
+  } else {
+    db = new Sequelize(opts.url, options);
+  }
   const timeoutMs = opts.statementTimeoutMs;
   if (timeoutMs !== undefined) {
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
