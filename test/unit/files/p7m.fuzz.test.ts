@@ -23,11 +23,18 @@ const SIGNED_DATA = Buffer.from('06092a864886f70d010702', 'hex');
  * processes on a busy two-core machine stretch: a full suite once saw a wall-clock flake here),
  * lenient for a slow CI machine; real inputs take a few milliseconds. A hang would still show
  * on the wall clock, bounded far more loosely.
+ *
+ * The CPU time of one call also counts the compiler's and the collector's threads: on a cold
+ * start, or on Node 24 under a busy suite, one call of 35 ms once measured 270. So an input
+ * over the bound is measured again, up to three times in all, and its fastest time is the
+ * figure: what these tests guard against (work that grows with the square of the input) is
+ * slow every time, a pause of the runtime is not.
  */
 const BOUND_MS = 250;
 const WALL_BOUND_MS = 5000;
+const ATTEMPTS = 3;
 
-function timed(input: Uint8Array, anchors: readonly X509Certificate[], options: { maxNodes?: number } = {}): { verdict: SignatureVerdict; ms: number } {
+function timedOnce(input: Uint8Array, anchors: readonly X509Certificate[], options: { maxNodes?: number }): { verdict: SignatureVerdict; ms: number } {
   const start = performance.now();
   const cpu = process.cpuUsage();
   let verdict: SignatureVerdict;
@@ -40,6 +47,18 @@ function timed(input: Uint8Array, anchors: readonly X509Certificate[], options: 
   if (wall > WALL_BOUND_MS) throw new Error(`verifyP7m took ${wall.toFixed(0)} ms of wall-clock time`);
   const used = process.cpuUsage(cpu);
   return { verdict, ms: (used.user + used.system) / 1000 };
+}
+
+function timed(input: Uint8Array, anchors: readonly X509Certificate[], options: { maxNodes?: number } = {}): { verdict: SignatureVerdict; ms: number } {
+  const first = timedOnce(input, anchors, options);
+  let ms = first.ms;
+  for (let attempt = 1; attempt < ATTEMPTS && ms >= BOUND_MS; attempt++) {
+    const again = timedOnce(input, anchors, options);
+    // The same input, the same verdict: a verdict that changed between calls is a failure of its own.
+    expect(JSON.stringify(again.verdict)).to.equal(JSON.stringify(first.verdict));
+    ms = Math.min(ms, again.ms);
+  }
+  return { verdict: first.verdict, ms };
 }
 
 function trimTrailingSpace(bytes: Buffer): Buffer {
