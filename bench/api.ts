@@ -30,7 +30,8 @@ import {
   procfileFlags,
   processCpuSeconds,
   startServer,
-  watchRss,
+  peakRss,
+  resetPeakRss,
   type Figure,
   appendResult,
 } from './support.js';
@@ -230,6 +231,8 @@ async function measureAll(
   });
 }
 
+const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+
 /** CPU µs per request, one server's rounds: `app 215, mariadb 158, bench 73, idle 72`. */
 const perRequest = (name: string, s: Spent) =>
   Object.entries(s.cpu)
@@ -301,26 +304,32 @@ export async function benchApi(argv: string[]): Promise<void> {
   const tag = (r: Runtime) => (runtimes.length > 1 ? `${r.version.split('.')[0]} ` : '');
   const procs: ChildProcess[] = [];
   const servers: Server[] = [];
-  const rss: Array<{ name: string; peak: () => number }> = [];
+  // Each server's peak resident memory: up to the first figure, then each figure's (the kernel's mark started again before it).
+  const peaks = new Map<string, number>();
   const launch = async (name: string, script: string, port: number, flags: string[], runtime: Runtime, baseline?: number) => {
     const p = await startServer(name, script, appEnv, port, flags, join(runtime.binDir, 'node'));
     procs.push(p);
     servers.push({ name, url: `http://127.0.0.1:${port}`, pid: p.pid as number, ...(baseline !== undefined && { baseline }) });
-    rss.push({ name, peak: watchRss(p.pid as number) });
   };
   const apps = runtimes.length + (opts.also === undefined ? 0 : 1);
   for (const [i, r] of runtimes.entries()) await launch(`${tag(r)}app`, 'dist/src/server.js', 3901 + 10 * i, webFlags, r, apps + i);
   // --also DIR: another build of the app (DIR/dist, compiled there beforehand), measured in the same rounds, on the first runtime.
   if (opts.also !== undefined) await launch('also', `${opts.also}/dist/src/server.js`, 3903, webFlags, runtimes[0] as Runtime, apps);
-  // The baseline with the app's young generation (no heap limit, as always), so that each runtime's app/raw compares like with like.
-  const rawFlags = webFlags.filter((f) => f.startsWith('--max-semi-space-size'));
+  // The baseline with the app's V8 flags (heap limit, young generation, compilers), so that each
+  // runtime's app/raw compares like with like: with a young generation of 8 MB and no heap
+  // limit, V8 grew the baseline's heap to 213-272 MB and spent more CPU collecting.
+  const rawFlags = webFlags.filter((f) => /^--(max-old-space-size|max-semi-space-size|(no-)?maglev)\b/.test(f));
   for (const [i, r] of runtimes.entries()) await launch(`${tag(r)}raw`, 'dist/bench/raw-server.js', 3902 + 10 * i, rawFlags, r);
   log(`on ${runtimes.map((r) => `Node ${r.version}`).join(' and ')}`);
   const lines: string[] = [];
   if (opts.also !== undefined) lines.push(`also: the app built in ${opts.also}`);
   try {
     for (const s of scenarios(ids).filter((x) => !opts.only.length || opts.only.some((o) => x.name.startsWith(o)))) {
+      for (const server of servers) peaks.set(server.name, Math.max(peaks.get(server.name) ?? 0, peakRss(server.pid)));
+      for (const server of servers) resetPeakRss(server.pid);
       const measured = await measureAll(servers, key, s, opts);
+      const figurePeaks = servers.map((server) => ({ name: server.name, bytes: peakRss(server.pid) }));
+      for (const { name, bytes } of figurePeaks) peaks.set(name, Math.max(peaks.get(name) ?? 0, bytes));
       const fig = (f: Figure) => `${f.reqs.toFixed(0).padStart(6)} req/s p50 ${f.p50} ms p99 ${f.p99} ms`;
       const errs = measured.map((m) => m.figure.non2xx + m.figure.errors).reduce((x, y) => x + y, 0)
         ? ` | non-2xx/errors ${measured.map((m, j) => `${servers[j]?.name} ${m.figure.non2xx}/${m.figure.errors}`).join(' ')}`
@@ -347,14 +356,15 @@ export async function benchApi(argv: string[]): Promise<void> {
             : [`   round pairs ${servers[j]?.name}/raw: median ${median(m.pairs).toFixed(2)} (${m.pairs.map((x) => x.toFixed(2)).join(' ')})`],
         ),
         `   CPU µs per request: ${measured.map((m, j) => perRequest(servers[j]?.name ?? '', m.spent)).join(' | ')}`,
+        `   peak RSS in this figure: ${figurePeaks.map((f) => `${f.name} ${mb(f.bytes)}`).join(', ')}`,
       ];
       const shown = [...appLines.map((l, i) => (i === appLines.length - 1 ? `${l}${errs}` : l)), ...across];
       for (const l of [...shown, ...detail]) process.stdout.write(`${l}\n`);
       lines.push(...shown, ...detail);
     }
-    const peaks = `peak RSS: ${rss.map((r) => `${r.name} ${(r.peak() / 1024 / 1024).toFixed(0)} MB`).join(', ')}`;
-    process.stdout.write(`${peaks}\n`);
-    lines.push(peaks);
+    const peakLine = `peak RSS: ${[...peaks].map(([name, bytes]) => `${name} ${mb(bytes)}`).join(', ')}`;
+    process.stdout.write(`${peakLine}\n`);
+    lines.push(peakLine);
   } finally {
     // Stopped before the database they use (and a profiled API writes its profile on the way
     // out), once the requests autocannon left in flight at its last round's end are answered

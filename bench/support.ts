@@ -1,7 +1,7 @@
 // What the benchmarks share: logging, compiled processes started as the Procfile starts them,
 // their peak memory, API keys made straight in the database, and autocannon rounds' figures.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
@@ -56,17 +56,29 @@ export function startServer(
   })();
 }
 
+/** The kernel's high-water mark of a process's resident memory (VmHWM), in bytes; 0 once it has exited. */
+export function peakRss(pid: number): number {
+  try {
+    return Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+  } catch {
+    return 0; // exited
+  }
+}
+
+/** Starts a process's high-water mark again from its resident memory now (Linux's clear_refs "5"), so that the next peakRss is one phase's. */
+export function resetPeakRss(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    /* exited */
+  }
+}
+
 /** Peak resident memory of a process while it runs: sampled, and the kernel's high-water mark. */
 export function watchRss(pid: number): () => number {
   let peak = 0;
   const read = () => {
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-      const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
-      peak = Math.max(peak, hwm);
-    } catch {
-      /* exited */
-    }
+    peak = Math.max(peak, peakRss(pid));
   };
   const timer = setInterval(read, 250);
   return () => {
