@@ -7,6 +7,7 @@ import type autocannon from 'autocannon';
 import mysql from 'mysql2/promise';
 import { v7 as uuidv7 } from 'uuid';
 import { context } from '../scripts/services/index.js';
+export { procfileFlags } from '../scripts/procfile.js';
 import { databaseName } from '../scripts/services/mariadb.js';
 import { generateApiKey } from '../src/orgs/api-key.js';
 import { migrate } from '../src/shared/db/migrator.js';
@@ -14,22 +15,10 @@ import { createLogger } from '../src/shared/logger.js';
 
 export const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 
-/** The node flags of a Procfile process, so that the bench runs the API as production does. */
 /** Appends a run's figures (dated Markdown) to its log, bench/results/<bench>.md; docs/benchmarks.md quotes the latest. */
 export function appendResult(bench: string, text: string): void {
   mkdirSync('bench/results', { recursive: true });
   appendFileSync(`bench/results/${bench}.md`, text);
-}
-
-export function procfileFlags(kind: 'web' | 'worker'): string[] {
-  const line =
-    readFileSync('Procfile', 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith(`${kind}:`)) ?? '';
-  return line
-    .replace(/^\w+:\s*node\s+/, '')
-    .split(/\s+/)
-    .filter((a) => a.startsWith('--'));
 }
 
 /** Starts compiled code (dist/), as production runs it: on this process's Node, or on the `node` given (another runtime's). */

@@ -1,10 +1,11 @@
 // One API key opening 200 requests that each send 1 MiB - 1 bytes of body and stall, against
-// the web process as the Procfile runs it (--max-old-space-size=256): the process lives, keeps
+// the web process as the Procfile runs it (its heap limit and young generation): the process lives, keeps
 // serving other keys at once, and holds at most its bounded bytes of bodies in flight.
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { procfileFlags } from '../../scripts/procfile.js';
 import { newOrg } from '../support/harness.js';
 import { killOnExit } from '../support/processes.js';
 import { freePort } from '../support/tcp-proxy.js';
@@ -42,7 +43,7 @@ describe('the API process under hostile bodies', function () {
   it('survives one key opening 200 stalled 1 MiB bodies, refuses what is over its bounds at once, and keeps serving other keys', async () => {
     const [hostile, other] = [await newOrg(), await newOrg()];
     const port = await freePort();
-    const proc = spawn(process.execPath, ['--max-old-space-size=256', '--import', 'tsx', 'src/server.ts'], {
+    const proc = spawn(process.execPath, [...procfileFlags('web'), '--import', 'tsx', 'src/server.ts'], {
       env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

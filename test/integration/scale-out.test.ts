@@ -6,6 +6,7 @@
 // and the killed worker's scan is taken over within the time docs/operations.md gives.
 import { expect } from 'chai';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { procfileFlags } from '../../scripts/procfile.js';
 import { select } from '../../src/shared/db/sequelize.js';
 import { eventually, harness, newOrg, uploadForm, waitForStatus } from '../support/harness.js';
 import { killOnExit } from '../support/processes.js';
@@ -59,8 +60,8 @@ describe('scale-out: the compiled Procfile processes, two web and two worker', f
     const shared = { CLAMD_PORT: String(slowClamd.port), NOTARIZATION_INTERVAL_MS: '1000', WEBHOOK_RETRY_SCHEDULE: '1,2,4' };
     const webPorts = [await freePort(), await freePort()];
     for (const [i, port] of webPorts.entries())
-      procs.push(start(`web${i + 1}`, ['--max-old-space-size=256', 'dist/src/server.js'], { ...shared, PORT: String(port) }));
-    const workers = [1, 2].map((i) => start(`worker${i}`, ['dist/workers/index.js'], shared));
+      procs.push(start(`web${i + 1}`, [...procfileFlags('web'), 'dist/src/server.js'], { ...shared, PORT: String(port) }));
+    const workers = [1, 2].map((i) => start(`worker${i}`, [...procfileFlags('worker'), 'dist/workers/index.js'], shared));
     procs.push(...workers);
     const hooks = await receiver('/scale-out');
     try {
