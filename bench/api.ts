@@ -316,7 +316,7 @@ export async function benchApi(argv: string[]): Promise<void> {
   // --also DIR: another build of the app (DIR/dist, compiled there beforehand), measured in the same rounds, on the first runtime.
   if (opts.also !== undefined) await launch('also', `${opts.also}/dist/src/server.js`, 3903, webFlags, runtimes[0] as Runtime, apps);
   // The baseline with the app's V8 flags (heap limit, young generation, compilers), so that each
-  // runtime's app/raw compares like with like: with a young generation of 8 MB and no heap
+  // runtime's app/raw compares like with like: with semi-spaces of 8 MB and no heap
   // limit, V8 grew the baseline's heap to 213-272 MB and spent more CPU collecting.
   const rawFlags = webFlags.filter((f) => /^--(max-old-space-size|max-semi-space-size|(no-)?maglev)\b/.test(f));
   for (const [i, r] of runtimes.entries()) await launch(`${tag(r)}raw`, 'dist/bench/raw-server.js', 3902 + 10 * i, rawFlags, r);

@@ -1,5 +1,5 @@
 // One API key opening 200 requests that each send 1 MiB - 1 bytes of body and stall, against
-// the web process as the Procfile runs it (its heap limit and young generation): the process lives, keeps
+// the web process as the Procfile runs it (its `web` node flags): the process lives, keeps
 // serving other keys at once, and holds at most its bounded bytes of bodies in flight.
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';

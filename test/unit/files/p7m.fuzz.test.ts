@@ -34,7 +34,11 @@ const BOUND_MS = 250;
 const WALL_BOUND_MS = 5000;
 const ATTEMPTS = 3;
 
-function timedOnce(input: Uint8Array, anchors: readonly X509Certificate[], options: { maxNodes?: number }): { verdict: SignatureVerdict; ms: number } {
+function timedOnce(
+  input: Uint8Array,
+  anchors: readonly X509Certificate[],
+  options: { maxNodes?: number; now: Date },
+): { verdict: SignatureVerdict; ms: number } {
   const start = performance.now();
   const cpu = process.cpuUsage();
   let verdict: SignatureVerdict;
@@ -50,10 +54,12 @@ function timedOnce(input: Uint8Array, anchors: readonly X509Certificate[], optio
 }
 
 function timed(input: Uint8Array, anchors: readonly X509Certificate[], options: { maxNodes?: number } = {}): { verdict: SignatureVerdict; ms: number } {
-  const first = timedOnce(input, anchors, options);
+  // One check time for an input's every measure: a verdict names when it judged the signer.
+  const checked = { ...options, now: new Date() };
+  const first = timedOnce(input, anchors, checked);
   let ms = first.ms;
   for (let attempt = 1; attempt < ATTEMPTS && ms >= BOUND_MS; attempt++) {
-    const again = timedOnce(input, anchors, options);
+    const again = timedOnce(input, anchors, checked);
     // The same input, the same verdict: a verdict that changed between calls is a failure of its own.
     expect(JSON.stringify(again.verdict)).to.equal(JSON.stringify(first.verdict));
     ms = Math.min(ms, again.ms);
