@@ -306,6 +306,12 @@ export async function benchApi(argv: string[]): Promise<void> {
   const servers: Server[] = [];
   // Each server's peak resident memory: up to the first figure, then each figure's (the kernel's mark started again before it).
   const peaks = new Map<string, number>();
+  const foldPeaks = () =>
+    servers.map(({ name, pid }) => {
+      const bytes = peakRss(pid);
+      peaks.set(name, Math.max(peaks.get(name) ?? 0, bytes));
+      return { name, bytes };
+    });
   const launch = async (name: string, script: string, port: number, flags: string[], runtime: Runtime, baseline?: number) => {
     const p = await startServer(name, script, appEnv, port, flags, join(runtime.binDir, 'node'));
     procs.push(p);
@@ -315,21 +321,20 @@ export async function benchApi(argv: string[]): Promise<void> {
   for (const [i, r] of runtimes.entries()) await launch(`${tag(r)}app`, 'dist/src/server.js', 3901 + 10 * i, webFlags, r, apps + i);
   // --also DIR: another build of the app (DIR/dist, compiled there beforehand), measured in the same rounds, on the first runtime.
   if (opts.also !== undefined) await launch('also', `${opts.also}/dist/src/server.js`, 3903, webFlags, runtimes[0] as Runtime, apps);
-  // The baseline with the app's V8 flags (heap limit, young generation, compilers), so that each
-  // runtime's app/raw compares like with like: with semi-spaces of 8 MB and no heap
-  // limit, V8 grew the baseline's heap to 213-272 MB and spent more CPU collecting.
-  const rawFlags = webFlags.filter((f) => /^--(max-old-space-size|max-semi-space-size|(no-)?maglev)\b/.test(f));
+  // The baseline with the Procfile's flags for web (not BENCH_NODE_FLAGS), so that each runtime's
+  // app/raw compares like with like: with semi-spaces of 8 MB and no heap limit, V8 grew the
+  // baseline's heap to 213-272 MB and spent more CPU collecting.
+  const rawFlags = procfileFlags('web');
   for (const [i, r] of runtimes.entries()) await launch(`${tag(r)}raw`, 'dist/bench/raw-server.js', 3902 + 10 * i, rawFlags, r);
   log(`on ${runtimes.map((r) => `Node ${r.version}`).join(' and ')}`);
   const lines: string[] = [];
   if (opts.also !== undefined) lines.push(`also: the app built in ${opts.also}`);
   try {
     for (const s of scenarios(ids).filter((x) => !opts.only.length || opts.only.some((o) => x.name.startsWith(o)))) {
-      for (const server of servers) peaks.set(server.name, Math.max(peaks.get(server.name) ?? 0, peakRss(server.pid)));
+      foldPeaks();
       for (const server of servers) resetPeakRss(server.pid);
       const measured = await measureAll(servers, key, s, opts);
-      const figurePeaks = servers.map((server) => ({ name: server.name, bytes: peakRss(server.pid) }));
-      for (const { name, bytes } of figurePeaks) peaks.set(name, Math.max(peaks.get(name) ?? 0, bytes));
+      const figurePeaks = foldPeaks();
       const fig = (f: Figure) => `${f.reqs.toFixed(0).padStart(6)} req/s p50 ${f.p50} ms p99 ${f.p99} ms`;
       const errs = measured.map((m) => m.figure.non2xx + m.figure.errors).reduce((x, y) => x + y, 0)
         ? ` | non-2xx/errors ${measured.map((m, j) => `${servers[j]?.name} ${m.figure.non2xx}/${m.figure.errors}`).join(' ')}`
