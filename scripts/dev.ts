@@ -18,10 +18,11 @@ import { context, up } from './services/index.js';
 
 const say = (line: string) => process.stderr.write(`[start] ${line}\n`);
 
-// On Node 20 the AWS SDK's Node-version warning is turned off by scripts/run.mjs, which runs
-// this; one line says what it would have: production runs on Node 24 LTS.
+// scripts/run.mjs runs this on Node 24 LTS, production's, unless asked for the machine's Node
+// (`npm start -- --node current`); on Node 20 the AWS SDK's Node-version warning is turned off
+// there, and one line says what it would have.
 if (Number(process.versions.node.split('.')[0]) < 22) {
-  say(`Node ${process.version}: supported for development until January 2027; production runs on Node 24 LTS (README, "Runtimes")`);
+  say(`Node ${process.version}: accepted for development until January 2027; production runs on Node 24 LTS (README, "Runtimes")`);
 }
 const dataDir = context('dev').dataDir;
 /** Where the logs go: the file, unless LOG_LEVEL asks for them (then the terminal). */
@@ -123,17 +124,28 @@ Guarantee Registry is running (development).
 Ctrl-C stops the API and workers; \`npm run services -- down\` stops the local servers.
 `);
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    say('stopping the API and workers');
-    // Both finish what is under way and close their own connections: the workers first (a
-    // checkpoint they are publishing still logs), then the API, whose "shut down" is the log's
-    // last line; the API answers until then.
-    void (async () => [...(await Promise.allSettled([workers.close()])), ...(await Promise.allSettled([server.close()]))])().then((results) => {
-      const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
-      for (const f of failed) say(`could not stop cleanly: ${(f.reason as Error).stack ?? String(f.reason)}`);
-      say(failed.length ? 'stopped, not cleanly' : 'stopped');
-      process.exit(failed.length ? 1 : 0);
-    });
+let stopping = false;
+/** Stops the API and the workers, once. */
+function stopAll(): void {
+  if (stopping) return;
+  stopping = true;
+  say('stopping the API and workers');
+  // Both finish what is under way and close their own connections: the workers first (a
+  // checkpoint they are publishing still logs), then the API, whose "shut down" is the log's
+  // last line; the API answers until then.
+  void (async () => [...(await Promise.allSettled([workers.close()])), ...(await Promise.allSettled([server.close()]))])().then((results) => {
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    for (const f of failed) say(`could not stop cleanly: ${(f.reason as Error).stack ?? String(f.reason)}`);
+    say(failed.length ? 'stopped, not cleanly' : 'stopped');
+    process.exit(failed.length ? 1 : 0);
   });
+}
+// Ctrl-C reaches this process twice when run.mjs started it on Node 24 (the terminal's, and the
+// one run.mjs passes on): the first stops it, the rest change nothing.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, stopAll);
+// Started by run.mjs on Node 24, it is told through their channel when run.mjs is gone, however
+// it ended (killed, too): it stops rather than serve on without the process its user started.
+if (process.channel) {
+  process.channel.unref();
+  process.once('disconnect', stopAll);
 }

@@ -5,7 +5,8 @@
 // task directly). Everything it says goes to stderr: stdout belongs to the task (the CLI
 // prints values a script may capture).
 import { createHash } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import os from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -69,4 +70,32 @@ process.chdir(root);
 process.argv = [process.argv[0], join(root, tasks[task]), ...(task === 'cli' || task === 'migrate' ? [task] : []), ...args];
 const { register } = await import('tsx/esm/api');
 register();
+if (task === 'start') await startOnProductionNode(args);
 await import(pathToFileURL(join(root, tasks[task])).href);
+
+/**
+ * `npm start` runs the registry on the Node production runs on (.node-version, Node 24 LTS): on
+ * a machine whose Node is another, it fetches that one into .data/runtimes/ (once), says so in
+ * one line and runs the start there, in a child process this one waits for (its signals passed
+ * on). `npm start -- --node current` runs on the machine's Node instead, while it is supported.
+ */
+async function startOnProductionNode(startArgs) {
+  const at = startArgs.findIndex((a) => a === '--node' || a.startsWith('--node='));
+  const name = at < 0 ? 'production' : startArgs[at] === '--node' ? startArgs[at + 1] : startArgs[at].slice('--node='.length);
+  if (at >= 0) process.argv.splice(2 + at, startArgs[at] === '--node' ? 2 : 1);
+  const { envFor, runtimeNamed } = await import(pathToFileURL(join(root, 'scripts/services/runtime.ts')).href);
+  const runtime = runtimeNamed(name ?? '');
+  if (runtime.version === process.version) return;
+  process.stderr.write(
+    `[start] running on Node ${runtime.version}, the one production runs on (this machine's is ${process.version}; --node current runs on it)\n`,
+  );
+  const child = spawn(join(runtime.binDir, 'node'), [join(root, 'scripts/run.mjs'), 'start', ...process.argv.slice(2)], {
+    // The channel tells the start when this process is gone, however it ended (scripts/dev.ts).
+    stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+    env: envFor(runtime),
+  });
+  // Ctrl-C reaches both processes (the start ignores a second one while it stops); a signal sent to this one alone is passed on.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  const [code, signal] = await new Promise((resolve) => child.on('close', (c, s) => resolve([c, s])));
+  process.exit(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 1) : 1));
+}

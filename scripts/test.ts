@@ -1,38 +1,38 @@
-// `npm test` on a fresh clone: starts the test profile's local servers (MariaDB, Redis,
-// clamd, radosgw) on their own ports, type-checks, lints, checks for import cycles, runs the
-// whole mocha suite against the real servers, and stops the servers this run started, whatever
-// happens. `--node current` (the default) runs the suite on the machine's Node, `--node 24` on
-// the pinned Node 24 LTS production runs on (.node-version; installed under .data/runtimes/ when
-// missing); given both (as .ci/run does), the suite runs on each in turn against the same
-// servers, each run with a database, queues and a log bucket of its own. Other arguments go to mocha.
-import { spawnSync } from 'node:child_process';
-import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+// `npm test` on a fresh clone: starts the test profile's local servers (MariaDB, Redis, clamd,
+// radosgw) on their own ports, type-checks, lints and checks for import cycles while they start,
+// runs the whole mocha suite against the real servers on the Node production runs on (Node 24
+// LTS, .node-version, installed under .data/runtimes/ when missing), and stops the servers this
+// run started, whatever happens (an interrupted or killed run too).
+//
+// The suite's files run on two of mocha's parallel workers at once (`--jobs`, the machine's cores
+// by default), each with its own database, queues and log bucket (test/support/worker-world.ts);
+// the files that change the servers under the others' feet (pause the run's MariaDB, set its
+// globals) or measure the machine (latency, memory) say so in a line of their own,
+// `// npm test: alone (why)`, and run afterwards, one at a time.
+//
+// `--node <runtime>` picks the runtime (`production` or `24`, the default; `current` or `20`, the
+// machine's); `--node <runtime>:quick` or `--quick` runs the quick check instead of the whole
+// suite: the unit suite and the start test. Given several (as .ci/run does: the whole suite on
+// 24, the quick check on the machine's 20), each runs in turn against the same servers, each run
+// with a database, queues and a log bucket of its own. Other arguments go to mocha: test files
+// (`test/integration/log.test.ts`) narrow the run to them, `--grep` and the like apply to each.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { availableParallelism } from 'node:os';
+import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, ListBucketsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { createStorage } from '../src/shared/storage.js';
 import { applyEnv, localAppEnv } from './local-env.js';
 import { databaseName, rootSql } from './services/mariadb.js';
 import { context, down, startedByThisProcess, up } from './services/index.js';
 import { ensurePackages } from './services/process.js';
 import { envFor, runtimesNamed, type Runtime } from './services/runtime.js';
+import { buildForTests } from './test-build.js';
+import { aloneBecause, longestFirst, parseTestArgs, quickFiles, suiteFiles } from './test-plan.js';
 
-/** `--node X` arguments (the runtimes, in order) apart from mocha's. */
-function parseArgs(argv: string[]): { runtimes: string[]; mochaArgs: string[] } {
-  const runtimes: string[] = [];
-  const mochaArgs: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '--node') {
-      if (!argv[i + 1]) throw new Error('--node needs a runtime: current, 24 or production');
-      runtimes.push(argv[++i] as string);
-    } else if (arg.startsWith('--node=')) runtimes.push(arg.slice('--node='.length));
-    else mochaArgs.push(arg);
-  }
-  return { runtimes: runtimes.length ? runtimes : ['current'], mochaArgs };
-}
-
-const { runtimes: runtimeNames, mochaArgs } = parseArgs(process.argv.slice(2));
-/** Each run's queues are under `<this>-<run id>` (a QUEUE_PREFIX the user set comes first). */
-const queuePrefix = process.env.QUEUE_PREFIX || 'test';
 let stopping = false;
+/** The mocha process running now, stopped with the run. */
+let running: ChildProcess | undefined;
 
 /** Stops what this run started, also when it is interrupted while the servers start. */
 async function stop(): Promise<void> {
@@ -43,20 +43,41 @@ async function stop(): Promise<void> {
   await down('test', started);
 }
 
+/** Runs a command, its output shown as it comes (or kept, and shown only when it fails): whether it succeeded. */
+function command(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; quiet?: boolean } = {}): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: opts.quiet ? ['ignore', 'pipe', 'pipe'] : 'inherit', env: opts.env ?? process.env });
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    running = child;
+    child.on('error', (err) => {
+      out += `${cmd}: ${err.message}\n`;
+    });
+    child.on('close', (code) => {
+      if (running === child) running = undefined;
+      if (code !== 0 && opts.quiet) process.stderr.write(out);
+      resolve(code === 0);
+    });
+  });
+}
+
+async function step(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; quiet?: boolean } = {}): Promise<boolean> {
+  const t0 = Date.now();
+  if (!opts.quiet) process.stderr.write(`[test] ${name}\n`);
+  const ok = await command(cmd, args, opts);
+  process.stderr.write(`[test] ${name}: ${ok ? 'passed' : 'FAILED'} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+  return ok;
+}
+
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
+    running?.kill('SIGTERM');
     void stop().then(() => process.exit(130));
   });
 }
 
-function step(name: string, command: string, args: string[], env: NodeJS.ProcessEnv = process.env): boolean {
-  process.stderr.write(`[test] ${name}\n`);
-  const res = spawnSync(command, args, { stdio: 'inherit', env });
-  if (res.status !== 0) process.stderr.write(`[test] ${name} failed\n`);
-  return res.status === 0;
-}
-
-/** The store's client, for the run's log bucket. */
+/** The store's client, for the run's log buckets. */
 function storeClient(bucket: string) {
   const e = process.env;
   return createStorage({
@@ -68,18 +89,21 @@ function storeClient(bucket: string) {
   }).client;
 }
 
-/** Empties a bucket and removes it (the run's log bucket: tiles and checkpoints, no versions). */
-async function removeBucket(bucket: string): Promise<void> {
+/** Empties and removes the buckets named `bucket` or `bucket-w<n>` (the run's log buckets: tiles and checkpoints, no versions). */
+async function removeBuckets(bucket: string): Promise<void> {
   const client = storeClient(bucket);
   try {
-    for (;;) {
-      const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, MaxKeys: 1000 }));
-      const keys = (page.Contents ?? []).map((o) => o.Key as string);
-      if (!keys.length) break;
-      for (let i = 0; i < keys.length; i += 16)
-        await Promise.all(keys.slice(i, i + 16).map((Key) => client.send(new DeleteObjectCommand({ Bucket: bucket, Key }))));
+    const { Buckets = [] } = await client.send(new ListBucketsCommand({}));
+    for (const name of Buckets.map((b) => b.Name as string).filter((n) => n === bucket || new RegExp(`^${bucket}-w\\d+$`).test(n))) {
+      for (;;) {
+        const page = await client.send(new ListObjectsV2Command({ Bucket: name, MaxKeys: 1000 }));
+        const keys = (page.Contents ?? []).map((o) => o.Key as string);
+        if (!keys.length) break;
+        for (let i = 0; i < keys.length; i += 16)
+          await Promise.all(keys.slice(i, i + 16).map((Key) => client.send(new DeleteObjectCommand({ Bucket: name, Key }))));
+      }
+      await client.send(new DeleteBucketCommand({ Bucket: name }));
     }
-    await client.send(new DeleteBucketCommand({ Bucket: bucket }));
   } finally {
     client.destroy();
   }
@@ -87,19 +111,19 @@ async function removeBucket(bucket: string): Promise<void> {
 
 /**
  * What one run of the suite starts from, on servers another run may have used: an empty
- * database of its own (`registry_test`, `registry_test_node24`: a process an earlier run left
- * behind cannot reach it), queues of their own, and a transparency-log bucket of its own, since
- * the log publishes its checkpoint there and a later run's log starts again from nothing. An
- * external DATABASE_URL is the user's: it is migrated, never dropped (its runs share it). Returns
- * what removes the run's log bucket afterwards.
+ * database of its own (`registry_test`, `registry_test_node20`: a process an earlier run left
+ * behind cannot reach it; the parallel workers' are named after it), queues of their own, and a
+ * transparency-log bucket of its own, since the log publishes its checkpoint there and a later
+ * run's log starts again from nothing. An external DATABASE_URL is the user's: it is migrated,
+ * never dropped (its runs share it). Returns what removes the run's log buckets afterwards.
  */
-async function freshRun(runtime: Runtime, first: boolean, localDatabase: boolean): Promise<() => Promise<void>> {
+async function freshRun(runtime: Runtime, first: boolean, localDatabase: boolean, base: NodeJS.ProcessEnv): Promise<() => Promise<void>> {
   const id = `${Date.now()}`;
-  Object.assign(process.env, { RUN_ID: id, QUEUE_PREFIX: `${queuePrefix}-${id}` });
+  Object.assign(process.env, { RUN_ID: id, QUEUE_PREFIX: `${base.QUEUE_PREFIX || 'test'}-${id}` });
   if (localDatabase) {
     const db = `${databaseName(context('test'))}${first ? '' : `_node${runtime.version.slice(1).split('.')[0]}`}`;
     await rootSql(context('test'), `DROP DATABASE IF EXISTS ${db}; CREATE DATABASE ${db} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;`);
-    const url = new URL(process.env.DATABASE_URL as string);
+    const url = new URL(base.DATABASE_URL as string);
     url.pathname = `/${db}`;
     process.env.DATABASE_URL = url.toString();
   }
@@ -111,17 +135,68 @@ async function freshRun(runtime: Runtime, first: boolean, localDatabase: boolean
     client.destroy();
   }
   process.env.LOG_S3_BUCKET = bucket;
-  return () => removeBucket(bucket);
+  return () => removeBuckets(bucket);
 }
 
-/** The whole suite on one runtime; its processes (mocha, and whatever it starts with `node`) run on it. */
-function mocha(runtime: Runtime): boolean {
+/** Seconds by test file: the last run's on this machine (.data/test/durations.json), else the project's (test/durations.json). */
+function readDurations(): Record<string, number> {
+  for (const file of [join(context('test').dataDir, 'durations.json'), 'test/durations.json'])
+    if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>;
+  return {};
+}
+
+/** Keeps the durations the workers noted in `noted` (a line a file) in .data/test/durations.json, and names the slowest files. */
+function keepDurations(noted: string): void {
+  if (!existsSync(noted)) return;
+  const durations = readDurations();
+  const measured: Array<[string, number]> = readFileSync(noted, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { file: string; ms: number })
+    .map(({ file, ms }) => [relative(process.cwd(), file), Math.round(ms / 100) / 10]);
+  for (const [file, s] of measured) durations[file] = s;
+  writeFileSync(join(context('test').dataDir, 'durations.json'), `${JSON.stringify(durations, null, 2)}\n`);
+  rmSync(noted, { force: true });
+  const slowest = measured.sort((a, b) => b[1] - a[1]).slice(0, 8);
+  process.stderr.write(
+    `[test] the slowest files: ${slowest.map(([f, s]) => `${f.replace(/^test\/(integration|unit)\//, '')} ${s.toFixed(0)} s`).join(', ')}\n`,
+  );
+}
+
+/**
+ * One run of the suite on `runtime` (mocha, and whatever it starts with `node`, run on it): the
+ * files that may share the servers on `jobs` parallel workers, then those that must run alone,
+ * one mocha process at a time.
+ */
+async function suite(runtime: Runtime, files: string[], jobs: number, mochaArgs: string[]): Promise<boolean> {
   // The suite checks it runs where it was asked to (test/unit/scripts/runtime.test.ts).
   const env = { ...envFor(runtime), REGISTRY_TEST_NODE: runtime.version };
-  return step(`mocha on Node ${runtime.version}`, 'node_modules/.bin/mocha', mochaArgs, env);
+  const alone = files.filter((f) => aloneBecause(readFileSync(f, 'utf8')));
+  const shared = longestFirst(
+    files.filter((f) => !alone.includes(f)),
+    readDurations(),
+  );
+  const mocha = 'node_modules/.bin/mocha';
+  let ok = true;
+  if (shared.length) {
+    const parallel = jobs > 1 && shared.length > 1 ? ['--parallel', '--jobs', String(jobs)] : [];
+    const how = parallel.length ? `on ${jobs} workers` : 'in one process';
+    const noted = join(context('test').dataDir, `durations-${process.env.RUN_ID}.jsonl`);
+    rmSync(noted, { force: true });
+    ok =
+      (await step(`mocha on Node ${runtime.version}: ${shared.length} files ${how}`, mocha, [...parallel, ...mochaArgs, ...shared], {
+        env: { ...env, TEST_DURATIONS_FILE: noted },
+      })) && ok;
+    keepDurations(noted);
+  }
+  if (alone.length)
+    ok = (await step(`mocha on Node ${runtime.version}: ${alone.length} files that run alone, one at a time`, mocha, [...mochaArgs, ...alone], { env })) && ok;
+  return ok;
 }
 
+const { runs, jobs = Math.min(2, availableParallelism()), files: named, mochaArgs } = parseTestArgs(process.argv.slice(2));
 let ok: boolean;
+const t0 = Date.now();
 try {
   // Tools the tests themselves use: Info-ZIP builds the archives the scanner is tested with;
   // Debian's Chromium opens the pages (npm cannot download a browser here).
@@ -129,7 +204,20 @@ try {
   // Go's reference implementation of the transparency log's formats (golang.org/x/mod/sumdb), built offline.
   ensurePackages(['go', '/usr/share/gocode/src/golang.org/x/mod/sumdb/note/note.go'], ['golang-go', 'golang-golang-x-mod-dev'], [], 'Go and x/mod (for tests)');
   // Each runtime asked for, installed first (a pinned Node missing fails before any server starts).
-  const runtimes = runtimesNamed(runtimeNames);
+  const runtimes = runtimesNamed(runs.map((r) => r.runtime));
+  // One runtime named twice (`current` on a Node 24 machine) runs the whole suite once.
+  const wholeOn = new Set(runtimesNamed(runs.filter((r) => !r.quick).map((r) => r.runtime)).map((r) => r.version));
+  process.stderr.write(
+    `[test] ${runtimes.map((r) => `${wholeOn.has(r.version) ? 'the whole suite' : 'the quick check (unit suite and start test)'} on Node ${r.version}`).join(', then ')}${
+      runtimes.some((r) => r.version === process.version) ? '' : ` (this machine's Node is ${process.version})`
+    }\n`,
+  );
+  // The type-check and the lint (a minute of CPU) run while the servers install and start.
+  const bin = (name: string) => `node_modules/.bin/${name}`;
+  const checks = (async () =>
+    (await step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'], { quiet: true })) &&
+    (await step('type-check the verification page (DOM)', bin('tsc'), ['-p', 'src/verification/page/tsconfig.json'], { quiet: true })) &&
+    (await step('lint (prettier, eslint, import cycles, table owners)', 'npm', ['run', '-s', 'lint'], { quiet: true })))();
   const result = await up('test');
   const localDatabase = Boolean(result.env.DATABASE_URL);
   applyEnv(result.env, localAppEnv('test'), {
@@ -137,23 +225,29 @@ try {
     // Webhook retries in fractions of a second (the producer sets a job's attempts from it).
     WEBHOOK_RETRY_SCHEDULE: '0.2,0.3,0.4',
   });
-  const bin = (name: string) => `node_modules/.bin/${name}`;
-  ok =
-    step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']) &&
-    step('type-check the verification page (DOM)', bin('tsc'), ['-p', 'src/verification/page/tsconfig.json']) &&
-    step('lint (eslint) and import cycles (dpdm)', 'npm', ['run', '-s', 'lint']);
+  // The registry's processes the suite starts run from its sources compiled once (scripts/test-build.ts).
+  const build = join(context('test').dataDir, 'build');
+  await buildForTests(process.cwd(), build);
+  process.env.REGISTRY_TEST_BUILD = build;
+  const base = { ...process.env };
+  ok = await checks;
+  const all = suiteFiles();
+  for (const f of named)
+    if (!all.includes(f.replace(/^\.\//, ''))) throw new Error(`${f}: not a test file of the suite (test/unit or test/integration, *.test.ts)`);
   // Every runtime's run, even after one failed: CI says which of them fail.
   const failed: string[] = [];
   const passed: string[] = [];
   for (const [i, runtime] of (ok ? runtimes : []).entries()) {
+    const whole = wholeOn.has(runtime.version);
+    const files = named.length ? named.map((f) => f.replace(/^\.\//, '')) : whole ? all : quickFiles(all);
     // A run never depends on what an earlier run (this one's other runtime included) left.
-    const cleanUp = await freshRun(runtime, i === 0, localDatabase);
-    (mocha(runtime) ? passed : failed).push(runtime.version);
-    await cleanUp().catch((err: unknown) => process.stderr.write(`[test] could not remove the run's log bucket: ${String(err)}\n`));
+    const cleanUp = await freshRun(runtime, i === 0, localDatabase, base);
+    ((await suite(runtime, files, jobs, mochaArgs)) ? passed : failed).push(`${runtime.version}${whole ? '' : ' (quick)'}`);
+    await cleanUp().catch((err: unknown) => process.stderr.write(`[test] could not remove the run's log buckets: ${String(err)}\n`));
   }
-  if (runtimes.length > 1 && ok)
+  if (ok)
     process.stderr.write(
-      `[test] ${[passed.length && `passed on Node ${passed.join(' and ')}`, failed.length && `failed on Node ${failed.join(' and ')}`].filter(Boolean).join('; ')}\n`,
+      `[test] ${[passed.length && `passed on Node ${passed.join(' and ')}`, failed.length && `FAILED on Node ${failed.join(' and ')}`].filter(Boolean).join('; ')} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`,
     );
   ok &&= failed.length === 0 && passed.length === runtimes.length;
 } catch (err) {

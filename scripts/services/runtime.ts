@@ -108,15 +108,15 @@ export function ensureNode(version: string): Runtime {
 }
 
 /**
- * The runtime a `--node` argument names: `current` (the machine's), or `production` or its
- * major version (24): the pinned build of .node-version, installed when missing.
+ * The runtime a `--node` argument names: `current` or its major version (20: the machine's), or
+ * `production` or its major version (24): the pinned build of .node-version, installed when missing.
  */
 export function runtimeNamed(name: string): Runtime {
-  if (name === 'current') return currentRuntime();
+  if (name === 'current' || name === process.versions.node.split('.')[0]) return currentRuntime();
   const production = productionNodeVersion();
   if (name === 'production' || name === production.split('.')[0] || name === production) return ensureNode(production);
   throw new Error(
-    `unknown runtime "${name}": "current" (the machine's Node, ${process.version}) or ${production.split('.')[0]} / production (Node ${production}, from .node-version)`,
+    `unknown runtime "${name}": "current" or ${process.versions.node.split('.')[0]} (the machine's Node, ${process.version}), or ${production.split('.')[0]} / production (Node ${production}, from .node-version)`,
   );
 }
 

@@ -20,6 +20,7 @@ import { verifyAmendmentProof, verifyChain } from '../../src/notarization/proof.
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
 import { checksum, create, notarizeAll } from '../support/guarantees.js';
+import { entry } from '../support/entry.js';
 
 type Json = Record<string, unknown>;
 
@@ -160,8 +161,7 @@ describe('lifecycle: amendments notarized in a chain', function () {
 
   it('cli verify: an amendment with its proof, and the whole history, verified against the ledger; a tampered one NOT verified', () => {
     const dir = mkdtempSync(join(tmpdir(), 'verify-chain-'));
-    const run = (...args: string[]) =>
-      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', ...args], { encoding: 'utf8', env: process.env });
+    const run = (...args: string[]) => spawnSync(process.execPath, [...entry('src/cli.ts'), 'verify', ...args], { encoding: 'utf8', env: process.env });
     writeFileSync(join(dir, 'a2.json'), JSON.stringify(life.amendments[1]));
     writeFileSync(join(dir, 'p2.json'), JSON.stringify(life.amendmentProofs[1]));
     const one = run(join(dir, 'a2.json'), join(dir, 'p2.json'));
@@ -254,7 +254,7 @@ describe('lifecycle: amendments that cannot be notarized', function () {
     const dir = mkdtempSync(join(tmpdir(), 'verify-pending-'));
     writeFileSync(join(dir, 'a.json'), JSON.stringify(after.amendments[0]));
     writeFileSync(join(dir, 'p.json'), JSON.stringify(after.amendmentProofs[0]));
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', join(dir, 'a.json'), join(dir, 'p.json')], {
+    const run = spawnSync(process.execPath, [...entry('src/cli.ts'), 'verify', join(dir, 'a.json'), join(dir, 'p.json')], {
       encoding: 'utf8',
       env: process.env,
     });

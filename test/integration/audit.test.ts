@@ -11,6 +11,7 @@ import { migrations } from '../../src/shared/db/migrations/index.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
 import { eventually, fiscalCode, harness, newOrg, presign, type TestOrg } from '../support/harness.js';
 import { dropAuditGuards, restoreAuditGuards } from '../support/log.js';
+import { entry } from '../support/entry.js';
 
 type Item = Record<string, unknown> & { seq: number; hash: string; prevHash: string };
 
@@ -42,7 +43,7 @@ const rehash = (org: TestOrg, i: Item) =>
     prevHash: i.prevHash,
   });
 
-const cliAuditVerify = () => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'audit', 'verify'], { encoding: 'utf8', env: process.env });
+const cliAuditVerify = () => spawnSync(process.execPath, [...entry('src/cli.ts'), 'audit', 'verify'], { encoding: 'utf8', env: process.env });
 
 describe('the audit trail', function () {
   this.timeout(60_000);
@@ -130,7 +131,7 @@ describe('the audit trail', function () {
 
   it("records the operator's changes through the CLI (organization, its identity, keys created and revoked) with actor cli, never a key", async () => {
     const cli = (...args: string[]) => {
-      const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: process.env });
+      const run = spawnSync(process.execPath, [...entry('src/cli.ts'), ...args], { encoding: 'utf8', env: process.env });
       expect(run.status, run.stderr).to.equal(0);
       return run.stdout.trim();
     };
@@ -155,7 +156,7 @@ describe('the audit trail', function () {
   it("frames the CLI's system-wide commands in the system chain: requested before, how it ended after", async () => {
     const { db } = await harness();
     const [before] = await select<{ seq: number }>(db, "SELECT COALESCE(MAX(seq), 0) AS seq FROM audit_log WHERE chain = 'system'", []);
-    const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: process.env });
+    const cli = (...args: string[]) => spawnSync(process.execPath, [...entry('src/cli.ts'), ...args], { encoding: 'utf8', env: process.env });
     const reencrypted = cli('secrets', 'reencrypt');
     expect(reencrypted.status, reencrypted.stderr).to.equal(0);
     const removed = cli('trust', 'remove', 'ZZ');
@@ -176,7 +177,7 @@ describe('the audit trail', function () {
   it('records `cli migrate`: the migrations it applied once done, and the bucket configured, framed; `trust import` names its files', async () => {
     const { db } = await harness();
     const [before] = await select<{ seq: number }>(db, "SELECT COALESCE(MAX(seq), 0) AS seq FROM audit_log WHERE chain = 'system'", []);
-    const cli = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: process.env });
+    const cli = (...args: string[]) => spawnSync(process.execPath, [...entry('src/cli.ts'), ...args], { encoding: 'utf8', env: process.env });
     // The last migration undone, so that `cli migrate` has one to apply (an earlier one may not
     // go down under those made after it).
     const last = migrations.at(-1) as (typeof migrations)[number];

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { fiscalCode, harness, newOrg } from '../support/harness.js';
+import { entry } from '../support/entry.js';
 
 /** Runs the CLI as a user would, with the run's configuration; stdout and stderr kept apart. */
 function cli(...args: string[]) {
@@ -8,7 +9,7 @@ function cli(...args: string[]) {
 }
 
 function cliWith(env: Record<string, string>, ...args: string[]) {
-  const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  const res = spawnSync(process.execPath, [...entry('src/cli.ts'), ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
@@ -342,7 +343,7 @@ describe('administration CLI', function () {
     const usage = cli('org', 'delete', 'x');
     expect(usage.code).to.equal(2);
     expect(usage.stderr).to.include('usage');
-    const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'org', 'create', 'x'], {
+    const res = spawnSync(process.execPath, [...entry('src/cli.ts'), 'org', 'create', 'x'], {
       encoding: 'utf8',
       env: { ...process.env, DATABASE_URL: 'postgres://nope', MAX_UPLOAD_BYTES: 'lots' },
     });

@@ -1,3 +1,4 @@
+// npm test: alone (it pauses the run's MariaDB and changes its global sql_mode, which every other test's connections would meet)
 import { expect } from 'chai';
 import { appWith, harness, newOrg } from '../support/harness.js';
 import { context } from '../../scripts/services/index.js';

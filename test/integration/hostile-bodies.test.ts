@@ -1,6 +1,7 @@
 // One API key opening 200 requests that each send 1 MiB - 1 bytes of body and stall, against
 // the web process as the Procfile runs it (its `web` node flags): the process lives, keeps
 // serving other keys at once, and holds at most its bounded bytes of bodies in flight.
+// npm test: alone (it measures the web process's answers and memory under attack, which other tests' load would distort)
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';

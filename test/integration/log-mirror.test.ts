@@ -28,13 +28,14 @@ import { create, unique } from '../support/guarantees.js';
 import { newOrg } from '../support/harness.js';
 import { auditHash } from '../../src/audit/audit-chain.js';
 import { execute, select } from '../../src/shared/db/sequelize.js';
+import { entry } from '../support/entry.js';
 
 const run = promisify(execFile);
 
 /** `cli log ...`: its exit code and what it said. */
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'log', ...args], {
+    const { stdout, stderr } = await run(process.execPath, [...entry('src/cli.ts'), 'log', ...args], {
       encoding: 'utf8',
       env: { ...process.env, NODE_NO_WARNINGS: '1' },
       timeout: 120_000,
@@ -267,7 +268,7 @@ describe('mirrors of the transparency log', function () {
     expect((await cli('mirror', `${registry.url}/log`, dir)).code).to.equal(0);
     const audit = async (...extra: string[]) => {
       try {
-        const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'audit', 'verify', ...extra], {
+        const { stdout, stderr } = await run(process.execPath, [...entry('src/cli.ts'), 'audit', 'verify', ...extra], {
           encoding: 'utf8',
           env: { ...process.env, NODE_NO_WARNINGS: '1' },
         });

@@ -3,6 +3,7 @@
 // written to the log's bucket and served at /log/tile/..., a signed checkpoint at
 // /log/checkpoint that the tiles' hashes lead to; the sequencer's lease (one holder at a time,
 // an append of a holder whose lease was taken over fenced off).
+// npm test: alone (it pauses the run's MariaDB for three seconds under a running worker)
 import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,7 @@ import { appWith, configWith, eventually, harness, newOrg } from '../support/har
 import { appendRecords, expectLogIntact } from '../support/log.js';
 import { ownServer, serverPid, stopServer } from '../support/mariadb.js';
 import { startWorkers } from '../../workers/index.js';
+import { entry } from '../support/entry.js';
 
 const text = new TextDecoder();
 
@@ -303,7 +305,7 @@ describe('the transparency log', function () {
     const before = receipt('2026-10-01T00:00:00.000Z');
     const after = receipt('2026-11-02T00:00:00.000Z');
     const cliRun = (...args: string[]) =>
-      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+      spawnSync(process.execPath, [...entry('src/cli.ts'), ...args], { encoding: 'utf8', env: { ...process.env, NODE_NO_WARNINGS: '1' } });
     const dir = mkdtempSync(join(tmpdir(), 'jwks-'));
     const jwks = async () => {
       const file = join(dir, `jwks-${unique()}.json`);

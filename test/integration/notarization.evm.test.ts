@@ -20,6 +20,7 @@ import { startWorkers } from '../../workers/index.js';
 import { configWith, eventually, extraDb, harness, newOrg, type TestOrg } from '../support/harness.js';
 import { launch, screenshot, serve, watchedPage } from '../support/browser.js';
 import { registered } from '../support/guarantees.js';
+import { entry } from '../support/entry.js';
 
 const CHAIN = 31337;
 const silent = createLogger('silent');
@@ -139,13 +140,13 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     // The CLI checks it on the chain too (EVM_RPC_URL from the run's configuration).
     const file = join(mkdtempSync(join(tmpdir(), 'verify-evm-')), 'pair.json');
     writeFileSync(file, JSON.stringify({ guarantee: record, proof }));
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: process.env });
+    const cli = spawnSync(process.execPath, [...entry('src/cli.ts'), 'verify', file], { encoding: 'utf8', env: process.env });
     expect(cli.status, cli.stderr).to.equal(0);
     expect(cli.stdout).to.equal('verified\n');
     expect(cli.stderr).to.include("ok   the transaction's data is the root");
     expect(cli.stderr).to.include('ok   the transaction comes from the expected sender');
     // Without a chain to ask, the proof only holds offline: exit 3, never a plain "verified".
-    const offline = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
+    const offline = spawnSync(process.execPath, [...entry('src/cli.ts'), 'verify', file], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } });
     expect(offline.status, offline.stderr).to.equal(3);
     expect(offline.stdout).to.equal('verified offline only\n');
     // A proof whose signed transaction was swapped for garbage fails offline.
@@ -164,7 +165,7 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
       expect(next).to.not.equal(address);
       const file = join(mkdtempSync(join(tmpdir(), 'verify-old-key-')), 'pair.json');
       writeFileSync(file, JSON.stringify({ guarantee: record, proof }));
-      const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: process.env });
+      const cli = spawnSync(process.execPath, [...entry('src/cli.ts'), 'verify', file], { encoding: 'utf8', env: process.env });
       expect(cli.status, cli.stderr).to.equal(0);
       expect(cli.stderr).to.include('ok   the transaction comes from the expected sender');
     } finally {
@@ -188,14 +189,14 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
     expect(verifyProof(claimed, forged).ok).to.equal(true);
     const file = join(mkdtempSync(join(tmpdir(), 'verify-forged-')), 'pair.json');
     writeFileSync(file, JSON.stringify({ guarantee: claimed, proof: forged }));
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file], { encoding: 'utf8', env: process.env });
+    const cli = spawnSync(process.execPath, [...entry('src/cli.ts'), 'verify', file], { encoding: 'utf8', env: process.env });
     expect(cli.status, cli.stderr).to.equal(1);
     expect(cli.stdout).to.equal('NOT verified\n');
     expect(cli.stderr).to.include('FAIL the transaction comes from the expected sender');
     // A third party names the registry's published address with --from.
     const third = spawnSync(
       process.execPath,
-      ['--import', 'tsx', 'src/cli.ts', 'verify', file, '--rpc', (await harness()).config.EVM_RPC_URL as string, '--from', address],
+      [...entry('src/cli.ts'), 'verify', file, '--rpc', (await harness()).config.EVM_RPC_URL as string, '--from', address],
       { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } },
     );
     expect(third.status, third.stderr).to.equal(1);
@@ -318,15 +319,15 @@ describe('notarization on an EVM chain (hardhat 2, local)', function () {
   it('keeps the key sealed under ENCRYPTION_KEY: set from standard input, its address printed, never stored in clear', async () => {
     const { db } = await harness();
     const env = { ...process.env };
-    const set = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'evm', 'set-key'], { encoding: 'utf8', env, input: `${DEV_CHAIN_KEY}\n` });
+    const set = spawnSync(process.execPath, [...entry('src/cli.ts'), 'evm', 'set-key'], { encoding: 'utf8', env, input: `${DEV_CHAIN_KEY}\n` });
     expect(set.status, set.stderr).to.equal(0);
     expect(set.stdout).to.equal(`${address}\n`);
     const [row] = await select<{ key_enc: Buffer }>(db, "SELECT key_enc FROM anchor_keys WHERE kind = 'evm'", []);
     expect(row?.key_enc.toString('latin1')).to.not.include(DEV_CHAIN_KEY.slice(2));
     expect(row?.key_enc.toString('hex')).to.not.include(DEV_CHAIN_KEY.slice(2));
-    const shown = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'evm', 'address'], { encoding: 'utf8', env });
+    const shown = spawnSync(process.execPath, [...entry('src/cli.ts'), 'evm', 'address'], { encoding: 'utf8', env });
     expect(shown.stdout).to.equal(`${address}\n`);
-    const bad = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'evm', 'set-key'], { encoding: 'utf8', env, input: 'not a key' });
+    const bad = spawnSync(process.execPath, [...entry('src/cli.ts'), 'evm', 'set-key'], { encoding: 'utf8', env, input: 'not a key' });
     expect(bad.status).to.equal(1);
     expect(bad.stderr).to.include('32 bytes in hex');
   });

@@ -18,6 +18,7 @@ import { execute, select, type Sequelize } from '../../src/shared/db/sequelize.j
 import { createLogger } from '../../src/shared/logger.js';
 import { configWith, eventually, extraDb, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
 import { receiver } from '../support/receiver.js';
+import { entry as processEntry } from '../support/entry.js';
 
 const checksum = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -476,8 +477,7 @@ describe('proof verification: tampering with anything breaks it', function () {
     const dir = mkdtempSync(join(tmpdir(), 'verify-'));
     const good = join(dir, 'good.json');
     writeFileSync(good, JSON.stringify({ guarantee: record, proof }));
-    const run = (...args: string[]) =>
-      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', ...args], { encoding: 'utf8', env: process.env });
+    const run = (...args: string[]) => spawnSync(process.execPath, [...processEntry('src/cli.ts'), 'verify', ...args], { encoding: 'utf8', env: process.env });
     const ok = run(good);
     expect(ok.status, ok.stderr).to.equal(0);
     expect(ok.stdout).to.equal('verified\n');
@@ -485,7 +485,7 @@ describe('proof verification: tampering with anything breaks it', function () {
     // Two files work too, and offline (no database configured) the proof still holds.
     writeFileSync(join(dir, 'g.json'), JSON.stringify(record));
     writeFileSync(join(dir, 'p.json'), JSON.stringify(proof));
-    const offline = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', join(dir, 'g.json'), join(dir, 'p.json')], {
+    const offline = spawnSync(process.execPath, [...processEntry('src/cli.ts'), 'verify', join(dir, 'g.json'), join(dir, 'p.json')], {
       encoding: 'utf8',
       env: { PATH: process.env.PATH ?? '' },
     });

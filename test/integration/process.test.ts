@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newOrg } from '../support/harness.js';
+import { entry } from '../support/entry.js';
 
 describe('the API process', function () {
   this.timeout(60_000);
@@ -13,7 +14,7 @@ describe('the API process', function () {
   it('on SIGTERM stops accepting, finishes the request in flight, then exits 0', async () => {
     const org = await newOrg();
     const port = 39_000 + Math.floor(Math.random() * 1000);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    const child = spawn(process.execPath, [...entry('src/server.ts')], {
       env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -4,13 +4,14 @@
 // API key and log file) of its own, so that a developer's npm start (.data/dev, port 3000) is
 // neither used nor disturbed.
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, ListObjectVersionsCommand } from '@aws-sdk/client-s3';
 import { DeleteTopicCommand, ListTopicsCommand, SNSClient } from '@aws-sdk/client-sns';
+import { productionNodeVersion } from '../../scripts/services/runtime.js';
 import { eventually, harness } from '../support/harness.js';
 import { freePort } from '../support/tcp-proxy.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -33,7 +34,7 @@ interface Line {
 class Start {
   readonly lines: Line[] = [];
   readonly closed: Promise<[number | null, NodeJS.Signals | null]>;
-  private readonly child: ChildProcess;
+  readonly child: ChildProcess;
 
   constructor(env: NodeJS.ProcessEnv) {
     this.child = spawn(process.execPath, ['scripts/run.mjs', 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -87,6 +88,16 @@ class Start {
 
   kill(): void {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+}
+
+/** Whether process `pid` is gone (a zombie no init reaped counts as gone). */
+function gone(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return /^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return true;
   }
 }
 
@@ -203,6 +214,24 @@ describe('npm start', function () {
       before.filter((l) => l.startsWith('[services]')),
       'servers of its own',
     ).to.deep.equal([]);
+    // On production's Node (.node-version): started on another, it runs there, in a child process, and says so in one line.
+    const production = `v${productionNodeVersion()}`;
+    const pid = start.child.pid as number;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    const versionOf = (p: number) => spawnSync(readlinkSync(`/proc/${p}/exe`), ['--version'], { encoding: 'utf8' }).stdout.trim();
+    const serving = children.filter((p) => readlinkSync(`/proc/${p}/exe`).endsWith('/node'));
+    if (process.version === production) {
+      expect(
+        before.filter((l) => l.startsWith('[start] running on Node')),
+        start.output,
+      ).to.deep.equal([]);
+      expect(serving, 'a node process under the start').to.deep.equal([]);
+    } else {
+      expect(before[0], start.output).to.equal(
+        `[start] running on Node ${production}, the one production runs on (this machine's is ${process.version}; --node current runs on it)`,
+      );
+      expect(serving.map(versionOf), "the start's own node process").to.deep.equal([production]);
+    }
     // A new database: every migration applied, said in one line.
     const latest = migrations.at(-1)?.name;
     expect(before.filter((l) => /migration/i.test(l) || MIGRATION_NAME.test(l))).to.deep.equal([
@@ -267,6 +296,27 @@ describe('npm start', function () {
     expect(logged.at(-1)?.msg, start.output).to.equal('shut down');
     expect(logged.filter((l) => l.level >= 40).map((l) => l.msg)).to.deep.equal([]);
     expect(start.lines.filter((l) => l.from === 'stderr').at(-1)?.text).to.equal('[start] stopped');
+  });
+
+  it('killed, takes its API with it (on Node 24 started from another Node, the child it runs in stops itself)', async () => {
+    const start = new Start(env);
+    starts.push(start);
+    await start.banner();
+    const api = start.field('API');
+    const pid = start.child.pid as number;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    expect((await fetch(api, { headers: { 'X-API-Key': start.field('API key') } })).status).to.equal(200);
+    start.kill();
+    await start.closed;
+    await eventually(
+      'the API gone',
+      async () =>
+        (await fetch(api).then(
+          () => false,
+          () => true,
+        )) && children.every(gone),
+      30_000,
+    );
   });
 
   it('the migrator logs each migration at debug only (its caller says which it applied); what is pending is known before', async () => {

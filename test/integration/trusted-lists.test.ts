@@ -8,10 +8,11 @@ import { STATUS, TSA_QTST, signTrustedList, trustedListXml, type ListOptions } f
 import { select } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { startWorkers, type RunningWorkers } from '../../workers/index.js';
+import { entry } from '../support/entry.js';
 
 /** The CLI as an operator runs it, with the run's configuration. */
 function cli(env: Record<string, string>, ...args: string[]) {
-  const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  const res = spawnSync(process.execPath, [...entry('src/cli.ts'), ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 

@@ -4,6 +4,7 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { appWith, harness, newOrg, uploadForm, type TestOrg } from '../support/harness.js';
 import { select } from '../../src/shared/db/sequelize.js';
 import { createStorage } from '../../src/shared/storage.js';
+import { entry } from '../support/entry.js';
 
 async function objectSize(key: string): Promise<number | undefined> {
   const { config } = await harness();
@@ -144,7 +145,7 @@ describe('browser uploads (bucket CORS)', function () {
 
   it('cli migrate lets the configured origins POST to the bucket, and no other', async () => {
     const { spawnSync } = await import('node:child_process');
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'migrate'], {
+    const run = spawnSync(process.execPath, [...entry('src/cli.ts'), 'migrate'], {
       encoding: 'utf8',
       env: { ...process.env, UPLOAD_CORS_ORIGINS: 'https://portal.example.it' },
     });

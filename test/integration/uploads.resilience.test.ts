@@ -14,6 +14,7 @@ import { execute } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { createStorage } from '../../src/shared/storage.js';
 import { startWorkers } from '../../workers/index.js';
+import { entry } from '../support/entry.js';
 
 const silent = createLogger('silent');
 
@@ -78,7 +79,7 @@ describe('uploads: clamd down, workers killed, events and fallbacks', function (
     // The worker to be killed reaches clamd through a slow link (200 kB/s), so that it is killed mid-scan.
     const slow = await tcpProxy({ host: config.CLAMD_HOST ?? '127.0.0.1', port: config.CLAMD_PORT ?? 0 }, { uploadBytesPerSecond: 200_000 });
     const env = { ...process.env, ...FAST_PIPELINE, CLAMD_PORT: String(slow.port), LOG_LEVEL: 'silent' };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/index.ts', 'scan'], { env, stdio: 'ignore' });
+    const child = spawn(process.execPath, [...entry('workers/index.ts'), 'scan'], { env, stdio: 'ignore' });
     try {
       const up = await presign(org);
       const content = Buffer.alloc(3 * 1024 * 1024, 'z');

@@ -16,6 +16,7 @@ import { openCore, transparencyLog } from '../../src/composition.js';
 import { createLogRepository } from '../../src/log/log.repository.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { startWitness } from '../support/log.js';
+import { entry } from '../support/entry.js';
 
 const PDF = `%PDF-1.4\n% polizza fideiussoria ${unique()}\n%%EOF\n`;
 
@@ -206,7 +207,7 @@ describe('the verification page in Chromium', function () {
       writeFileSync(jwks, await (await fetch(`${app.origin}/.well-known/jwks.json`)).text());
       const checked = spawnSync(
         process.execPath,
-        ['--import', 'tsx', 'src/cli.ts', 'receipt', 'verify', jws, '--jwks', jwks, '--log-key', await probe.service.verifierKey(), '--witness', w.vkey],
+        [...entry('src/cli.ts'), 'receipt', 'verify', jws, '--jwks', jwks, '--log-key', await probe.service.verifierKey(), '--witness', w.vkey],
         { encoding: 'utf8', env: { ...process.env, NODE_NO_WARNINGS: '1' } },
       );
       expect(checked.status, checked.stderr).to.equal(0);

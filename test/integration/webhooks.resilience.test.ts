@@ -12,6 +12,7 @@ import { startWorkers } from '../../workers/index.js';
 import { configWith, eventually, harness, newOrg, type TestOrg, appOver, eventsOver } from '../support/harness.js';
 import { receiver, type Received } from '../support/receiver.js';
 import { tcpProxy } from '../support/tcp-proxy.js';
+import { entry } from '../support/entry.js';
 
 const silent = createLogger('silent');
 const FAST = { WORKER_STALLED_INTERVAL_MS: '1000', WORKER_LOCK_DURATION_MS: '2000', WEBHOOK_TIMEOUT_MS: '3000' };
@@ -90,7 +91,7 @@ describe('webhooks: resilience', function () {
       res.writeHead(204).end();
     });
     const env = { ...process.env, ...FAST, LOG_LEVEL: 'silent' };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'workers/index.ts', 'webhooks'], { env, stdio: 'ignore' });
+    const child = spawn(process.execPath, [...entry('workers/index.ts'), 'webhooks'], { env, stdio: 'ignore' });
     try {
       const n = 12;
       for (let i = 0; i < n; i++) {

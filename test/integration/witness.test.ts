@@ -19,6 +19,7 @@ import { createLogger } from '../../src/shared/logger.js';
 import { appWith, harness, newOrg } from '../support/harness.js';
 import { create, notarizeAll, unique } from '../support/guarantees.js';
 import { startWitness, type RunningWitness } from '../support/log.js';
+import { entry } from '../support/entry.js';
 
 const post = async (url: string, body: string) => {
   const res = await fetch(`${url}/add-checkpoint`, { method: 'POST', body });
@@ -107,7 +108,7 @@ describe('the witness', function () {
     const dir = mkdtempSync(join(tmpdir(), 'witness-'));
     const logKey = verifierKey('log.test', generateKeyPairSync('ed25519').privateKey);
     const first = await startWitness(dir, [logKey]);
-    const second = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'witness', 'serve', '--dir', dir, '--port', '0', '--log', logKey], {
+    const second = spawnSync(process.execPath, [...entry('src/cli.ts'), 'witness', 'serve', '--dir', dir, '--port', '0', '--log', logKey], {
       encoding: 'utf8',
       env: { ...process.env, NODE_NO_WARNINGS: '1' },
       timeout: 30_000,
@@ -155,7 +156,7 @@ describe('the witness', function () {
       return join(files, name);
     };
     const verify = (file: string, ...keys: string[]) =>
-      spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'verify', file, ...keys], {
+      spawnSync(process.execPath, [...entry('src/cli.ts'), 'verify', file, ...keys], {
         encoding: 'utf8',
         env: { ...process.env, NODE_NO_WARNINGS: '1' },
       });

@@ -6,6 +6,7 @@ import { createLogRepository } from '../../src/log/log.repository.js';
 import { createSequencer, type Sequencer } from '../../src/log/sequencer.js';
 import { AUDIT_GUARDS, DROP_AUDIT_GUARDS } from '../../src/shared/db/migrations/0030-transparency-log.js';
 import type { Sequelize } from '../../src/shared/db/sequelize.js';
+import { entry } from './entry.js';
 
 /** A sequencer of its own over `db` (another holder than any other): as a worker process has. */
 export function testSequencer(db: Sequelize, leaseMs = 30_000): Sequencer {
@@ -33,7 +34,7 @@ export interface RunningWitness {
 export async function startWitness(dir: string, logs: string[], port = 0): Promise<RunningWitness> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', 'witness', 'serve', '--name', 'witness.test', '--dir', dir, '--port', String(port), ...logs.flatMap((l) => ['--log', l])],
+    [...entry('src/cli.ts'), 'witness', 'serve', '--name', 'witness.test', '--dir', dir, '--port', String(port), ...logs.flatMap((l) => ['--log', l])],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' } },
   );
   const lines = createInterface({ input: child.stderr as NodeJS.ReadableStream });

