@@ -50,7 +50,6 @@ import { checkLogInclusion } from './log/log-checks.js';
 import { parseVerifierKey } from './log/note.js';
 import type { PublicJwk } from './verification/signing-keys.js';
 import { createAuditRepository } from './audit/audit.repository.js';
-import { migrate } from './shared/db/migrator.js';
 import { AppError, NotFoundError } from './shared/errors.js';
 import { truncate } from './shared/db/sequelize.js';
 import { createLogger } from './shared/logger.js';
@@ -196,6 +195,8 @@ async function command(argv: string[]): Promise<number> {
     // Recorded once done: before, the audit trail's tables may not exist yet (a new database),
     // and a schema change is not a transaction a row could share. A failure is recorded when the
     // trail can take it.
+    // Loaded for this command alone: the migrator (umzug and its dependencies) was a seventh of every command's start.
+    const { migrate } = await import('./shared/db/migrator.js');
     const applied = await migrate(config.DATABASE_URL, createLogger(config.LOG_LEVEL, process.stderr)).catch(async (err: unknown) => {
       await recordSystem(config, 'schema.migrate', 'schema', 'failed').catch(() => undefined);
       throw err;

@@ -42,13 +42,17 @@ const TRADE_WORDS = [
 ];
 
 // Up to 4 look-alike substitutions (4 for A, 0 for o...): beyond, zxcvbn's cost grows steeply
-// (18 ms a code with its default, 1-2 ms with this), for codes that are strong anyway.
-const estimator = new ZxcvbnFactory({
-  dictionary: { ...common.dictionary, trade: TRADE_WORDS },
-  graphs: common.adjacencyGraphs,
-  l33tMaxSubstitutions: 4,
-  maxLength: MAX_ESTIMATED,
-});
+// (18 ms a code with its default, 1-2 ms with this), for codes that are strong anyway. Made at
+// the first estimate: ranking its dictionaries takes some 100 ms of CPU, which every process
+// that loads this module (each CLI command among them) paid at its start, most never estimating.
+let estimator: ZxcvbnFactory | undefined;
+const estimatorOnce = (): ZxcvbnFactory =>
+  (estimator ??= new ZxcvbnFactory({
+    dictionary: { ...common.dictionary, trade: TRADE_WORDS },
+    graphs: common.adjacencyGraphs,
+    l33tMaxSubstitutions: 4,
+    maxLength: MAX_ESTIMATED,
+  }));
 
 const LOG2_10 = Math.log2(10);
 
@@ -129,7 +133,7 @@ function plainWeakness(checkCode: string, related: Related): string | undefined 
 /** The estimate's verdict (a few milliseconds at most): undefined when the code is strong enough. */
 function estimatedWeakness(checkCode: string, related: Related): string | undefined {
   const inputs = [related.policyNumber, related.cig].flatMap((v) => (v ? [v, bare(v)] : []));
-  const result = estimator.check(checkCode, inputs);
+  const result = estimatorOnce().check(checkCode, inputs);
   const bits = bitsOf(result);
   if (bits >= MIN_CHECK_CODE_BITS) return undefined;
   const pattern = mainPattern(result, checkCode.length);
