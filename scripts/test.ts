@@ -201,6 +201,14 @@ const { runs, jobs = Math.min(2, availableParallelism()), files: named, mochaArg
 let ok: boolean;
 const t0 = Date.now();
 try {
+  // The type-check and the lint (a minute of CPU each) run side by side while the packages install and the servers start.
+  const bin = (name: string) => `node_modules/.bin/${name}`;
+  const checks = Promise.all([
+    (async () =>
+      (await step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'], { quiet: true })) &&
+      (await step('type-check the verification page (DOM)', bin('tsc'), ['-p', 'src/verification/page/tsconfig.json'], { quiet: true })))(),
+    step('lint (prettier, eslint, import cycles, table owners)', 'npm', ['run', '-s', 'lint'], { quiet: true }),
+  ]).then((passed) => passed.every(Boolean));
   // Tools the tests themselves use: Info-ZIP builds the archives the scanner is tested with;
   // Debian's Chromium opens the pages (npm cannot download a browser here).
   ensurePackages(['zip', 'chromium'], ['zip', 'chromium'], [], 'zip and chromium (for tests)');
@@ -215,14 +223,6 @@ try {
       runtimes.some((r) => r.version === process.version) ? '' : ` (this machine's Node is ${process.version})`
     }\n`,
   );
-  // The type-check and the lint (a minute of CPU each) run side by side while the servers install and start.
-  const bin = (name: string) => `node_modules/.bin/${name}`;
-  const checks = Promise.all([
-    (async () =>
-      (await step('type-check (tsc --noEmit)', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json'], { quiet: true })) &&
-      (await step('type-check the verification page (DOM)', bin('tsc'), ['-p', 'src/verification/page/tsconfig.json'], { quiet: true })))(),
-    step('lint (prettier, eslint, import cycles, table owners)', 'npm', ['run', '-s', 'lint'], { quiet: true }),
-  ]).then((passed) => passed.every(Boolean));
   const result = await up('test');
   const localDatabase = Boolean(result.env.DATABASE_URL);
   applyEnv(result.env, localAppEnv('test'), {
@@ -260,6 +260,8 @@ try {
   ok = false;
   process.stderr.write(`[test] ${(err as Error).stack ?? String(err)}\n`);
 } finally {
+  // The checks, when what follows them failed first.
+  for (const child of running) child.kill('SIGTERM');
   await stop();
 }
 process.exit(ok ? 0 : 1);

@@ -37,28 +37,20 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { getConfig, type Config } from '../config/index.js';
-import { cliServices, openCore, type Core } from './composition.js';
+import { cliServices, openCore, type Core } from './core.js';
 import { namedOrg, type OrgService, type OrgWithVat } from './orgs/org.service.js';
 import type { Organization } from './orgs/org.repository.js';
-import { verifyCommand } from './notarization/verify.command.js';
-import { witnessCommand } from './log/witness/witness.command.js';
-import { logCommand } from './log/log.command.js';
-import { MirrorError, mirrorEntries, verifyMirror, witnessKey } from './log/mirror.js';
-import { parseEntry } from './log/entries.js';
-import { checkReceipt, ReceiptError } from './verification/receipt-check.js';
-import { checkLogInclusion } from './log/log-checks.js';
-import { parseVerifierKey } from './log/note.js';
 import type { PublicJwk } from './verification/signing-keys.js';
 import { createAuditRepository } from './audit/audit.repository.js';
 import { AppError, NotFoundError } from './shared/errors.js';
 import { truncate } from './shared/db/sequelize.js';
 import { createLogger } from './shared/logger.js';
-import { configureUploadEvents } from './files/storage-events.setup.js';
-import { trustCommand } from './files/trust/trust.command.js';
 import { SecretContext } from './shared/secrets.js';
-import { createStorage, isMissing, type Storage } from './shared/storage.js';
-import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
-import { logBucketOf } from './log/tile-store.js';
+import type { Storage } from './shared/storage.js';
+
+// Each command loads what it alone uses (the store's client, the log's mirror, the trusted
+// lists' XML signatures, a receipt's JOSE...) when it runs: loading them all at every start was
+// most of a command's time.
 
 const USAGE = `usage:
   cli org create <name> [--vat <VAT number> [--allow-shared-vat]] [--register <register entry>]
@@ -154,9 +146,9 @@ export async function runCli(argv: string[], opts: { say?: (message: string) => 
 async function command(argv: string[]): Promise<number> {
   const [noun, verb, arg] = argv;
   // A witness is anyone's: it needs none of the registry's settings.
-  if (noun === 'witness') return witnessCommand(argv.slice(1), say, USAGE);
+  if (noun === 'witness') return (await import('./log/witness/witness.command.js')).witnessCommand(argv.slice(1), say, USAGE);
   // So is a mirror of the log.
-  if (noun === 'log') return logCommand(argv.slice(1), say, USAGE);
+  if (noun === 'log') return (await import('./log/log.command.js')).logCommand(argv.slice(1), say, USAGE);
   // And a receipt's check: anyone's, with the registry's published keys.
   if (noun === 'receipt' && verb === 'verify' && arg && argv[3] === '--jwks' && argv[4]) {
     const pins: { logKey?: string; witnesses: string[] } = { witnesses: [] };
@@ -172,6 +164,7 @@ async function command(argv: string[]): Promise<number> {
     return receiptCommand(arg, argv[4], pins);
   }
   if (noun === 'verify') {
+    const { verifyCommand } = await import('./notarization/verify.command.js');
     // Where the registry is configured, its ledger and its anchor's address are read too.
     const config = configIfAny();
     if (!config) return verifyCommand(argv.slice(1), say, USAGE);
@@ -179,6 +172,7 @@ async function command(argv: string[]): Promise<number> {
   }
   const config = getConfig();
   if (noun === 'trust') {
+    const { trustCommand } = await import('./files/trust/trust.command.js');
     const run = () => trustCommand(argv.slice(1), config, say, USAGE, (work) => withCore(config, (core) => work(core.repos.trust)));
     // An import names its files (the lists they hold are known once verified), a removal its territory.
     const lists =
@@ -389,6 +383,9 @@ async function command(argv: string[]): Promise<number> {
  * events with STORAGE_EVENTS_URL (hints; the polling watch works without them).
  */
 async function configureBucket(config: Config): Promise<number> {
+  const { createStorage } = await import('./shared/storage.js');
+  const { configureUploadEvents } = await import('./files/storage-events.setup.js');
+  const { logBucketOf } = await import('./log/tile-store.js');
   const storage = createStorage(config);
   try {
     await storage.enableVersioning();
@@ -412,6 +409,8 @@ async function configureBucket(config: Config): Promise<number> {
 
 /** Creates the bucket when it is not there (a plain one: the log's needs no versions or locks); whether it did. */
 async function ensureBucket(storage: Storage): Promise<boolean> {
+  const { isMissing } = await import('./shared/storage.js');
+  const { CreateBucketCommand, HeadBucketCommand } = await import('@aws-sdk/client-s3');
   try {
     await storage.client.send(new HeadBucketCommand({ Bucket: storage.bucket }));
     return false;
@@ -426,6 +425,8 @@ async function ensureBucket(storage: Storage): Promise<boolean> {
 
 /** The audit heads a mirror of the transparency log holds (checked first), or why it cannot be read. */
 async function recordedAuditHeads(dir: string, witnesses: string[]): Promise<Array<{ chain: string; seq: number; hash: string; index: number }> | Error> {
+  const { MirrorError, mirrorEntries, verifyMirror } = await import('./log/mirror.js');
+  const { parseEntry } = await import('./log/entries.js');
   try {
     await verifyMirror(dir, { witnesses });
   } catch (err) {
@@ -441,6 +442,10 @@ async function recordedAuditHeads(dir: string, witnesses: string[]): Promise<Arr
 
 /** `receipt verify <receipt (a JWS, or a file holding one)> --jwks <URL or file>`: 0 when it holds, 1 saying why not. */
 async function receiptCommand(receipt: string, jwks: string, pins: { logKey?: string; witnesses: string[] }): Promise<number> {
+  const { checkReceipt, ReceiptError } = await import('./verification/receipt-check.js');
+  const { checkLogInclusion } = await import('./log/log-checks.js');
+  const { parseVerifierKey } = await import('./log/note.js');
+  const { witnessKey } = await import('./log/mirror.js');
   const jws = existsSync(receipt) ? readFileSync(receipt, 'utf8').trim() : receipt.trim();
   const set = (
     /^https?:\/\//.test(jwks) ? await (await fetch(jwks, { signal: AbortSignal.timeout(30_000) })).json() : JSON.parse(readFileSync(jwks, 'utf8'))

@@ -1,11 +1,11 @@
 // The composition root. One place builds, from the configuration, what the process kinds share:
-// the database pools, the secret box, the repositories (one of each), the events (the outbox
-// and this process's relay) and the services. The web process (server.ts), the workers
-// (workers/index.ts) and the CLI (cli.ts, and scripts/dev.ts through it) each open one core
-// and hand what it built to the parts that use them; no other module opens a pool or a secret
-// box. Tests open a core over their own pool (`db`).
+// the database pools, the secret box and the repositories (one of each: its core, src/core.ts),
+// the events (the outbox and this process's relay) and the services. The web process
+// (server.ts), the workers (workers/index.ts) and the CLI (cli.ts, and scripts/dev.ts through
+// it) each open one core and hand what it built to the parts that use them; no other module
+// opens a pool or a secret box. The CLI loads the core alone. Tests open a core over their own
+// pool (`db`).
 import { readFileSync } from 'node:fs';
-import type { Config } from '../config/index.js';
 import { createAntivirus } from './files/antivirus.js';
 import { createFileJobs } from './files/file.jobs.js';
 import { createFileRepository, type FileRepository } from './files/file.repository.js';
@@ -13,10 +13,8 @@ import { createFileService } from './files/file.service.js';
 import { createScanService } from './files/scan.service.js';
 import { createVerifyPool } from './files/signature.pool.js';
 import { createSignatureService } from './files/signature.service.js';
-import { createTrustRepository } from './files/trust/trust.repository.js';
 import { createTrustSource } from './files/trust/trust.source.js';
 import { MAX_ENVELOPE_BYTES } from './files/p7m/p7m.limits.js';
-import { createGuaranteeRepository } from './guarantees/guarantee.repository.js';
 import { createAuditRepository } from './audit/audit.repository.js';
 import { createDocumentLock } from './files/document-lock.js';
 import { createFileRetention } from './files/file.retention.js';
@@ -27,7 +25,6 @@ import { createLifecycleCheck } from './guarantees/lifecycle-check.js';
 import { createGuaranteeService } from './guarantees/guarantee.service.js';
 import type { Anchor } from './notarization/anchor.js';
 import { createWebhookLogRetention } from './webhooks/webhook-log.retention.js';
-import { createAnchorKeys } from './notarization/anchor-keys.js';
 import { createEvmAnchor, evmProvider } from './notarization/evm.anchor.js';
 import { createLedgerAnchor } from './notarization/ledger.anchor.js';
 import { createNotarizationRepository } from './notarization/notarization.repository.js';
@@ -38,21 +35,13 @@ import { createLogService, type LogService } from './log/log.service.js';
 import { parseVerifierKey } from './log/note.js';
 import { createSequencer, type Sequencer } from './log/sequencer.js';
 import { createTileStore, type TileStore } from './log/tile-store.js';
-import { createOrgRepository } from './orgs/org.repository.js';
 import { createOrgService } from './orgs/org.service.js';
 import type { OpenQueues } from './queues.js';
-import { createSequelize, type Sequelize } from './shared/db/sequelize.js';
-import { createIdempotencyStore } from './shared/idempotency.js';
-import type { Logger } from './shared/logger.js';
 import { redactingProxy, secretPartsOfUrl } from './shared/redact.js';
-import { createSecretBox, type SecretBox } from './shared/secrets.js';
 import type { Storage } from './shared/storage.js';
-import { createSigningKeys } from './verification/signing-keys.js';
-import { createVerificationRepository } from './verification/verification.repository.js';
 import { createVerificationService } from './verification/verification.service.js';
 import { createAuthorityRepository } from './authorities/authority.repository.js';
 import { createAuthorityService } from './authorities/authority.service.js';
-import { createAuthorityUsers } from './authorities/authority-users.js';
 import { createSessionRepository } from './authorities/session.repository.js';
 import { createSignIn } from './authorities/sign-in.js';
 import { createDeliveryService } from './webhooks/delivery.service.js';
@@ -61,64 +50,9 @@ import { createSender } from './webhooks/sender.js';
 import { createAddressPolicy, dnsResolver, type Resolver } from './webhooks/ssrf.js';
 import { createWebhookRepository } from './webhooks/webhook.repository.js';
 import { createWebhookService } from './webhooks/webhook.service.js';
+import type { Core } from './core.js';
 
-/** One repository per owner of tables (docs/design.md, "Who writes which table"), over the core's pool. */
-function repositoriesOver(db: Sequelize, secrets: SecretBox) {
-  return {
-    orgs: createOrgRepository(db),
-    guarantees: createGuaranteeRepository(db),
-    webhooks: createWebhookRepository(db),
-    verification: createVerificationRepository(db),
-    idempotency: createIdempotencyStore(db),
-    trust: createTrustRepository(db),
-    anchorKeys: createAnchorKeys(db, secrets),
-    signingKeys: createSigningKeys(db, secrets),
-  };
-}
-
-export type Repositories = ReturnType<typeof repositoriesOver>;
-
-export interface Core {
-  config: Config;
-  logger: Logger;
-  db: Sequelize;
-  secrets: SecretBox;
-  repos: Repositories;
-  /** A pool of one connection of its own (the relay's, which opens a script lane of one more; the notarizers' lock), closed with the core. */
-  ownPool(): Sequelize;
-  close(): Promise<void>;
-}
-
-/**
- * The core of a process: its pool (`poolMax` connections, DATABASE_POOL_MAX by default; or
- * `db`, the caller's, which the core then does not close), the secret box and the repositories.
- * `statementTimeLimit: false` for the CLI.
- */
-export function openCore(config: Config, logger: Logger, opts: { db?: Sequelize; poolMax?: number; statementTimeLimit?: boolean } = {}): Core {
-  // The processes' statements stop at DATABASE_STATEMENT_TIMEOUT_MS; an operator's command (the CLI: a reseal, an import) is not cut short.
-  const limit = opts.statementTimeLimit === false ? {} : { statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS };
-  const pool = (poolMax: number) =>
-    // Registrations run as one-round-trip scripts on the scripts' pool: as many at once as the requests' pool allows.
-    createSequelize({ url: config.DATABASE_URL, poolMax, scriptPoolMax: poolMax, ...limit });
-  const db = opts.db ?? pool(opts.poolMax ?? config.DATABASE_POOL_MAX);
-  const owned: Sequelize[] = opts.db ? [] : [db];
-  const secrets = createSecretBox(config.ENCRYPTION_KEY);
-  return {
-    config,
-    logger,
-    db,
-    secrets,
-    repos: repositoriesOver(db, secrets),
-    ownPool() {
-      const extra = pool(1);
-      owned.push(extra);
-      return extra;
-    },
-    async close() {
-      for (const p of owned.splice(0).reverse()) await p.close();
-    },
-  };
-}
+export { cliServices, openCore, type Core, type Repositories } from './core.js';
 
 /** What emits events: the outbox and this process's relay, and the files' repository, which writes through it. */
 export interface Emitting {
@@ -420,8 +354,3 @@ export function transparencyLog(core: Core, opts: { store?: TileStore } = {}): T
 }
 
 /** The CLI's services (cli.ts). */
-export const cliServices = {
-  organizations: (core: Core) => createOrgService(core.repos.orgs, { audit: createAuditRepository(core.db) }),
-  authorityUsers: (core: Core) =>
-    createAuthorityUsers({ repo: createAuthorityRepository(core.db), orgs: core.repos.orgs, audit: createAuditRepository(core.db) }),
-};

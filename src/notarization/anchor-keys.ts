@@ -1,7 +1,6 @@
 // The anchors' signing keys, sealed under ENCRYPTION_KEY (src/shared/secrets.ts) in the
 // database: never in the environment, a file or a log. Set with `cli evm set-key` (the key
 // read from standard input); re-sealed by `cli secrets reencrypt` after a key rotation.
-import { Wallet } from 'ethers';
 import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
 import { ValidationError } from '../shared/errors.js';
 import { SecretContext, type SecretBox } from '../shared/secrets.js';
@@ -12,6 +11,8 @@ export function createAnchorKeys(db: Sequelize, box: SecretBox) {
     async setEvmKey(privateKey: string): Promise<string> {
       const hex = privateKey.trim();
       if (!/^(0x)?[0-9a-fA-F]{64}$/.test(hex)) throw new ValidationError('an EVM private key is 32 bytes in hex (64 digits, 0x optional)');
+      // ethers, loaded here: every process opens this repository, one command sets the key.
+      const { Wallet } = await import('ethers');
       const wallet = new Wallet(hex.startsWith('0x') ? hex : `0x${hex}`);
       await execute(
         db,

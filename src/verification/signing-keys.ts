@@ -3,7 +3,7 @@
 // once and kept in the database sealed under ENCRYPTION_KEY. Every public key that ever signed
 // is recorded, so that the JWKS still checks the receipts of a rotated-out key.
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { calculateJwkThumbprint, type JWK } from 'jose';
+import type { JWK } from 'jose';
 import { execute, select, type Sequelize } from '../shared/db/sequelize.js';
 import { SecretContext, type SecretBox } from '../shared/secrets.js';
 
@@ -29,6 +29,8 @@ export interface PublicJwk extends JWK {
 async function publicJwkOf(privateKey: KeyObject): Promise<PublicJwk> {
   const { x } = createPublicKey(privateKey).export({ format: 'jwk' });
   const base = { kty: 'OKP' as const, crv: 'Ed25519' as const, x: x as string };
+  // jose, loaded here: every process opens these keys' repository, few of them sign (a CLI command's start).
+  const { calculateJwkThumbprint } = await import('jose');
   return { ...base, kid: await calculateJwkThumbprint(base, 'sha256'), alg: 'EdDSA', use: 'sig' };
 }
 
