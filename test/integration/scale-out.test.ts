@@ -114,7 +114,13 @@ describe('scale-out: the compiled Procfile processes, two web and two worker', f
       );
       const victim = workers.find((w) => active.processedBy?.endsWith(`:${w.child.pid ?? 0}`));
       expect(victim, `processed by ${active.processedBy ?? '?'}`).to.not.equal(undefined);
+      // The small files' verdicts logged before the kill: a worker's log lines are written after
+      // its verdict, and SIGKILL loses the lines it has not written yet (once, on a loaded
+      // machine, a small file the victim judged had no line: counted 0 where 1 was meant).
+      const verdictLogged = (uuid: string) => workers.flatMap(logLines).some((l) => l.msg === 'file scanned' && l.file === uuid);
+      await eventually('the small files judged and logged', () => uploads.slice(1).every((u) => verdictLogged(u.uuid)), 30_000);
       await new Promise((r) => setTimeout(r, 1000));
+      expect(verdictLogged(big), 'the big file still scanning when its worker is killed').to.equal(false);
       const killedAt = Date.now();
       victim?.child.kill('SIGKILL');
       const survivor = workers.find((w) => w !== victim) as Proc;
