@@ -1,7 +1,8 @@
 // `npm run bench -- <name> [options] [--node 24]`: the benchmarks, run by hand; figures go to
 // bench/results/, each run saying the Node it ran on. `--node 24` runs a bench (its own process
-// and the servers it starts) on the pinned Node 24 LTS production runs on; the api bench takes
-// `--node current,24` itself, and measures both side by side by default.
+// and the servers it starts) on the pinned Node 24 LTS production runs on; the api and hostile
+// benches take `--node current,24` themselves (the api bench measures both side by side by
+// default, the hostile bench Node 24 alone).
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { envFor, runtimeNamed } from '../scripts/services/runtime.js';
@@ -9,6 +10,7 @@ import { benchAmendments } from './amendments.js';
 import { benchApi } from './api.js';
 import { benchAuditScript } from './audit-script.js';
 import { benchAuthority } from './authority.js';
+import { benchHostile } from './hostile.js';
 import { benchLog } from './log.js';
 import { benchNotarize } from './notarize.js';
 import { benchP7m } from './p7m.js';
@@ -23,6 +25,7 @@ const benches: Record<string, (argv: string[]) => Promise<void>> = {
   api: benchApi,
   'audit-script': benchAuditScript,
   authority: benchAuthority,
+  hostile: benchHostile,
   log: benchLog,
   scan: benchScan,
   p7m: benchP7m,
@@ -40,7 +43,7 @@ if (!bench) {
   process.exit(2);
 }
 const at = argv.indexOf('--node');
-if (name !== 'api' && at >= 0) {
+if (name !== 'api' && name !== 'hostile' && at >= 0) {
   // The same command again, on that runtime (unless this is it already).
   if (!argv[at + 1]) throw new Error('--node needs a runtime: current, 24 or production');
   const runtime = runtimeNamed(argv[at + 1] as string);

@@ -21,7 +21,11 @@ export function appendResult(bench: string, text: string): void {
   appendFileSync(`bench/results/${bench}.md`, text);
 }
 
-/** Starts compiled code (dist/), as production runs it: on this process's Node, or on the `node` given (another runtime's). */
+/**
+ * Starts compiled code (dist/), as production runs it: on this process's Node, or on the `node`
+ * given (another runtime's). Its standard output (its log lines, and what node flags such as
+ * --trace-gc print) is dropped, or goes to the file descriptor `stdout`.
+ */
 export function startServer(
   name: string,
   script: string,
@@ -29,8 +33,9 @@ export function startServer(
   port: number,
   flags: string[] = [],
   node = process.execPath,
+  stdout: 'ignore' | number = 'ignore',
 ): Promise<ChildProcess> {
-  const child = spawn(node, [...flags, script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(node, [...flags, script], { env: { ...env, PORT: String(port) }, stdio: ['ignore', stdout, 'inherit'] });
   return (async () => {
     for (let i = 0; i < 200; i++) {
       const ok = await fetch(`http://127.0.0.1:${port}/api/v2/guarantees/x`).then(

@@ -65,6 +65,61 @@ describe('key authentication cache', () => {
     expect(lookups).to.equal(2);
   });
 
+  it('reads a key once for all the requests that present it before it is cached, each compared with the record', async () => {
+    const { key, prefix, hash } = generateApiKey();
+    let lookups = 0;
+    let answer: (k: StoredApiKey) => void = () => undefined;
+    const repo = {
+      findApiKey: () => {
+        lookups++;
+        return new Promise<StoredApiKey>((resolve) => {
+          answer = resolve;
+        });
+      },
+    } as unknown as OrgRepository;
+    const svc = createOrgService(repo);
+    const wrong = `${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}`;
+    const asked = Promise.all([...Array.from({ length: 200 }, () => svc.authenticate(key)), svc.authenticate(wrong)]);
+    answer({ prefix, orgId: 'o', kind: 'issuer', hash, revokedAt: null });
+    const principals = await asked;
+    expect(lookups).to.equal(1);
+    expect(principals.slice(0, 200).every((p) => p?.keyPrefix === prefix)).to.equal(true);
+    expect(principals[200]).to.equal(undefined);
+    // Cached now: no read.
+    expect(svc.authenticateCached(key)?.orgId).to.equal('o');
+  });
+
+  it('does not remember a read that a revocation overtook, nor a failed read', async () => {
+    const { key, prefix, hash } = generateApiKey();
+    const answers: Array<{ resolve: (k: StoredApiKey) => void; reject: (e: Error) => void }> = [];
+    const repo = {
+      findApiKey: () => new Promise<StoredApiKey>((resolve, reject) => answers.push({ resolve, reject })),
+      revokeApiKey: () => Promise.resolve(true),
+    } as unknown as OrgRepository;
+    const svc = createOrgService(repo);
+    const first = svc.authenticate(key);
+    await svc.revokeApiKey(prefix);
+    // The revocation forgot the read in flight: the next request reads again.
+    const second = svc.authenticate(key);
+    expect(answers).to.have.length(2);
+    answers[0]?.resolve({ prefix, orgId: 'o', kind: 'issuer', hash, revokedAt: null });
+    answers[1]?.resolve({ prefix, orgId: 'o', kind: 'issuer', hash, revokedAt: new Date() });
+    expect((await first)?.orgId).to.equal('o');
+    expect(await second).to.equal(undefined);
+    expect(svc.authenticateCached(key)).to.equal(undefined);
+    // A failed read is given to those who waited for it, and the next request reads again.
+    const { key: other } = generateApiKey();
+    const failing = svc.authenticate(other);
+    answers[2]?.reject(new Error('database down'));
+    let err: unknown;
+    await failing.catch((e: unknown) => {
+      err = e;
+    });
+    expect((err as Error).message).to.equal('database down');
+    void svc.authenticate(other);
+    expect(answers).to.have.length(4);
+  });
+
   it('remembers a prefix that matched no key for a minute: a client hammering with a wrong key costs one lookup', async () => {
     const { key } = generateApiKey();
     let lookups = 0;
