@@ -26,11 +26,11 @@ export function createDeliveryRepository(db: Sequelize) {
     async deliveryContexts(keys: readonly DeliveryKey[]): Promise<Array<DeliveryContext | undefined>> {
       if (!keys.length) return [];
       const [first] = keys;
-      const sql = `SELECT d.event_id, d.status AS delivery_status, d.due_at AS delivery_due_at, ev.body, ${ENDPOINT_COLUMNS.replace(/(\w+)/g, 'ep.$1')}
+      const sql = `SELECT d.event_id, d.status AS delivery_status, d.due_at AS delivery_due_at, d.replays, ev.body, ${ENDPOINT_COLUMNS.replace(/(\w+)/g, 'ep.$1')}
          FROM webhook_deliveries d FORCE INDEX (PRIMARY)
          JOIN webhook_endpoints ep ON ep.id = d.endpoint_id
          JOIN webhook_events ev ON ev.id = d.event_id`;
-      type Row = EndpointRow & { event_id: string; delivery_status: DeliveryStatus; delivery_due_at: Date; body: string };
+      type Row = EndpointRow & { event_id: string; delivery_status: DeliveryStatus; delivery_due_at: Date; replays: number; body: string };
       const rows =
         keys.length === 1 && first
           ? await select<Row>(db, `${sql} WHERE d.event_id = $1 AND d.endpoint_id = $2`, [first.eventId, first.endpointId])
@@ -38,7 +38,7 @@ export function createDeliveryRepository(db: Sequelize) {
       const found = new Map(rows.map((r) => [`${r.event_id} ${r.id}`, r]));
       return keys.map((k) => {
         const row = found.get(`${k.eventId} ${k.endpointId}`);
-        return row && { status: row.delivery_status, dueAt: row.delivery_due_at, body: row.body, endpoint: toEndpoint(row) };
+        return row && { status: row.delivery_status, dueAt: row.delivery_due_at, replays: row.replays, body: row.body, endpoint: toEndpoint(row) };
       });
     },
 
@@ -48,7 +48,9 @@ export function createDeliveryRepository(db: Sequelize) {
      * crash in between leaves it pending: it is sent again, and that attempt recorded too,
      * which is at-least-once as promised). Successes are marked in one statement; other
      * outcomes one by one (failures are the slow path), and never over a delivery that
-     * succeeded meanwhile (a replay's job and an older one may overlap). An endpoint row is
+     * succeeded meanwhile (a replay's job and an older one may overlap). An attempt whose
+     * delivery was replayed after it read it (its `replays` moved on) is counted, but leaves the
+     * delivery pending and due, for the replay's own attempt. An endpoint row is
      * written only when its state changes (`wasFailing` is what the attempt read), so that
      * concurrent deliveries to one endpoint do not queue on its row lock.
      *
@@ -68,11 +70,16 @@ export function createDeliveryRepository(db: Sequelize) {
       );
       const succeeded = items.filter((i) => i.outcome.deliveryStatus === 'succeeded');
       if (succeeded.length) {
+        // Marked succeeded unless replayed since the attempt read it (then left pending and due,
+        // for the replay's attempt): counted either way.
         const at = new Date(Math.max(...succeeded.map((i) => i.outcome.at.getTime())));
-        const set = "UPDATE webhook_deliveries FORCE INDEX (PRIMARY) SET status = 'succeeded', attempts = attempts + 1, last_error = NULL, updated_at = $1";
+        const set = `UPDATE webhook_deliveries FORCE INDEX (PRIMARY) SET attempts = attempts + 1, last_error = NULL, updated_at = $1,
+          status = IF((event_id, endpoint_id, replays) IN ($2), 'succeeded', status)`;
+        const generations = succeeded.map((i) => [i.eventId, i.endpointId, i.replays]);
         const [one] = succeeded;
-        if (succeeded.length === 1 && one) await execute(db, `${set} WHERE event_id = $2 AND endpoint_id = $3`, [at, one.eventId, one.endpointId]);
-        else await execute(db, `${set} WHERE (event_id, endpoint_id) IN ($2)`, [at, pairs(succeeded)], undefined, { prepared: false });
+        if (succeeded.length === 1 && one)
+          await execute(db, `${set} WHERE event_id = $3 AND endpoint_id = $4`, [at, generations, one.eventId, one.endpointId], undefined, { prepared: false });
+        else await execute(db, `${set} WHERE (event_id, endpoint_id) IN ($3)`, [at, generations, pairs(succeeded)], undefined, { prepared: false });
       }
       // One item's statements: their failure is that item's.
       const errors: Array<Error | undefined> = items.map(() => undefined);
@@ -83,14 +90,16 @@ export function createDeliveryRepository(db: Sequelize) {
           errors[i] ??= err as Error;
         }
       };
-      for (const [i, { eventId, endpointId, outcome: o }] of items.entries()) {
+      for (const [i, { eventId, endpointId, outcome: o, replays }] of items.entries()) {
         if (o.deliveryStatus === 'succeeded') continue;
+        // Status and due time only if not replayed since (a replay's attempt is due now).
         await own(i, () =>
           execute(
             db,
-            `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, last_error = $4, updated_at = $5, due_at = $6
+            `UPDATE webhook_deliveries SET attempts = attempts + 1, last_error = $4, updated_at = $5,
+              status = IF(replays = $7, $3, status), due_at = IF(replays = $7, $6, due_at)
           WHERE event_id = $1 AND endpoint_id = $2 AND status = 'pending'`,
-            [eventId, endpointId, o.deliveryStatus, errorOf(o), o.at, o.dueAt ?? o.at],
+            [eventId, endpointId, o.deliveryStatus, errorOf(o), o.at, o.dueAt ?? o.at, replays],
           ),
         );
       }

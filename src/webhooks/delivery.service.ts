@@ -62,8 +62,9 @@ export function createDeliveryService(deps: {
   // first attempts' list, a burst's deliveries read and record in batches of several.
   const contextOf = createBatcher((keys: DeliveryKey[]) => repo.deliveryContexts(keys), { maxItems: BATCH_MAX, serial: true });
   const recordOne = createBatcher((items: RecordedAttempt[]) => repo.recordAttempts(items), { maxItems: BATCH_MAX, serial: true, minIntervalMs: 5 });
-  async function record(eventId: string, endpointId: string, outcome: AttemptOutcome, wasFailing: boolean): Promise<void> {
-    const err = await recordOne({ eventId, endpointId, outcome, wasFailing });
+  /** `read`: the delivery as the attempt read it. */
+  async function record(read: Omit<RecordedAttempt, 'outcome'>, outcome: AttemptOutcome): Promise<void> {
+    const err = await recordOne({ ...read, outcome });
     if (err) throw err;
   }
 
@@ -128,14 +129,14 @@ export function createDeliveryService(deps: {
 
       const code = result.statusCode;
       const succeeded = code !== null && code >= 200 && code < 300;
-      const wasFailing = endpoint.failingSince !== null;
+      const read = { eventId, endpointId, replays: context.replays, wasFailing: endpoint.failingSince !== null };
       const base = { at, durationMs: result.durationMs, statusCode: code, error: result.error, succeeded };
       if (succeeded) {
-        await record(eventId, endpointId, { ...base, deliveryStatus: 'succeeded' }, wasFailing);
+        await record(read, { ...base, deliveryStatus: 'succeeded' });
         return 'delivered';
       }
       if (code === 410) {
-        await record(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: 'the receiver answered 410 Gone' }, wasFailing);
+        await record(read, { ...base, deliveryStatus: 'failed', disable: 'the receiver answered 410 Gone' });
         logger.warn({ endpoint: endpointId }, 'webhook endpoint disabled: 410 Gone');
         return { giveUp: '410 Gone: endpoint disabled' };
       }
@@ -146,14 +147,14 @@ export function createDeliveryService(deps: {
           await repo.resetFailingSince(endpointId, at);
         } else {
           const reason = `failing since ${failingSince.toISOString()}`;
-          await record(eventId, endpointId, { ...base, deliveryStatus: 'failed', disable: reason }, wasFailing);
+          await record(read, { ...base, deliveryStatus: 'failed', disable: reason });
           logger.warn({ endpoint: endpointId, failingSince }, 'webhook endpoint disabled: failing too long');
           return { giveUp: `endpoint disabled: ${reason}` };
         }
       }
       // A retry not begun by this time (and a margin) lost its job; the reconciler queues it again.
       const dueAt = new Date(at.getTime() + latestRetryMs(settings.retrySchedule, attempt.made + 1, result.retryAfterMs) + settings.attemptTimeoutMs);
-      await record(eventId, endpointId, { ...base, deliveryStatus: attempt.last ? 'failed' : 'pending', dueAt }, wasFailing);
+      await record(read, { ...base, deliveryStatus: attempt.last ? 'failed' : 'pending', dueAt });
       throw new DeliveryFailedError(result.error ?? 'delivery failed', result.retryAfterMs);
     },
   };

@@ -64,6 +64,8 @@ export interface DeliveryContext {
   status: DeliveryStatus;
   /** When its next attempt is due (after a failed one, its retry's latest time). */
   dueAt: Date;
+  /** How many times it was replayed: the attempt's generation (see RecordedAttempt.replays). */
+  replays: number;
   body: string;
   endpoint: EndpointRecord;
 }
@@ -72,6 +74,12 @@ export interface DeliveryContext {
 export interface RecordedAttempt extends DeliveryKey {
   outcome: AttemptOutcome;
   wasFailing: boolean;
+  /**
+   * The delivery's replay count when the attempt read it. A replay asked for meanwhile (the
+   * count moved on) keeps the delivery pending and due: the attempt is recorded, but its
+   * outcome does not settle a delivery that someone asked to be sent again.
+   */
+  replays: number;
 }
 
 export interface AttemptRecord {

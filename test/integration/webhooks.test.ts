@@ -426,6 +426,32 @@ describe('webhooks: delivery', function () {
     expect((await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({ since: 'yesterday' })).status).to.equal(400);
   });
 
+  it("sends again an event replayed while its delivery was in flight: the older attempt's success does not settle the replay", async () => {
+    const { id } = await registered(org, rx.url);
+    const { http } = await harness();
+    rx.answer(async (r, res, n) => {
+      // The first request is answered only once the replay of its event was accepted.
+      if (n === 1) {
+        const replay = await http.post(`/api/v1/webhooks/${id}/replay`).set('X-API-Key', org.key).send({ eventId: r.headers['webhook-id'] });
+        expect(replay.body).to.deep.equal({ replayed: 1 });
+      }
+      res.writeHead(204).end();
+    });
+    await createGuarantee(org, 'replayed-in-flight');
+    const got = await rx.waitFor(2);
+    expect(got[1]?.headers['webhook-id']).to.equal(got[0]?.headers['webhook-id']);
+    const { db } = await harness();
+    const row = await eventually('the replay delivered', async () => {
+      const [d] = await select<{ status: string; attempts: number; replays: number }>(
+        db,
+        'SELECT status, attempts, replays FROM webhook_deliveries WHERE endpoint_id = $1',
+        [id],
+      );
+      return d?.status === 'succeeded' && d.attempts === 2 && d;
+    });
+    expect(row).to.include({ replays: 1 });
+  });
+
   it('disables an endpoint that has failed for WEBHOOK_DISABLE_AFTER_SECONDS without a success', async () => {
     const { id } = await registered(org, rx.url);
     rx.answer((_req, res) => {
@@ -645,7 +671,7 @@ describe('webhooks: deliveries read and recorded in batches', () => {
           const r = await select<{ event_id: string }>(db, 'SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
           return r.length === 3 && r;
         })
-      ).map((r) => ({ eventId: r.event_id, endpointId: id }));
+      ).map((r) => ({ eventId: r.event_id, endpointId: id, replays: 0 }));
       const at = new Date();
       const ok = { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' } as const;
       const bad = { at, durationMs: 5, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'pending' } as const;
@@ -682,7 +708,7 @@ describe('webhooks: deliveries read and recorded in batches', () => {
         const r = await select<{ event_id: string }>(db, 'SELECT event_id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id]);
         return r.length === 3 && r;
       })
-    ).map((r) => ({ eventId: r.event_id, endpointId: id }));
+    ).map((r) => ({ eventId: r.event_id, endpointId: id, replays: 0 }));
     const status = async () =>
       (
         await select<{ status: string; attempts: number }>(db, 'SELECT status, attempts FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id', [id])
@@ -713,7 +739,7 @@ describe('webhooks: deliveries read and recorded in batches', () => {
     const { keys, status } = await threeDeliveries('overlap');
     const { webhooks } = await harness();
     const at = new Date();
-    const key = keys[0] as { eventId: string; endpointId: string };
+    const key = keys[0] as { eventId: string; endpointId: string; replays: number };
     await webhooks.recordAttempts([
       { ...key, outcome: { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' }, wasFailing: false },
     ]);
@@ -723,6 +749,32 @@ describe('webhooks: deliveries read and recorded in batches', () => {
     expect((await status())[0]).to.equal('succeeded 1');
   });
 
+  it("leaves pending and due a delivery replayed after its attempt read it: neither that attempt's success nor its last failure settles it", async () => {
+    const { org, id, keys, status } = await threeDeliveries('replayed');
+    const { db, webhooks } = await harness();
+    const [first, second, third] = keys as Array<{ eventId: string; endpointId: string; replays: number }>;
+    if (!first || !second || !third) throw new Error('three deliveries expected');
+    const replayedAt = new Date(Date.now() - 1000);
+    for (const k of [first, second]) expect(await webhooks.replay(org.orgId, id, { eventId: k.eventId }, replayedAt)).to.equal(1);
+    const at = new Date();
+    const later = new Date(at.getTime() + 3_600_000);
+    const ok = { at, durationMs: 3, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' } as const;
+    const lastFailure = { at, durationMs: 3, statusCode: 500, error: 'HTTP 500', succeeded: false, deliveryStatus: 'failed', dueAt: later } as const;
+    // Attempts that read the deliveries before the replays (generation 0); the third was not replayed.
+    await webhooks.recordAttempts([
+      { ...first, outcome: ok, wasFailing: false },
+      { ...third, outcome: ok, wasFailing: false },
+    ]);
+    await webhooks.recordAttempts([{ ...second, outcome: lastFailure, wasFailing: false }]);
+    expect(await status()).to.deep.equal(['pending 1', 'pending 1', 'succeeded 1']);
+    const due = await select<{ due_at: Date }>(db, 'SELECT due_at FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY event_id LIMIT 2', [id]);
+    expect(due.map((d) => d.due_at.getTime())).to.deep.equal([replayedAt.getTime(), replayedAt.getTime()]); // due now, for the replay's attempt
+    // The replay's own attempts (generation 1) settle them.
+    await webhooks.recordAttempts([{ ...first, replays: 1, outcome: ok, wasFailing: false }]);
+    await webhooks.recordAttempts([{ ...second, replays: 1, outcome: lastFailure, wasFailing: false }]);
+    expect(await status()).to.deep.equal(['succeeded 2', 'failed 2', 'succeeded 1']);
+  });
+
   it('counts a success as after failing_since when it finished after it, even if it started before', async () => {
     const { keys, id } = await threeDeliveries('finished');
     const { webhooks } = await harness();
@@ -730,10 +782,14 @@ describe('webhooks: deliveries read and recorded in batches', () => {
     const started = (msBefore: number) => new Date(since.getTime() - msBefore);
     const ok = (at: Date, durationMs: number) => ({ at, durationMs, statusCode: 204, error: null, succeeded: true, deliveryStatus: 'succeeded' }) as const;
     // Finished 100 ms before `since`: not after it.
-    await webhooks.recordAttempts([{ ...(keys[0] as { eventId: string; endpointId: string }), outcome: ok(started(600), 500), wasFailing: false }]);
+    await webhooks.recordAttempts([
+      { ...(keys[0] as { eventId: string; endpointId: string; replays: number }), outcome: ok(started(600), 500), wasFailing: false },
+    ]);
     expect(await webhooks.succeededSince(id, since, 15_000)).to.equal(false);
     // Started 2 s before `since`, finished 1 s after it.
-    await webhooks.recordAttempts([{ ...(keys[1] as { eventId: string; endpointId: string }), outcome: ok(started(2000), 3000), wasFailing: false }]);
+    await webhooks.recordAttempts([
+      { ...(keys[1] as { eventId: string; endpointId: string; replays: number }), outcome: ok(started(2000), 3000), wasFailing: false },
+    ]);
     expect(await webhooks.succeededSince(id, since, 15_000)).to.equal(true);
     // An attempt cannot have run longer than the attempt timeout: one that started earlier is not looked for.
     expect(await webhooks.succeededSince(id, since, 1000)).to.equal(false);
