@@ -7,7 +7,7 @@
 // --node names (by default the machine's Node and the Node 24 LTS production runs on, side by
 // side in the same rounds). Prints one line per figure and runtime and appends them, dated, to
 // bench/results/api.md. The seed is kept between runs (--fresh redoes it).
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -34,6 +34,8 @@ import {
   resetPeakRss,
   type Figure,
   appendResult,
+  apiEnv,
+  buildDist,
 } from './support.js';
 import { createLogger } from '../src/shared/logger.js';
 
@@ -279,23 +281,8 @@ export async function benchApi(argv: string[]): Promise<void> {
   const key = await newKey(url, bigOrg);
   const ids = await sampleIds(url, bigOrg, 20_000);
 
-  // The API process gets a complete production-like configuration. Redis runs, as in
-  // production: the web process relays each create's guarantee.created event from the outbox
-  // to the delivery queue after the commit. S3 and clamd are not on the request path of these
-  // endpoints, so their addresses are never dialled.
-  const appEnv = {
-    ...process.env,
-    NODE_ENV: 'production',
-    LOG_LEVEL: 'info',
-    RATE_LIMIT_PER_MINUTE: '0',
-    DATABASE_POOL_MAX: '20',
-    S3_BUCKET: 'bench',
-    CLAMD_HOST: '127.0.0.1',
-    CLAMD_PORT: '1',
-  };
-  if (opts.build) log('compiling (npm run build)');
-  if (opts.build && spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0)
-    throw new Error('build failed');
+  const appEnv = apiEnv({ DATABASE_POOL_MAX: '20' });
+  buildDist(opts.build);
   // BENCH_NODE_FLAGS: more flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it.
   const webFlags = [...procfileFlags('web'), ...(process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean)];
   log(`API started as the Procfile's web process: node ${[...webFlags, 'dist/src/server.js'].join(' ')}`);

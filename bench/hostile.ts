@@ -12,7 +12,7 @@
 //   3. --hold seconds (3) after the attack's start the 200 sockets are destroyed, and the hostile
 //      key creates once (its share must be back);
 //   4. probing goes on --after seconds more (2).
-// Throughout, from 1 s before the attack, a prober of its own (bench/hostile-probe.ts, another
+// Throughout, from 1 s before the attack, a prober of its own (test/support/health-prober.mjs, another
 // process, so that the attack's writes never delay a probe) sends GET /healthz every
 // --probe-every ms (25), each on a new connection with its own time limit (--probe-timeout,
 // 5000 ms). Each episode prints: the probes' latency from the attack's start to the end (max,
@@ -40,9 +40,8 @@
 // BENCH_NODE_FLAGS adds node flags to every web process (`--cpu-prof --cpu-prof-dir=DIR`,
 // `--trace-gc-nvp`), whose standard output is then kept in a file beside the --loop record.
 // Appends the figures, dated, to bench/results/hostile.md.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -51,12 +50,14 @@ import { v7 as uuidv7 } from 'uuid';
 import { applyEnv, localAppEnv } from '../scripts/local-env.js';
 import { down, up } from '../scripts/services/index.js';
 import { runtimesNamed, type Runtime } from '../scripts/services/runtime.js';
+import { startProber, stalledBody, stalledPost, type Probe } from '../test/support/hostile-client.js';
 import {
+  apiEnv,
   appendResult,
+  buildDist,
   cpuDelta,
   cpuSeconds,
   idleCpuSeconds,
-  log,
   median,
   newKey,
   ownDatabase,
@@ -142,75 +143,6 @@ const BODIES = 200;
 const BODY_BYTES = 1024 * 1024 - 1;
 const ADMITTED = 8;
 const PORT = 3921;
-
-/** What a stalled POST sends of a declared body of `length` bytes: all but `held`, a JSON string that never ends (nothing can be parsed before the last byte). */
-const stalledBody = (length: number, held: number) => Buffer.concat([Buffer.from('{"note":{"shared":"'), Buffer.alloc(length - held - 19, 'a')]);
-
-/**
- * Opens a POST with a declared body of `length` bytes, sends `body` (all but the last bytes of
- * it), and stalls; `status` settles with the answer's status, or undefined when the connection
- * ends without one.
- */
-function stalledPost(port: number, key: string, length: number, body: Buffer): { socket: Socket; status: Promise<number | undefined> } {
-  const socket = connect(port, '127.0.0.1');
-  let text = '';
-  const status = new Promise<number | undefined>((resolve) => {
-    socket.on('data', (d: Buffer) => {
-      text += d.toString('latin1');
-      const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
-      if (m) resolve(Number(m[1]));
-    });
-    socket.on('close', () => resolve(undefined));
-    socket.on('error', () => resolve(undefined));
-  });
-  socket.on('connect', () => {
-    socket.write(`POST /api/v2/guarantees HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`);
-    socket.write(body);
-  });
-  return { socket, status };
-}
-
-/** One probe: when it started (ms since the epoch), its latency, its status (0: failed or timed out), and the server's main thread's ms on a CPU and waiting for one so far. */
-interface Probe {
-  at: number;
-  ms: number;
-  status: number;
-  ran: number;
-  waited: number;
-}
-
-function startProber(port: number, server: number, opts: Options): { pid: number; ready: Promise<void>; stop: () => Promise<Probe[]> } {
-  const args = [String(port), String(opts.probeEveryMs), String(opts.probeTimeoutMs), String(server)];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/hostile-probe.ts', ...args], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  // Started once its first probe has ended (loading tsx takes a second or more on a busy machine).
-  const ready = new Promise<void>((resolve) => {
-    child.stdout.once('data', () => resolve());
-    void exited.then(() => resolve());
-  });
-  return {
-    pid: child.pid as number,
-    ready,
-    async stop() {
-      child.stdin.end();
-      await exited;
-      return out
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => {
-          const [at, ms, status, ran, waited] = l.split(' ').map(Number) as [number, number, number, number, number];
-          return { at, ms, status, ran, waited };
-        });
-    },
-  };
-}
 
 /** What the web process's event loop and collector did (bench/loop-delay.ts). */
 interface LoopRecord {
@@ -381,7 +313,7 @@ async function episode(
     const peakStart = peakRss(pid);
     resetPeakRss(pid);
     spinners = Array.from({ length: opts.contend }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
-    const prober = startProber(port, pid, opts);
+    const prober = startProber(port, opts.probeEveryMs, opts.probeTimeoutMs, pid);
     await prober.ready;
     const q0 = await statements(db);
     await sleep(1000);
@@ -542,18 +474,8 @@ export async function benchHostile(argv: string[]): Promise<void> {
   await db.end();
   const status = await mysql.createConnection({ uri: url });
   const keys = { hostile: await newKey(url, hostileOrg), other: await newKey(url, otherOrg) };
-  const appEnv: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: 'production',
-    LOG_LEVEL: 'info',
-    RATE_LIMIT_PER_MINUTE: '0',
-    S3_BUCKET: 'bench',
-    CLAMD_HOST: '127.0.0.1',
-    CLAMD_PORT: '1',
-  };
-  if (opts.build) log('compiling (npm run build)');
-  if (opts.build && spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0)
-    throw new Error('build failed');
+  const appEnv = apiEnv();
+  buildDist(opts.build);
   if (opts.loop && !existsSync('dist/bench/loop-delay.js')) throw new Error('dist/bench/loop-delay.js is missing: build first (npm run build)');
 
   const runtimes = runtimesNamed(opts.runtimes);

@@ -1,6 +1,6 @@
 // What the benchmarks share: logging, compiled processes started as the Procfile starts them,
 // their peak memory, API keys made straight in the database, and autocannon rounds' figures.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type autocannon from 'autocannon';
@@ -19,6 +19,33 @@ export const log = (m: string) => process.stderr.write(`[bench] ${m}\n`);
 export function appendResult(bench: string, text: string): void {
   mkdirSync('bench/results', { recursive: true });
   appendFileSync(`bench/results/${bench}.md`, text);
+}
+
+/**
+ * The API process's environment in a bench: a complete production-like configuration over this
+ * process's (the bench profile's MariaDB and Redis, applied by the caller), with `more` on top.
+ * Redis runs, as in production: the web process relays each create's guarantee.created event
+ * from the outbox to the delivery queue after the commit. S3 and clamd are not on the request
+ * path of the endpoints the benches call, so their addresses are never dialled.
+ */
+export function apiEnv(more: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_PER_MINUTE: '0',
+    S3_BUCKET: 'bench',
+    CLAMD_HOST: '127.0.0.1',
+    CLAMD_PORT: '1',
+    ...more,
+  };
+}
+
+/** Compiles the project into dist/ (npm run build), unless `build` is false (--no-build). */
+export function buildDist(build: boolean): void {
+  if (!build) return;
+  log('compiling (npm run build)');
+  if (spawnSync('npm', ['run', '-s', 'build'], { stdio: ['ignore', process.stderr, process.stderr] }).status !== 0) throw new Error('build failed');
 }
 
 /**

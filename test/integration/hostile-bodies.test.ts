@@ -6,107 +6,14 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { procfileFlags } from '../../scripts/procfile.js';
 import { entry } from '../support/entry.js';
 import { newOrg } from '../support/harness.js';
+import { startProber, stalledBody, stalledPost, type Probe } from '../support/hostile-client.js';
 import { killOnExit } from '../support/processes.js';
 import { freePort } from '../support/tcp-proxy.js';
 
 const rssOf = (pid: number) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)?.[1] ?? 0) * 1024;
-
-/**
- * What a stalled POST sends of a declared body of `length` bytes: all but `held` of it, a JSON
- * string that never ends (nothing can be parsed before the last byte). One buffer for all the
- * requests: made afresh for each, 200 MiB allocated and copied in this process competed for the
- * machine's CPUs with the web process under test (bench/hostile.ts --fresh-bodies).
- */
-const stalledBody = (length: number, held: number) => Buffer.concat([Buffer.from('{"note":{"shared":"'), Buffer.alloc(length - held - 19, 'a')]);
-
-/** Opens a POST with a declared body of `length` bytes, sends `body` (all but its last bytes), and stalls. Resolves with the status if the server answers. */
-function stalledPost(port: number, key: string, length: number, body: Buffer): { socket: Socket; status: Promise<number | undefined> } {
-  const socket = connect(port, '127.0.0.1');
-  let text = '';
-  const status = new Promise<number | undefined>((resolve) => {
-    socket.on('data', (d: Buffer) => {
-      text += d.toString('latin1');
-      const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
-      if (m) resolve(Number(m[1]));
-    });
-    socket.on('close', () => resolve(undefined));
-    socket.on('error', () => resolve(undefined));
-  });
-  socket.on('connect', () => {
-    socket.write(`POST /api/v2/guarantees HTTP/1.1\r\nHost: x\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`);
-    socket.write(body);
-  });
-  return { socket, status };
-}
-
-/** One health check: its time from the request's start to its answer's end, and its status (0: no answer within its time limit). */
-interface Probe {
-  ms: number;
-  status: number;
-}
-
-/**
- * The health checker, a process of its own: probed from this one, a probe could not start while
- * this process is busy sending the attack, and a slow answer would go unseen. `node -e PROBER
- * <port> <everyMs> <timeoutMs>` sends GET /healthz every `everyMs`, each on a new connection
- * whatever the earlier ones are doing and given `timeoutMs` in all, and prints `<ms> <status>`
- * as each ends; it stops when its standard input ends, and exits once its probes have ended.
- */
-const PROBER = `
-const { request } = require('node:http');
-const { performance } = require('node:perf_hooks');
-const [port, everyMs, timeoutMs] = process.argv.slice(1).map(Number);
-const probe = () => {
-  const start = performance.now();
-  let done = false;
-  const end = (status) => {
-    if (done) return;
-    done = true;
-    process.stdout.write((performance.now() - start).toFixed(1) + ' ' + status + '\\n');
-  };
-  const req = request({ host: '127.0.0.1', port, path: '/healthz', agent: false }, (res) => {
-    res.resume();
-    res.on('end', () => end(res.statusCode));
-    res.on('error', () => end(0));
-  });
-  const timer = setTimeout(() => { end(0); req.destroy(); }, timeoutMs);
-  req.on('close', () => clearTimeout(timer));
-  req.on('error', () => end(0));
-  req.end();
-};
-const timer = setInterval(probe, everyMs);
-process.stdin.on('end', () => clearInterval(timer)).resume();
-`;
-
-/** Starts probing GET /healthz (PROBER); `stop` ends it and gives every probe. Resolves once the first probe has ended. */
-async function probeHealth(port: number, everyMs: number, timeoutMs: number): Promise<{ stop: () => Promise<Probe[]> }> {
-  const prober = spawn(process.execPath, ['-e', PROBER, String(port), String(everyMs), String(timeoutMs)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  killOnExit(prober);
-  let out = '';
-  prober.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const exited = new Promise<void>((resolve) => prober.once('exit', () => resolve()));
-  await Promise.race([new Promise((resolve) => prober.stdout.once('data', resolve)), exited]);
-  return {
-    async stop() {
-      prober.stdin.end();
-      await exited;
-      return out
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => {
-          const [ms, status] = line.split(' ').map(Number) as [number, number];
-          return { ms, status };
-        });
-    },
-  };
-}
 
 describe('the API process under hostile bodies', function () {
   this.timeout(90_000);
@@ -153,7 +60,8 @@ describe('the API process under hostile bodies', function () {
     // The health check, probed from before the attack to after its end (bench/hostile.ts measures
     // the same, every 25 ms): every 50 ms, the prober and the probes' answers cost the machine's two
     // cores half as much as every 25 ms, and the attack's burst still meets several probes.
-    const health = await probeHealth(port, 50, 5000);
+    const health = startProber(port, 50, 5000);
+    await health.ready;
     await new Promise((r) => setTimeout(r, 250));
     const body = stalledBody(1024 * 1024 - 1, 1);
     const posts = Array.from({ length: 200 }, () => stalledPost(port, hostile.key, 1024 * 1024 - 1, body));
