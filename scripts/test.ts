@@ -16,12 +16,12 @@
 // 24, the quick check on the machine's 20), each runs in turn against the same servers, each run
 // with a database, queues and a log bucket of its own. Other arguments go to mocha: test files
 // (`test/integration/log.test.ts`) narrow the run to them, `--grep` and the like apply to each.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { availableParallelism } from 'node:os';
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, ListBucketsCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { createStorage } from '../src/shared/storage.js';
+import { createCommands } from './commands.js';
 import { applyEnv, localAppEnv } from './local-env.js';
 import { databaseName, rootSql } from './services/mariadb.js';
 import { context, down, startedByThisProcess, up } from './services/index.js';
@@ -31,8 +31,10 @@ import { buildForTests } from './test-build.js';
 import { aloneBecause, longestFirst, parseTestArgs, quickFiles, suiteFiles } from './test-plan.js';
 
 let stopping = false;
-/** The processes running now (the checks, mocha), stopped with the run. */
-const running = new Set<ChildProcess>();
+/** A signal came: nothing more is started. */
+let interrupted = false;
+/** The commands running now (the checks, mocha), stopped with the run. */
+const commands = createCommands();
 
 /** Stops what this run started, also when it is interrupted while the servers start. */
 async function stop(): Promise<void> {
@@ -43,37 +45,32 @@ async function stop(): Promise<void> {
   await down('test', started);
 }
 
-/** Runs a command, its output shown as it comes (or kept, and shown only when it fails): whether it succeeded. */
-function command(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; quiet?: boolean } = {}): Promise<boolean> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: opts.quiet ? ['ignore', 'pipe', 'pipe'] : 'inherit', env: opts.env ?? process.env });
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-    running.add(child);
-    child.on('error', (err) => {
-      out += `${cmd}: ${err.message}\n`;
-    });
-    child.on('close', (code) => {
-      running.delete(child);
-      if (code !== 0 && opts.quiet) process.stderr.write(out);
-      resolve(code === 0);
-    });
-  });
-}
-
 async function step(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; quiet?: boolean } = {}): Promise<boolean> {
   const t0 = Date.now();
   if (!opts.quiet) process.stderr.write(`[test] ${name}\n`);
-  const ok = await command(cmd, args, opts);
+  const ok = await commands.run(cmd, args, opts);
   process.stderr.write(`[test] ${name}: ${ok ? 'passed' : 'FAILED'} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
   return ok;
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+/** What the run must undo if it is stopped: the current runtime's log buckets. */
+let cleanUpRun: (() => Promise<void>) | undefined;
+
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+] as const) {
   process.once(signal, () => {
-    for (const child of running) child.kill('SIGTERM');
-    void stop().then(() => process.exit(130));
+    interrupted = true;
+    commands.refuse();
+    process.stderr.write(`[test] ${signal}: stopping\n`);
+    void commands
+      .end(5000)
+      .then(() => cleanUpRun?.())
+      .catch(() => undefined)
+      .then(stop)
+      .finally(() => process.exit(code));
   });
 }
 
@@ -243,11 +240,13 @@ try {
   const failed: string[] = [];
   const passed: string[] = [];
   for (const [i, runtime] of (ok ? runtimes : []).entries()) {
+    if (interrupted) break;
     const whole = wholeOn.has(runtime.version);
     const files = named.length ? named.map((f) => f.replace(/^\.\//, '')) : whole ? all : quickFiles(all);
     // A run never depends on what an earlier run (this one's other runtime included) left.
-    const cleanUp = await freshRun(runtime, i === 0, localDatabase, base);
+    const cleanUp = (cleanUpRun = await freshRun(runtime, i === 0, localDatabase, base));
     ((await suite(runtime, files, jobs, mochaArgs)) ? passed : failed).push(`${runtime.version}${whole ? '' : ' (quick)'}`);
+    cleanUpRun = undefined;
     await cleanUp().catch((err: unknown) => process.stderr.write(`[test] could not remove the run's log buckets: ${String(err)}\n`));
   }
   if (ok)
@@ -261,7 +260,7 @@ try {
   process.stderr.write(`[test] ${(err as Error).stack ?? String(err)}\n`);
 } finally {
   // The checks, when what follows them failed first.
-  for (const child of running) child.kill('SIGTERM');
+  await commands.end(5000);
   await stop();
 }
 process.exit(ok ? 0 : 1);
