@@ -24,6 +24,19 @@ const say = (line: string) => process.stderr.write(`[start] ${line}\n`);
 if (Number(process.versions.node.split('.')[0]) < 22) {
   say(`Node ${process.version}: accepted for development until January 2027; production runs on Node 24 LTS (README, "Runtimes")`);
 }
+// Started by run.mjs on Node 24, it is told through their channel when run.mjs is gone, however
+// it ended (killed, too): it stops rather than serve on without the process its user started.
+// Listened for from the first line: run.mjs killed during the start (a minute on a first one)
+// ends it there, before it serves; once serving, the API and workers are stopped (below).
+let parentGone = (): void => {
+  say('the npm start that ran this is gone: not starting');
+  process.exit(1);
+};
+if (process.channel) {
+  process.channel.unref();
+  process.once('disconnect', () => parentGone());
+  if (!process.connected) parentGone();
+}
 const dataDir = context('dev').dataDir;
 /** Where the logs go: the file, unless LOG_LEVEL asks for them (then the terminal). */
 const logFile = process.env.LOG_LEVEL ? undefined : join(dataDir, 'api.log');
@@ -143,9 +156,6 @@ function stopAll(): void {
 // Ctrl-C reaches this process twice when run.mjs started it on Node 24 (the terminal's, and the
 // one run.mjs passes on): the first stops it, the rest change nothing.
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, stopAll);
-// Started by run.mjs on Node 24, it is told through their channel when run.mjs is gone, however
-// it ended (killed, too): it stops rather than serve on without the process its user started.
-if (process.channel) {
-  process.channel.unref();
-  process.once('disconnect', stopAll);
-}
+// run.mjs gone from now on: the API and workers stop (the channel's listener is at the top).
+parentGone = stopAll;
+if (process.channel && !process.connected) stopAll();

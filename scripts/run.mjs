@@ -2,7 +2,8 @@
 // Entry point of every npm script that must work on a fresh clone. It has no dependencies of
 // its own: it installs node_modules when they are missing or older than package-lock.json,
 // then runs the named TypeScript task in this same process through tsx (so signals reach the
-// task directly). Everything it says goes to stderr: stdout belongs to the task (the CLI
+// task directly; `npm start` on a Node other than production's runs it in a child on that
+// Node, signals passed on: startOnProductionNode below). Everything it says goes to stderr: stdout belongs to the task (the CLI
 // prints values a script may capture).
 import { createHash } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
@@ -96,6 +97,10 @@ async function startOnProductionNode(startArgs) {
   });
   // Ctrl-C reaches both processes (the start ignores a second one while it stops); a signal sent to this one alone is passed on.
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
+  child.on('error', (err) => {
+    process.stderr.write(`[start] could not run Node ${runtime.version} (${join(runtime.binDir, 'node')}): ${err.message}\n`);
+    process.exit(1);
+  });
   const [code, signal] = await new Promise((resolve) => child.on('close', (c, s) => resolve([c, s])));
   process.exit(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 1) : 1));
 }

@@ -319,6 +319,37 @@ describe('npm start', function () {
     );
   });
 
+  it('killed during its start, before its banner: nothing is left running, nothing serves afterwards (the Node 24 child stops itself there too)', async () => {
+    const start = new Start(env);
+    starts.push(start);
+    // Its first line: on another Node, the one that names Node 24 (the child runs by then).
+    await eventually(
+      'its first line',
+      () => start.lines.length > 0,
+      60_000,
+      () => start.output,
+    );
+    const pid = start.child.pid as number;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    if (start.lines[0]?.text.startsWith('[start] running on Node')) expect(children, start.output).to.have.length(1);
+    start.kill();
+    await start.closed;
+    await eventually(
+      'its processes gone',
+      () => children.every(gone),
+      30_000,
+      () => start.output,
+    );
+    // Had the start gone on, it would serve within seconds.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(
+      await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        () => 'served',
+        () => 'refused',
+      ),
+    ).to.equal('refused');
+  });
+
   it('the migrator logs each migration at debug only (its caller says which it applied); what is pending is known before', async () => {
     const url = await freshDatabase(config, 'start_migrator');
     try {
