@@ -2,7 +2,7 @@
 // notary_state: waiting → batched → done, or blocked) is the guarantees' (notary-state.ts),
 // moved in the same transactions. Every change of state is conditional on the state it
 // leaves, so that a retried or overlapping step changes nothing twice.
-import { execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
+import { databaseLockName, execute, select, write, type Sequelize, type Transaction } from '../shared/db/sequelize.js';
 import type { PathStep } from './merkle.js';
 import type { AnchorKind, Submission } from './anchor.js';
 
@@ -84,7 +84,7 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
     },
 
     /**
-     * Runs `work` holding the database's named lock `name` (GET_LOCK), or returns undefined at
+     * Runs `work` holding the database's named lock `name` (GET_LOCK, scoped to the database: databaseLockName), or returns undefined at
      * once when another session holds it. The lock is taken on `lockDb`, a pool of its own
      * (never the connections `work` needs), inside a transaction, so its connection stays
      * checked out (never reaped as idle) until the work ends; a process that dies drops the
@@ -93,14 +93,15 @@ export function createNotarizationRepository(db: Sequelize, lockDb: Sequelize = 
      * must not run twice at once.
      */
     async exclusive<T>(name: string, work: (held: () => Promise<boolean>) => Promise<T>): Promise<T | undefined> {
+      const lock = databaseLockName(lockDb, name);
       return lockDb.transaction(async (t) => {
-        const [row] = await select<{ got: number | null }>(lockDb, 'SELECT GET_LOCK($1, 0) AS got', [name], t);
+        const [row] = await select<{ got: number | null }>(lockDb, 'SELECT GET_LOCK($1, 0) AS got', [lock], t);
         if (row?.got !== 1) return undefined;
-        const held = async () => (await select<{ mine: number | null }>(lockDb, 'SELECT IS_USED_LOCK($1) = CONNECTION_ID() AS mine', [name], t))[0]?.mine === 1;
+        const held = async () => (await select<{ mine: number | null }>(lockDb, 'SELECT IS_USED_LOCK($1) = CONNECTION_ID() AS mine', [lock], t))[0]?.mine === 1;
         try {
           return await work(held);
         } finally {
-          await select(lockDb, 'SELECT RELEASE_LOCK($1)', [name], t).catch(() => undefined);
+          await select(lockDb, 'SELECT RELEASE_LOCK($1)', [lock], t).catch(() => undefined);
         }
       });
     },

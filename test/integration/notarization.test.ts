@@ -14,7 +14,7 @@ import { createLedgerAnchor, GENESIS_HASH, ledgerEntryHash, type LedgerEntry } f
 import { createNotarizationRepository } from '../../src/notarization/notarization.repository.js';
 import { createNotarizationService, NOTARY_LOCK, type CycleResult } from '../../src/notarization/notarization.service.js';
 import { verifyProof } from '../../src/notarization/proof.js';
-import { execute, select, type Sequelize } from '../../src/shared/db/sequelize.js';
+import { databaseLockName, execute, select, type Sequelize } from '../../src/shared/db/sequelize.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { configWith, eventually, extraDb, harness, issueFile, newOrg, type TestOrg } from '../support/harness.js';
 import { receiver } from '../support/receiver.js';
@@ -276,7 +276,7 @@ describe('notarization with the embedded ledger', function () {
     const killing = {
       ...real,
       findByIds: async (ids: readonly string[]) => {
-        const [holder] = await select<{ id: number | null }>(db, 'SELECT IS_USED_LOCK($1) AS id', [NOTARY_LOCK]);
+        const [holder] = await select<{ id: number | null }>(db, 'SELECT IS_USED_LOCK($1) AS id', [databaseLockName(db, NOTARY_LOCK)]);
         if (holder?.id) await execute(db, `KILL ${Number(holder.id)}`, []);
         return real.findByIds(ids);
       },
@@ -303,6 +303,30 @@ describe('notarization with the embedded ledger', function () {
     const repo = createNotarizationRepository(db);
     const inner = await repo.exclusive(NOTARY_LOCK, () => service.cycle());
     expect(inner).to.equal(undefined);
+  });
+
+  it("scopes its lock to the database: another database's notarizer on the same server is not held up, this one's is", async () => {
+    const { db, config } = await harness();
+    const url = new URL(config.DATABASE_URL);
+    const otherName = `${url.pathname.slice(1)}_lockscope`;
+    await execute(db, `CREATE DATABASE IF NOT EXISTS \`${otherName}\``, []);
+    url.pathname = `/${otherName}`;
+    const other = extraDb(url.toString());
+    const same = extraDb(config.DATABASE_URL);
+    try {
+      const outcome = await createNotarizationRepository(db).exclusive(NOTARY_LOCK, async () => ({
+        otherDatabase: await createNotarizationRepository(other).exclusive(NOTARY_LOCK, () => Promise.resolve('ran')),
+        sameDatabase: await createNotarizationRepository(same).exclusive(NOTARY_LOCK, () => Promise.resolve('ran')),
+      }));
+      expect(outcome).to.deep.equal({ otherDatabase: 'ran', sameDatabase: undefined });
+      expect(databaseLockName(db, NOTARY_LOCK)).to.equal(`${NOTARY_LOCK}:${config.DATABASE_URL.split('/').pop()?.split('?')[0]}`);
+      // A database name too long for a lock's 64 characters: its digest, distinct per database.
+      const long = (n: string) => ({ getDatabaseName: () => n }) as unknown as Sequelize;
+      const [a, b] = [databaseLockName(long('d'.repeat(64)), NOTARY_LOCK), databaseLockName(long(`${'d'.repeat(63)}e`), NOTARY_LOCK)];
+      expect([a.length <= 64, b.length <= 64, a !== b, a.startsWith(`${NOTARY_LOCK}:`)]).to.deep.equal([true, true, true, true]);
+    } finally {
+      await execute(db, `DROP DATABASE IF EXISTS \`${otherName}\``, []);
+    }
   });
 
   it("answers 404 for another organization's proof, and for an unknown id", async () => {

@@ -1,10 +1,10 @@
-// Runs pending migrations with umzug under a MariaDB named lock (GET_LOCK), so that two
-// releases or two test workers never migrate at once. It uses its own one-connection
+// Runs pending migrations with umzug under a MariaDB named lock of the database (GET_LOCK), so
+// that two releases never migrate one database at once. It uses its own one-connection
 // Sequelize: the lock belongs to a connection, and every migration statement then runs on it.
 import { SequelizeStorage, Umzug } from 'umzug';
 import type { Logger } from '../logger.js';
 import { migrations, type Query } from './migrations/index.js';
-import { createSequelize, select } from './sequelize.js';
+import { createSequelize, databaseLockName, select } from './sequelize.js';
 
 const LOCK = 'guarantee_registry_migrations';
 const TABLE = 'schema_migrations';
@@ -17,7 +17,8 @@ const TABLE = 'schema_migrations';
 export async function migrate(databaseUrl: string, logger: Pick<Logger, 'debug'>, lockTimeoutSeconds = 120): Promise<string[]> {
   const db = createSequelize({ url: databaseUrl, poolMax: 1 });
   try {
-    const [row] = await select<{ got: number | null }>(db, 'SELECT GET_LOCK($1, $2) AS got', [LOCK, lockTimeoutSeconds]);
+    const lock = databaseLockName(db, LOCK);
+    const [row] = await select<{ got: number | null }>(db, 'SELECT GET_LOCK($1, $2) AS got', [lock, lockTimeoutSeconds]);
     if (row?.got !== 1) throw new Error(`could not take the migration lock within ${lockTimeoutSeconds} s`);
     try {
       const umzug = new Umzug({
@@ -31,7 +32,7 @@ export async function migrate(databaseUrl: string, logger: Pick<Logger, 'debug'>
       for (const m of applied) logger.debug({ migration: m.name }, 'migration applied');
       return applied.map((m) => m.name);
     } finally {
-      await db.query('SELECT RELEASE_LOCK(?)', { replacements: [LOCK], raw: true });
+      await db.query('SELECT RELEASE_LOCK(?)', { replacements: [lock], raw: true });
     }
   } finally {
     await db.close();

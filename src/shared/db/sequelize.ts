@@ -1,4 +1,5 @@
 // One Sequelize instance per process, on mysql2, in UTC. Repositories receive it as an argument.
+import { createHash } from 'node:crypto';
 import { parse as parseQuery } from 'node:querystring';
 import { ConnectionAcquireTimeoutError, Sequelize, type Options, type Transaction } from 'sequelize';
 
@@ -182,6 +183,22 @@ export async function retryDeadlock<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /** Text cut to fit a VARCHAR(max) column, with an ellipsis when it was longer. */
+/**
+ * The name of a named lock (GET_LOCK) of `db`'s database. MariaDB's named locks are the server's,
+ * not a database's: scoped to the database, two registries on one server (or two test workers,
+ * each with its database) never hold each other up, while two processes of one registry
+ * share the lock. A long database name is replaced by its digest (a lock name has 64 characters at most).
+ */
+export function databaseLockName(db: Sequelize, name: string): string {
+  const scoped = `${name}:${db.getDatabaseName()}`;
+  return scoped.length <= 64
+    ? scoped
+    : `${name}:${createHash('sha256')
+        .update(db.getDatabaseName())
+        .digest('hex')
+        .slice(0, Math.max(8, 63 - name.length))}`;
+}
+
 export const truncate = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
 // ---- The lean form of the hot paths ------------------------------------------------------
