@@ -1,17 +1,19 @@
 // A world of its own for each of mocha's parallel workers (npm test runs the suite's files on
 // two workers at once, scripts/test.ts): its own database, migrated once, its own queues and
-// limits in Redis (a prefix of its own) and its own transparency-log bucket, since the log
-// publishes its checkpoint there and each database holds a log of its own. The servers are the
-// run's; nothing a worker makes is seen by the other. Set in process.env before any test file is
+// limits in Redis (a prefix of its own), its own transparency-log bucket, since the log
+// publishes its checkpoint there and each database holds a log of its own, and its own documents
+// bucket, since `cli migrate` and some tests set a bucket's CORS rule and upload events (one
+// worker's would undo the other's). The servers are the run's; nothing a worker makes is seen
+// by the other. Set in process.env before any test file is
 // loaded, so that what a test starts (the CLI, the web and worker processes) inherits it too.
-import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, HeadBucketCommand } from '@aws-sdk/client-s3';
 import { createConnection } from 'mysql2/promise';
 import { createLogger } from '../../src/shared/logger.js';
 import { migrate } from '../../src/shared/db/migrator.js';
 import { createStorage } from '../../src/shared/storage.js';
 
-/** The names a worker's world takes from the run's: `<database>_w<id>`, `<prefix>-w<id>`, `<bucket>-w<id>`. */
-export function workerNames(env: NodeJS.ProcessEnv, id: string): { databaseUrl: string; queuePrefix: string; logBucket: string } {
+/** The names a worker's world takes from the run's: `<database>_w<id>`, `<prefix>-w<id>`, `<log bucket>-w<id>`, `<bucket>-w<id>`. */
+export function workerNames(env: NodeJS.ProcessEnv, id: string): { databaseUrl: string; queuePrefix: string; logBucket: string; bucket: string } {
   if (!/^\d+$/.test(id)) throw new Error(`MOCHA_WORKER_ID: expected a number, found "${id}"`);
   const url = new URL(env.DATABASE_URL ?? '');
   url.pathname = `${url.pathname}_w${id}`;
@@ -19,6 +21,7 @@ export function workerNames(env: NodeJS.ProcessEnv, id: string): { databaseUrl: 
     databaseUrl: url.toString(),
     queuePrefix: `${env.QUEUE_PREFIX || 'test'}-w${id}`,
     logBucket: `${env.LOG_S3_BUCKET || `${env.S3_BUCKET}-log`}-w${id}`,
+    bucket: `${env.S3_BUCKET}-w${id}`,
   };
 }
 
@@ -54,8 +57,15 @@ export async function enterWorkerWorld(id: string): Promise<void> {
   try {
     // The run's log bucket is named after the run (scripts/test.ts), so is this one: it is new.
     await client.send(new CreateBucketCommand({ Bucket: names.logBucket }));
+    // The documents' bucket as the local servers make the run's (scripts/services/ceph.ts): with
+    // Object Lock, so versioned; kept from run to run as that one is (locked objects stay).
+    const exists = await client.send(new HeadBucketCommand({ Bucket: names.bucket })).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) await client.send(new CreateBucketCommand({ Bucket: names.bucket, ObjectLockEnabledForBucket: true }));
   } finally {
     client.destroy();
   }
-  Object.assign(process.env, { DATABASE_URL: names.databaseUrl, QUEUE_PREFIX: names.queuePrefix, LOG_S3_BUCKET: names.logBucket });
+  Object.assign(process.env, { DATABASE_URL: names.databaseUrl, QUEUE_PREFIX: names.queuePrefix, LOG_S3_BUCKET: names.logBucket, S3_BUCKET: names.bucket });
 }

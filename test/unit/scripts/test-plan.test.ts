@@ -2,6 +2,7 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { aloneBecause, longestFirst, parseTestArgs, quickFiles, suiteFiles } from '../../../scripts/test-plan.js';
+import { workerNames } from '../../support/worker-world.js';
 
 describe('npm test: what it runs', () => {
   it('runs the whole suite on production\'s Node by default; --node picks runtimes in order, ":quick" or --quick the quick check', () => {
@@ -58,5 +59,18 @@ describe('npm test: what it runs', () => {
     // The project's durations name files of the suite.
     const durations = JSON.parse(readFileSync('test/durations.json', 'utf8')) as Record<string, number>;
     expect(Object.keys(durations).filter((f) => !suiteFiles().includes(f))).to.deep.equal([]);
+  });
+
+  it("gives each parallel worker names of its own from the run's: database, queue prefix, log bucket and documents bucket", () => {
+    const run = { DATABASE_URL: 'mysql://u:p@127.0.0.1:3307/registry_test?x=1', QUEUE_PREFIX: 'test-17', S3_BUCKET: 'docs', LOG_S3_BUCKET: 'docs-log-17' };
+    const [one, two] = [workerNames(run, '1'), workerNames(run, '2')];
+    expect(one).to.deep.equal({
+      databaseUrl: 'mysql://u:p@127.0.0.1:3307/registry_test_w1?x=1',
+      queuePrefix: 'test-17-w1',
+      logBucket: 'docs-log-17-w1',
+      bucket: 'docs-w1',
+    });
+    for (const key of Object.keys(one) as Array<keyof typeof one>) expect(two[key], key).to.not.equal(one[key]);
+    expect(() => workerNames(run, '1; DROP')).to.throw(/MOCHA_WORKER_ID/);
   });
 });
