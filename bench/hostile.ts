@@ -312,7 +312,9 @@ async function episode(
     }
     const peakStart = peakRss(pid);
     resetPeakRss(pid);
-    spinners = Array.from({ length: opts.contend }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
+    // Each spins until killed below, or until the bench is gone however it ended.
+    const spin = `for (let i = 1; ; i++) if (i % 1e7 === 0) try { process.kill(${process.pid}, 0); } catch { process.exit(0); }`;
+    spinners = Array.from({ length: opts.contend }, () => spawn(process.execPath, ['-e', spin], { stdio: 'ignore' }));
     const prober = startProber(port, opts.probeEveryMs, opts.probeTimeoutMs, pid);
     await prober.ready;
     const q0 = await statements(db);

@@ -87,6 +87,9 @@ describe('the API process under hostile bodies', function () {
       expect(Date.now() - started).to.be.below(2000);
       // The stalled bodies hold about 8 MiB, not 200.
       expect(rssOf(pid) - rssBefore).to.be.below(100 * 1024 * 1024);
+    } catch (err) {
+      await health.stop(); // no prober left probing after a failure
+      throw err;
     } finally {
       for (const p of posts) p.socket.destroy();
     }

@@ -102,10 +102,12 @@ describe('key authentication cache', () => {
     // The revocation forgot the read in flight: the next request reads again.
     const second = svc.authenticate(key);
     expect(answers).to.have.length(2);
-    answers[0]?.resolve({ prefix, orgId: 'o', kind: 'issuer', hash, revokedAt: null });
+    // The fresh read (revoked) ends first; the stale one, begun before the revocation, after it:
+    // it answers its own request, but is not remembered over the revocation.
     answers[1]?.resolve({ prefix, orgId: 'o', kind: 'issuer', hash, revokedAt: new Date() });
-    expect((await first)?.orgId).to.equal('o');
     expect(await second).to.equal(undefined);
+    answers[0]?.resolve({ prefix, orgId: 'o', kind: 'issuer', hash, revokedAt: null });
+    expect((await first)?.orgId).to.equal('o');
     expect(svc.authenticateCached(key)).to.equal(undefined);
     // A failed read is given to those who waited for it, and the next request reads again.
     const { key: other } = generateApiKey();
