@@ -30,19 +30,24 @@ import { envFor, runtimesNamed, type Runtime } from './services/runtime.js';
 import { buildForTests } from './test-build.js';
 import { aloneBecause, longestFirst, parseTestArgs, quickFiles, suiteFiles } from './test-plan.js';
 
-let stopping = false;
-/** A signal came: nothing more is started. */
-let interrupted = false;
+let stopped: Promise<void> | undefined;
+/** A signal came: nothing more is started, and the run exits with this code. */
+let interrupted: number | undefined;
 /** The commands running now (the checks, mocha), stopped with the run. */
 const commands = createCommands();
 
-/** Stops what this run started, also when it is interrupted while the servers start. */
-async function stop(): Promise<void> {
-  const started = [...new Set(startedByThisProcess.test)];
-  if (stopping || started.length === 0) return;
-  stopping = true;
-  process.stderr.write(`[test] stopping ${started.join(', ')}\n`);
-  await down('test', started);
+/**
+ * Stops what this run started, also when it is interrupted while the servers start: once, every
+ * caller waiting for the same stop (the run's end and a signal's handler may both ask; whichever
+ * exits first must not cut the servers' shutdown short).
+ */
+function stop(): Promise<void> {
+  return (stopped ??= (async () => {
+    const started = [...new Set(startedByThisProcess.test)];
+    if (started.length === 0) return;
+    process.stderr.write(`[test] stopping ${started.join(', ')}\n`);
+    await down('test', started);
+  })());
 }
 
 async function step(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; quiet?: boolean } = {}): Promise<boolean> {
@@ -62,7 +67,7 @@ for (const [signal, code] of [
   ['SIGHUP', 129],
 ] as const) {
   process.once(signal, () => {
-    interrupted = true;
+    interrupted = code;
     commands.refuse();
     process.stderr.write(`[test] ${signal}: stopping\n`);
     void commands
@@ -132,7 +137,9 @@ async function freshRun(runtime: Runtime, first: boolean, localDatabase: boolean
     client.destroy();
   }
   process.env.LOG_S3_BUCKET = bucket;
-  return () => removeBuckets(bucket);
+  // Once, whoever asks first (the run, or a signal's handler while the run is at it).
+  let removed: Promise<void> | undefined;
+  return () => (removed ??= removeBuckets(bucket));
 }
 
 /** Seconds by test file: the last run's on this machine (.data/test/durations.json), else the project's (test/durations.json). */
@@ -240,16 +247,16 @@ try {
   const failed: string[] = [];
   const passed: string[] = [];
   for (const [i, runtime] of (ok ? runtimes : []).entries()) {
-    if (interrupted) break;
+    if (interrupted !== undefined) break;
     const whole = wholeOn.has(runtime.version);
     const files = named.length ? named.map((f) => f.replace(/^\.\//, '')) : whole ? all : quickFiles(all);
     // A run never depends on what an earlier run (this one's other runtime included) left.
     const cleanUp = (cleanUpRun = await freshRun(runtime, i === 0, localDatabase, base));
     ((await suite(runtime, files, jobs, mochaArgs)) ? passed : failed).push(`${runtime.version}${whole ? '' : ' (quick)'}`);
-    cleanUpRun = undefined;
     await cleanUp().catch((err: unknown) => process.stderr.write(`[test] could not remove the run's log buckets: ${String(err)}\n`));
+    cleanUpRun = undefined;
   }
-  if (ok)
+  if (ok && interrupted === undefined)
     process.stderr.write(
       `[test] ${[passed.length && `passed on Node ${passed.join(' and ')}`, failed.length && `FAILED on Node ${failed.join(' and ')}`].filter(Boolean).join('; ')} in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`,
     );
@@ -263,4 +270,4 @@ try {
   await commands.end(5000);
   await stop();
 }
-process.exit(ok ? 0 : 1);
+process.exit(interrupted ?? (ok ? 0 : 1));
