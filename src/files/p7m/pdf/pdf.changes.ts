@@ -14,7 +14,7 @@
 // locked or signed field changed, a visible annotation added) makes every signature before
 // the update not intact, with the reason.
 import { PdfDict, PdfName, PdfRef, PdfStream, PdfString, type PdfValue } from './pdf.objects.js';
-import { PdfRevision, newFileBudget, revisionEnds } from './pdf.revision.js';
+import { PdfRevision, newFileBudget, revisionEnds, type XrefEntry } from './pdf.revision.js';
 
 /** One incremental update after the first signature, judged. */
 export interface UpdateVerdict {
@@ -405,6 +405,14 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
     verdict.violation ??= why;
   };
   if (old.rootNum === undefined || now.rootNum === undefined) return refuse('the document catalog cannot be found');
+  // An object in use given another generation: the references to it still name the old one,
+  // which some readers resolve to the new object and others to nothing.
+  const generation = (e: XrefEntry): number => (e.type === 1 ? e.b : 0);
+  for (const [num, y] of after.entries) {
+    const x = before.entries.get(num);
+    if (x && generation(x) !== generation(y))
+      return refuse(`object ${num} was given another generation (${generation(x)}, then ${generation(y)}): references to it name the old one`);
+  }
   // A tool may write the catalog as a new object: compared with the old one all the same.
   if (old.rootNum !== now.rootNum) {
     if (after.entries.has(old.rootNum) && !same(after.get(old.rootNum), before.get(old.rootNum))) return refuse('the old document catalog was changed');

@@ -24,6 +24,9 @@ export interface FileBudget extends PdfBudget {
 
 export const newFileBudget = (): FileBudget => ({ values: 2_000_000, decoded: 64 * 1024 * 1024, entries: 4_000_000, stringBytes: 256 * 1024 * 1024 });
 
+/** A cross-reference table's entry: 10-digit offset, 5-digit generation, n or f, a two-byte end of line (ISO 32000-1 §7.5.4). */
+const XREF_ENTRY = /^(\d{10}) (\d{5}) ([nf])(?: \r| \n|\r\n)$/;
+
 /** Cross-reference sections followed per revision (each /Prev once). */
 const MAX_SECTIONS = 4096;
 /** A stream may inflate to at most this many times its size (and 1 MiB in any case). */
@@ -67,28 +70,53 @@ export class PdfRevision {
     }
     if (!trailer) malformed('no trailer');
     this.trailer = trailer;
+    // Every object in use is below /Size: a reader may ignore those that are not.
+    const size = trailer.get('Size');
+    if (typeof size !== 'number' || !Number.isInteger(size)) malformed('the trailer has no /Size');
+    for (const num of this.entries.keys()) if (num >= size) malformed(`object ${num} is in use beyond the trailer's /Size ${size}`);
   }
 
-  /** Reads one section at `offset`; its entries fill only numbers a newer section left unset. */
+  /**
+   * Reads one section at `offset`; its entries fill only numbers a newer section left unset.
+   * Only a table exactly as ISO 32000-1 §7.5.4 writes it is read: every reader rebuilds the
+   * cross-reference by scanning the bytes when a table is not as it expects, and in that scan
+   * the last definition of an object wins, which is not the one this analysis reads. So each
+   * entry is 20 bytes, no number is listed twice in a section, entry 0 is free, and a
+   * subsection does not start at 1 with the free head entry (shifted by one: readers disagree
+   * on what each entry means).
+   */
   private readSection(offset: number): { trailer: PdfDict } {
     if (offset < 0 || offset >= this.end) malformed(`a cross-reference offset outside the revision: ${offset}`);
     const lex = new PdfLexer(this.buf.subarray(0, this.end), offset, this.budget);
     lex.skipWhite();
     if (this.buf.toString('latin1', lex.pos, lex.pos + 4) !== 'xref') return this.readXrefStream(offset);
     lex.pos += 4;
+    const listed = new Set<number>();
     for (;;) {
       const start = lex.integer();
       if (start === undefined) break;
       const count = lex.integer();
       if (count === undefined) malformed('a cross-reference subsection without a count');
       if ((this.budget.entries -= count) < 0 || count * 18 > this.end) malformed('too many cross-reference entries');
-      for (let i = 0; i < count; i++) {
-        const a = lex.integer();
-        const b = lex.integer();
-        const kind = lex.regular();
-        if (a === undefined || b === undefined || (kind !== 'n' && kind !== 'f')) malformed('a malformed cross-reference entry');
-        this.set(start + i, kind === 'n' ? { type: 1, a, b } : undefined);
+      // The entries begin on the line after the subsection's header.
+      let at = lex.pos;
+      while (this.buf[at] === 0x20 || this.buf[at] === 0x09) at++;
+      if (this.buf[at] === 0x0d) at++;
+      if (this.buf[at] === 0x0a) at++;
+      else if (this.buf[at - 1] !== 0x0d) malformed(`the cross-reference subsection ${start} ${count} is not followed by a line break`);
+      for (let i = 0; i < count; i++, at += 20) {
+        const num = start + i;
+        const entry = XREF_ENTRY.exec(this.buf.toString('latin1', at, Math.min(at + 20, this.end)));
+        if (!entry) malformed(`the cross-reference entry of object ${num} is not 20 bytes as ISO 32000-1 writes it`);
+        const [, a, b, kind] = entry as unknown as [string, string, string, string];
+        if (listed.has(num)) malformed(`object ${num} is listed twice in one cross-reference section`);
+        listed.add(num);
+        if (num === 0 && kind === 'n') malformed('cross-reference entry 0 is in use (it must head the free list)');
+        if (num === 1 && i === 0 && kind === 'f' && b === '65535')
+          malformed('a cross-reference subsection shifted by one (it starts at 1 with the head of the free list)');
+        this.set(num, kind === 'n' ? { type: 1, a: Number(a), b: Number(b) } : undefined);
       }
+      lex.pos = at;
     }
     lex.expect('trailer');
     const trailer = lex.value();
@@ -109,6 +137,7 @@ export class PdfRevision {
     if (!Array.isArray(index) || index.length % 2 !== 0 || !index.every((x) => typeof x === 'number')) malformed('bad /Index');
     const data = decodeStream(obj.value, this.budget);
     const row = widths[0]! + widths[1]! + widths[2]!;
+    const listed = new Set<number>();
     let at = 0;
     for (let k = 0; k < index.length; k += 2) {
       const start = index[k] as number;
@@ -116,6 +145,8 @@ export class PdfRevision {
       if ((this.budget.entries -= count) < 0) malformed('too many cross-reference entries');
       for (let i = 0; i < count; i++) {
         if (at + row > data.length) malformed('a cross-reference stream shorter than its /Index');
+        if (listed.has(start + i)) malformed(`object ${start + i} is listed twice in one cross-reference section`);
+        listed.add(start + i);
         const field = (n: number, fallback: number): number => {
           if (widths[n] === 0) return fallback;
           let v = 0;
@@ -125,6 +156,7 @@ export class PdfRevision {
         const type = field(0, 1);
         const a = field(1, 0);
         const b = field(2, 0);
+        if (start + i === 0 && (type === 1 || type === 2)) malformed('cross-reference entry 0 is in use (it must head the free list)');
         this.set(start + i, type === 1 || type === 2 ? { type, a, b } : undefined);
       }
     }
@@ -146,15 +178,23 @@ export class PdfRevision {
     if (entry?.type === 1) {
       const obj = readIndirect(this.buf, entry.a, this.budget, (ref) => this.lengthOf(ref), this.end);
       if (obj.num !== num) malformed(`the cross-reference puts object ${num} where object ${obj.num} is`);
+      if (obj.gen !== entry.b) malformed(`the cross-reference gives object ${num} generation ${entry.b}, its definition ${obj.gen}`);
       value = obj.value;
     } else if (entry?.type === 2) value = this.fromObjectStream(entry.a, entry.b, num);
     this.cache.set(num, value);
     return value;
   }
 
-  /** `v`, or the object it refers to. */
+  /**
+   * `v`, or the object it refers to. A reference must name the generation the cross-reference
+   * gives its object (0 in an object stream): readers differ on what a reference to another
+   * generation is (the object, or null).
+   */
   resolve(v: PdfValue | undefined): PdfValue {
-    return v instanceof PdfRef ? this.get(v.num) : (v ?? null);
+    if (!(v instanceof PdfRef)) return v ?? null;
+    const entry = this.entries.get(v.num);
+    if (entry && (entry.type === 1 ? entry.b : 0) !== v.gen) malformed(`the reference ${v.num} ${v.gen} R names another generation than the cross-reference's`);
+    return this.get(v.num);
   }
 
   /** The dictionary `v` is or refers to (a stream's dictionary too), or undefined. */

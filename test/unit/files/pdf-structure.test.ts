@@ -1,0 +1,129 @@
+import { expect } from 'chai';
+import { X509Certificate } from 'node:crypto';
+import { verifyP7m } from '../../../src/files/p7m/p7m.verifier.js';
+import { p7mFixtures } from '../../support/p7m-fixtures.js';
+import { lastRevision, plainPdf, serialize } from '../../support/pdf-signing.js';
+
+// Only a conforming structure is judged (src/files/p7m/pdf/pdf.revision.ts). Every reader
+// rebuilds the cross-reference by scanning the bytes when a section is not exactly as it
+// expects, and in that scan the last definition of an object wins: a section that is not as
+// ISO 32000-1 writes it lets a viewer show objects the analysis never read. Each attack is an
+// update after a signature that the analysis otherwise finds harmless (object 5, the page's
+// font, written again unchanged), written by hand with one defect in its cross-reference.
+describe('PDF structure after a signature: only what conforms is judged', function () {
+  this.timeout(60_000);
+  const fx = p7mFixtures();
+  const root = [new X509Certificate(fx.rootPem)];
+  const signed = fx.pdfSignedBy(plainPdf(fx.marker.toString('latin1'), 100), 'rsa', {});
+  const FONT = '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>';
+  const verdict = (pdf: Buffer) => verifyP7m(pdf, { trustAnchors: root });
+
+  /** A cross-reference table entry: 10-digit offset, 5-digit generation, n or f, and its end of line. */
+  const entry = (offset: number, gen = 0, kind = 'n', eol = '\r\n') => `${String(offset).padStart(10, '0')} ${String(gen).padStart(5, '0')} ${kind}${eol}`;
+
+  /**
+   * `pdf` with an update written by hand: `objects` (number, generation, body), then `xref`, the
+   * table `table(offsets)` returns (the objects' offsets in order), the trailer (/Size, /Root
+   * and /Prev of the last revision, `trailer` over them) and startxref.
+   */
+  function handUpdate(pdf: Buffer, objects: Array<[number, number, string]>, table: (at: number[]) => string, trailer: Record<string, string> = {}): Buffer {
+    const rev = lastRevision(pdf);
+    const prev = /startxref\s+(\d+)\s+%%EOF\s*$/.exec(pdf.toString('latin1', pdf.length - 64))?.[1];
+    if (prev === undefined) throw new Error('no startxref at the end');
+    let text = pdf[pdf.length - 1] === 0x0a ? '' : '\n';
+    const at: number[] = [];
+    for (const [num, gen, body] of objects) {
+      at.push(pdf.length + text.length);
+      text += `${num} ${gen} obj\n${body}\nendobj\n`;
+    }
+    const xrefAt = pdf.length + text.length;
+    const fields = { Size: serialize(rev.trailer.get('Size')), Root: serialize(rev.trailer.get('Root')), Prev: prev, ...trailer };
+    const dict = Object.entries(fields)
+      .map(([k, v]) => `/${k} ${v}`)
+      .join(' ');
+    text += `xref\n${table(at)}trailer\n<< ${dict} >>\nstartxref\n${xrefAt}\n%%EOF\n`;
+    return Buffer.concat([pdf, Buffer.from(text, 'latin1')]);
+  }
+  const notSigned = (pdf: Buffer, why: RegExp) => {
+    const v = verdict(pdf);
+    expect(v.outcome, v.reason).to.not.equal('signed');
+    expect(v.reason).to.match(why);
+  };
+
+  it('keeps Signed the same harmless update written as ISO 32000-1 writes it (the near miss: CRLF, space-CR and space-LF endings)', () => {
+    for (const eol of ['\r\n', ' \r', ' \n']) {
+      const v = verdict(handUpdate(signed, [[5, 0, FONT]], (at) => `5 1\n${entry(at[0]!, 0, 'n', eol)}`));
+      expect(v.outcome, `${JSON.stringify(eol)}: ${v.reason}`).to.equal('signed');
+    }
+  });
+
+  it('refuses a cross-reference entry that is not 20 bytes (19 with a bare line feed, a short offset, a long line)', () => {
+    notSigned(
+      handUpdate(signed, [[5, 0, FONT]], (at) => `5 1\n${entry(at[0]!, 0, 'n', '\n')}`),
+      /the cross-reference entry of object 5 is not 20 bytes/,
+    );
+    notSigned(
+      handUpdate(signed, [[5, 0, FONT]], (at) => `5 1\n${String(at[0]).padStart(9, '0')} 00000 n\r\n`),
+      /the cross-reference entry of object 5 is not 20 bytes/,
+    );
+    notSigned(
+      handUpdate(signed, [[5, 0, FONT]], (at) => `5 1\n${entry(at[0]!, 0, 'n', '  \r\n')}`),
+      /the cross-reference entry of object 5 is not 20 bytes/,
+    );
+  });
+
+  it('refuses an object listed twice in one section (a reader may take either definition)', () => {
+    const evil = '<< /Type /Font /Subtype /Type1 /BaseFont /Courier >>';
+    notSigned(
+      handUpdate(
+        signed,
+        [
+          [5, 0, FONT],
+          [5, 0, evil],
+        ],
+        (at) => `5 1\n${entry(at[0]!)}5 1\n${entry(at[1]!)}`,
+      ),
+      /object 5 is listed twice in one cross-reference section/,
+    );
+  });
+
+  it("refuses an object in use beyond the trailer's /Size", () => {
+    const size = Number(lastRevision(signed).trailer.get('Size'));
+    const beyond = new RegExp(`object ${size + 2} is in use beyond the trailer's /Size ${size}`);
+    notSigned(
+      handUpdate(
+        signed,
+        [
+          [5, 0, FONT],
+          [size + 2, 0, '<< /Note (beyond) >>'],
+        ],
+        (at) => `5 1\n${entry(at[0]!)}${size + 2} 1\n${entry(at[1]!)}`,
+      ),
+      beyond,
+    );
+  });
+
+  it('refuses entry 0 in use, and a subsection shifted by one (starting at 1 with the head of the free list)', () => {
+    notSigned(
+      handUpdate(signed, [[5, 0, FONT]], (at) => `0 1\n${entry(at[0]!)}5 1\n${entry(at[0]!)}`),
+      /cross-reference entry 0 is in use/,
+    );
+    notSigned(
+      handUpdate(signed, [[5, 0, FONT]], (at) => `1 1\n${entry(0, 65535, 'f')}5 1\n${entry(at[0]!)}`),
+      /a cross-reference subsection shifted by one/,
+    );
+  });
+
+  it('refuses a generation the cross-reference and the definition, or a reference, do not agree on (`5 1 obj` where the page says `5 0 R`)', () => {
+    // The entry and the definition say 1; the page's resources still refer to 5 0 R.
+    notSigned(
+      handUpdate(signed, [[5, 1, FONT]], (at) => `5 1\n${entry(at[0]!, 1)}`),
+      /object 5 was given another generation \(0, then 1\): references to it name the old one/,
+    );
+    // The entry says 0, the definition 1.
+    notSigned(
+      handUpdate(signed, [[5, 1, FONT]], (at) => `5 1\n${entry(at[0]!, 0)}`),
+      /the cross-reference gives object 5 generation 0, its definition 1/,
+    );
+  });
+});
