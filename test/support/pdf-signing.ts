@@ -16,14 +16,17 @@ const CONTENTS_HEX = 16_384;
 const PLACEHOLDER = '0000000000 0000000000 0000000000 0000000000';
 
 /** PDF syntax for a value (no streams). */
+/** A name's characters as a name token writes them: delimiters, white space, # and bytes outside ! to ~ as #xx (ISO 32000-1 §7.3.5). */
+const escapeName = (name: string): string => name.replace(/[^!-~]|[#()<>[\]{}/%]/g, (c) => `#${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+
 export function serialize(v: PdfValue | undefined): string {
   if (v === undefined || v === null) return 'null';
   if (typeof v === 'boolean' || typeof v === 'number') return String(v);
-  if (v instanceof PdfName) return `/${v.name}`;
+  if (v instanceof PdfName) return `/${escapeName(v.name)}`;
   if (v instanceof PdfString) return `<${v.bytes.toString('hex')}>`;
   if (v instanceof PdfRef) return `${v.num} ${v.gen} R`;
   if (Array.isArray(v)) return `[${v.map(serialize).join(' ')}]`;
-  if (v instanceof PdfDict) return `<< ${[...v.entries].map(([k, x]) => `/${k} ${serialize(x)}`).join(' ')} >>`;
+  if (v instanceof PdfDict) return `<< ${[...v.entries].map(([k, x]) => `/${escapeName(k)} ${serialize(x)}`).join(' ')} >>`;
   if (v instanceof PdfStream) throw new Error('streams are written with their bytes');
   throw new Error('not a PDF value');
 }
@@ -184,7 +187,7 @@ export function plainPdf(marker: string, padding: number, opts: { xrefStream?: b
 
 /**
  * `pdf` with an incremental update: `objects` (number → body) and a cross-reference section
- * with /Prev. The trailer keeps /Root and /Info; /Size grows to cover the new numbers.
+ * with /Prev. The trailer keeps /Root, /Info and /AdditionalStreams; /Size grows to cover the new numbers.
  */
 export function appendUpdate(
   pdf: Buffer,
@@ -199,6 +202,8 @@ export function appendUpdate(
     Math.max(Number(rev.trailer.get('Size')), ...[...objects.keys(), ...(opts.inStream?.keys() ?? [])].map((n) => n + 1)) + (opts.xrefStream ? 1 : 0);
   const trailer: Record<string, string> = { Size: String(size), Root: serialize(rev.trailer.get('Root')), Prev: prev };
   if (rev.trailer.get('Info') !== undefined) trailer.Info = serialize(rev.trailer.get('Info'));
+  // A hybrid PDF's source document, written in every trailer as LibreOffice does.
+  if (rev.trailer.get('AdditionalStreams') !== undefined) trailer.AdditionalStreams = serialize(rev.trailer.get('AdditionalStreams'));
   if (opts.info !== undefined) trailer.Info = opts.info;
   return writeSection(pdf, objects, trailer, opts.xrefStream ?? false, opts.inStream);
 }

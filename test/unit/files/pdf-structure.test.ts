@@ -126,4 +126,32 @@ describe('PDF structure after a signature: only what conforms is judged', functi
       /the cross-reference gives object 5 generation 0, its definition 1/,
     );
   });
+
+  it('refuses a trailer key other than /Size, /Prev, /Root, /Info, /ID and /XRefStm added or changed after a signature (/Encrypt above all); a new /ID is fine', () => {
+    const update = (trailer: Record<string, string>) => handUpdate(signed, [[5, 0, FONT]], (at) => `5 1\n${entry(at[0]!)}`, trailer);
+    notSigned(update({ Encrypt: '<< /Filter /Standard /V 1 /R 2 /O (x) /U (y) /P -4 >>' }), /the trailer's \/Encrypt was added or changed/);
+    notSigned(update({ DocChecksum: '/0123456789ABCDEF' }), /the trailer's \/DocChecksum was added or changed/);
+    const v = verdict(update({ ID: '[<0123456789abcdef0123456789abcdef> <fedcba9876543210fedcba9876543210>]' }));
+    expect(v.outcome, v.reason).to.equal('signed');
+  });
+
+  it("allows a hybrid PDF's source (/AdditionalStreams, which LibreOffice opens instead of the PDF) written again with the same bytes, and refuses another source", () => {
+    const source = (text: string) => `<< /Length ${text.length} >>\nstream\n${text}\nendstream`;
+    const plain = plainPdf(fx.marker.toString('latin1'), 100);
+    const n = Number(lastRevision(plain).trailer.get('Size'));
+    const hybrid = handUpdate(plain, [[n, 0, source('the ODF, as signed')]], (at) => `${n} 1\n${entry(at[0]!)}`, {
+      Size: String(n + 1),
+      AdditionalStreams: `[/application#2Fvnd.oasis.opendocument.text ${n} 0 R]`,
+    });
+    const signedHybrid = fx.pdfSignedBy(hybrid, 'rsa', {});
+    const m = Number(lastRevision(signedHybrid).trailer.get('Size'));
+    const resaved = (text: string) =>
+      handUpdate(signedHybrid, [[m, 0, source(text)]], (at) => `${m} 1\n${entry(at[0]!)}`, {
+        Size: String(m + 1),
+        AdditionalStreams: `[/application#2Fvnd.oasis.opendocument.text ${m} 0 R]`,
+      });
+    const same = verdict(resaved('the ODF, as signed'));
+    expect(same.outcome, same.reason).to.equal('signed');
+    notSigned(resaved('the ODF, PAY TO MALLORY'), /the trailer's \/AdditionalStreams was added or changed/);
+  });
 });

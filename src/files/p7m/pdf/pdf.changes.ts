@@ -385,6 +385,22 @@ export function judgeUpdate(before: PdfRevision, after: PdfRevision, signed: Rea
   return verdict;
 }
 
+/** Whether the trailer's /AdditionalStreams ([name stream ...]) name the same streams, byte for byte, before and after. */
+function sameSources(before: PdfRevision, after: PdfRevision): boolean {
+  const x = before.resolve(before.trailer.get('AdditionalStreams'));
+  const y = after.resolve(after.trailer.get('AdditionalStreams'));
+  if (!Array.isArray(x) || !Array.isArray(y) || x.length !== y.length) return false;
+  return x.every((v, i) => {
+    const a = before.resolve(v);
+    const b = after.resolve(y[i]);
+    if (a instanceof PdfStream && b instanceof PdfStream) return a.raw.equals(b.raw) && same(a.dict.get('Filter'), b.dict.get('Filter'));
+    return !(a instanceof PdfStream) && !(b instanceof PdfStream) && same(a, b);
+  });
+}
+
+/** Trailer keys an update may write (ISO 32000-1 Table 15; an xref stream's dictionary, Table 17, is its trailer). */
+const TRAILER_KEYS = new Set(['Size', 'Prev', 'Root', 'Info', 'ID', 'XRefStm', 'Type', 'W', 'Index', 'Length', 'Filter', 'DecodeParms']);
+
 /**
  * `signed`: the ByteRanges ("a b c d") of the file's signatures, which the verifier checks: a
  * signature dictionary an update adds must be one of them and sign that very update, or it is
@@ -405,6 +421,17 @@ function judge(before: PdfRevision, after: PdfRevision, verdict: UpdateVerdict, 
     verdict.violation ??= why;
   };
   if (old.rootNum === undefined || now.rootNum === undefined) return refuse('the document catalog cannot be found');
+  // The trailer carries the file's structure (/Size, /Prev, /XRefStm, an xref stream's own
+  // keys), its catalog, its metadata and its identifiers; anything else there added or changed
+  // after a signature (/Encrypt above all: it changes how every string and stream is read) is
+  // not an update PAdES knows.
+  for (const key of new Set([...before.trailer.entries.keys(), ...after.trailer.entries.keys()])) {
+    if (TRAILER_KEYS.has(key) || same(before.trailer.get(key), after.trailer.get(key))) continue;
+    // A hybrid PDF's source document (LibreOffice opens it instead of the PDF), written again on
+    // each save: the same bytes are no change, other bytes are another document.
+    if (key === 'AdditionalStreams' && sameSources(before, after)) continue;
+    return refuse(`the trailer's /${key} was added or changed`);
+  }
   // An object in use given another generation: the references to it still name the old one,
   // which some readers resolve to the new object and others to nothing.
   const generation = (e: XrefEntry): number => (e.type === 1 ? e.b : 0);
