@@ -154,4 +154,68 @@ describe('PDF structure after a signature: only what conforms is judged', functi
     expect(same.outcome, same.reason).to.equal('signed');
     notSigned(resaved('the ODF, PAY TO MALLORY'), /the trailer's \/AdditionalStreams was added or changed/);
   });
+
+  it('refuses a definition no cross-reference section points at, after the signature or in the signed bytes (a reader rebuilding the file takes the last one it finds)', () => {
+    const evil = '<< /Type /Font /Subtype /Type1 /BaseFont /Courier >>';
+    // After the pointed, harmless object 5: a second `5 0 obj` that only a byte scan finds.
+    const shadowed = Buffer.from(
+      handUpdate(signed, [[5, 0, FONT]], (at) => `5 1\n${entry(at[0]!)}`)
+        .toString('latin1')
+        .replace(/(5 0 obj\n<< \/Type \/Font \/Subtype \/Type1 \/BaseFont \/Helvetica >>\nendobj\n)(xref\n5 1\n)/, (_m, a: string, b: string) => {
+          return `${a}5 0 obj\n${evil}\nendobj\n${b}`;
+        }),
+      'latin1',
+    );
+    // The xref's offset moved by the inserted bytes: point startxref at it again.
+    const text = shadowed.toString('latin1');
+    const fixed = Buffer.from(text.replace(/startxref\n\d+\n%%EOF\n$/, `startxref\n${text.lastIndexOf('xref\n5 1\n')}\n%%EOF\n`), 'latin1');
+    notSigned(fixed, /a definition of object 5 at offset \d+ that no cross-reference section points at/);
+
+    // In the signed bytes: a dead `9 0 obj` before the signature, then a harmless update.
+    const plain = plainPdf(fx.marker.toString('latin1'), 100);
+    const body = plain.toString('latin1');
+    const at = body.indexOf('xref\n');
+    const dead = `9 0 obj\n${evil}\nendobj\n`;
+    const withDead = Buffer.from(
+      `${body.slice(0, at)}${dead}${body.slice(at)}`.replace(/startxref\n\d+\n%%EOF\n$/, `startxref\n${at + dead.length}\n%%EOF\n`),
+      'latin1',
+    );
+    const signedDead = fx.pdfSignedBy(withDead, 'rsa', {});
+    notSigned(
+      handUpdate(signedDead, [[5, 0, FONT]], (at2) => `5 1\n${entry(at2[0]!)}`),
+      /a definition of object 9 at offset \d+ that no cross-reference section points at/,
+    );
+
+    // The near miss: `n g obj` inside a pointed object's stream is its bytes, not a definition.
+    const n = Number(lastRevision(signed).trailer.get('Size'));
+    const inside = 'BT (7 0 obj << /Type /Font >> endobj) Tj ET';
+    const v = verdict(
+      handUpdate(signed, [[n, 0, `<< /Length ${inside.length} >>\nstream\n${inside}\nendstream`]], (at2) => `${n} 1\n${entry(at2[0]!)}`, {
+        Size: String(n + 1),
+      }),
+    );
+    expect(v.outcome, v.reason).to.equal('signed');
+  });
+
+  it("reads a hybrid file's objects from its stream where its table lists them as free (ISO 32000-1 7.5.8.4), and no number a newer section freed", () => {
+    const plain = plainPdf(fx.marker.toString('latin1'), 100);
+    const prev = /startxref\s+(\d+)\s+%%EOF\s*$/.exec(plain.toString('latin1'))![1]!;
+    let text = '';
+    const at7 = plain.length + text.length;
+    text += '7 0 obj\n<< /Note (only in the stream) >>\nendobj\n';
+    const row = Buffer.from([1, 0, 0, 0, 0, 0, 0]);
+    row.writeUInt32BE(at7, 1);
+    const at6 = plain.length + text.length;
+    text += `6 0 obj\n<< /Type /XRef /W [1 4 2] /Index [7 1] /Size 8 /Length 7 >>\nstream\n${row.toString('latin1')}\nendstream\nendobj\n`;
+    const xrefAt = plain.length + text.length;
+    text += `xref\n6 2\n${entry(at6)}${entry(0, 1, 'f')}trailer\n<< /Size 8 /Root 1 0 R /Prev ${prev} /XRefStm ${at6} >>\nstartxref\n${xrefAt}\n%%EOF\n`;
+    const hybrid = Buffer.concat([plain, Buffer.from(text, 'latin1')]);
+    expect(lastRevision(hybrid).entries.get(7)).to.deep.equal({ type: 1, a: at7, b: 0 });
+    // A newer section that frees 7 is not undone by the older hybrid stream.
+    const freed = Buffer.concat([
+      hybrid,
+      Buffer.from(`xref\n7 1\n${entry(0, 1, 'f')}trailer\n<< /Size 8 /Root 1 0 R /Prev ${xrefAt} >>\nstartxref\n${hybrid.length}\n%%EOF\n`, 'latin1'),
+    ]);
+    expect(lastRevision(freed).entries.has(7)).to.equal(false);
+  });
 });

@@ -898,10 +898,29 @@ export function modificationsAfter(
     if (previous) updates.push(judgeUpdate(previous, r, signed));
     previous = r;
   }
+  // The file's bytes, the signed ones included, hold only definitions some revision's
+  // cross-reference points at (a later one may point into earlier bytes, as a hybrid file's
+  // stream does) and what lies inside them: a reader that rebuilds the cross-reference by
+  // scanning takes the last definition of each object it finds, dead or shadow ones included.
+  let stray: string | undefined;
+  const final = read(last);
+  if (typeof final !== 'string') {
+    const pointed = new Set<number>();
+    for (const end of eofs) {
+      const r = read(end);
+      if (typeof r === 'string') continue;
+      for (const e of r.entries.values()) if (e.type === 1) pointed.add(e.a);
+      for (const s of r.sections) pointed.add(s);
+    }
+    const found = Date.now() > deadline ? undefined : final.strayDefinitions(0, last, pointed)[0];
+    if (Date.now() > deadline) stray = "examining the file's structure took too long";
+    else if (found)
+      stray = `a definition of object ${found.num} at offset ${found.offset} that no cross-reference section points at (a reader rebuilding the cross-reference would show it)`;
+  }
   return ends.map((end) => {
     const after = updates.filter((u) => u.end > end);
     const own = updates.find((u) => u.end === end && u.violation?.startsWith('the signed revision'));
-    const violation = own?.violation ?? after.find((u) => u.violation)?.violation ?? junk;
+    const violation = own?.violation ?? after.find((u) => u.violation)?.violation ?? junk ?? stray;
     return {
       revision: eofs.filter((e) => e <= end).length || 1,
       changesAfter: [...new Set(after.flatMap((u) => u.changes))],

@@ -263,11 +263,12 @@ export class PdfLexer {
   }
 }
 
-/** An indirect object as read at its offset: its number, generation and value. */
+/** An indirect object as read at its offset: its number, generation and value, and where its value (a stream's bytes) ends. */
 export interface Indirect {
   num: number;
   gen: number;
   value: PdfValue;
+  end: number;
 }
 
 /**
@@ -285,7 +286,7 @@ export function readIndirect(buf: Buffer, offset: number, budget: PdfBudget, len
   lex.expect('obj');
   const value = lex.value();
   lex.skipWhite();
-  if (!(value instanceof PdfDict) || view.toString('latin1', lex.pos, lex.pos + 6) !== 'stream') return { num, gen, value };
+  if (!(value instanceof PdfDict) || view.toString('latin1', lex.pos, lex.pos + 6) !== 'stream') return { num, gen, value, end: lex.pos };
   lex.pos += 6;
   if (view[lex.pos] === 0x0d) lex.pos++;
   if (view[lex.pos] === 0x0a) lex.pos++;
@@ -307,5 +308,5 @@ export function readIndirect(buf: Buffer, offset: number, budget: PdfBudget, len
     end = found;
     while (end > start && (view[end - 1] === 0x0a || view[end - 1] === 0x0d)) end--;
   }
-  return { num, gen, value: new PdfStream(value, view.subarray(start, end)) };
+  return { num, gen, value: new PdfStream(value, view.subarray(start, end)), end: end + 9 };
 }

@@ -27,6 +27,10 @@ export const newFileBudget = (): FileBudget => ({ values: 2_000_000, decoded: 64
 /** A cross-reference table's entry: 10-digit offset, 5-digit generation, n or f, a two-byte end of line (ISO 32000-1 §7.5.4). */
 const XREF_ENTRY = /^(\d{10}) (\d{5}) ([nf])(?: \r| \n|\r\n)$/;
 
+/** An object definition's header, `n g obj`, followed by a delimiter, white space or the end. */
+const OBJECT_HEADER = /(\d{1,10})[\0\t\n\f\r ]+(\d{1,5})[\0\t\n\f\r ]+obj(?![^\0\t\n\f\r ()<>[\]{}/%])/g;
+const DELIMITER_OR_WHITE = /[\0\t\n\f\r ()<>[\]{}/%]/;
+
 /** Cross-reference sections followed per revision (each /Prev once). */
 const MAX_SECTIONS = 4096;
 /** A stream may inflate to at most this many times its size (and 1 MiB in any case). */
@@ -38,6 +42,12 @@ export class PdfRevision {
   /** Object numbers marked free (or never defined) in this revision's newest word on them. */
   readonly free = new Set<number>();
   readonly trailer: PdfDict;
+  /** Where its cross-reference sections are (tables, streams). */
+  readonly sections: number[] = [];
+  /** The section being read, the table a hybrid file's stream completes while it is read, and which section freed each free number. */
+  private reading = 0;
+  private completing: number | undefined;
+  private readonly freeIn = new Map<number, number>();
   private readonly cache = new Map<number, PdfValue>();
   private readonly objectStreams = new Map<number, { data: Buffer; offsets: Map<number, number>; first: number }>();
 
@@ -55,17 +65,25 @@ export class PdfRevision {
     let trailer: PdfDict | undefined;
     const seen = new Set<number>();
     const sections: Array<number | undefined> = [first];
+    /** A hybrid file's xref stream (its offset) and the table it completes. */
+    const hybridOf = new Map<number, number>();
     while (sections.length > 0) {
       const offset = sections.shift();
       if (offset === undefined || seen.has(offset)) continue;
       if (seen.size >= MAX_SECTIONS) malformed('too many cross-reference sections');
       seen.add(offset);
+      this.sections.push(offset);
+      this.reading = offset;
+      this.completing = hybridOf.get(offset);
       const section = this.readSection(offset);
       trailer ??= section.trailer;
       const prev = section.trailer.get('Prev');
       // A hybrid file's table is completed by its stream (ISO 32000-1 §7.5.8.4).
       const stream = section.trailer.get('XRefStm');
-      if (typeof stream === 'number') sections.unshift(stream);
+      if (typeof stream === 'number') {
+        hybridOf.set(stream, offset);
+        sections.unshift(stream);
+      }
       if (typeof prev === 'number') sections.push(prev);
     }
     if (!trailer) malformed('no trailer');
@@ -164,9 +182,18 @@ export class PdfRevision {
   }
 
   private set(num: number, entry: XrefEntry | undefined): void {
-    if (this.entries.has(num) || this.free.has(num)) return;
+    if (this.entries.has(num)) return;
+    if (this.free.has(num)) {
+      // A hybrid file's stream gives the objects its table lists as free (ISO 32000-1 §7.5.8.4):
+      // those of its own table only, never those a newer section freed.
+      if (!entry || this.completing === undefined || this.freeIn.get(num) !== this.completing) return;
+      this.free.delete(num);
+    }
     if (entry && num > 0) this.entries.set(num, entry);
-    else this.free.add(num);
+    else {
+      this.free.add(num);
+      this.freeIn.set(num, this.reading);
+    }
   }
 
   /** The object `num` as this revision defines it; null when free or missing. */
@@ -183,6 +210,39 @@ export class PdfRevision {
     } else if (entry?.type === 2) value = this.fromObjectStream(entry.a, entry.b, num);
     this.cache.set(num, value);
     return value;
+  }
+
+  /**
+   * The object definitions (`n g obj`) in the bytes [from, to) at none of the offsets
+   * `pointed` (where any revision's cross-reference points: its objects and its sections),
+   * and not inside an object defined at one of them there (a stream's bytes may hold
+   * anything): each a definition that a reader rebuilding the cross-reference by scanning
+   * would see, and this analysis would not. Read with this revision's reader.
+   */
+  strayDefinitions(from: number, to: number, all: ReadonlySet<number>): Array<{ num: number; offset: number }> {
+    const pointed = new Set([...all].filter((at) => at >= from && at < to && this.buf.toString('latin1', at, at + 4) !== 'xref'));
+    const spans: Array<[number, number]> = [];
+    for (const at of pointed) {
+      try {
+        spans.push([at, readIndirect(this.buf, at, this.budget, (ref) => this.lengthOf(ref), Math.max(to, this.end)).end]);
+      } catch {
+        // Not readable: what the analysis reads of it fails on its own.
+      }
+    }
+    spans.sort((p, q) => p[0] - q[0]);
+    const stray: Array<{ num: number; offset: number }> = [];
+    const text = this.buf.toString('latin1', from, to);
+    let span = 0;
+    for (const m of text.matchAll(OBJECT_HEADER)) {
+      const at = from + m.index;
+      if (m.index > 0 && !DELIMITER_OR_WHITE.test(text[m.index - 1]!)) continue;
+      if (pointed.has(at)) continue;
+      while (span < spans.length && spans[span]![1] <= at) span++;
+      if (span < spans.length && spans[span]![0] < at) continue;
+      stray.push({ num: Number(m[1]), offset: at });
+      if (stray.length >= 16) break;
+    }
+    return stray;
   }
 
   /**
