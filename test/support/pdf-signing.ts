@@ -247,6 +247,8 @@ export interface SignOptions {
   entries?: string;
   /** A certification signature: the catalog's /Perms /DocMDP and a DocMDP transform of this P. */
   docMdp?: 1 | 2 | 3;
+  /** The DocMDP transform's /P and /TransformMethod as indirect objects of their own (`/P 11 0 R`). */
+  docMdpIndirect?: boolean;
   /** A FieldMDP lock on the new signature field. */
   lock?: { action: 'All' | 'Include' | 'Exclude'; fields?: string[] };
   /** The field's name; default "Signature<n>". */
@@ -269,8 +271,11 @@ export function signPdf(pdf: Buffer, signDetached: (data: Buffer) => Buffer, opt
   const fieldNum = sigNum + 1;
   const type = opts.subFilter === 'ETSI.RFC3161' ? 'DocTimeStamp' : 'Sig';
   const m = opts.claimedTime === null ? '' : ` /M (${opts.claimedTime ?? 'D:20261124090000Z'})`;
+  // Past the field and its appearance: the DocMDP transform's values, when indirect.
+  const [pNum, methodNum] = [sigNum + 3, sigNum + 4];
+  const [pValue, method] = opts.docMdpIndirect ? [`${pNum} 0 R`, `${methodNum} 0 R`] : [String(opts.docMdp), '/DocMDP'];
   const reference = opts.docMdp
-    ? ` /Reference [<< /Type /SigRef /TransformMethod /DocMDP /TransformParams << /Type /TransformParams /P ${opts.docMdp} /V /1.2 >> >>]`
+    ? ` /Reference [<< /Type /SigRef /TransformMethod ${method} /TransformParams << /Type /TransformParams /P ${pValue} /V /1.2 >> >>]`
     : '';
   const sigDict =
     `<< /Type /${type} /Filter /Adobe.PPKLite /SubFilter /${opts.subFilter}${m}${opts.entries ?? ''}${reference}\n` +
@@ -300,6 +305,10 @@ export function signPdf(pdf: Buffer, signDetached: (data: Buffer) => Buffer, opt
     [sigNum, sigDict],
     [fieldNum, field],
   ]);
+  if (opts.docMdp && opts.docMdpIndirect) {
+    objects.set(pNum, String(opts.docMdp));
+    objects.set(methodNum, '/DocMDP');
+  }
   if (opts.appearance !== undefined) objects.set(apNum, streamBody('/Type /XObject /Subtype /Form /BBox [0 0 400 60]', Buffer.from(opts.appearance)));
   let text = appendUpdate(pdf, objects, opts);
   if (opts.header) {

@@ -566,6 +566,16 @@ describe('PDF signatures and the updates after them (modification analysis)', fu
     expect(verdict(annotated(certifiedAt(3), link)).outcome).to.equal('signed');
   });
 
+  it('reads an indirect DocMDP /P and /TransformMethod as a reader does (`/P 11 0 R` holding 1 allows no form filling; it read as 2)', () => {
+    const certified = (p: 1 | 3) => sign(withTextField(base(), 'amount'), 'rsa', { docMdp: p, docMdpIndirect: true });
+    expect(reason(filled(certified(1), 'amount', '1000'))).to.equal(
+      'the form field "amount" was filled in, which the certification signature does not allow (DocMDP P=1)',
+    );
+    expect(reason(sign(certified(1), 'ec'))).to.equal('a signature after a certification that allows no change (DocMDP P=1)');
+    // The near miss: an indirect P=3 allows annotations, as a direct one does.
+    expect(verdict(annotated(certified(3), '<< /Type /Annot /Subtype /Link /Rect [60 700 300 740] >>')).outcome).to.equal('signed');
+  });
+
   it('keeps to FieldMDP locks: a field locked by a signature cannot be filled after it; an unlocked one can', () => {
     const form = withTextField(withTextField(base(), 'amount'), 'notes');
     const locked = sign(form, 'rsa', { lock: { action: 'Include', fields: ['amount'] } });

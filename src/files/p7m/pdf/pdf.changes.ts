@@ -329,11 +329,19 @@ function constraintsOf(s: Structure): Constraints {
   const c: Constraints = { locked: new Set() };
   const perms = s.rev.dict(s.root?.get('Perms'));
   const certification = s.rev.dict(perms?.get('DocMDP'));
+  // Values read as a reader reads them: an indirect /P or /TransformMethod resolved first (read
+  // as they stand, `/P 11 0 R` was P=2 and an indirect method no certification at all). /P
+  // absent is 2 (ISO 32000-1 Table 254); any other value than 1, 2 or 3 allows nothing.
+  const nameOf = (v: PdfValue | undefined): string | undefined => {
+    const r = s.rev.resolve(v);
+    return r instanceof PdfName ? r.name : undefined;
+  };
   for (const ref of asArray(s.rev.resolve(certification?.get('Reference')))) {
     const r = s.rev.dict(ref);
-    if (r?.name('TransformMethod') !== 'DocMDP') continue;
-    const p = s.rev.dict(r.get('TransformParams'))?.get('P');
-    c.docMdp = p === 1 || p === 3 ? p : 2;
+    if (nameOf(r?.get('TransformMethod')) !== 'DocMDP') continue;
+    const params = s.rev.dict(r?.get('TransformParams'));
+    const p = params?.get('P') === undefined ? 2 : s.rev.resolve(params.get('P'));
+    c.docMdp = p === 1 || p === 2 || p === 3 ? p : 1;
   }
   for (const [num] of s.fields) {
     const field = s.rev.dict(new PdfRef(num, 0));
@@ -342,11 +350,11 @@ function constraintsOf(s: Structure): Constraints {
     const locks = [s.rev.dict(field.get('Lock'))];
     for (const ref of asArray(s.rev.resolve(s.rev.dict(field.get('V'))?.get('Reference')))) {
       const r = s.rev.dict(ref);
-      if (r?.name('TransformMethod') === 'FieldMDP') locks.push(s.rev.dict(r.get('TransformParams')));
+      if (nameOf(r?.get('TransformMethod')) === 'FieldMDP') locks.push(s.rev.dict(r?.get('TransformParams')));
     }
     for (const lock of locks) {
       if (!lock) continue;
-      const action = lock.name('Action');
+      const action = nameOf(lock.get('Action'));
       const names = asArray(s.rev.resolve(lock.get('Fields'))).flatMap((n) => (n instanceof PdfString ? [n.bytes.toString('latin1')] : []));
       if (action === 'All') c.locked.add('*');
       else if (action === 'Include') for (const n of names) c.locked.add(n);
