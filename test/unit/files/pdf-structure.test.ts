@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
 import { verifyP7m } from '../../../src/files/p7m/p7m.verifier.js';
+import { PdfDict, PdfRef } from '../../../src/files/p7m/pdf/pdf.objects.js';
 import { p7mFixtures } from '../../support/p7m-fixtures.js';
 import { lastRevision, plainPdf, serialize } from '../../support/pdf-signing.js';
 
@@ -112,6 +113,12 @@ describe('PDF structure after a signature: only what conforms is judged', functi
       handUpdate(signed, [[5, 0, FONT]], (at) => `1 1\n${entry(0, 65535, 'f')}5 1\n${entry(at[0]!)}`),
       /a cross-reference subsection shifted by one/,
     );
+  });
+
+  it('reads no reference that names another generation than its entry (readers differ: the object, or null)', () => {
+    const rev = lastRevision(signed);
+    expect(rev.resolve(new PdfRef(5, 0))).to.be.instanceOf(PdfDict);
+    expect(() => rev.resolve(new PdfRef(5, 1))).to.throw(/the reference 5 1 R names another generation/);
   });
 
   it('refuses a generation the cross-reference and the definition, or a reference, do not agree on (`5 1 obj` where the page says `5 0 R`)', () => {
