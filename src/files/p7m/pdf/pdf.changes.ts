@@ -912,7 +912,8 @@ export function modificationsAfter(
   // scanning takes the last definition of each object it finds, dead or shadow ones included.
   let stray: string | undefined;
   const final = read(last);
-  if (typeof final !== 'string') {
+  if (Date.now() > deadline) stray = "examining the file's structure took too long";
+  else if (typeof final !== 'string') {
     const pointed = new Set<number>();
     for (const end of eofs) {
       const r = read(end);
@@ -920,9 +921,8 @@ export function modificationsAfter(
       for (const e of r.entries.values()) if (e.type === 1) pointed.add(e.a);
       for (const s of r.sections) pointed.add(s);
     }
-    const found = Date.now() > deadline ? undefined : final.strayDefinitions(0, last, pointed)[0];
-    if (Date.now() > deadline) stray = "examining the file's structure took too long";
-    else if (found)
+    const found = final.strayDefinitions(0, last, pointed)[0];
+    if (found)
       stray = `a definition of object ${found.num} at offset ${found.offset} that no cross-reference section points at (a reader rebuilding the cross-reference would show it)`;
   }
   return ends.map((end) => {
