@@ -7,24 +7,31 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newOrg } from '../support/harness.js';
 import { entry } from '../support/entry.js';
+import { freePort } from '../support/tcp-proxy.js';
 
 describe('the API process', function () {
   this.timeout(60_000);
 
   it('on SIGTERM stops accepting, finishes the request in flight, then exits 0', async () => {
     const org = await newOrg();
-    const port = 39_000 + Math.floor(Math.random() * 1000);
+    // A port the system just gave out, not a guess in the ephemeral range (the other parallel
+    // worker's servers and connections take ports there: a guess once met one in use).
+    const port = await freePort();
     const child = spawn(process.execPath, [...entry('src/server.ts')], {
       env: { ...process.env, PORT: String(port), LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
+    let err = '';
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
     });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     // Up to 30 s: tsx compiles the server first, which a loaded two-core machine has seen take over 10.
     for (let i = 0; i < 600 && !out.includes('API listening'); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(out).to.include('API listening');
+    expect(out, `stderr: ${err}`).to.include('API listening');
 
     // A create whose body is still on its way when SIGTERM arrives.
     const body = JSON.stringify({ details: { policyNumber: 'in-flight' } });
